@@ -1,0 +1,426 @@
+// Package openai speaks the wire format of OpenAI-compatible inference
+// servers (vLLM, SGLang, TGI, NIM, Ollama, llama.cpp server): it builds
+// request bodies and reads streamed chunks.
+package openai
+
+import (
+	"errors"
+)
+
+// Chunk is what the probe needs to know about one streamed chunk. It is
+// filled by ParseChunk without allocating, so it carries facts, not text.
+type Chunk struct {
+	// Content is true when any choice carries non-empty output text
+	// (chat `delta.content`, completions `text`).
+	Content bool
+	// Reasoning is true when any choice carries non-empty reasoning text
+	// (`delta.reasoning_content` or `delta.reasoning`).
+	Reasoning bool
+	// ContentBytes is the raw (still JSON-escaped) length of the output and
+	// reasoning text in the chunk; a rough size, not a token count.
+	ContentBytes int
+	// Finished is true when a choice carries a non-null finish_reason.
+	Finished bool
+	// Usage is true when the chunk carries a usage object with token counts.
+	Usage            bool
+	PromptTokens     int
+	CompletionTokens int
+	// Error is true when the chunk is an error payload (a top-level
+	// `error` member, or `"object": "error"` as vLLM sends it).
+	Error bool
+}
+
+// ErrMalformed reports a chunk that is not a JSON object of the expected shape.
+var ErrMalformed = errors.New("malformed JSON chunk")
+
+// ParseChunk reads one `data:` payload into c. Unknown members are skipped,
+// so servers that add their own fields (timings, logprobs) parse the same.
+func ParseChunk(data []byte, c *Chunk) error {
+	*c = Chunk{}
+	s := scanner{b: data}
+	if err := s.top(c); err != nil {
+		return err
+	}
+	s.ws()
+	if s.i != len(s.b) {
+		return ErrMalformed
+	}
+	return nil
+}
+
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) peek() byte {
+	s.ws()
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+func (s *scanner) expect(c byte) bool {
+	if s.peek() == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// str reads a string and returns its raw bytes between the quotes, escapes
+// left in place. Keys we match never contain escapes.
+func (s *scanner) str() ([]byte, error) {
+	if !s.expect('"') {
+		return nil, ErrMalformed
+	}
+	start := s.i
+	for s.i < len(s.b) {
+		switch c := s.b[s.i]; {
+		case c == '"':
+			raw := s.b[start:s.i]
+			s.i++
+			return raw, nil
+		case c == '\\':
+			s.i += 2
+		case c < 0x20:
+			return nil, ErrMalformed
+		default:
+			s.i++
+		}
+	}
+	return nil, ErrMalformed
+}
+
+// objectStart consumes '{' and reports whether the object is empty.
+func (s *scanner) objectStart() (empty bool, err error) {
+	if !s.expect('{') {
+		return false, ErrMalformed
+	}
+	return s.expect('}'), nil
+}
+
+// key reads `"key":`.
+func (s *scanner) key() ([]byte, error) {
+	k, err := s.str()
+	if err != nil {
+		return nil, err
+	}
+	if !s.expect(':') {
+		return nil, ErrMalformed
+	}
+	return k, nil
+}
+
+// more consumes ',' (true) or the closing delimiter (false).
+func (s *scanner) more(closing byte) (bool, error) {
+	switch s.peek() {
+	case ',':
+		s.i++
+		return true, nil
+	case closing:
+		s.i++
+		return false, nil
+	}
+	return false, ErrMalformed
+}
+
+func (s *scanner) isNull() bool {
+	s.ws()
+	if len(s.b)-s.i >= 4 && string(s.b[s.i:s.i+4]) == "null" {
+		s.i += 4
+		return true
+	}
+	return false
+}
+
+// textLen reads a string-or-null value and returns its raw length.
+func (s *scanner) textLen() (int, error) {
+	if s.isNull() {
+		return 0, nil
+	}
+	if s.peek() != '"' {
+		return 0, s.skip() // a server-specific shape: not text we count
+	}
+	raw, err := s.str()
+	return len(raw), err
+}
+
+func (s *scanner) int() (int, error) {
+	if s.isNull() {
+		return 0, nil
+	}
+	s.ws()
+	start, n := s.i, 0
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		n = n*10 + int(s.b[s.i]-'0')
+		s.i++
+	}
+	if s.i == start {
+		return 0, ErrMalformed
+	}
+	// Tolerate a float such as 12.0 by skipping the fraction.
+	if s.i < len(s.b) && (s.b[s.i] == '.' || s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.i = start
+		return n, s.skip()
+	}
+	return n, nil
+}
+
+// skip skips any JSON value, checking its structure.
+func (s *scanner) skip() error {
+	switch c := s.peek(); {
+	case c == '"':
+		_, err := s.str()
+		return err
+	case c == '{':
+		empty, err := s.objectStart()
+		if err != nil || empty {
+			return err
+		}
+		for {
+			if _, err := s.key(); err != nil {
+				return err
+			}
+			if err := s.skip(); err != nil {
+				return err
+			}
+			more, err := s.more('}')
+			if err != nil || !more {
+				return err
+			}
+		}
+	case c == '[':
+		s.i++
+		if s.expect(']') {
+			return nil
+		}
+		for {
+			if err := s.skip(); err != nil {
+				return err
+			}
+			more, err := s.more(']')
+			if err != nil || !more {
+				return err
+			}
+		}
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		start := s.i
+	digits:
+		for s.i < len(s.b) {
+			switch s.b[s.i] {
+			case '-', '+', '.', 'e', 'E', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+				s.i++
+			default:
+				break digits
+			}
+		}
+		if s.i == start {
+			return ErrMalformed
+		}
+		return nil
+	}
+	return ErrMalformed
+}
+
+func (s *scanner) literal(lit string) error {
+	if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
+		s.i += len(lit)
+		return nil
+	}
+	return ErrMalformed
+}
+
+func (s *scanner) top(c *Chunk) error {
+	empty, err := s.objectStart()
+	if err != nil || empty {
+		return err
+	}
+	for {
+		k, err := s.key()
+		if err != nil {
+			return err
+		}
+		switch string(k) {
+		case "choices":
+			err = s.choices(c)
+		case "usage":
+			err = s.usage(c)
+		case "error":
+			if !s.isNull() {
+				c.Error = true
+				err = s.skip()
+			}
+		case "object":
+			if s.peek() == '"' {
+				var v []byte
+				v, err = s.str()
+				if string(v) == "error" {
+					c.Error = true
+				}
+			} else {
+				err = s.skip()
+			}
+		default:
+			err = s.skip()
+		}
+		if err != nil {
+			return err
+		}
+		more, err := s.more('}')
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
+func (s *scanner) choices(c *Chunk) error {
+	if s.peek() != '[' {
+		return s.skip() // null, or a shape we do not know
+	}
+	s.i++
+	if s.expect(']') {
+		return nil
+	}
+	for {
+		if err := s.choice(c); err != nil {
+			return err
+		}
+		more, err := s.more(']')
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
+func (s *scanner) choice(c *Chunk) error {
+	if s.peek() != '{' {
+		return s.skip()
+	}
+	empty, err := s.objectStart()
+	if err != nil || empty {
+		return err
+	}
+	for {
+		k, err := s.key()
+		if err != nil {
+			return err
+		}
+		switch string(k) {
+		case "delta", "message":
+			err = s.delta(c)
+		case "text":
+			var n int
+			n, err = s.textLen()
+			if n > 0 {
+				c.Content = true
+				c.ContentBytes += n
+			}
+		case "finish_reason":
+			if !s.isNull() {
+				c.Finished = true
+				err = s.skip()
+			}
+		default:
+			err = s.skip()
+		}
+		if err != nil {
+			return err
+		}
+		more, err := s.more('}')
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
+func (s *scanner) delta(c *Chunk) error {
+	if s.peek() != '{' {
+		return s.skip()
+	}
+	empty, err := s.objectStart()
+	if err != nil || empty {
+		return err
+	}
+	for {
+		k, err := s.key()
+		if err != nil {
+			return err
+		}
+		var n int
+		switch string(k) {
+		case "content":
+			n, err = s.textLen()
+			if n > 0 {
+				c.Content = true
+				c.ContentBytes += n
+			}
+		case "reasoning_content", "reasoning":
+			n, err = s.textLen()
+			if n > 0 {
+				c.Reasoning = true
+				c.ContentBytes += n
+			}
+		default:
+			err = s.skip()
+		}
+		if err != nil {
+			return err
+		}
+		more, err := s.more('}')
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
+func (s *scanner) usage(c *Chunk) error {
+	if s.peek() != '{' {
+		return s.skip()
+	}
+	empty, err := s.objectStart()
+	if err != nil || empty {
+		return err
+	}
+	for {
+		k, err := s.key()
+		if err != nil {
+			return err
+		}
+		switch string(k) {
+		case "prompt_tokens":
+			c.PromptTokens, err = s.int()
+			c.Usage = true
+		case "completion_tokens":
+			c.CompletionTokens, err = s.int()
+			c.Usage = true
+		default:
+			err = s.skip()
+		}
+		if err != nil {
+			return err
+		}
+		more, err := s.more('}')
+		if err != nil || !more {
+			return err
+		}
+	}
+}

@@ -1,0 +1,264 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tokenprobe/tokenprobe/probe/sse"
+)
+
+// transcript sums what a whole recorded stream says, chunk by chunk.
+type transcript struct {
+	content, reasoning, finished, errors int
+	usage                                bool
+	prompt, completion                   int
+	done, errorEvent                     bool
+}
+
+func readTranscript(t *testing.T, path string) transcript {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := sse.NewReader(f, 0)
+	var sum transcript
+	var c Chunk
+	for {
+		ev, err := r.Next()
+		if err == io.EOF {
+			return sum
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if string(ev.Name) == "error" {
+			sum.errorEvent = true
+			continue
+		}
+		if bytes.Equal(ev.Data, []byte("[DONE]")) {
+			sum.done = true
+			continue
+		}
+		if err := ParseChunk(ev.Data, &c); err != nil {
+			t.Fatalf("%s: chunk %q: %v", path, ev.Data, err)
+		}
+		if c.Content {
+			sum.content++
+		}
+		if c.Reasoning {
+			sum.reasoning++
+		}
+		if c.Finished {
+			sum.finished++
+		}
+		if c.Error {
+			sum.errors++
+		}
+		if c.Usage {
+			sum.usage, sum.prompt, sum.completion = true, c.PromptTokens, c.CompletionTokens
+		}
+	}
+}
+
+func TestServerTranscripts(t *testing.T) {
+	cases := map[string]transcript{
+		// vLLM: a role-only first chunk with empty content, a finish chunk
+		// with empty content, then a usage-only chunk with no choices.
+		"vllm_chat.sse": {content: 3, finished: 1, usage: true, prompt: 12, completion: 4, done: true},
+		// llama.cpp server: CRLF framing, null content on the role chunk,
+		// usage and timings on the finish chunk.
+		"llamacpp_chat.sse": {content: 2, finished: 1, usage: true, prompt: 9, completion: 2, done: true},
+		// Ollama: role repeated on every chunk, usage after the finish.
+		"ollama_chat.sse": {content: 3, finished: 1, usage: true, prompt: 26, completion: 3, done: true},
+		// TGI: `data:` without a space, "usage": null until the end, the
+		// last token and the finish_reason in the same chunk.
+		"tgi_chat.sse":         {content: 3, finished: 1, usage: true, prompt: 7, completion: 3, done: true},
+		"vllm_completions.sse": {content: 2, finished: 1, usage: true, prompt: 5, completion: 4, done: true},
+		// Reasoning models: reasoning_content (older vLLM) and reasoning
+		// (newer) are reasoning chunks, not output.
+		"vllm_reasoning.sse":  {content: 1, reasoning: 2, finished: 1, done: true},
+		"vllm_error.sse":      {content: 1, errors: 1},
+		"tgi_error_event.sse": {errorEvent: true},
+	}
+	for name, want := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := readTranscript(t, filepath.Join("testdata", name))
+			if got != want {
+				t.Fatalf("got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestParseChunkRejectsMalformed(t *testing.T) {
+	for _, in := range []string{
+		``, `{`, `{"choices":[{"delta":{"content":"a"}}]`, `{"choices":[{"delta":{"content":"a}}]}`,
+		`[]`, `"x"`, `{"choices":[{"delta":{"content":"a"}}]} trailing`, `{"a":tru}`,
+		`{"usage":{"completion_tokens":"x"}}`, `{"a":1,}`, "{\"a\":\"\x01\"}",
+	} {
+		var c Chunk
+		if err := ParseChunk([]byte(in), &c); err == nil {
+			t.Errorf("ParseChunk(%q) accepted malformed input: %+v", in, c)
+		}
+	}
+}
+
+// reference computes the same facts with encoding/json, the slow and
+// obviously-right way, so the hand-written scanner can be held to it. It
+// walks a generic map because struct decoding matches keys without regard to
+// case. ok is false for input the scanner need not agree on: invalid JSON,
+// duplicate keys, and token counts that are not plain non-negative integers.
+func reference(data []byte) (c Chunk, ok bool) {
+	if !json.Valid(data) || hasDuplicateKeys(data) {
+		return Chunk{}, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return Chunk{}, false
+	}
+	top, isObj := v.(map[string]any)
+	if !isObj {
+		return Chunk{}, false
+	}
+	nonEmpty := func(m map[string]any, k string) bool { s, _ := m[k].(string); return s != "" }
+	choices, _ := top["choices"].([]any)
+	for _, ch := range choices {
+		m, _ := ch.(map[string]any)
+		for _, k := range []string{"delta", "message"} {
+			if d, _ := m[k].(map[string]any); d != nil {
+				c.Content = c.Content || nonEmpty(d, "content")
+				c.Reasoning = c.Reasoning || nonEmpty(d, "reasoning_content") || nonEmpty(d, "reasoning")
+			}
+		}
+		c.Content = c.Content || nonEmpty(m, "text")
+		if fr, present := m["finish_reason"]; present && fr != nil {
+			c.Finished = true
+		}
+	}
+	if u, _ := top["usage"].(map[string]any); u != nil {
+		for k, dst := range map[string]*int{"prompt_tokens": &c.PromptTokens, "completion_tokens": &c.CompletionTokens} {
+			raw, present := u[k]
+			if !present {
+				continue
+			}
+			c.Usage = true
+			if raw == nil {
+				continue
+			}
+			n, isNum := raw.(json.Number)
+			if !isNum || len(n) > 9 || strings.Trim(string(n), "0123456789") != "" {
+				return Chunk{}, false
+			}
+			*dst, _ = strconv.Atoi(string(n))
+		}
+	}
+	if e, present := top["error"]; present && e != nil {
+		c.Error = true
+	}
+	if o, _ := top["object"].(string); o == "error" {
+		c.Error = true
+	}
+	return c, true
+}
+
+// hasDuplicateKeys reports whether any object in valid JSON repeats a key.
+func hasDuplicateKeys(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type frame struct {
+		keys     map[string]bool
+		isObject bool
+		wantKey  bool
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		top := (*frame)(nil)
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.isObject && top.wantKey {
+			if k, isKey := tok.(string); isKey {
+				if top.keys[k] {
+					return true
+				}
+				top.keys[k] = true
+				top.wantKey = false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			if top != nil && top.isObject {
+				top.wantKey = true
+			}
+			stack = append(stack, &frame{keys: map[string]bool{}, isObject: true, wantKey: true})
+			continue
+		case json.Delim('['):
+			if top != nil && top.isObject {
+				top.wantKey = true
+			}
+			stack = append(stack, &frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		if top != nil && top.isObject {
+			top.wantKey = true
+		}
+	}
+}
+
+func agree(t *testing.T, data []byte) {
+	want, ok := reference(data)
+	if !ok {
+		return // invalid for encoding/json: the scanner may be more lenient
+	}
+	var got Chunk
+	if err := ParseChunk(data, &got); err != nil {
+		t.Fatalf("ParseChunk(%q): %v; encoding/json accepts it", data, err)
+	}
+	got.ContentBytes = 0
+	if got != want {
+		t.Fatalf("ParseChunk(%q)\n got %+v\nwant %+v", data, got, want)
+	}
+}
+
+func FuzzParseChunk(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.sse")
+	for _, name := range files {
+		b, _ := os.ReadFile(name)
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			line = bytes.TrimSpace(line)
+			if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+				f.Add(bytes.TrimSpace(d))
+			}
+		}
+	}
+	f.Add([]byte(`{"choices":[{"message":{"content":"x"}},{"delta":{"reasoning":""},"text":"y"}],"error":null}`))
+	f.Add([]byte(`{"choices":null,"usage":{"prompt_tokens":3.0,"completion_tokens":null}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		agree(t, data)
+	})
+}
+
+func TestParseChunkDoesNotAllocate(t *testing.T) {
+	data := []byte(`{"id":"chatcmpl-9f1c","object":"chat.completion.chunk","created":1718000000,"model":"m","choices":[{"index":0,"delta":{"content":" there"},"logprobs":null,"finish_reason":null}],"usage":{"prompt_tokens":1,"completion_tokens":2}}`)
+	var c Chunk
+	if n := testing.AllocsPerRun(100, func() { _ = ParseChunk(data, &c) }); n != 0 {
+		t.Fatalf("%v allocations per chunk, want 0", n)
+	}
+}

@@ -1,0 +1,151 @@
+// Package sse reads Server-Sent Events streams as OpenAI-compatible inference
+// servers send them.
+//
+// The reader is on the measuring hot path: it allocates nothing per event,
+// hands out views into its own buffers, and bounds the length of a line so a
+// hostile or broken endpoint cannot make the probe buffer without limit.
+package sse
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+)
+
+// DefaultMaxLineBytes bounds one SSE line. Inference servers send one JSON
+// chunk per line, a few hundred bytes for a token; 1 MiB leaves room for
+// large tool-call or logprob payloads while keeping a runaway line bounded.
+const DefaultMaxLineBytes = 1 << 20
+
+// ErrLineTooLong is returned when a line exceeds the reader's limit.
+var ErrLineTooLong = errors.New("sse: line exceeds the length limit")
+
+// ErrEventTooLong is returned when the data lines of one event together
+// exceed the reader's limit.
+var ErrEventTooLong = errors.New("sse: event data exceeds the length limit")
+
+// Event is one dispatched SSE event. Name and Data are views into the
+// reader's buffers and are valid only until the next call to Next.
+type Event struct {
+	// Name is the value of the last `event:` field, empty for the default
+	// "message" event.
+	Name []byte
+	// Data is the event's `data:` lines joined by '\n', as the SSE
+	// specification assembles them.
+	Data []byte
+}
+
+// Reader splits a byte stream into SSE events.
+type Reader struct {
+	br      *bufio.Reader
+	max     int
+	data    []byte
+	name    []byte
+	hasData bool
+}
+
+// NewReader returns a Reader whose lines may be at most maxLine bytes long
+// (DefaultMaxLineBytes when maxLine <= 0).
+func NewReader(r io.Reader, maxLine int) *Reader {
+	if maxLine <= 0 {
+		maxLine = DefaultMaxLineBytes
+	}
+	// The bufio buffer is the line limit: ReadSlice fails with
+	// ErrBufferFull rather than growing, which is exactly the bound we want.
+	// Small limits still get a sensible buffer to read into.
+	size := maxLine + 2 // room for the CRLF of a maximal line
+	if size < 16 {
+		size = 16
+	}
+	return &Reader{br: bufio.NewReaderSize(r, size), max: maxLine}
+}
+
+// Reset makes the Reader read from r, keeping its buffers.
+func (r *Reader) Reset(src io.Reader) {
+	r.br.Reset(src)
+	r.data = r.data[:0]
+	r.name = r.name[:0]
+	r.hasData = false
+}
+
+// Next returns the next event, or io.EOF at the end of the stream.
+//
+// An event still being assembled when the stream ends is dispatched anyway:
+// whether the stream ended cleanly is for the caller to judge from what the
+// events said ([DONE], finish_reason), not for the framing layer.
+func (r *Reader) Next() (Event, error) {
+	for {
+		line, err := r.br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			return Event{}, ErrLineTooLong
+		}
+		if err != nil && err != io.EOF {
+			return Event{}, err
+		}
+		eof := err == io.EOF
+		line = trimEOL(line)
+		if len(line) > r.max {
+			return Event{}, ErrLineTooLong
+		}
+		if len(line) > 0 {
+			if ferr := r.field(line); ferr != nil {
+				return Event{}, ferr
+			}
+		}
+		if len(line) == 0 || eof {
+			if r.hasData {
+				ev := Event{Name: r.name, Data: r.data}
+				r.hasData = false
+				r.data = r.data[:0]
+				r.name = r.name[:0]
+				return ev, nil
+			}
+			// An event with no data is not dispatched (SSE spec), and its
+			// name does not carry over to the next one.
+			r.name = r.name[:0]
+			if eof {
+				return Event{}, io.EOF
+			}
+		}
+	}
+}
+
+func (r *Reader) field(line []byte) error {
+	if line[0] == ':' {
+		return nil // comment, often a keep-alive
+	}
+	name, value := line, []byte(nil)
+	if i := bytes.IndexByte(line, ':'); i >= 0 {
+		name, value = line[:i], line[i+1:]
+		if len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+	}
+	switch string(name) { // no allocation: the compiler special-cases this
+	case "data":
+		if r.hasData {
+			if len(r.data)+1+len(value) > r.max {
+				return ErrEventTooLong
+			}
+			r.data = append(r.data, '\n')
+		}
+		r.data = append(r.data, value...)
+		r.hasData = true
+	case "event":
+		r.name = append(r.name[:0], value...)
+	}
+	// id and retry fields mean nothing to a probe; unknown fields are
+	// ignored as the specification requires.
+	return nil
+}
+
+func trimEOL(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		b = b[:n-1]
+	}
+	if n := len(b); n > 0 && b[n-1] == '\r' {
+		b = b[:n-1]
+	}
+	return b
+}

@@ -1,0 +1,133 @@
+package sse
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+type ev struct{ name, data string }
+
+func readAll(t *testing.T, in string, max int) ([]ev, error) {
+	t.Helper()
+	r := NewReader(strings.NewReader(in), max)
+	var out []ev
+	for {
+		e, err := r.Next()
+		if err != nil {
+			if err == io.EOF {
+				return out, nil
+			}
+			return out, err
+		}
+		out = append(out, ev{string(e.Name), string(e.Data)})
+	}
+}
+
+func TestReaderFraming(t *testing.T) {
+	cases := []struct {
+		name string
+		in   string
+		want []ev
+	}{
+		{"lf", "data: a\n\ndata: b\n\n", []ev{{"", "a"}, {"", "b"}}},
+		{"crlf", "data: a\r\n\r\ndata: b\r\n\r\n", []ev{{"", "a"}, {"", "b"}}},
+		{"no space after colon", "data:a\n\n", []ev{{"", "a"}}},
+		{"only first space stripped", "data:  a\n\n", []ev{{"", " a"}}},
+		{"multi-line data joined by LF", "data: {\"a\":\ndata: 1}\n\n", []ev{{"", "{\"a\":\n1}"}}},
+		{"comments ignored", ": ping\n\ndata: a\n: keep-alive\n\n", []ev{{"", "a"}}},
+		{"event name", "event: error\ndata: {\"error\":\"x\"}\n\n", []ev{{"error", "{\"error\":\"x\"}"}}},
+		{"event name does not leak", "event: error\n\ndata: a\n\n", []ev{{"", "a"}}},
+		{"id and retry ignored", "id: 7\nretry: 10\ndata: a\n\n", []ev{{"", "a"}}},
+		{"field without colon", "data\n\n", []ev{{"", ""}}},
+		{"last event without blank line", "data: a\n\ndata: [DONE]\n", []ev{{"", "a"}, {"", "[DONE]"}}},
+		{"last line without newline", "data: a\n\ndata: [DO", []ev{{"", "a"}, {"", "[DO"}}},
+		{"blank lines between events", "\n\n\ndata: a\n\n\n\n", []ev{{"", "a"}}},
+		{"empty stream", "", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := readAll(t, c.in, 0)
+			if err != nil {
+				t.Fatalf("unexpected error %v", err)
+			}
+			if len(got) != len(c.want) {
+				t.Fatalf("got %q, want %q", got, c.want)
+			}
+			for i := range got {
+				if got[i] != c.want[i] {
+					t.Errorf("event %d: got %q, want %q", i, got[i], c.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestReaderLineLimit(t *testing.T) {
+	long := "data: " + strings.Repeat("x", 100) + "\n\n"
+	if _, err := readAll(t, long, 64); !errors.Is(err, ErrLineTooLong) {
+		t.Fatalf("got %v, want ErrLineTooLong", err)
+	}
+	// A line of exactly the limit passes, also with CRLF.
+	exact := "data: " + strings.Repeat("x", 58) + "\r\n\r\n"
+	got, err := readAll(t, exact, 64)
+	if err != nil || len(got) != 1 || len(got[0].data) != 58 {
+		t.Fatalf("exact-limit line: got %v, %v", got, err)
+	}
+	// Many short data lines cannot add up to an unbounded event either.
+	many := strings.Repeat("data: "+strings.Repeat("y", 40)+"\n", 10) + "\n"
+	if _, err := readAll(t, many, 64); !errors.Is(err, ErrEventTooLong) {
+		t.Fatalf("got %v, want ErrEventTooLong", err)
+	}
+	// A never-ending line without a newline is cut at the limit, not buffered.
+	endless := io.MultiReader(strings.NewReader("data: "), infinite{})
+	r := NewReader(endless, 1024)
+	if _, err := r.Next(); !errors.Is(err, ErrLineTooLong) {
+		t.Fatalf("endless line: got %v", err)
+	}
+}
+
+type infinite struct{}
+
+func (infinite) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'z'
+	}
+	return len(p), nil
+}
+
+// A reader error other than EOF (a reset connection) reaches the caller.
+func TestReaderPropagatesErrors(t *testing.T) {
+	boom := errors.New("connection reset by peer")
+	r := NewReader(io.MultiReader(strings.NewReader("data: a\n\ndata: b"), errReader{boom}), 0)
+	if e, err := r.Next(); err != nil || string(e.Data) != "a" {
+		t.Fatalf("first event: %q %v", e.Data, err)
+	}
+	if _, err := r.Next(); !errors.Is(err, boom) {
+		t.Fatalf("got %v, want %v", err, boom)
+	}
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+func TestReaderDoesNotAllocatePerEvent(t *testing.T) {
+	chunk := "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" hello\"},\"finish_reason\":null}]}\n\n"
+	body := strings.Repeat(chunk, 200)
+	src := strings.NewReader(body)
+	r := NewReader(src, 0)
+	allocs := testing.AllocsPerRun(20, func() {
+		src.Reset(body)
+		r.Reset(src)
+		for {
+			if _, err := r.Next(); err != nil {
+				break
+			}
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per 200 events, want 0", allocs)
+	}
+}
