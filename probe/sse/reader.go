@@ -18,6 +18,11 @@ import (
 // large tool-call or logprob payloads while keeping a runaway line bounded.
 const DefaultMaxLineBytes = 1 << 20
 
+// readBufferSize is small on purpose: a probe holds thousands of streams, and
+// token chunks are a few hundred bytes. Longer lines spill into a side
+// buffer that grows only up to the line limit.
+const readBufferSize = 4096
+
 // ErrLineTooLong is returned when a line exceeds the reader's limit.
 var ErrLineTooLong = errors.New("sse: line exceeds the length limit")
 
@@ -40,6 +45,7 @@ type Event struct {
 type Reader struct {
 	br      *bufio.Reader
 	max     int
+	long    []byte // holds a line longer than the bufio buffer
 	data    []byte
 	name    []byte
 	hasData bool
@@ -51,14 +57,7 @@ func NewReader(r io.Reader, maxLine int) *Reader {
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLineBytes
 	}
-	// The bufio buffer is the line limit: ReadSlice fails with
-	// ErrBufferFull rather than growing, which is exactly the bound we want.
-	// Small limits still get a sensible buffer to read into.
-	size := maxLine + 2 // room for the CRLF of a maximal line
-	if size < 16 {
-		size = 16
-	}
-	return &Reader{br: bufio.NewReaderSize(r, size), max: maxLine}
+	return &Reader{br: bufio.NewReaderSize(r, readBufferSize), max: maxLine}
 }
 
 // Reset makes the Reader read from r, keeping its buffers.
@@ -76,10 +75,7 @@ func (r *Reader) Reset(src io.Reader) {
 // events said ([DONE], finish_reason), not for the framing layer.
 func (r *Reader) Next() (Event, error) {
 	for {
-		line, err := r.br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			return Event{}, ErrLineTooLong
-		}
+		line, err := r.readLine()
 		if err != nil && err != io.EOF {
 			return Event{}, err
 		}
@@ -107,6 +103,26 @@ func (r *Reader) Next() (Event, error) {
 			if eof {
 				return Event{}, io.EOF
 			}
+		}
+	}
+}
+
+// readLine returns the next line with its terminator, or what is left
+// before EOF. It never holds more than the line limit in memory.
+func (r *Reader) readLine() ([]byte, error) {
+	line, err := r.br.ReadSlice('\n')
+	if err != bufio.ErrBufferFull {
+		return line, err
+	}
+	r.long = append(r.long[:0], line...)
+	for {
+		if len(trimEOL(r.long)) > r.max {
+			return nil, ErrLineTooLong
+		}
+		line, err = r.br.ReadSlice('\n')
+		r.long = append(r.long, line...)
+		if err != bufio.ErrBufferFull {
+			return r.long, err
 		}
 	}
 }

@@ -80,6 +80,16 @@ func TestReaderLineLimit(t *testing.T) {
 	if _, err := readAll(t, many, 64); !errors.Is(err, ErrEventTooLong) {
 		t.Fatalf("got %v, want ErrEventTooLong", err)
 	}
+	// Lines longer than the read buffer spill over and still parse, up to
+	// the limit, and events after them are intact.
+	big := strings.Repeat("b", 9000)
+	got, err = readAll(t, "data: "+big+"\n\ndata: after\n\n", 10000)
+	if err != nil || len(got) != 2 || got[0].data != big || got[1].data != "after" {
+		t.Fatalf("long line: %d events, err %v", len(got), err)
+	}
+	if _, err := readAll(t, "data: "+strings.Repeat("b", 12000)+"\n\n", 10000); !errors.Is(err, ErrLineTooLong) {
+		t.Fatalf("long line over limit: got %v", err)
+	}
 	// A never-ending line without a newline is cut at the limit, not buffered.
 	endless := io.MultiReader(strings.NewReader("data: "), infinite{})
 	r := NewReader(endless, 1024)

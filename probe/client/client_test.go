@@ -1,0 +1,299 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/probe/openai"
+	"github.com/tokenprobe/tokenprobe/probe/result"
+)
+
+func chunk(content string) string {
+	return fmt.Sprintf(`{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":%q},"finish_reason":null}]}`, content)
+}
+
+const finish = `{"id":"x","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`
+
+// script is a server that sends events after given delays and records when
+// each one actually left (after Flush), on the same clock as the client.
+type script struct {
+	mu    sync.Mutex
+	sent  []time.Time
+	steps []step
+}
+
+type step struct {
+	after time.Duration
+	data  string // written as "data: <data>\n\n" unless raw
+	raw   bool
+}
+
+func (s *script) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(200)
+	w.(http.Flusher).Flush()
+	for _, st := range s.steps {
+		select {
+		case <-time.After(st.after):
+		case <-req.Context().Done():
+			return
+		}
+		if st.raw {
+			fmt.Fprint(w, st.data)
+		} else {
+			fmt.Fprintf(w, "data: %s\n\n", st.data)
+		}
+		w.(http.Flusher).Flush()
+		s.mu.Lock()
+		s.sent = append(s.sent, time.Now())
+		s.mu.Unlock()
+	}
+}
+
+func endpoint(url string) *Endpoint {
+	return &Endpoint{Name: "t", BaseURL: url + "/v1", API: openai.Chat, Model: "m", Timeout: 5 * time.Second, IncludeUsage: true}
+}
+
+func within(t *testing.T, what string, got, want, tol time.Duration) {
+	t.Helper()
+	if d := got - want; d < -time.Millisecond || d > tol {
+		t.Errorf("%s = %v, want %v (+%v)", what, got, want, tol)
+	}
+}
+
+func TestTimingAgainstScriptedServer(t *testing.T) {
+	// First token after 120 ms, then tokens 20 ms apart with a 90 ms stall
+	// before the fourth, then a finish chunk, a usage chunk and [DONE],
+	// none of which may move E2E.
+	s := &script{steps: []step{
+		{0, `{"id":"x","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`, false},
+		{120 * time.Millisecond, chunk("Hello"), false},
+		{20 * time.Millisecond, chunk(" big"), false},
+		{20 * time.Millisecond, chunk(" wide"), false},
+		{90 * time.Millisecond, chunk(" world"), false},
+		{20 * time.Millisecond, chunk("!"), false},
+		{30 * time.Millisecond, finish, false},
+		{30 * time.Millisecond, `{"id":"x","choices":[],"usage":{"prompt_tokens":17,"completion_tokens":6,"total_tokens":23}}`, false},
+		{10 * time.Millisecond, "[DONE]", false},
+	}}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	c := New(Options{})
+	var r result.Request
+	r.Scheduled = time.Now()
+	c.Do(context.Background(), endpoint(srv.URL), Prompt{Text: "hi", InputTokens: 20, MaxTokens: 10, Stream: true}, &r)
+
+	if r.Outcome != result.Success {
+		t.Fatalf("outcome %v/%v: %s", r.Outcome, r.Reason, r.Err)
+	}
+	sent := s.sent
+	const tol = 5 * time.Millisecond
+	within(t, "TTFT", r.TTFT, sent[1].Sub(r.Start), tol)
+	within(t, "TTST", r.TTST, sent[2].Sub(sent[1]), tol)
+	within(t, "E2E", r.E2E, sent[5].Sub(r.Start), tol)
+	if len(r.Gaps) != 4 {
+		t.Fatalf("%d gaps, want 4: %v", len(r.Gaps), r.Gaps)
+	}
+	for i, g := range r.Gaps {
+		within(t, fmt.Sprintf("gap %d", i), g, sent[i+2].Sub(sent[i+1]), tol)
+	}
+	// And the schedule itself is what was meant (a sanity floor).
+	if r.TTFT < 120*time.Millisecond || r.Gaps[2] < 90*time.Millisecond {
+		t.Errorf("TTFT %v / stall gap %v shorter than the script", r.TTFT, r.Gaps[2])
+	}
+	if r.ContentChunks != 5 || r.OutputTokens != 6 || r.OutputSource != result.SourceUsage {
+		t.Errorf("chunks %d, OSL %d from %v; want 5, 6 from usage", r.ContentChunks, r.OutputTokens, r.OutputSource)
+	}
+	if r.InputTokens != 17 || r.InputSource != result.SourceUsage || r.IntendedInputTokens != 20 {
+		t.Errorf("ISL %d from %v (intended %d)", r.InputTokens, r.InputSource, r.IntendedInputTokens)
+	}
+	itl, ok := r.ITL()
+	if want := (r.E2E - r.TTFT) / 5; !ok || itl != want {
+		t.Errorf("ITL %v, want (E2E-TTFT)/(OSL-1) = %v", itl, want)
+	}
+}
+
+func TestOSLFallsBackToChunksWithoutUsage(t *testing.T) {
+	srv := httptest.NewServer(&script{steps: []step{
+		{0, chunk("a"), false}, {0, chunk("b"), false}, {0, chunk("c"), false}, {0, finish, false},
+	}})
+	defer srv.Close()
+	var r result.Request
+	New(Options{}).Do(context.Background(), endpoint(srv.URL), Prompt{Text: "x", InputTokens: 9, Stream: true}, &r)
+	if r.Outcome != result.Success || r.OutputTokens != 3 || r.OutputSource != result.SourceChunks {
+		t.Fatalf("outcome %v, OSL %d from %v: %s", r.Outcome, r.OutputTokens, r.OutputSource, r.Err)
+	}
+	if r.InputTokens != 9 || r.InputSource != result.SourceIntended {
+		t.Fatalf("ISL %d from %v, want intended 9", r.InputTokens, r.InputSource)
+	}
+}
+
+func TestReasoningCountsForTTFT(t *testing.T) {
+	srv := httptest.NewServer(&script{steps: []step{
+		{0, `{"choices":[{"delta":{"reasoning_content":"hmm"}}]}`, false},
+		{50 * time.Millisecond, `{"choices":[{"delta":{"content":"42"},"finish_reason":"stop"}]}`, false},
+		{0, "[DONE]", false},
+	}})
+	defer srv.Close()
+	var r result.Request
+	New(Options{}).Do(context.Background(), endpoint(srv.URL), Prompt{Text: "x", Stream: true}, &r)
+	if r.Outcome != result.Success || !r.HasTTFO {
+		t.Fatalf("outcome %v: %s", r.Outcome, r.Err)
+	}
+	if r.TTFO-r.TTFT < 45*time.Millisecond {
+		t.Fatalf("TTFT %v should be the reasoning chunk, TTFO %v the answer", r.TTFT, r.TTFO)
+	}
+}
+
+func TestOutcomes(t *testing.T) {
+	stream := func(steps ...step) http.Handler { return &script{steps: steps} }
+	status := func(code int, hdr ...string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			for i := 0; i+1 < len(hdr); i += 2 {
+				w.Header().Set(hdr[i], hdr[i+1])
+			}
+			w.WriteHeader(code)
+			fmt.Fprint(w, `{"error":{"message":"nope"}}`)
+		})
+	}
+	reset := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		fmt.Fprintf(w, "data: %s\n\n", chunk("partial"))
+		w.(http.Flusher).Flush()
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		if tc, ok := conn.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0) // RST, not FIN
+		}
+		conn.Close()
+	})
+	cases := []struct {
+		name    string
+		h       http.Handler
+		timeout time.Duration
+		outcome result.Outcome
+		reason  result.Reason
+	}{
+		{"success", stream(step{0, chunk("a"), false}, step{0, "[DONE]", false}), 0, result.Success, result.ReasonNone},
+		{"finish_reason then EOF", stream(step{0, chunk("a"), false}, step{0, finish, false}), 0, result.Success, result.ReasonNone},
+		{"500", status(500), 0, result.Error, result.ReasonHTTP5xx},
+		{"503", status(503), 0, result.Error, result.ReasonHTTP5xx},
+		{"429", status(429, "Retry-After", "2"), 0, result.Error, result.ReasonHTTP429},
+		{"404", status(404), 0, result.Error, result.ReasonHTTP4xx},
+		{"redirect", status(307, "Location", "/elsewhere"), 0, result.Error, result.ReasonHTTP4xx},
+		{"empty stream", stream(step{0, "[DONE]", false}), 0, result.Error, result.ReasonEmpty},
+		{"role-only chunks", stream(step{0, `{"choices":[{"delta":{"role":"assistant","content":""}}]}`, false}, step{0, "[DONE]", false}), 0, result.Error, result.ReasonEmpty},
+		{"truncated", stream(step{0, chunk("a"), false}), 0, result.Error, result.ReasonStream},
+		{"malformed chunk", stream(step{0, chunk("a"), false}, step{0, `{"choices":[{"delta":`, false}), 0, result.Error, result.ReasonStream},
+		{"error event", stream(step{0, "event: error\ndata: {\"error\":\"boom\"}\n\n", true}), 0, result.Error, result.ReasonStream},
+		{"error payload", stream(step{0, chunk("a"), false}, step{0, `{"object":"error","message":"too long"}`, false}), 0, result.Error, result.ReasonStream},
+		{"line too long", stream(step{0, "data: " + strings.Repeat("x", 2<<20) + "\n\n", true}), 0, result.Error, result.ReasonStream},
+		{"reset mid-stream", reset, 0, result.Error, result.ReasonStream},
+		{"stall past timeout", stream(step{0, chunk("a"), false}, step{2 * time.Second, chunk("b"), false}), 300 * time.Millisecond, result.Error, result.ReasonTimeout},
+		{"slow headers", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-time.After(2 * time.Second):
+			case <-r.Context().Done():
+			}
+		}), 200 * time.Millisecond, result.Error, result.ReasonTimeout},
+		{"wrong content type", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"choices":[{"message":{"content":"hi"}}]}`)
+		}), 0, result.Error, result.ReasonStream},
+	}
+	c := New(Options{})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.h)
+			defer srv.Close()
+			ep := endpoint(srv.URL)
+			if tc.timeout > 0 {
+				ep.Timeout = tc.timeout
+			}
+			var r result.Request
+			c.Do(context.Background(), ep, Prompt{Text: "x", Stream: true}, &r)
+			if r.Outcome != tc.outcome || r.Reason != tc.reason {
+				t.Fatalf("got %v/%v (%s), want %v/%v", r.Outcome, r.Reason, r.Err, tc.outcome, tc.reason)
+			}
+		})
+	}
+}
+
+func TestConnectionRefused(t *testing.T) {
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := l.Addr().String()
+	l.Close()
+	var r result.Request
+	New(Options{}).Do(context.Background(), endpoint("http://"+addr), Prompt{Text: "x", Stream: true}, &r)
+	if r.Outcome != result.Error || r.Reason != result.ReasonConnect {
+		t.Fatalf("got %v/%v: %s", r.Outcome, r.Reason, r.Err)
+	}
+}
+
+func TestWorkloadCancellationIsNotAnError(t *testing.T) {
+	srv := httptest.NewServer(&script{steps: []step{{0, chunk("a"), false}, {2 * time.Second, chunk("b"), false}}})
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	var r result.Request
+	New(Options{}).Do(ctx, endpoint(srv.URL), Prompt{Text: "x", Stream: true}, &r)
+	if r.Outcome != result.Cancelled {
+		t.Fatalf("got %v/%v (%s), want cancelled", r.Outcome, r.Reason, r.Err)
+	}
+}
+
+func TestNonStreaming(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(30 * time.Millisecond)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":"hello there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":4,"completion_tokens":2}}`)
+	}))
+	defer srv.Close()
+	var r result.Request
+	New(Options{}).Do(context.Background(), endpoint(srv.URL), Prompt{Text: "x", Stream: false}, &r)
+	if r.Outcome != result.Success || r.OutputTokens != 2 || r.E2E < 30*time.Millisecond {
+		t.Fatalf("got %v OSL %d E2E %v: %s", r.Outcome, r.OutputTokens, r.E2E, r.Err)
+	}
+	if r.HasTTFT() {
+		t.Fatal("a non-streamed request has no TTFT")
+	}
+}
+
+// The request asks for usage in the stream and carries the key as a bearer
+// token and the configured headers.
+func TestRequestShape(t *testing.T) {
+	var got *http.Request
+	var body string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		buf := make([]byte, 4096)
+		n, _ := r.Body.Read(buf)
+		body, got = string(buf[:n]), r
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", chunk("a"))
+	}))
+	defer srv.Close()
+	ep := endpoint(srv.URL)
+	ep.APIKey = "sk-test"
+	ep.Headers = http.Header{"X-Team": {"sre"}}
+	ep.Extra = map[string]any{"ignore_eos": true, "model": "not-this"}
+	var r result.Request
+	New(Options{}).Do(context.Background(), ep, Prompt{Text: "hello", MaxTokens: 7, Stream: true}, &r)
+	if got.URL.Path != "/v1/chat/completions" || got.Header.Get("Authorization") != "Bearer sk-test" || got.Header.Get("X-Team") != "sre" {
+		t.Fatalf("path %s, headers %v", got.URL.Path, got.Header)
+	}
+	if _, sent := got.Header["X-Idempotency-Key"]; sent {
+		t.Fatal("the empty idempotency key must not go on the wire")
+	}
+	for _, want := range []string{`"stream":true`, `"stream_options":{"include_usage":true}`, `"max_tokens":7`, `"ignore_eos":true`, `"model":"m"`, `"content":"hello"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("body %s lacks %s", body, want)
+		}
+	}
+}

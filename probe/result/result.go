@@ -1,0 +1,158 @@
+// Package result is the one model of a measured request that every sink
+// reads: the Prometheus and OTLP exporters, run summaries, JSONL records and
+// the status page. Its fields mean exactly what docs/METRICS.md says.
+package result
+
+import (
+	"time"
+)
+
+// Outcome is how a request ended (METRICS.md section 2).
+type Outcome uint8
+
+const (
+	Success Outcome = iota
+	Error
+	Cancelled
+)
+
+var outcomeNames = [...]string{Success: "success", Error: "error", Cancelled: "cancelled"}
+
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// Outcomes lists every outcome, in the order used for labels and reports.
+var Outcomes = []Outcome{Success, Error, Cancelled}
+
+// Reason classifies an Error outcome. The set is closed so that it can be a
+// metric label without growing the series count.
+type Reason uint8
+
+const (
+	ReasonNone Reason = iota
+	ReasonTimeout
+	ReasonConnect
+	ReasonHTTP4xx
+	ReasonHTTP429
+	ReasonHTTP5xx
+	ReasonStream
+	ReasonEmpty
+	ReasonValidation
+)
+
+var reasonNames = [...]string{
+	ReasonNone: "", ReasonTimeout: "timeout", ReasonConnect: "connect",
+	ReasonHTTP4xx: "http_4xx", ReasonHTTP429: "http_429", ReasonHTTP5xx: "http_5xx",
+	ReasonStream: "stream", ReasonEmpty: "empty", ReasonValidation: "validation",
+}
+
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return "unknown"
+}
+
+// Reasons lists every error reason, in label order.
+var Reasons = []Reason{ReasonTimeout, ReasonConnect, ReasonHTTP4xx, ReasonHTTP429, ReasonHTTP5xx, ReasonStream, ReasonEmpty, ReasonValidation}
+
+// TokenSource says where a token count came from.
+type TokenSource uint8
+
+const (
+	SourceNone     TokenSource = iota
+	SourceUsage                // the server's usage object
+	SourceChunks               // counted content chunks (output only)
+	SourceIntended             // what the workload meant to send (input only)
+)
+
+var sourceNames = [...]string{SourceNone: "none", SourceUsage: "usage", SourceChunks: "chunks", SourceIntended: "intended"}
+
+func (s TokenSource) String() string {
+	if int(s) < len(sourceNames) {
+		return sourceNames[s]
+	}
+	return "unknown"
+}
+
+// Request is the measurement of one request. Durations are from one
+// monotonic clock. A duration that is not defined for this request (TTST of
+// a one-chunk answer, ITL with fewer than two tokens) is reported by the
+// matching Has method, never as a zero that would pass an SLO.
+type Request struct {
+	ID       uint64
+	Profile  string
+	Endpoint string
+	Model    string
+	// Level is the load level in force when the request was scheduled
+	// (concurrency or rate of the current stage), for reading latency
+	// against load.
+	Level float64
+	// Warmup requests are measured but excluded from summaries and exports.
+	Warmup bool
+
+	Scheduled time.Time // when the load generator meant to send it
+	Start     time.Time // just before the HTTP request was issued
+	End       time.Time // last content chunk (success) or when it failed
+
+	Streaming bool
+	Outcome   Outcome
+	Reason    Reason
+	// Err is the error text for logs and debugging; never a label.
+	Err        string
+	HTTPStatus int
+
+	// ContentChunks counts content chunks (output and reasoning).
+	ContentChunks int
+	TTFT          time.Duration // first content chunk - Start
+	TTST          time.Duration // second content chunk - first
+	// TTFO is time to first output (non-reasoning) token; it equals TTFT
+	// unless the model reasons first.
+	TTFO    time.Duration
+	HasTTFO bool
+	E2E     time.Duration // last content chunk - Start
+	// Gaps holds every inter-chunk gap, in order.
+	Gaps []time.Duration
+
+	InputTokens  int
+	InputSource  TokenSource
+	// IntendedInputTokens is what the workload meant to send; compared
+	// with the server's count it shows how good the prompt sizing is.
+	IntendedInputTokens int
+	OutputTokens        int
+	OutputSource        TokenSource
+}
+
+// DispatchLag is how late the client sent the request against its schedule.
+func (r *Request) DispatchLag() time.Duration { return r.Start.Sub(r.Scheduled) }
+
+// HasTTFT reports whether TTFT is defined (at least one content chunk).
+func (r *Request) HasTTFT() bool { return r.ContentChunks >= 1 && r.Streaming }
+
+// HasTTST reports whether TTST is defined (at least two content chunks).
+func (r *Request) HasTTST() bool { return r.ContentChunks >= 2 && r.Streaming }
+
+// ITL is the per-request inter-token latency (E2E - TTFT) / (OSL - 1).
+// ok is false when it is not defined (OSL < 2 or not streamed).
+func (r *Request) ITL() (itl time.Duration, ok bool) {
+	if !r.Streaming || r.ContentChunks < 1 || r.OutputTokens < 2 {
+		return 0, false
+	}
+	return (r.E2E - r.TTFT) / time.Duration(r.OutputTokens-1), true
+}
+
+// OutputTokensPerSecond is OSL / E2E for this request.
+func (r *Request) OutputTokensPerSecond() (float64, bool) {
+	if r.E2E <= 0 || r.OutputTokens <= 0 {
+		return 0, false
+	}
+	return float64(r.OutputTokens) / r.E2E.Seconds(), true
+}
+
+// Counted reports whether the request counts towards SLO attainment: only
+// successes and errors do; cancellations are no fault of the server.
+func (r *Request) Counted() bool { return r.Outcome != Cancelled }
