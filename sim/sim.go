@@ -1,0 +1,493 @@
+// Package sim is a simulated OpenAI-compatible inference server. A queueing
+// model stands in for the GPU: a fixed number of slots run requests, the
+// rest wait in FIFO order, prefill takes time in proportion to the prompt,
+// and the time between tokens grows mildly with the number of running
+// requests. Past the slot count, TTFT climbs with the queue while ITL barely
+// moves: the cliff tokenprobe exists to catch. Fault injection makes it
+// misbehave on purpose.
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Config is the simulated server's model.
+type Config struct {
+	Model string
+	// Slots is how many requests run at once (the batch size).
+	Slots int
+	// MaxQueue rejects requests with 503 when this many already wait; 0
+	// means an unbounded queue.
+	MaxQueue int
+	// PrefillBase + PrefillPerToken x input tokens is the time from getting
+	// a slot to the first token.
+	PrefillBase     time.Duration
+	PrefillPerToken time.Duration
+	// DecodeBase is the time between tokens with one running request; each
+	// further running request adds DecodeSlowdown of it.
+	DecodeBase     time.Duration
+	DecodeSlowdown float64
+	// Jitter is the relative standard deviation of each step's time.
+	Jitter float64
+	// DefaultMaxTokens is the answer length when a request sets no max_tokens.
+	DefaultMaxTokens int
+	// TokensPerChunk puts several tokens into one chunk, as servers with
+	// speculative decoding or stream intervals do.
+	TokensPerChunk int
+	Seed           uint64
+	Faults         Faults
+}
+
+// Faults are per-request probabilities in [0, 1].
+type Faults struct {
+	Error500   float64
+	Error503   float64
+	Error429   float64
+	RetryAfter time.Duration
+	// Disconnect closes the connection in the middle of the stream.
+	Disconnect float64
+	// Stall pauses the stream for StallFor in the middle.
+	Stall    float64
+	StallFor time.Duration
+	// Malformed sends a broken JSON chunk in the middle of the stream.
+	Malformed float64
+}
+
+// Defaults fills the zero fields with a small model on a busy GPU: 10 ms
+// between tokens, 0.1 ms of prefill per prompt token.
+func (c Config) Defaults() Config {
+	if c.Model == "" {
+		c.Model = "tokenprobe-sim"
+	}
+	if c.Slots <= 0 {
+		c.Slots = 4
+	}
+	if c.PrefillBase == 0 {
+		c.PrefillBase = 5 * time.Millisecond
+	}
+	if c.PrefillPerToken == 0 {
+		c.PrefillPerToken = 100 * time.Microsecond
+	}
+	if c.DecodeBase == 0 {
+		c.DecodeBase = 10 * time.Millisecond
+	}
+	if c.DefaultMaxTokens <= 0 {
+		c.DefaultMaxTokens = 128
+	}
+	if c.TokensPerChunk <= 0 {
+		c.TokensPerChunk = 1
+	}
+	if c.Faults.RetryAfter == 0 {
+		c.Faults.RetryAfter = time.Second
+	}
+	if c.Faults.StallFor == 0 {
+		c.Faults.StallFor = 5 * time.Second
+	}
+	return c
+}
+
+// Validate reports a configuration the model cannot run.
+func (c Config) Validate() error {
+	f := c.Faults
+	for name, p := range map[string]float64{"error_500": f.Error500, "error_503": f.Error503, "error_429": f.Error429,
+		"disconnect": f.Disconnect, "stall": f.Stall, "malformed": f.Malformed} {
+		if p < 0 || p > 1 {
+			return fmt.Errorf("faults.%s: %v is not a probability in [0, 1]", name, p)
+		}
+	}
+	if c.Jitter < 0 || c.DecodeSlowdown < 0 {
+		return errors.New("jitter and decode_slowdown must not be negative")
+	}
+	return nil
+}
+
+// Handler serves the simulated API.
+type Handler struct {
+	cfg   Config
+	slots *slots
+	seq   atomic.Uint64
+	mux   *http.ServeMux
+
+	// Counters for tests and the simulator's own /metrics.
+	requests atomic.Uint64
+	faults   atomic.Uint64
+}
+
+// NewHandler returns the simulator as an http.Handler.
+func NewHandler(cfg Config) (*Handler, error) {
+	cfg = cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	h := &Handler{cfg: cfg, slots: newSlots(cfg.Slots), mux: http.NewServeMux()}
+	h.mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { h.complete(w, r, true) })
+	h.mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { h.complete(w, r, false) })
+	h.mux.HandleFunc("GET /v1/models", h.models)
+	h.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	h.mux.HandleFunc("GET /metrics", h.metrics)
+	return h, nil
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// Config returns the configuration in force, defaults applied.
+func (h *Handler) Config() Config { return h.cfg }
+
+// Stats returns running and waiting requests, requests served, faults injected.
+func (h *Handler) Stats() (running, waiting int, requests, faults uint64) {
+	running, waiting = h.slots.load()
+	return running, waiting, h.requests.Load(), h.faults.Load()
+}
+
+type request struct {
+	Model               string          `json:"model"`
+	Messages            []chatMessage   `json:"messages"`
+	Prompt              json.RawMessage `json:"prompt"`
+	MaxTokens           int             `json:"max_tokens"`
+	MaxCompletionTokens int             `json:"max_completion_tokens"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+type chatMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// promptTokens approximates the tokenizer as tokenprobe's synthetic prompts
+// are built: one whitespace-separated word is one token.
+func (r *request) promptTokens() int {
+	n := 0
+	count := func(raw json.RawMessage) {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			n += len(strings.Fields(s))
+			return
+		}
+		var parts []struct {
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(raw, &parts) == nil {
+			for _, p := range parts {
+				n += len(strings.Fields(p.Text))
+			}
+		}
+	}
+	for _, m := range r.Messages {
+		count(m.Content)
+	}
+	if len(r.Prompt) > 0 {
+		count(r.Prompt)
+	}
+	return n
+}
+
+func (h *Handler) complete(w http.ResponseWriter, r *http.Request, chat bool) {
+	h.requests.Add(1)
+	var req request
+	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<20)).Decode(&req); err != nil {
+		httpError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+		return
+	}
+	if chat && len(req.Messages) == 0 || !chat && len(req.Prompt) == 0 {
+		httpError(w, http.StatusBadRequest, "no messages or prompt")
+		return
+	}
+	maxTokens := req.MaxTokens
+	if req.MaxCompletionTokens > 0 {
+		maxTokens = req.MaxCompletionTokens
+	}
+	if maxTokens <= 0 {
+		maxTokens = h.cfg.DefaultMaxTokens
+	}
+	seq := h.seq.Add(1)
+	rng := rand.New(rand.NewPCG(h.cfg.Seed, seq))
+	plan := h.plan(rng, maxTokens)
+
+	switch plan.status {
+	case 0:
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(h.cfg.Faults.RetryAfter.Seconds()))))
+		fallthrough
+	default:
+		h.faults.Add(1)
+		httpError(w, plan.status, "injected fault")
+		return
+	}
+	if h.cfg.MaxQueue > 0 {
+		if _, waiting := h.slots.load(); waiting >= h.cfg.MaxQueue {
+			httpError(w, http.StatusServiceUnavailable, "queue full")
+			return
+		}
+	}
+
+	ctx := r.Context()
+	if err := h.slots.acquire(ctx); err != nil {
+		return // the client went away while queued
+	}
+	defer h.slots.release()
+
+	inTokens := req.promptTokens()
+	prefill := h.cfg.PrefillBase + time.Duration(inTokens)*h.cfg.PrefillPerToken
+	if !sleep(ctx, h.jitter(rng, prefill)) {
+		return
+	}
+	model := req.Model
+	if model == "" {
+		model = h.cfg.Model
+	}
+	id := fmt.Sprintf("sim-%d", seq)
+	if !req.Stream {
+		for i := 1; i < maxTokens; i++ {
+			if !sleep(ctx, h.jitter(rng, h.decodeStep())) {
+				return
+			}
+		}
+		writeWhole(w, chat, id, model, maxTokens, inTokens)
+		return
+	}
+	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	h.stream(ctx, w, rng, plan, streamArgs{chat: chat, id: id, model: model, maxTokens: maxTokens, inTokens: inTokens, usage: includeUsage})
+}
+
+// plan is what faults this request will meet, drawn up front.
+type plan struct {
+	status     int
+	breakAt    int // token index of a mid-stream fault, -1 for none
+	disconnect bool
+	stall      bool
+	malformed  bool
+}
+
+func (h *Handler) plan(rng *rand.Rand, maxTokens int) plan {
+	f := h.cfg.Faults
+	p := plan{breakAt: -1}
+	u := rng.Float64()
+	switch {
+	case u < f.Error500:
+		p.status = http.StatusInternalServerError
+	case u < f.Error500+f.Error503:
+		p.status = http.StatusServiceUnavailable
+	case u < f.Error500+f.Error503+f.Error429:
+		p.status = http.StatusTooManyRequests
+	}
+	if p.status != 0 {
+		return p
+	}
+	u = rng.Float64()
+	switch {
+	case u < f.Disconnect:
+		p.disconnect = true
+	case u < f.Disconnect+f.Stall:
+		p.stall = true
+	case u < f.Disconnect+f.Stall+f.Malformed:
+		p.malformed = true
+	}
+	if p.disconnect || p.stall || p.malformed {
+		p.breakAt = maxTokens / 2
+	}
+	return p
+}
+
+// decodeStep is the time between two tokens given the current batch.
+func (h *Handler) decodeStep() time.Duration {
+	running, _ := h.slots.load()
+	if running < 1 {
+		running = 1
+	}
+	return time.Duration(float64(h.cfg.DecodeBase) * (1 + h.cfg.DecodeSlowdown*float64(running-1)))
+}
+
+func (h *Handler) jitter(rng *rand.Rand, d time.Duration) time.Duration {
+	if h.cfg.Jitter == 0 {
+		return d
+	}
+	f := 1 + h.cfg.Jitter*rng.NormFloat64()
+	return time.Duration(float64(d) * max(f, 0.1))
+}
+
+type streamArgs struct {
+	chat                bool
+	id, model           string
+	maxTokens, inTokens int
+	usage               bool
+}
+
+func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, rng *rand.Rand, p plan, a streamArgs) {
+	fl, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	buf := make([]byte, 0, 512)
+	sent := 0
+	for sent < a.maxTokens {
+		if sent > 0 {
+			if !sleep(ctx, h.jitter(rng, h.decodeStep()*time.Duration(h.cfg.TokensPerChunk))) {
+				return
+			}
+		}
+		if sent >= p.breakAt && p.breakAt >= 0 {
+			p.breakAt = -1
+			h.faults.Add(1)
+			switch {
+			case p.disconnect:
+				hijackClose(w)
+				return
+			case p.stall:
+				if !sleep(ctx, h.cfg.Faults.StallFor) {
+					return
+				}
+			case p.malformed:
+				_, _ = w.Write([]byte("data: {\"choices\":[{\"delta\":{\"content\":\n\n"))
+			}
+		}
+		n := min(h.cfg.TokensPerChunk, a.maxTokens-sent)
+		buf = appendChunk(buf[:0], a, words(sent, n), "")
+		sent += n
+		if _, err := w.Write(buf); err != nil {
+			return
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	buf = appendChunk(buf[:0], a, "", "length")
+	if a.usage {
+		buf = fmt.Appendf(buf, "data: {\"id\":%q,\"object\":%q,\"model\":%q,\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\n",
+			a.id, object(a.chat, true), a.model, a.inTokens, a.maxTokens, a.inTokens+a.maxTokens)
+	}
+	buf = append(buf, "data: [DONE]\n\n"...)
+	_, _ = w.Write(buf)
+	if fl != nil {
+		fl.Flush()
+	}
+}
+
+func object(chat, stream bool) string {
+	switch {
+	case chat && stream:
+		return "chat.completion.chunk"
+	case chat:
+		return "chat.completion"
+	}
+	return "text_completion"
+}
+
+func appendChunk(buf []byte, a streamArgs, text, finish string) []byte {
+	fin := "null"
+	if finish != "" {
+		fin = strconv.Quote(finish)
+	}
+	buf = fmt.Appendf(buf, "data: {\"id\":%q,\"object\":%q,\"model\":%q,\"choices\":[{\"index\":0,", a.id, object(a.chat, true), a.model)
+	if a.chat {
+		buf = fmt.Appendf(buf, "\"delta\":{\"content\":%q}", text)
+	} else {
+		buf = fmt.Appendf(buf, "\"text\":%q", text)
+	}
+	return fmt.Appendf(buf, ",\"finish_reason\":%s}]}\n\n", fin)
+}
+
+func writeWhole(w http.ResponseWriter, chat bool, id, model string, outTokens, inTokens int) {
+	text := words(0, outTokens)
+	choice := map[string]any{"index": 0, "finish_reason": "length"}
+	if chat {
+		choice["message"] = map[string]string{"role": "assistant", "content": text}
+	} else {
+		choice["text"] = text
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"id": id, "object": object(chat, false), "model": model, "choices": []any{choice},
+		"usage": map[string]int{"prompt_tokens": inTokens, "completion_tokens": outTokens, "total_tokens": inTokens + outTokens},
+	})
+}
+
+var vocabulary = strings.Fields("the of and to in is that for it as with was on be by at this from or an are not have but were which one all their there been has more")
+
+// words returns n tokens of output text starting at token i.
+func words(i, n int) string {
+	var b strings.Builder
+	for k := range n {
+		b.WriteByte(' ')
+		b.WriteString(vocabulary[(i+k)%len(vocabulary)])
+	}
+	return b.String()
+}
+
+func (h *Handler) models(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": []any{
+		map[string]any{"id": h.cfg.Model, "object": "model", "owned_by": "tokenprobe-sim"},
+	}})
+}
+
+func (h *Handler) metrics(w http.ResponseWriter, _ *http.Request) {
+	running, waiting, requests, faults := h.Stats()
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	fmt.Fprintf(w, "# TYPE tokenprobe_sim_running_requests gauge\ntokenprobe_sim_running_requests %d\n", running)
+	fmt.Fprintf(w, "# TYPE tokenprobe_sim_waiting_requests gauge\ntokenprobe_sim_waiting_requests %d\n", waiting)
+	fmt.Fprintf(w, "# TYPE tokenprobe_sim_requests_total counter\ntokenprobe_sim_requests_total %d\n", requests)
+	fmt.Fprintf(w, "# TYPE tokenprobe_sim_faults_total counter\ntokenprobe_sim_faults_total %d\n", faults)
+	fmt.Fprintf(w, "# TYPE tokenprobe_sim_slots gauge\ntokenprobe_sim_slots %d\n", h.cfg.Slots)
+}
+
+func httpError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "sim_error", "code": code}})
+}
+
+func hijackClose(w http.ResponseWriter) {
+	if fl, ok := w.(http.Flusher); ok {
+		fl.Flush()
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		panic(http.ErrAbortHandler)
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+var timerPool = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
+
+// sleep waits d or until ctx ends, and reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := timerPool.Get().(*time.Timer)
+	t.Reset(d)
+	defer func() { t.Stop(); timerPool.Put(t) }()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
