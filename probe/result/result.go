@@ -118,8 +118,8 @@ type Request struct {
 	// Gaps holds every inter-chunk gap, in order.
 	Gaps []time.Duration
 
-	InputTokens  int
-	InputSource  TokenSource
+	InputTokens int
+	InputSource TokenSource
 	// IntendedInputTokens is what the workload meant to send; compared
 	// with the server's count it shows how good the prompt sizing is.
 	IntendedInputTokens int

@@ -1,0 +1,300 @@
+// Package config reads tokenprobe's YAML configuration: endpoints to probe
+// and the profiles replayed against them. Decoding is strict, defaults are
+// filled in one place, and every error names the file, line, column and the
+// field path as the user wrote it.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// LoadFile reads and validates the file at path.
+func LoadFile(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// Parse validates data as read from file (used for messages and for
+// resolving relative api_key_file paths).
+func Parse(file string, data []byte) (*Config, error) {
+	l := &locator{file: file, pos: map[string]position{}}
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, Errors{{File: file, Msg: "the file is empty: it needs at least one endpoint and one profile"}}
+		}
+		l.decodeError(err)
+		return nil, l.errs
+	}
+	var extra yaml.Node
+	if dec.Decode(&extra) == nil {
+		return nil, Errors{{File: file, Line: extra.Line, Msg: "a second YAML document; tokenprobe reads one per file"}}
+	}
+	doc := &root
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		doc = doc.Content[0]
+	}
+	l.walk(doc, reflect.TypeFor[Config](), "")
+	cfg := &Config{}
+	if err := doc.Decode(cfg); err != nil {
+		l.decodeError(err)
+	}
+	if len(l.errs) > 0 {
+		return nil, l.errs
+	}
+	cfg.defaults()
+	cfg.validate(l, filepath.Dir(file))
+	if len(l.errs) > 0 {
+		// Validation visits maps in random order; report in file order.
+		sort.SliceStable(l.errs, func(i, j int) bool {
+			a, b := l.errs[i], l.errs[j]
+			return a.Line < b.Line || a.Line == b.Line && a.Column < b.Column
+		})
+		return nil, l.errs
+	}
+	return cfg, nil
+}
+
+func (c *Config) defaults() {
+	for _, e := range c.Endpoints {
+		if e == nil {
+			continue
+		}
+		if e.API == "" {
+			e.API = "chat"
+		}
+		if e.Timeout == 0 {
+			e.Timeout = Duration(120 * time.Second)
+		}
+		if e.ConnectTimeout == 0 {
+			e.ConnectTimeout = Duration(10 * time.Second)
+		}
+		if e.Simulator != nil && e.Model == "" {
+			e.Model = "tokenprobe-sim"
+		}
+	}
+	for _, p := range c.Profiles {
+		if p == nil {
+			continue
+		}
+		if p.Load.Rate > 0 && p.Load.Arrival == "" {
+			p.Load.Arrival = "poisson"
+		}
+		if p.Load.Concurrency == 0 && p.Load.Rate == 0 {
+			p.Load.Concurrency = 1
+		}
+		if p.Load.Duration == 0 && p.Load.Requests == 0 {
+			p.Load.Duration = Duration(60 * time.Second)
+		}
+		w := &p.Workload
+		if w.InputTokens.Mean == 0 {
+			w.InputTokens.Mean = 128
+		}
+		if w.OutputTokens.Mean == 0 {
+			w.OutputTokens.Mean = 128
+		}
+		if len(p.Endpoints) == 0 && len(c.Endpoints) == 1 && c.Endpoints[0] != nil {
+			p.Endpoints = []string{c.Endpoints[0].Name}
+		}
+	}
+}
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+
+func (c *Config) validate(l *locator, dir string) {
+	if len(c.Endpoints) == 0 {
+		l.errf("endpoints", "at least one endpoint is required")
+	}
+	if len(c.Profiles) == 0 {
+		l.errf("profiles", "at least one profile is required")
+	}
+	seen := map[string]bool{}
+	for i, e := range c.Endpoints {
+		path := fmt.Sprintf("endpoints[%d]", i)
+		if e == nil {
+			l.errf(path, "empty endpoint")
+			continue
+		}
+		checkName(l, path, e.Name, seen, "endpoint")
+		switch {
+		case e.BaseURL == "" && e.Simulator == nil:
+			l.errf(path, "base_url is required (or simulator, for the built-in simulated server)")
+		case e.BaseURL != "" && e.Simulator != nil:
+			l.errf(path+".simulator", "give base_url or simulator, not both")
+		case e.BaseURL != "":
+			u, err := url.Parse(e.BaseURL)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				l.errf(path+".base_url", "%q is not an http(s) URL", e.BaseURL)
+			} else if u.User != nil {
+				l.errf(path+".base_url", "credentials in the URL would leak into logs: use api_key_file or api_key_env")
+			}
+		}
+		if e.Simulator != nil {
+			e.Simulator.validate(l, path+".simulator")
+		}
+		if e.API != "chat" && e.API != "completions" {
+			l.errf(path+".api", "%q is not chat or completions", e.API)
+		}
+		if e.Model == "" {
+			l.errf(path, "model is required")
+		}
+		if e.Timeout < 0 || e.ConnectTimeout < 0 {
+			l.errf(path+".timeout", "timeouts must be positive")
+		}
+		for k := range e.Headers {
+			if strings.EqualFold(k, "authorization") {
+				l.errf(path+".headers."+k, "an inline Authorization header would leak: use api_key_file or api_key_env")
+			}
+		}
+		e.resolveKey(l, path, dir)
+	}
+	seen = map[string]bool{}
+	for i, p := range c.Profiles {
+		path := fmt.Sprintf("profiles[%d]", i)
+		if p == nil {
+			l.errf(path, "empty profile")
+			continue
+		}
+		checkName(l, path, p.Name, seen, "profile")
+		if len(p.Endpoints) == 0 {
+			l.errf(path, "endpoints is required: name the endpoints this profile runs against")
+		}
+		for j, name := range p.Endpoints {
+			if c.Endpoint(name) == nil {
+				l.errf(fmt.Sprintf("%s.endpoints[%d]", path, j), "no endpoint is named %q", name)
+			}
+		}
+		p.Load.validate(l, path+".load")
+		p.Workload.validate(l, path+".workload")
+		p.SLO.validate(l, path+".slo")
+	}
+}
+
+func checkName(l *locator, path, name string, seen map[string]bool, what string) {
+	switch {
+	case name == "":
+		l.errf(path, "name is required")
+	case !namePattern.MatchString(name):
+		l.errf(path+".name", "%q is not a valid %s name (letters, digits, '_', '.', '-'; at most 63)", name, what)
+	case seen[name]:
+		l.errf(path+".name", "%s %q is defined twice", what, name)
+	}
+	seen[name] = true
+}
+
+func (e *Endpoint) resolveKey(l *locator, path, dir string) {
+	switch {
+	case e.APIKeyFile != "" && e.APIKeyEnv != "":
+		l.errf(path+".api_key_env", "give api_key_file or api_key_env, not both")
+	case e.APIKeyFile != "":
+		f := e.APIKeyFile
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(dir, f)
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			// The path is no secret; the content would be, and is never read into a message.
+			l.errf(path+".api_key_file", "cannot read %s: %v", f, errors.Unwrap(err))
+			return
+		}
+		e.APIKey = Secret(strings.TrimSpace(string(b)))
+		if e.APIKey == "" {
+			l.errf(path+".api_key_file", "%s is empty", f)
+		}
+	case e.APIKeyEnv != "":
+		v, ok := os.LookupEnv(e.APIKeyEnv)
+		if !ok || v == "" {
+			l.errf(path+".api_key_env", "environment variable %s is not set", e.APIKeyEnv)
+		}
+		e.APIKey = Secret(v)
+	}
+}
+
+func (s *Simulator) validate(l *locator, path string) {
+	if s.Slots < 0 || s.MaxQueue < 0 || s.TokensPerChunk < 0 {
+		l.errf(path, "slots, max_queue and tokens_per_chunk must not be negative")
+	}
+	if s.DecodeSlowdown < 0 || s.Jitter < 0 {
+		l.errf(path, "decode_slowdown and jitter must not be negative")
+	}
+	f := s.Faults
+	valid := true
+	for name, p := range map[string]float64{"error_500": f.Error500, "error_503": f.Error503, "error_429": f.Error429,
+		"disconnect": f.Disconnect, "stall": f.Stall, "malformed": f.Malformed} {
+		if p < 0 || p > 1 {
+			l.errf(path+".faults."+name, "%v is not a probability between 0 and 1", p)
+			valid = false
+		}
+	}
+	if valid && (f.Error500+f.Error503+f.Error429 > 1 || f.Disconnect+f.Stall+f.Malformed > 1) {
+		l.errf(path+".faults", "error rates, and mid-stream fault rates, must each add up to at most 1")
+	}
+}
+
+func (ld *Load) validate(l *locator, path string) {
+	switch {
+	case ld.Concurrency < 0:
+		l.errf(path+".concurrency", "must be positive")
+	case ld.Rate < 0:
+		l.errf(path+".rate", "must be positive")
+	case ld.Concurrency > 0 && ld.Rate > 0:
+		l.errf(path+".rate", "give concurrency (closed loop) or rate (open loop), not both; cap an open loop with max_concurrency")
+	}
+	if ld.Rate == 0 && (ld.Arrival != "" || ld.MaxConcurrency != 0) {
+		l.errf(path+".arrival", "arrival and max_concurrency apply to an open loop (rate)")
+	}
+	if ld.Rate > 0 && ld.Arrival != "constant" && ld.Arrival != "poisson" {
+		l.errf(path+".arrival", "%q is not constant or poisson", ld.Arrival)
+	}
+	if ld.MaxConcurrency < 0 {
+		l.errf(path+".max_concurrency", "must not be negative")
+	}
+	if ld.Duration < 0 {
+		l.errf(path+".duration", "must be positive")
+	}
+	if ld.Requests < 0 || ld.WarmupRequests < 0 {
+		l.errf(path+".requests", "request counts must not be negative")
+	}
+}
+
+func (w *Workload) validate(l *locator, path string) {
+	for name, t := range map[string]Tokens{"input_tokens": w.InputTokens, "output_tokens": w.OutputTokens} {
+		if t.Mean < 1 {
+			l.errf(path+"."+name+".mean", "must be at least 1")
+		}
+		if t.Stddev < 0 {
+			l.errf(path+"."+name+".stddev", "must not be negative")
+		}
+	}
+}
+
+func (s *SLO) validate(l *locator, path string) {
+	for name, d := range map[string]Duration{"ttft": s.TTFT, "ttst": s.TTST, "itl": s.ITL, "request_latency": s.RequestLatency} {
+		if d < 0 {
+			l.errf(path+"."+name, "must be positive")
+		}
+	}
+	if s.OutputTokensPerSecond < 0 {
+		l.errf(path+".output_tokens_per_second", "must be positive")
+	}
+	if s.Objective < 0 || s.Objective > 1 {
+		l.errf(path+".objective", "%v is not a fraction between 0 and 1 (0.95 means 95%%)", s.Objective)
+	}
+}

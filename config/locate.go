@@ -1,0 +1,202 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+type position struct{ line, col int }
+
+// locator knows where each field path of a file was written, so that
+// validation, which works on decoded structs, can still point at a line.
+type locator struct {
+	file string
+	pos  map[string]position
+	errs Errors
+}
+
+// walk records the position of every path under n and reports keys that
+// no field of t accepts. It is the strict half of decoding: yaml.v3's own
+// KnownFields names Go types, where users need the path they wrote.
+func (l *locator) walk(n *yaml.Node, t reflect.Type, path string) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if _, seen := l.pos[path]; !seen {
+		l.pos[path] = position{n.Line, n.Column}
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return // a scalar type with its own decoding
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return // the decoder reports the type mismatch
+		}
+		fields := yamlFields(t)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			child := join(path, k.Value)
+			f, ok := fields[k.Value]
+			if !ok {
+				msg := "unknown field" + suggest(k.Value, fields)
+				if hint, ok := hints[k.Value]; ok {
+					msg = hint
+				}
+				l.errs = append(l.errs, &Error{File: l.file, Line: k.Line, Column: k.Column, Field: child, Msg: msg})
+				continue
+			}
+			l.pos[child] = position{k.Line, k.Column}
+			l.walk(v, f.Type, child)
+		}
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return
+		}
+		for i, item := range n.Content {
+			l.walk(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
+		}
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			child := join(path, k.Value)
+			l.pos[child] = position{k.Line, k.Column}
+			l.walk(n.Content[i+1], t.Elem(), child)
+		}
+	}
+}
+
+// hints answer unknown keys that are common mistakes with what to do.
+var hints = map[string]string{
+	"api_key": "secrets are never written inline: use api_key_file or api_key_env",
+	"url":     `unknown field (did you mean "base_url"?)`,
+}
+
+var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
+
+func yamlFields(t reflect.Type) map[string]reflect.StructField {
+	out := map[string]reflect.StructField{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := strings.Split(f.Tag.Get("yaml"), ",")[0]
+		if tag == "-" || !f.IsExported() {
+			continue
+		}
+		if tag == "" {
+			tag = strings.ToLower(f.Name)
+		}
+		out[tag] = f
+	}
+	return out
+}
+
+// suggest names the closest known field when a key looks like a typo.
+func suggest(key string, fields map[string]reflect.StructField) string {
+	best, bestD := "", 3
+	names := make([]string, 0, len(fields))
+	for name := range fields {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if d := distance(key, name); d < bestD {
+			best, bestD = name, d
+		}
+	}
+	if best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return fmt.Sprintf(" (known fields: %s)", strings.Join(names, ", "))
+}
+
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// at locates path, or the nearest enclosing path that was written.
+func (l *locator) at(path string) (string, position) {
+	for p := path; ; {
+		if pos, ok := l.pos[p]; ok {
+			return path, pos
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			return path, position{}
+		}
+		p = p[:i]
+	}
+}
+
+// errf records a validation error at path.
+func (l *locator) errf(path, format string, args ...any) {
+	field, pos := l.at(path)
+	l.errs = append(l.errs, &Error{File: l.file, Line: pos.line, Column: pos.col, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+
+// decodeError turns a yaml.v3 error into located Errors, naming the field
+// written on that line where there is one.
+func (l *locator) decodeError(err error) {
+	var msgs []string
+	if te, ok := err.(*yaml.TypeError); ok {
+		msgs = te.Errors
+	} else {
+		msgs = []string{err.Error()}
+	}
+	for _, m := range msgs {
+		e := &Error{File: l.file, Msg: strings.TrimPrefix(m, "yaml: ")}
+		if sm := yamlLine.FindStringSubmatch(m); sm != nil {
+			e.Line, _ = strconv.Atoi(sm[1])
+			e.Msg = sm[2]
+			e.Field, e.Column = l.fieldOnLine(e.Line)
+		}
+		l.errs = append(l.errs, e)
+	}
+}
+
+// fieldOnLine returns the deepest path written on a line.
+func (l *locator) fieldOnLine(line int) (string, int) {
+	best, col := "", 0
+	for p, pos := range l.pos {
+		if pos.line == line && (len(p) > len(best) || len(p) == len(best) && p < best) {
+			best, col = p, pos.col
+		}
+	}
+	return best, col
+}

@@ -1,0 +1,201 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Duration is a time.Duration written with its unit ("500ms", "2m").
+// A bare number is refused: "ttft: 500" is a mistake, not 500 ns.
+type Duration time.Duration
+
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!int" || n.Tag == "!!float" {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not a duration: give a unit, such as 500ms, 30s or 5m", n.Line, n.Value)}}
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not a duration: give a unit, such as 500ms, 30s or 5m", n.Line, n.Value)}}
+	}
+	*d = Duration(v)
+	return nil
+}
+
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Secret holds a credential read from a file or the environment. It prints,
+// marshals and logs as a placeholder so it cannot leak through a status
+// page, /config, a log line or an error message.
+type Secret string
+
+const redacted = "<secret>"
+
+func (s Secret) String() string                  { return redacted }
+func (s Secret) GoString() string                { return redacted }
+func (s Secret) MarshalYAML() (any, error)       { return redacted, nil }
+func (s Secret) MarshalJSON() ([]byte, error)    { return []byte(`"` + redacted + `"`), nil }
+func (s Secret) MarshalText() ([]byte, error)    { return []byte(redacted), nil }
+func (s Secret) Reveal() string                  { return string(s) }
+func (s Secret) Format(f fmt.State, verb rune)   { _, _ = f.Write([]byte(redacted)) }
+func (s *Secret) UnmarshalYAML(*yaml.Node) error { return errInlineSecret }
+
+var errInlineSecret = fmt.Errorf("secrets are never written inline: use api_key_file or api_key_env")
+
+// Config is a whole configuration file.
+type Config struct {
+	Endpoints []*Endpoint `yaml:"endpoints"`
+	Profiles  []*Profile  `yaml:"profiles"`
+}
+
+// Endpoint is one OpenAI-compatible server, real or simulated.
+type Endpoint struct {
+	Name string `yaml:"name"`
+	// BaseURL is the OpenAI base URL, normally ending in /v1.
+	BaseURL string `yaml:"base_url"`
+	// Simulator starts tokenprobe's built-in simulator in-process and
+	// points the endpoint at it, instead of BaseURL.
+	Simulator *Simulator `yaml:"simulator"`
+	// API is "chat" (default) or "completions".
+	API   string `yaml:"api"`
+	Model string `yaml:"model"`
+	// Headers are sent with every request.
+	Headers map[string]string `yaml:"headers"`
+	// APIKeyFile and APIKeyEnv name where the bearer token is read from.
+	APIKeyFile string `yaml:"api_key_file"`
+	APIKeyEnv  string `yaml:"api_key_env"`
+	// Timeout bounds one request from send to last chunk (default 120s).
+	Timeout Duration `yaml:"timeout"`
+	// ConnectTimeout bounds dialling and TLS (default 10s).
+	ConnectTimeout Duration `yaml:"connect_timeout"`
+	// IncludeUsage asks for a usage chunk in streams (default true).
+	IncludeUsage *bool `yaml:"include_usage"`
+	// ExtraBody is merged into every request body (temperature, ignore_eos).
+	ExtraBody map[string]any `yaml:"extra_body"`
+
+	// APIKey is resolved from APIKeyFile or APIKeyEnv at load time.
+	APIKey Secret `yaml:"-"`
+}
+
+// Simulator configures the built-in simulated server (see sim.Config).
+type Simulator struct {
+	Slots           int      `yaml:"slots"`
+	MaxQueue        int      `yaml:"max_queue"`
+	PrefillBase     Duration `yaml:"prefill_base"`
+	PrefillPerToken Duration `yaml:"prefill_per_token"`
+	DecodeBase      Duration `yaml:"decode_base"`
+	DecodeSlowdown  float64  `yaml:"decode_slowdown"`
+	Jitter          float64  `yaml:"jitter"`
+	TokensPerChunk  int      `yaml:"tokens_per_chunk"`
+	Seed            uint64   `yaml:"seed"`
+	Faults          Faults   `yaml:"faults"`
+}
+
+// Faults are the simulator's per-request fault probabilities.
+type Faults struct {
+	Error500   float64  `yaml:"error_500"`
+	Error503   float64  `yaml:"error_503"`
+	Error429   float64  `yaml:"error_429"`
+	RetryAfter Duration `yaml:"retry_after"`
+	Disconnect float64  `yaml:"disconnect"`
+	Stall      float64  `yaml:"stall"`
+	StallFor   Duration `yaml:"stall_for"`
+	Malformed  float64  `yaml:"malformed"`
+}
+
+// Profile is a workload replayed against endpoints.
+type Profile struct {
+	Name string `yaml:"name"`
+	// Endpoints names the endpoints the profile runs against.
+	Endpoints []string `yaml:"endpoints"`
+	Load      Load     `yaml:"load"`
+	Workload  Workload `yaml:"workload"`
+	SLO       SLO      `yaml:"slo"`
+}
+
+// Load is how hard and how long a run pushes: a closed loop at a fixed
+// concurrency, or an open loop at a request rate.
+type Load struct {
+	// Concurrency runs a closed loop: this many requests always in flight.
+	Concurrency int `yaml:"concurrency"`
+	// Rate runs an open loop at this many requests per second.
+	Rate float64 `yaml:"rate"`
+	// Arrival is the open loop's arrival process: constant or poisson.
+	Arrival string `yaml:"arrival"`
+	// MaxConcurrency caps requests in flight in an open loop (0: no cap).
+	MaxConcurrency int `yaml:"max_concurrency"`
+	// Duration and Requests stop the run, whichever comes first.
+	Duration Duration `yaml:"duration"`
+	Requests int      `yaml:"requests"`
+	// WarmupRequests are sent first and left out of every result.
+	WarmupRequests int    `yaml:"warmup_requests"`
+	Seed           uint64 `yaml:"seed"`
+}
+
+// Workload is what each request asks.
+type Workload struct {
+	InputTokens  Tokens `yaml:"input_tokens"`
+	OutputTokens Tokens `yaml:"output_tokens"`
+	// Stream asks for a streamed answer (default true).
+	Stream *bool  `yaml:"stream"`
+	Seed   uint64 `yaml:"seed"`
+}
+
+// Tokens is a normal distribution of token counts, at least 1.
+type Tokens struct {
+	Mean   int `yaml:"mean"`
+	Stddev int `yaml:"stddev"`
+}
+
+// SLO is a profile's objectives. A request is good when it succeeds and
+// meets every threshold given here.
+type SLO struct {
+	TTFT                  Duration `yaml:"ttft"`
+	TTST                  Duration `yaml:"ttst"`
+	ITL                   Duration `yaml:"itl"`
+	RequestLatency        Duration `yaml:"request_latency"`
+	OutputTokensPerSecond float64  `yaml:"output_tokens_per_second"`
+	// Objective is the fraction of requests that must be good for a run to
+	// pass; `tokenprobe run` exits non-zero below it.
+	Objective float64 `yaml:"objective"`
+}
+
+// Endpoint returns the endpoint called name, or nil.
+func (c *Config) Endpoint(name string) *Endpoint {
+	for _, e := range c.Endpoints {
+		if e.Name == name {
+			return e
+		}
+	}
+	return nil
+}
+
+// Profile returns the profile called name, or nil.
+func (c *Config) Profile(name string) *Profile {
+	for _, p := range c.Profiles {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// Stream reports whether the workload streams.
+func (w *Workload) Streaming() bool { return w.Stream == nil || *w.Stream }
+
+// Usage reports whether the endpoint asks for usage in streams.
+func (e *Endpoint) Usage() bool { return e.IncludeUsage == nil || *e.IncludeUsage }
+
+// ProfileNames lists profile names, for messages.
+func (c *Config) ProfileNames() string {
+	names := make([]string, len(c.Profiles))
+	for i, p := range c.Profiles {
+		names[i] = p.Name
+	}
+	return strings.Join(names, ", ")
+}
