@@ -1,0 +1,172 @@
+package probe
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/tokenprobe/tokenprobe/probe/client"
+	"github.com/tokenprobe/tokenprobe/probe/openai"
+	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/probe/slo"
+	"github.com/tokenprobe/tokenprobe/probe/workload"
+	"github.com/tokenprobe/tokenprobe/sim"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type recorder struct {
+	mu   sync.Mutex
+	seen []*result.Request
+	good int
+}
+
+func (r *recorder) Observe(res *result.Request, v slo.Verdict) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen = append(r.seen, res)
+	if v.Good {
+		r.good++
+	}
+}
+
+func newRun(t *testing.T, cfg sim.Config, plan Plan, in, out int) (*Run, *sim.Server) {
+	t.Helper()
+	s, err := sim.Start("127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.New(client.Options{})
+	t.Cleanup(func() { c.CloseIdle(); s.Close() })
+	return &Run{
+		Profile:  "test",
+		Plan:     plan,
+		Workload: workload.NewSynthetic(workload.Lengths{Mean: in}, workload.Lengths{Mean: out}, true, 1),
+		Endpoint: &client.Endpoint{Name: "sim", BaseURL: s.URL(), API: openai.Chat, Model: "sim", Timeout: 30 * time.Second, IncludeUsage: true},
+		Client:   c,
+	}, s
+}
+
+// The cliff tokenprobe exists to catch: past the server's slots, TTFT grows
+// with the queue while ITL stays flat, and goodput at a TTFT SLO collapses
+// while throughput holds.
+func TestQueueingCliff(t *testing.T) {
+	cfg := sim.Config{Slots: 4, PrefillBase: 5 * time.Millisecond, PrefillPerToken: 100 * time.Microsecond,
+		DecodeBase: 5 * time.Millisecond, DecodeSlowdown: 0.05, Jitter: 0.02, Seed: 1}
+	ttftSLO := slo.Set{Thresholds: []slo.Threshold{{Kind: slo.TTFT, Max: 100 * time.Millisecond}}}
+
+	base, _ := newRun(t, cfg, Plan{Concurrency: 1, Requests: 15, Warmup: 1}, 100, 16)
+	base.SLO = ttftSLO
+	low, err := base.Execute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	over, _ := newRun(t, cfg, Plan{Concurrency: 32, Requests: 96, Warmup: 32}, 100, 16)
+	over.SLO = ttftSLO
+	high, err := over.Execute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("c=1:  TTFT p50 %.1f ms, ITL p50 %.2f ms, throughput %.1f req/s, goodput %.1f req/s", low.TTFT.P50, low.ITL.P50, low.RequestThroughput, low.Goodput)
+	t.Logf("c=32: TTFT p50 %.1f ms, ITL p50 %.2f ms, throughput %.1f req/s, goodput %.1f req/s", high.TTFT.P50, high.ITL.P50, high.RequestThroughput, high.Goodput)
+	if low.Success != 15 || high.Success != 96 {
+		t.Fatalf("successes %d and %d, want 15 and 96", low.Success, high.Success)
+	}
+	if r := high.TTFT.P50 / low.TTFT.P50; r <= 5 {
+		t.Errorf("TTFT p50 grew %.1fx, want > 5x", r)
+	}
+	if r := high.ITL.P50 / low.ITL.P50; r >= 1.5 {
+		t.Errorf("ITL p50 grew %.2fx, want < 1.5x", r)
+	}
+	if high.RequestThroughput < low.RequestThroughput {
+		t.Errorf("throughput fell from %.1f to %.1f req/s; the cliff is in latency, not throughput", low.RequestThroughput, high.RequestThroughput)
+	}
+	if high.Goodput > 0.25*low.Goodput || high.Attainment > 0.25 {
+		t.Errorf("goodput %.1f -> %.1f req/s, attainment %.2f: did not collapse", low.Goodput, high.Goodput, high.Attainment)
+	}
+}
+
+func TestWarmupIsNotMeasured(t *testing.T) {
+	run, s := newRun(t, sim.Config{DecodeBase: time.Millisecond}, Plan{Concurrency: 2, Requests: 10, Warmup: 3}, 10, 4)
+	rec := &recorder{}
+	run.Sinks = []Sink{rec}
+	sum, err := run.Execute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, served, _ := s.Stats()
+	if sum.Requests != 10 || len(rec.seen) != 10 || served != 13 {
+		t.Fatalf("summary %d, sink %d, server saw %d; want 10, 10, 13", sum.Requests, len(rec.seen), served)
+	}
+	for _, r := range rec.seen {
+		if r.Warmup {
+			t.Fatal("a warmup request reached a sink")
+		}
+	}
+	// The summary and the sink agree on every count.
+	if rec.good != sum.Good || sum.Success+sum.Errors+sum.Cancelled != len(rec.seen) {
+		t.Fatalf("sink good %d vs summary %d", rec.good, sum.Good)
+	}
+}
+
+func TestOpenLoopRate(t *testing.T) {
+	run, _ := newRun(t, sim.Config{Slots: 64, DecodeBase: time.Millisecond}, Plan{Rate: 100, Arrival: "constant", Requests: 50}, 10, 5)
+	start := time.Now()
+	sum, err := run.Execute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	// 50 requests at 100/s: the last is scheduled 490 ms after the first.
+	if sum.Requests != 50 || elapsed < 490*time.Millisecond || elapsed > 2*time.Second {
+		t.Fatalf("%d requests in %v", sum.Requests, elapsed)
+	}
+	if sum.DispatchLag.P99 > 20 {
+		t.Errorf("dispatch lag p99 %.2f ms at 100 req/s", sum.DispatchLag.P99)
+	}
+}
+
+// A concurrency cap makes a too-fast open loop wait; the waiting shows as
+// dispatch lag instead of being hidden.
+func TestOpenLoopCapShowsAsDispatchLag(t *testing.T) {
+	run, _ := newRun(t, sim.Config{Slots: 64, DecodeBase: 10 * time.Millisecond}, Plan{Rate: 200, Arrival: "constant", MaxConcurrency: 1, Requests: 10}, 10, 5)
+	sum, err := run.Execute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.DispatchLag.Max < 100 {
+		t.Fatalf("dispatch lag max %.1f ms; requests of ~50 ms one at a time at 200/s must fall behind", sum.DispatchLag.Max)
+	}
+}
+
+func TestDurationStopsIssuing(t *testing.T) {
+	run, _ := newRun(t, sim.Config{DecodeBase: 5 * time.Millisecond}, Plan{Concurrency: 2, Duration: 300 * time.Millisecond}, 10, 10)
+	start := time.Now()
+	sum, err := run.Execute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el < 300*time.Millisecond || el > 1500*time.Millisecond {
+		t.Fatalf("run took %v for a 300 ms duration", el)
+	}
+	// Requests in flight at the end finish rather than being cancelled.
+	if sum.Cancelled != 0 || sum.Success < 4 {
+		t.Fatalf("success %d cancelled %d", sum.Success, sum.Cancelled)
+	}
+}
+
+func TestCancelStopsTheRun(t *testing.T) {
+	run, _ := newRun(t, sim.Config{DecodeBase: 20 * time.Millisecond}, Plan{Concurrency: 4, Duration: time.Minute}, 10, 100)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	sum, err := run.Execute(ctx)
+	if err == nil {
+		t.Fatal("cancelled run returned no error")
+	}
+	if sum.Cancelled != 4 || sum.Errors != 0 {
+		t.Fatalf("cancelled %d errors %d; the 4 in flight are cancelled, not errors", sum.Cancelled, sum.Errors)
+	}
+}

@@ -1,0 +1,84 @@
+package stats
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/probe/slo"
+)
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// Expected values are numpy's: np.percentile(x, p) and np.std(x).
+func TestComputeMatchesNumpy(t *testing.T) {
+	d := Compute([]float64{40, 15, 50, 20, 35})
+	if !near(Percentile([]float64{15, 20, 35, 40, 50}, 40), 29) || !near(d.P50, 35) || !near(d.P90, 46) || !near(d.P99, 49.6) {
+		t.Errorf("percentiles: %+v", d)
+	}
+	if !near(Compute([]float64{2, 4, 4, 4, 5, 5, 7, 9}).Std, 2) {
+		t.Error("std is not the population std")
+	}
+	if d := Compute([]float64{1, 2, 3, 4}); !near(d.P90, 3.7) || !near(d.P75, 3.25) || !near(d.Avg, 2.5) || d.Min != 1 || d.Max != 4 {
+		t.Errorf("1..4: %+v", d)
+	}
+	if d := Compute([]float64{7}); d.P99 != 7 || d.Std != 0 || d.Count != 1 {
+		t.Errorf("single value: %+v", d)
+	}
+	if d := Compute(nil); d.Count != 0 {
+		t.Errorf("empty: %+v", d)
+	}
+}
+
+func TestSummaryArithmetic(t *testing.T) {
+	set := slo.Set{Thresholds: []slo.Threshold{{Kind: slo.TTFT, Max: 100 * time.Millisecond}}, Objective: 0.5}
+	agg := NewAggregator("p", "e", "m", 4, set.Objective)
+	t0 := time.Now()
+	add := func(r result.Request) {
+		r.Streaming = true
+		v := set.Evaluate(&r)
+		agg.Add(&r, v)
+	}
+	req := func(startMs, ttftMs, e2eMs, osl int) result.Request {
+		start := t0.Add(time.Duration(startMs) * time.Millisecond)
+		return result.Request{
+			Scheduled: start.Add(-time.Millisecond), Start: start, End: start.Add(time.Duration(e2eMs) * time.Millisecond),
+			Outcome: result.Success, ContentChunks: osl, OutputTokens: osl, InputTokens: 10, InputSource: result.SourceUsage, IntendedInputTokens: 8,
+			TTFT: time.Duration(ttftMs) * time.Millisecond, E2E: time.Duration(e2eMs) * time.Millisecond,
+		}
+	}
+	add(req(0, 50, 1050, 11))   // good: ITL = 100 ms
+	add(req(100, 80, 580, 6))   // good
+	add(req(200, 300, 800, 6))  // misses TTFT
+	add(req(300, 20, 2000, 21)) // good; ends last at 2300 ms
+	fail := req(400, 0, 0, 0)
+	fail.Outcome, fail.Reason, fail.ContentChunks = result.Error, result.ReasonHTTP5xx, 0
+	fail.End = fail.Start.Add(time.Millisecond)
+	add(fail)
+	cancel := req(500, 10, 100, 2)
+	cancel.Outcome = result.Cancelled
+	add(cancel)
+
+	s := agg.Summary()
+	if s.Requests != 6 || s.Success != 4 || s.Errors != 1 || s.Cancelled != 1 || s.ByReason["http_5xx"] != 1 {
+		t.Fatalf("counts: %+v", s)
+	}
+	// Attainment: 3 good of 5 counted (the cancelled request is in neither).
+	if s.Good != 3 || !near(s.Attainment, 0.6) || !near(s.PerSLO["ttft"], 0.6) || !s.Passed {
+		t.Errorf("attainment %v per-SLO %v good %d passed %v", s.Attainment, s.PerSLO, s.Good, s.Passed)
+	}
+	// Duration is max(end) - min(start) = 2300 ms.
+	if !near(s.DurationSeconds, 2.3) || !near(s.RequestThroughput, 4/2.3) || !near(s.Goodput, 3/2.3) || !near(s.OutputTokenThroughput, 44/2.3) {
+		t.Errorf("duration %v throughput %v goodput %v tokens/s %v", s.DurationSeconds, s.RequestThroughput, s.Goodput, s.OutputTokenThroughput)
+	}
+	if s.TTFT.Count != 4 || !near(s.TTFT.Max, 300) || !near(s.ITL.Max, 100) || !near(s.InputLengthError.Avg, 2) || !near(s.DispatchLag.Max, 1) {
+		t.Errorf("distributions: TTFT %+v ITL %+v inErr %+v lag %+v", s.TTFT, s.ITL, s.InputLengthError, s.DispatchLag)
+	}
+	agg2 := NewAggregator("p", "e", "m", 0, 0.9)
+	r := req(0, 500, 600, 2)
+	agg2.Add(&r, set.Evaluate(&r))
+	if agg2.Summary().Passed {
+		t.Error("attainment 0 passed an objective of 0.9")
+	}
+}

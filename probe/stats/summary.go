@@ -1,0 +1,167 @@
+package stats
+
+import (
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/probe/slo"
+)
+
+// Summary is a run's report (METRICS.md section 4). Times are in
+// milliseconds, rates per second.
+type Summary struct {
+	Profile  string  `json:"profile"`
+	Endpoint string  `json:"endpoint"`
+	Model    string  `json:"model"`
+	Level    float64 `json:"level,omitempty"`
+
+	Requests  int            `json:"requests"`
+	Success   int            `json:"success"`
+	Errors    int            `json:"errors"`
+	Cancelled int            `json:"cancelled"`
+	ByReason  map[string]int `json:"errors_by_reason"`
+
+	TTFT        Dist `json:"ttft_ms"`
+	TTST        Dist `json:"ttst_ms"`
+	TTFO        Dist `json:"time_to_first_output_token_ms"`
+	ITL         Dist `json:"itl_ms"`
+	InterChunk  Dist `json:"inter_chunk_latency_ms"`
+	E2E         Dist `json:"request_latency_ms"`
+	ISL         Dist `json:"input_sequence_length"`
+	OSL         Dist `json:"output_sequence_length"`
+	UserTPS     Dist `json:"output_tokens_per_second_per_user"`
+	DispatchLag Dist `json:"dispatch_lag_ms"`
+	// InputLengthError is reported minus intended input tokens, where the
+	// server reported usage: how far the prompt sizing is off.
+	InputLengthError Dist `json:"input_length_error_tokens"`
+
+	DurationSeconds       float64 `json:"benchmark_duration_s"`
+	RequestThroughput     float64 `json:"request_throughput"`
+	OutputTokenThroughput float64 `json:"output_token_throughput"`
+	Goodput               float64 `json:"goodput"`
+	Good                  int     `json:"good"`
+	// Attainment is good / (success + error); PerSLO the same per threshold.
+	Attainment float64            `json:"slo_attainment"`
+	PerSLO     map[string]float64 `json:"slo_attainment_by_slo,omitempty"`
+	Objective  float64            `json:"slo_objective,omitempty"`
+	// Passed is false when Objective is set and Attainment is below it.
+	Passed bool `json:"passed"`
+}
+
+// Aggregator accumulates measured requests into a Summary. It is not safe
+// for concurrent use; a run feeds it from one collector goroutine.
+type Aggregator struct {
+	s                                Summary
+	ttft, ttst, ttfo, itl, gaps, e2e []float64
+	isl, osl, tps, lag, inErr        []float64
+	first, last                      time.Time
+	good, counted                    int
+	met                              map[slo.Kind]int
+	checked                          map[slo.Kind]bool
+	outTokens                        int
+}
+
+// NewAggregator starts a summary for one profile x endpoint (x level).
+func NewAggregator(profile, endpoint, model string, level, objective float64) *Aggregator {
+	return &Aggregator{
+		s:       Summary{Profile: profile, Endpoint: endpoint, Model: model, Level: level, Objective: objective, ByReason: map[string]int{}},
+		met:     map[slo.Kind]int{},
+		checked: map[slo.Kind]bool{},
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// Add counts one measured (non-warmup) request.
+func (a *Aggregator) Add(r *result.Request, v slo.Verdict) {
+	a.s.Requests++
+	if a.first.IsZero() || r.Start.Before(a.first) {
+		a.first = r.Start
+	}
+	if r.End.After(a.last) {
+		a.last = r.End
+	}
+	a.lag = append(a.lag, ms(r.DispatchLag()))
+	switch r.Outcome {
+	case result.Cancelled:
+		a.s.Cancelled++
+		return
+	case result.Error:
+		a.s.Errors++
+		a.s.ByReason[r.Reason.String()]++
+	case result.Success:
+		a.s.Success++
+	}
+	if v.Counted {
+		a.counted++
+		if v.Good {
+			a.good++
+		}
+		for _, k := range slo.Kinds {
+			if v.Checked[k] {
+				a.checked[k] = true
+				if v.Met[k] {
+					a.met[k]++
+				}
+			}
+		}
+	}
+	if r.Outcome != result.Success {
+		return
+	}
+	if r.HasTTFT() {
+		a.ttft = append(a.ttft, ms(r.TTFT))
+	}
+	if r.HasTTST() {
+		a.ttst = append(a.ttst, ms(r.TTST))
+	}
+	if r.HasTTFO {
+		a.ttfo = append(a.ttfo, ms(r.TTFO))
+	}
+	if itl, ok := r.ITL(); ok {
+		a.itl = append(a.itl, ms(itl))
+	}
+	for _, g := range r.Gaps {
+		a.gaps = append(a.gaps, ms(g))
+	}
+	a.e2e = append(a.e2e, ms(r.E2E))
+	a.isl = append(a.isl, float64(r.InputTokens))
+	a.osl = append(a.osl, float64(r.OutputTokens))
+	a.outTokens += r.OutputTokens
+	if tps, ok := r.OutputTokensPerSecond(); ok {
+		a.tps = append(a.tps, tps)
+	}
+	if r.InputSource == result.SourceUsage && r.IntendedInputTokens > 0 {
+		a.inErr = append(a.inErr, float64(r.InputTokens-r.IntendedInputTokens))
+	}
+}
+
+// Summary computes the report. It sorts the accumulated values, so call it
+// once, after the last Add.
+func (a *Aggregator) Summary() Summary {
+	s := a.s
+	s.TTFT, s.TTST, s.TTFO, s.ITL = Compute(a.ttft), Compute(a.ttst), Compute(a.ttfo), Compute(a.itl)
+	s.InterChunk, s.E2E = Compute(a.gaps), Compute(a.e2e)
+	s.ISL, s.OSL, s.UserTPS = Compute(a.isl), Compute(a.osl), Compute(a.tps)
+	s.DispatchLag, s.InputLengthError = Compute(a.lag), Compute(a.inErr)
+	if !a.first.IsZero() && a.last.After(a.first) {
+		s.DurationSeconds = a.last.Sub(a.first).Seconds()
+	}
+	if s.DurationSeconds > 0 {
+		s.RequestThroughput = float64(s.Success) / s.DurationSeconds
+		s.OutputTokenThroughput = float64(a.outTokens) / s.DurationSeconds
+		s.Goodput = float64(a.good) / s.DurationSeconds
+	}
+	s.Good = a.good
+	if a.counted > 0 {
+		s.Attainment = float64(a.good) / float64(a.counted)
+		for k := range a.checked {
+			if s.PerSLO == nil {
+				s.PerSLO = map[string]float64{}
+			}
+			s.PerSLO[k.String()] = float64(a.met[k]) / float64(a.counted)
+		}
+	}
+	s.Passed = s.Objective == 0 || (a.counted > 0 && s.Attainment >= s.Objective)
+	return s
+}
