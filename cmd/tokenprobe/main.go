@@ -1,0 +1,100 @@
+// Command tokenprobe probes LLM inference endpoints the way users feel them.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/promslog"
+	promslogflag "github.com/prometheus/common/promslog/flag"
+	"github.com/prometheus/common/version"
+
+	"github.com/tokenprobe/tokenprobe/config"
+	"github.com/tokenprobe/tokenprobe/runonce"
+	"github.com/tokenprobe/tokenprobe/sim"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	app := kingpin.New("tokenprobe", "Synthetic monitoring and load testing of LLM inference endpoints: TTFT, ITL, goodput and SLO attainment.")
+	app.Version(version.Print("tokenprobe"))
+	app.HelpFlag.Short('h')
+	logCfg := &promslog.Config{}
+	promslogflag.AddFlags(app, logCfg)
+
+	runCmd := app.Command("run", "Run profiles once, print a report, and exit non-zero when SLO attainment is below the objective.")
+	runConfig := runCmd.Flag("config.file", "Configuration file.").Short('c').Required().String()
+	runProfiles := runCmd.Flag("profile", "Profile to run (repeatable; default: every profile).").Short('p').Strings()
+	runEndpoint := runCmd.Flag("endpoint", "Only run against this endpoint.").String()
+	runArtifacts := runCmd.Flag("artifacts-dir", "Folder for records.jsonl, summary.json and report.txt (empty: write none).").Default("artifacts").String()
+	runProgress := runCmd.Flag("progress-interval", "How often to print progress (0 turns it off).").Default("2s").Duration()
+
+	checkCmd := app.Command("check", "Validate a configuration file and exit 0 if it is valid.")
+	checkConfig := checkCmd.Flag("config.file", "Configuration file.").Short('c').Required().String()
+
+	simCmd := app.Command("sim", "Serve a simulated OpenAI-compatible LLM endpoint with a queueing model and fault injection.")
+	simListen := simCmd.Flag("listen", "Address to listen on.").Default("127.0.0.1:8000").String()
+	var sc sim.Config
+	simCmd.Flag("model", "Model name served.").Default("tokenprobe-sim").StringVar(&sc.Model)
+	simCmd.Flag("slots", "Requests running at once; more wait in a FIFO queue.").Default("4").IntVar(&sc.Slots)
+	simCmd.Flag("max-queue", "Reject with 503 when this many wait (0: unbounded).").Default("0").IntVar(&sc.MaxQueue)
+	simCmd.Flag("prefill-base", "Fixed prefill time.").Default("5ms").DurationVar(&sc.PrefillBase)
+	simCmd.Flag("prefill-per-token", "Prefill time per prompt token.").Default("100us").DurationVar(&sc.PrefillPerToken)
+	simCmd.Flag("decode-base", "Time between tokens with one running request.").Default("10ms").DurationVar(&sc.DecodeBase)
+	simCmd.Flag("decode-slowdown", "Fraction of decode-base added per further running request.").Default("0.05").Float64Var(&sc.DecodeSlowdown)
+	simCmd.Flag("jitter", "Relative standard deviation of each step.").Default("0.05").Float64Var(&sc.Jitter)
+	simCmd.Flag("tokens-per-chunk", "Tokens in each streamed chunk.").Default("1").IntVar(&sc.TokensPerChunk)
+	simCmd.Flag("seed", "Seed of jitter and faults.").Default("1").Uint64Var(&sc.Seed)
+	simCmd.Flag("fault.error-500", "Probability of HTTP 500.").Default("0").Float64Var(&sc.Faults.Error500)
+	simCmd.Flag("fault.error-503", "Probability of HTTP 503.").Default("0").Float64Var(&sc.Faults.Error503)
+	simCmd.Flag("fault.error-429", "Probability of HTTP 429 with Retry-After.").Default("0").Float64Var(&sc.Faults.Error429)
+	simCmd.Flag("fault.disconnect", "Probability of a disconnect mid-stream.").Default("0").Float64Var(&sc.Faults.Disconnect)
+	simCmd.Flag("fault.stall", "Probability of a stall mid-stream.").Default("0").Float64Var(&sc.Faults.Stall)
+	simCmd.Flag("fault.stall-for", "Length of a stall.").Default("5s").DurationVar(&sc.Faults.StallFor)
+	simCmd.Flag("fault.malformed", "Probability of a malformed chunk mid-stream.").Default("0").Float64Var(&sc.Faults.Malformed)
+
+	cmd, err := app.Parse(args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tokenprobe: %v (try --help)\n", err)
+		return runonce.ExitConfig
+	}
+	logger := promslog.New(logCfg)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	switch cmd {
+	case runCmd.FullCommand():
+		return runonce.Run(ctx, runonce.Options{
+			ConfigFile: *runConfig, Profiles: *runProfiles, Endpoint: *runEndpoint,
+			ArtifactsDir: *runArtifacts, ProgressEvery: *runProgress, Out: os.Stdout, Progress: os.Stderr,
+		})
+	case checkCmd.FullCommand():
+		cfg, err := config.LoadFile(*checkConfig)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return runonce.ExitConfig
+		}
+		fmt.Printf("%s: valid (%d endpoints, %d profiles)\n", *checkConfig, len(cfg.Endpoints), len(cfg.Profiles))
+		return 0
+	case simCmd.FullCommand():
+		s, err := sim.Start(*simListen, sc)
+		if err != nil {
+			logger.Error("cannot start the simulator", "err", err)
+			return runonce.ExitRuntime
+		}
+		c := s.Config()
+		logger.Info("simulator serving", "url", s.URL(), "slots", c.Slots, "decode_base", c.DecodeBase, "prefill_per_token", c.PrefillPerToken)
+		<-ctx.Done()
+		logger.Info("simulator stopping")
+		_ = s.Close()
+		return runonce.ExitOK
+	}
+	return runonce.ExitConfig
+}

@@ -1,0 +1,96 @@
+// Package report writes what a one-shot run produced: the console table in
+// the shape AIPerf users know, the JSON summary, and per-request records.
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/tokenprobe/tokenprobe/probe/stats"
+)
+
+// Text writes the summary as a table followed by the run's totals.
+func Text(w io.Writer, s *stats.Summary, levelName string) {
+	fmt.Fprintf(w, "profile %s · endpoint %s · model %s", s.Profile, s.Endpoint, s.Model)
+	if levelName != "" {
+		fmt.Fprintf(w, " · %s %g", levelName, s.Level)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%-34s %10s %10s %10s %10s %10s %10s %10s %10s\n", "Metric", "avg", "min", "max", "p50", "p90", "p95", "p99", "std")
+	rows := []struct {
+		name string
+		d    stats.Dist
+	}{
+		{"Time to first token (ms)", s.TTFT},
+		{"Time to second token (ms)", s.TTST},
+		{"Time to first output token (ms)", s.TTFO},
+		{"Inter-token latency (ms)", s.ITL},
+		{"Inter-chunk latency (ms)", s.InterChunk},
+		{"Request latency (ms)", s.E2E},
+		{"Output tokens/s per user", s.UserTPS},
+		{"Input sequence length (tokens)", s.ISL},
+		{"Output sequence length (tokens)", s.OSL},
+	}
+	for _, r := range rows {
+		if r.d.Count == 0 {
+			fmt.Fprintf(w, "%-34s %10s\n", r.name, "n/a")
+			continue
+		}
+		d := r.d
+		fmt.Fprintf(w, "%-34s %10s %10s %10s %10s %10s %10s %10s %10s\n", r.name,
+			num(d.Avg), num(d.Min), num(d.Max), num(d.P50), num(d.P90), num(d.P95), num(d.P99), num(d.Std))
+	}
+	fmt.Fprintln(w)
+	kv := func(k, format string, args ...any) { fmt.Fprintf(w, "%-28s "+format+"\n", append([]any{k}, args...)...) }
+	kv("Requests", "%d (%d success, %d error, %d cancelled)", s.Requests, s.Success, s.Errors, s.Cancelled)
+	kv("Benchmark duration", "%.2f s", s.DurationSeconds)
+	kv("Request throughput", "%.2f req/s", s.RequestThroughput)
+	kv("Output token throughput", "%.1f tokens/s", s.OutputTokenThroughput)
+	kv("Goodput", "%.2f req/s (%d good requests)", s.Goodput, s.Good)
+	verdict := ""
+	if s.Objective > 0 {
+		verdict = fmt.Sprintf(" (objective %.1f%%: %s)", s.Objective*100, map[bool]string{true: "PASSED", false: "FAILED"}[s.Passed])
+	}
+	kv("SLO attainment", "%.1f%%%s", s.Attainment*100, verdict)
+	for _, k := range sortedKeys(s.PerSLO) {
+		kv("  "+k, "%.1f%%", s.PerSLO[k]*100)
+	}
+	kv("Errors by reason", "%s", reasons(s.ByReason))
+	kv("Dispatch lag p99", "%.3f ms", s.DispatchLag.P99)
+	if s.InputLengthError.Count > 0 {
+		kv("Input length vs intended", "%+.1f tokens avg (server usage minus intended)", s.InputLengthError.Avg)
+	}
+}
+
+func num(v float64) string {
+	switch {
+	case v >= 1e5 || v <= -1e5:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 100 || v <= -100:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func reasons(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	parts := make([]string, 0, len(m))
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

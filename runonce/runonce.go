@@ -1,0 +1,206 @@
+// Package runonce runs profiles once from the command line, as
+// `aiperf profile` does: it prints a report, writes artifacts, and exits
+// with a code a CI job can gate on.
+package runonce
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/config"
+	"github.com/tokenprobe/tokenprobe/probe"
+	"github.com/tokenprobe/tokenprobe/probe/report"
+	"github.com/tokenprobe/tokenprobe/probe/stats"
+	"github.com/tokenprobe/tokenprobe/targets"
+)
+
+// Exit codes of `tokenprobe run`.
+const (
+	ExitOK        = 0 // every run met its SLO objective (or had none)
+	ExitSLOFailed = 1 // a run's SLO attainment fell below its objective
+	ExitConfig    = 2 // the configuration is invalid or names nothing to run
+	ExitRuntime   = 3 // the run could not be carried out (or was interrupted)
+)
+
+// Options are the command line of `tokenprobe run`.
+type Options struct {
+	ConfigFile string
+	// Profiles and Endpoint narrow what runs; empty means everything.
+	Profiles []string
+	Endpoint string
+	// ArtifactsDir receives one folder per run; "" writes none.
+	ArtifactsDir string
+	// ProgressEvery is the interval of progress lines on Progress (0: none).
+	ProgressEvery time.Duration
+	Out, Progress io.Writer
+}
+
+// Run executes the selected profiles one after another and returns the exit
+// code. Errors are written to Progress.
+func Run(ctx context.Context, o Options) int {
+	cfg, err := config.LoadFile(o.ConfigFile)
+	if err != nil {
+		fmt.Fprintln(o.Progress, err)
+		return ExitConfig
+	}
+	profiles, err := selectProfiles(cfg, o.Profiles)
+	if err != nil {
+		fmt.Fprintf(o.Progress, "%s: %v\n", o.ConfigFile, err)
+		return ExitConfig
+	}
+	ts, err := targets.Open(cfg)
+	if err != nil {
+		fmt.Fprintln(o.Progress, err)
+		return ExitRuntime
+	}
+	defer ts.Close()
+
+	var dir string
+	if o.ArtifactsDir != "" {
+		dir = filepath.Join(o.ArtifactsDir, time.Now().Format("20060102-150405"))
+	}
+	code := ExitOK
+	var all []stats.Summary
+	ran := 0
+	for _, p := range profiles {
+		for _, name := range p.Endpoints {
+			if o.Endpoint != "" && name != o.Endpoint {
+				continue
+			}
+			ran++
+			s, err := runOne(ctx, o, p, ts.Get(name), dir)
+			all = append(all, s)
+			switch {
+			case err != nil:
+				fmt.Fprintf(o.Progress, "profile %s on %s: %v\n", p.Name, name, err)
+				return ExitRuntime
+			case !s.Passed:
+				code = ExitSLOFailed
+			}
+		}
+	}
+	if ran == 0 {
+		fmt.Fprintf(o.Progress, "%s: no profile runs on endpoint %q\n", o.ConfigFile, o.Endpoint)
+		return ExitConfig
+	}
+	if dir != "" {
+		if err := writeJSON(filepath.Join(dir, "summary.json"), all); err != nil {
+			fmt.Fprintln(o.Progress, err)
+			return ExitRuntime
+		}
+		fmt.Fprintf(o.Out, "Artifacts: %s\n", dir)
+	}
+	return code
+}
+
+func selectProfiles(cfg *config.Config, names []string) ([]*config.Profile, error) {
+	if len(names) == 0 {
+		return cfg.Profiles, nil
+	}
+	var out []*config.Profile
+	for _, n := range names {
+		p := cfg.Profile(n)
+		if p == nil {
+			return nil, fmt.Errorf("no profile is named %q (profiles: %s)", n, cfg.ProfileNames())
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func runOne(ctx context.Context, o Options, p *config.Profile, t *targets.Target, dir string) (stats.Summary, error) {
+	var records *report.Records
+	var sinks []probe.Sink
+	var runDir string
+	if dir != "" {
+		runDir = filepath.Join(dir, p.Name+"-"+t.Endpoint.Name)
+		if err := os.MkdirAll(runDir, 0o755); err != nil {
+			return stats.Summary{}, err
+		}
+		f, err := os.Create(filepath.Join(runDir, "records.jsonl"))
+		if err != nil {
+			return stats.Summary{}, err
+		}
+		defer f.Close()
+		records = report.NewRecords(f)
+		sinks = append(sinks, records)
+	}
+	run := probe.NewRun(p, t.Endpoint, t.Client, sinks...)
+	levelName := "concurrency"
+	if run.Plan.Rate > 0 {
+		levelName = "rate"
+	}
+	fmt.Fprintf(o.Progress, "Running profile %s against %s (%s %g)...\n", p.Name, t.Endpoint.Name, levelName, run.Plan.Level())
+	stop := progress(o, run)
+	s, err := run.Execute(ctx)
+	stop()
+	if records != nil {
+		if ferr := records.Flush(); ferr != nil && err == nil {
+			err = ferr
+		}
+	}
+	report.Text(o.Out, &s, levelName)
+	fmt.Fprintln(o.Out)
+	if runDir != "" && err == nil {
+		err = errors.Join(writeJSON(filepath.Join(runDir, "summary.json"), s), writeText(filepath.Join(runDir, "report.txt"), &s, levelName))
+	}
+	return s, err
+}
+
+// progress prints a line every interval until the returned func is called.
+func progress(o Options, run *probe.Run) (stop func()) {
+	if o.ProgressEvery <= 0 || o.Progress == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(o.ProgressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				p := run.Progress()
+				of := ""
+				switch {
+				case run.Plan.Requests > 0:
+					of = fmt.Sprintf("/%d", run.Plan.Requests)
+				case run.Plan.Duration > 0:
+					of = fmt.Sprintf(" (%.0fs of %s)", p.Elapsed.Seconds(), run.Plan.Duration)
+				}
+				phase := ""
+				if p.Elapsed == 0 {
+					phase = "warmup · "
+				}
+				fmt.Fprintf(o.Progress, "  %s%d%s done · %d in flight · %d errors\n", phase, p.Done, of, p.InFlight, p.Errors)
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func writeText(path string, s *stats.Summary, levelName string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	report.Text(f, s, levelName)
+	return f.Close()
+}

@@ -1,0 +1,191 @@
+package runonce
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/probe/report"
+	"github.com/tokenprobe/tokenprobe/probe/stats"
+)
+
+const fastSim = `
+endpoints:
+  - name: sim
+    simulator: {slots: 4, decode_base: 2ms, prefill_base: 1ms, prefill_per_token: 10us, seed: 1}
+`
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "tokenprobe.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func runCLI(t *testing.T, o Options) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	o.Out, o.Progress = &out, &errOut
+	code := Run(context.Background(), o)
+	return code, out.String(), errOut.String()
+}
+
+func TestExitCodes(t *testing.T) {
+	cfg := writeConfig(t, fastSim+`
+profiles:
+  - name: easy
+    load: {concurrency: 2, requests: 10}
+    workload: {output_tokens: {mean: 8}}
+    slo: {ttft: 5s, objective: 0.9}
+  - name: impossible
+    load: {concurrency: 2, requests: 10}
+    workload: {output_tokens: {mean: 8}}
+    slo: {ttft: 1us, objective: 0.9}
+`)
+	cases := []struct {
+		name     string
+		o        Options
+		code     int
+		inOutput string
+	}{
+		{"objective met", Options{ConfigFile: cfg, Profiles: []string{"easy"}}, ExitOK, "objective 90.0%: PASSED"},
+		{"objective missed", Options{ConfigFile: cfg, Profiles: []string{"impossible"}}, ExitSLOFailed, "objective 90.0%: FAILED"},
+		{"one of two missed", Options{ConfigFile: cfg}, ExitSLOFailed, "profile impossible"},
+		{"unknown profile", Options{ConfigFile: cfg, Profiles: []string{"nope"}}, ExitConfig, `no profile is named "nope" (profiles: easy, impossible)`},
+		{"unknown endpoint", Options{ConfigFile: cfg, Endpoint: "vllm"}, ExitConfig, `no profile runs on endpoint "vllm"`},
+		{"invalid config", Options{ConfigFile: writeConfig(t, "endpoints: []\nprofiles: [{name: p, load: {rate: -1}}]\n")}, ExitConfig, "tokenprobe.yaml:2:"},
+		{"missing file", Options{ConfigFile: "/nonexistent/tokenprobe.yaml"}, ExitConfig, "no such file"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, c.o)
+			if code != c.code || !strings.Contains(out+errOut, c.inOutput) {
+				t.Fatalf("exit %d, want %d; output lacks %q:\n%s\n%s", code, c.code, c.inOutput, out, errOut)
+			}
+		})
+	}
+}
+
+// The artifacts of a run agree with each other: one record per measured
+// request, and the summary's counts recomputed from the records.
+func TestArtifacts(t *testing.T) {
+	cfg := writeConfig(t, `
+endpoints:
+  - name: sim
+    simulator: {slots: 8, decode_base: 2ms, seed: 3, faults: {error_500: 0.2, malformed: 0.1}}
+profiles:
+  - name: mixed
+    load: {rate: 50, arrival: poisson, requests: 60, warmup_requests: 5, seed: 2}
+    workload: {input_tokens: {mean: 50, stddev: 10}, output_tokens: {mean: 10}}
+    slo: {ttft: 1s, itl: 100ms}
+`)
+	dir := t.TempDir()
+	code, out, errOut := runCLI(t, Options{ConfigFile: cfg, ArtifactsDir: dir, ProgressEvery: 50 * time.Millisecond})
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "done · ") {
+		t.Errorf("no progress lines: %s", errOut)
+	}
+	runs, _ := filepath.Glob(filepath.Join(dir, "*", "mixed-sim"))
+	if len(runs) != 1 {
+		t.Fatalf("run folders: %v", runs)
+	}
+	var s stats.Summary
+	readJSON(t, filepath.Join(runs[0], "summary.json"), &s)
+	f, err := os.Open(filepath.Join(runs[0], "records.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var n, success, good, errs int
+	reasons := map[string]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var r report.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		switch r.Outcome {
+		case "success":
+			success++
+			if r.TTFTMs == nil || r.ITLMs == nil || len(r.InterChunkMs) != r.ContentChunks-1 {
+				t.Errorf("success record lacks timings: %+v", r)
+			}
+		case "error":
+			errs++
+			reasons[r.Reason]++
+		}
+		if r.Good {
+			good++
+		}
+	}
+	if n != 60 || n != s.Requests || success != s.Success || errs != s.Errors || good != s.Good {
+		t.Fatalf("records: %d requests %d success %d errors %d good; summary %+v", n, success, errs, good, s)
+	}
+	if reasons["http_5xx"] != s.ByReason["http_5xx"] || reasons["stream"] != s.ByReason["stream"] || errs == 0 {
+		t.Fatalf("reasons %v vs %v", reasons, s.ByReason)
+	}
+	var all []stats.Summary
+	readJSON(t, filepath.Join(filepath.Dir(runs[0]), "summary.json"), &all)
+	if len(all) != 1 || all[0].Requests != 60 {
+		t.Fatalf("top-level summary: %+v", all)
+	}
+	if _, err := os.Stat(filepath.Join(runs[0], "report.txt")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// `tokenprobe run` on the shipped demo reproduces the queueing cliff the
+// README shows: past the simulator's 4 slots TTFT p50 grows more than 5x,
+// ITL p50 less than 1.5x, and goodput at the TTFT objective collapses while
+// throughput does not.
+func TestDemoShowsTheCliff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo for about 20 s")
+	}
+	dir := t.TempDir()
+	code, out, errOut := runCLI(t, Options{ConfigFile: "../configs/demo.yaml", ArtifactsDir: dir})
+	if code != ExitSLOFailed {
+		t.Fatalf("exit %d, want %d (overload misses its objective)\n%s\n%s", code, ExitSLOFailed, out, errOut)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*", "summary.json"))
+	if len(files) != 1 {
+		t.Fatalf("summaries: %v", files)
+	}
+	var all []stats.Summary
+	readJSON(t, files[0], &all)
+	if len(all) != 2 || all[0].Profile != "baseline" || all[1].Profile != "overload" {
+		t.Fatalf("summaries: %+v", all)
+	}
+	low, high := all[0], all[1]
+	t.Logf("baseline: TTFT p50 %.0f ms, ITL p50 %.1f ms, %.2f req/s, goodput %.2f", low.TTFT.P50, low.ITL.P50, low.RequestThroughput, low.Goodput)
+	t.Logf("overload: TTFT p50 %.0f ms, ITL p50 %.1f ms, %.2f req/s, goodput %.2f", high.TTFT.P50, high.ITL.P50, high.RequestThroughput, high.Goodput)
+	if high.TTFT.P50 < 5*low.TTFT.P50 || high.ITL.P50 > 1.5*low.ITL.P50 {
+		t.Errorf("no cliff: TTFT %.0f -> %.0f ms, ITL %.1f -> %.1f ms", low.TTFT.P50, high.TTFT.P50, low.ITL.P50, high.ITL.P50)
+	}
+	if !low.Passed || high.Passed || high.Goodput > 0.5*low.Goodput || high.RequestThroughput < low.RequestThroughput {
+		t.Errorf("goodput %.2f -> %.2f, throughput %.2f -> %.2f", low.Goodput, high.Goodput, low.RequestThroughput, high.RequestThroughput)
+	}
+}
