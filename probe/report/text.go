@@ -44,7 +44,9 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 			num(d.Avg), num(d.Min), num(d.Max), num(d.P50), num(d.P90), num(d.P95), num(d.P99), num(d.Std))
 	}
 	fmt.Fprintln(w)
-	kv := func(k, format string, args ...any) { fmt.Fprintf(w, "%-28s "+format+"\n", append([]any{k}, args...)...) }
+	kv := func(k, format string, args ...any) {
+		fmt.Fprintf(w, "%-28s "+format+"\n", append([]any{k}, args...)...)
+	}
 	kv("Requests", "%d (%d success, %d error, %d cancelled)", s.Requests, s.Success, s.Errors, s.Cancelled)
 	kv("Benchmark duration", "%.2f s", s.DurationSeconds)
 	kv("Request throughput", "%.2f req/s", s.RequestThroughput)

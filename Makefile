@@ -1,0 +1,37 @@
+# tokenprobe. `make help` lists the targets.
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/prometheus/common/version.Version=$(VERSION) \
+           -X github.com/prometheus/common/version.Revision=$(shell git rev-parse --short HEAD 2>/dev/null) \
+           -X github.com/prometheus/common/version.Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
+
+.PHONY: help build run test race lint bench fuzz clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+
+build: ## build bin/tokenprobe
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/tokenprobe ./cmd/tokenprobe
+
+run: ## run the demo once against the built-in simulator (exit 1 = the overload profile missed its SLO, as intended)
+	$(GO) run ./cmd/tokenprobe run -c configs/demo.yaml || test $$? -eq 1
+
+test: ## the test suite, as the README and .ci/run run it
+	$(GO) test ./...
+
+race: ## the test suite under the race detector (needs a C compiler)
+	GOFLAGS="$(shell $(GO) env GOFLAGS) -race" $(GO) test ./...
+
+lint: ## gofmt, go vet, and a build without cgo
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	CGO_ENABLED=0 $(GO) build ./...
+
+bench: ## Go benchmarks of the hot paths
+	$(GO) test -run '^$$' -bench . -benchmem ./probe/...
+
+fuzz: ## run each fuzz target for FUZZTIME (default 10s)
+	$(GO) test -run '^$$' -fuzz FuzzParseChunk -fuzztime $${FUZZTIME:-10s} ./probe/openai
+
+clean:
+	rm -rf bin artifacts
