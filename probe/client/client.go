@@ -122,7 +122,7 @@ var errRequestTimeout = errors.New("request timeout")
 // it a timeout (the server's).
 func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Request) {
 	r.Streaming = p.Stream
-	r.Endpoint, r.Model = ep.Name, ep.Model
+	r.Endpoint, r.Model, r.API, r.URL = ep.Name, ep.Model, string(ep.API), ep.BaseURL
 	r.IntendedInputTokens = p.InputTokens
 	r.InputTokens, r.InputSource = p.InputTokens, result.SourceIntended
 

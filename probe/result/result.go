@@ -88,6 +88,10 @@ type Request struct {
 	Profile  string
 	Endpoint string
 	Model    string
+	// API is "chat" or "completions"; URL the endpoint's base URL. Sinks
+	// may describe the target with them; they are never metric labels.
+	API string
+	URL string
 	// Level is the load level in force when the request was scheduled
 	// (concurrency or rate of the current stage), for reading latency
 	// against load.
