@@ -5,7 +5,7 @@ LDFLAGS := -X github.com/prometheus/common/version.Version=$(VERSION) \
            -X github.com/prometheus/common/version.Revision=$(shell git rev-parse --short HEAD 2>/dev/null) \
            -X github.com/prometheus/common/version.Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
 
-.PHONY: help build run test race lint bench fuzz clean
+.PHONY: help build run test race lint bench fuzz docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -28,10 +28,13 @@ lint: ## gofmt, go vet, and a build without cgo
 	CGO_ENABLED=0 $(GO) build ./...
 
 bench: ## Go benchmarks of the hot paths
-	$(GO) test -run '^$$' -bench . -benchmem ./probe/...
+	$(GO) test -run '^$$' -bench . -benchmem ./probe/... ./exporter/...
 
 fuzz: ## run each fuzz target for FUZZTIME (default 10s)
 	$(GO) test -run '^$$' -fuzz FuzzParseChunk -fuzztime $${FUZZTIME:-10s} ./probe/openai
+
+docs: ## regenerate docs/METRICS.md from the metric catalog
+	$(GO) test ./exporter/catalog -run Docs -update
 
 clean:
 	rm -rf bin artifacts

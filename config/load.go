@@ -165,6 +165,19 @@ func (c *Config) validate(l *locator, dir string) {
 		}
 		e.resolveKey(l, path, dir)
 	}
+	if o := c.OTLP; o != nil {
+		if o.Protocol != "" && o.Protocol != "http" && o.Protocol != "grpc" {
+			l.errf("otlp.protocol", "%q is not http or grpc", o.Protocol)
+		}
+		if o.Interval < 0 || o.Timeout < 0 {
+			l.errf("otlp.interval", "interval and timeout must be positive")
+		}
+		for k := range o.Headers {
+			if strings.EqualFold(k, "authorization") || strings.Contains(strings.ToLower(k), "key") {
+				l.errf("otlp.headers."+k, "a credential in the file would leak: set it in OTEL_EXPORTER_OTLP_HEADERS")
+			}
+		}
+	}
 	seen = map[string]bool{}
 	for i, p := range c.Profiles {
 		path := fmt.Sprintf("profiles[%d]", i)

@@ -51,6 +51,21 @@ var errInlineSecret = fmt.Errorf("secrets are never written inline: use api_key_
 type Config struct {
 	Endpoints []*Endpoint `yaml:"endpoints"`
 	Profiles  []*Profile  `yaml:"profiles"`
+	// OTLP turns on OpenTelemetry push. Without it, push is on when
+	// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_METRICS_ENDPOINT is set.
+	OTLP *OTLP `yaml:"otlp"`
+}
+
+// OTLP is where metrics are pushed. Empty fields fall back to the
+// standard OTEL_EXPORTER_OTLP_* variables; headers that hold credentials
+// belong in OTEL_EXPORTER_OTLP_HEADERS, not in this file.
+type OTLP struct {
+	Protocol string            `yaml:"protocol"`
+	Endpoint string            `yaml:"endpoint"`
+	Insecure bool              `yaml:"insecure"`
+	Headers  map[string]string `yaml:"headers"`
+	Interval Duration          `yaml:"interval"`
+	Timeout  Duration          `yaml:"timeout"`
 }
 
 // Endpoint is one OpenAI-compatible server, real or simulated.

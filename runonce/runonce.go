@@ -13,7 +13,11 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/prometheus/common/version"
+
 	"github.com/tokenprobe/tokenprobe/config"
+	"github.com/tokenprobe/tokenprobe/exporter"
+	"github.com/tokenprobe/tokenprobe/exporter/otlp"
 	"github.com/tokenprobe/tokenprobe/probe"
 	"github.com/tokenprobe/tokenprobe/probe/report"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
@@ -61,6 +65,19 @@ func Run(ctx context.Context, o Options) int {
 	}
 	defer ts.Close()
 
+	var push *pusher
+	if cfg.OTLP != nil || otlp.EnvEnabled() {
+		if push, err = startPush(ctx, cfg); err != nil {
+			fmt.Fprintf(o.Progress, "%s: otlp: %v\n", o.ConfigFile, err)
+			return ExitConfig
+		}
+		defer func() {
+			if err := push.stop(); err != nil {
+				fmt.Fprintf(o.Progress, "otlp: pushing the last metrics: %v\n", err)
+			}
+		}()
+	}
+
 	var dir string
 	if o.ArtifactsDir != "" {
 		dir = filepath.Join(o.ArtifactsDir, time.Now().Format("20060102-150405"))
@@ -74,7 +91,7 @@ func Run(ctx context.Context, o Options) int {
 				continue
 			}
 			ran++
-			s, err := runOne(ctx, o, p, ts.Get(name), dir)
+			s, err := runOne(ctx, o, p, ts.Get(name), dir, push)
 			all = append(all, s)
 			switch {
 			case err != nil:
@@ -114,9 +131,12 @@ func selectProfiles(cfg *config.Config, names []string) ([]*config.Profile, erro
 	return out, nil
 }
 
-func runOne(ctx context.Context, o Options, p *config.Profile, t *targets.Target, dir string) (stats.Summary, error) {
+func runOne(ctx context.Context, o Options, p *config.Profile, t *targets.Target, dir string, push *pusher) (stats.Summary, error) {
 	var records *report.Records
 	var sinks []probe.Sink
+	if push != nil {
+		sinks = append(sinks, push.queue)
+	}
 	var runDir string
 	if dir != "" {
 		runDir = filepath.Join(dir, p.Name+"-"+t.Endpoint.Name)
@@ -138,7 +158,13 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *targets.Target
 	}
 	fmt.Fprintf(o.Progress, "Running profile %s against %s (%s %g)...\n", p.Name, t.Endpoint.Name, levelName, run.Plan.Level())
 	stop := progress(o, run)
+	if push != nil {
+		push.exp.RunStarted(run)
+	}
 	s, err := run.Execute(ctx)
+	if push != nil {
+		push.exp.RunFinished(run)
+	}
 	stop()
 	if records != nil {
 		if ferr := records.Flush(); ferr != nil && err == nil {
@@ -151,6 +177,29 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *targets.Target
 		err = errors.Join(writeJSON(filepath.Join(runDir, "summary.json"), s), writeText(filepath.Join(runDir, "report.txt"), &s, levelName))
 	}
 	return s, err
+}
+
+// pusher is OTLP export behind a queue, so a slow collector never holds up
+// a run.
+type pusher struct {
+	exp   *otlp.Exporter
+	queue *exporter.Queue
+}
+
+func startPush(ctx context.Context, cfg *config.Config) (*pusher, error) {
+	exp, err := otlp.New(ctx, otlp.FromConfig(cfg.OTLP, version.Version))
+	if err != nil {
+		return nil, err
+	}
+	return &pusher{exp: exp, queue: exporter.NewQueue(exp, 1<<16, nil)}, nil
+}
+
+// stop delivers every queued result and pushes them, within 10 seconds.
+func (p *pusher) stop() error {
+	p.queue.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return p.exp.Shutdown(ctx)
 }
 
 // progress prints a line every interval until the returned func is called.

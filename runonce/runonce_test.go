@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
 	"github.com/tokenprobe/tokenprobe/probe/report"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 )
@@ -187,5 +188,30 @@ func TestDemoShowsTheCliff(t *testing.T) {
 	}
 	if !low.Passed || high.Passed || high.Goodput > 0.5*low.Goodput || high.RequestThroughput < low.RequestThroughput {
 		t.Errorf("goodput %.2f -> %.2f, throughput %.2f -> %.2f", low.Goodput, high.Goodput, low.RequestThroughput, high.RequestThroughput)
+	}
+}
+
+// With an otlp block, a one-shot run pushes every measured request before
+// it exits.
+func TestPushesOTLP(t *testing.T) {
+	rc := otlptest.Start()
+	defer rc.Close()
+	cfg := writeConfig(t, fastSim+`
+otlp: {endpoint: "`+rc.URL+`", interval: 1h}
+profiles:
+  - name: pushed
+    load: {concurrency: 3, requests: 25}
+    workload: {output_tokens: {mean: 6}}
+`)
+	code, out, errOut := runCLI(t, Options{ConfigFile: cfg})
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	got, _ := rc.Last()
+	if n := otlptest.HistogramCount(got["gen_ai.client.operation.duration"]); n != 25 {
+		t.Fatalf("collector got %d operations, want 25 (metrics: %d)", n, len(got))
+	}
+	if n := otlptest.HistogramCount(got["gen_ai.client.operation.time_per_output_chunk"]); n != 25*5 {
+		t.Fatalf("collector got %d chunk gaps, want 125", n)
 	}
 }

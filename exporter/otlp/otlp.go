@@ -23,6 +23,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
 
+	"github.com/tokenprobe/tokenprobe/config"
 	"github.com/tokenprobe/tokenprobe/probe"
 	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/result"
@@ -72,9 +73,12 @@ type seriesKey struct {
 // allocations that an observation should not pay.
 type series struct {
 	base, input, output metric.MeasurementOption
-	byOutcome           [3]metric.MeasurementOption
-	byReason            map[result.Reason]metric.MeasurementOption
-	met, missed         map[slo.Kind]metric.MeasurementOption
+	// baseRecord is base as a ready slice: passing opts... reuses it,
+	// where a fresh variadic argument would be allocated per gap.
+	baseRecord  []metric.RecordOption
+	byOutcome   [3]metric.MeasurementOption
+	byReason    map[result.Reason]metric.MeasurementOption
+	met, missed map[slo.Kind]metric.MeasurementOption
 }
 
 // New starts a meter provider that pushes with cfg.
@@ -253,7 +257,7 @@ func (e *Exporter) Observe(r *result.Request, v slo.Verdict) {
 			e.ttfc.Record(ctx, r.TTFT.Seconds(), s.base)
 		}
 		for _, g := range r.Gaps {
-			e.tpoc.Record(ctx, g.Seconds(), s.base)
+			e.tpoc.Record(ctx, g.Seconds(), s.baseRecord...)
 		}
 		e.tokenUsage.Record(ctx, int64(r.InputTokens), s.input)
 		e.tokenUsage.Record(ctx, int64(r.OutputTokens), s.output)
@@ -293,6 +297,7 @@ func (e *Exporter) get(r *result.Request) *series {
 		met:      map[slo.Kind]metric.MeasurementOption{},
 		missed:   map[slo.Kind]metric.MeasurementOption{},
 	}
+	s.baseRecord = []metric.RecordOption{s.base}
 	for _, o := range result.Outcomes {
 		s.byOutcome[o] = set(attribute.String("tokenprobe.outcome", o.String()))
 	}
@@ -336,3 +341,14 @@ func (e *Exporter) Shutdown(ctx context.Context) error {
 
 // ForceFlush pushes now.
 func (e *Exporter) ForceFlush(ctx context.Context) error { return e.provider.ForceFlush(ctx) }
+
+// FromConfig converts the configuration's otlp block (nil: environment
+// only).
+func FromConfig(c *config.OTLP, version string) Config {
+	out := Config{Version: version}
+	if c != nil {
+		out.Protocol, out.Endpoint, out.Insecure, out.Headers = c.Protocol, c.Endpoint, c.Insecure, c.Headers
+		out.Interval, out.Timeout = c.Interval.D(), c.Timeout.D()
+	}
+	return out
+}

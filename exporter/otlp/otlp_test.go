@@ -2,88 +2,21 @@ package otlp
 
 import (
 	"context"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
-	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
-	"google.golang.org/protobuf/proto"
 
+	"github.com/tokenprobe/tokenprobe/exporter/catalog"
+	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
 )
 
-// receiver is an OTLP/HTTP metrics endpoint that keeps what it is sent.
-type receiver struct {
-	mu       sync.Mutex
-	requests []*colmetricpb.ExportMetricsServiceRequest
-}
-
-func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/v1/metrics" || r.Header.Get("Content-Type") != "application/x-protobuf" {
-		http.Error(w, "unexpected "+r.URL.Path+" "+r.Header.Get("Content-Type"), 400)
-		return
-	}
-	body, _ := io.ReadAll(r.Body)
-	var req colmetricpb.ExportMetricsServiceRequest
-	if err := proto.Unmarshal(body, &req); err != nil {
-		http.Error(w, err.Error(), 400)
-		return
-	}
-	rc.mu.Lock()
-	rc.requests = append(rc.requests, &req)
-	rc.mu.Unlock()
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	out, _ := proto.Marshal(&colmetricpb.ExportMetricsServiceResponse{})
-	_, _ = w.Write(out)
-}
-
-// last returns the metrics of the newest export by name, and its resource.
-func (rc *receiver) last() (map[string]*metricpb.Metric, []*commonpb.KeyValue) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	out := map[string]*metricpb.Metric{}
-	if len(rc.requests) == 0 {
-		return out, nil
-	}
-	req := rc.requests[len(rc.requests)-1]
-	for _, rm := range req.ResourceMetrics {
-		for _, sm := range rm.ScopeMetrics {
-			for _, m := range sm.Metrics {
-				out[m.Name] = m
-			}
-		}
-	}
-	return out, req.ResourceMetrics[0].Resource.Attributes
-}
-
-func attrs(kvs []*commonpb.KeyValue) map[string]string {
-	out := map[string]string{}
-	for _, kv := range kvs {
-		v := kv.Value
-		switch {
-		case v.GetStringValue() != "":
-			out[kv.Key] = v.GetStringValue()
-		case v.GetIntValue() != 0:
-			out[kv.Key] = strconv.FormatInt(v.GetIntValue(), 10)
-		default:
-			out[kv.Key] = v.String()
-		}
-	}
-	return out
-}
-
 func TestPushesGenAIInstruments(t *testing.T) {
-	rc := &receiver{}
-	srv := httptest.NewServer(rc)
-	defer srv.Close()
-	e, err := New(context.Background(), Config{Endpoint: srv.URL, Interval: time.Hour, Instance: "probe-1", Version: "test"})
+	rc := otlptest.Start()
+	defer rc.Close()
+	e, err := New(context.Background(), Config{Endpoint: rc.URL, Interval: time.Hour, Instance: "probe-1", Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,8 +35,17 @@ func TestPushesGenAIInstruments(t *testing.T) {
 	if err := e.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	got, res := rc.last()
-	if r := attrs(res); r["service.name"] != "tokenprobe" || r["service.instance.id"] != "probe-1" || r["service.version"] != "test" {
+	got, r := rc.Last()
+	documented := map[string]bool{}
+	for _, i := range catalog.OTel {
+		documented[i.Name] = true
+	}
+	for name := range got {
+		if !documented[name] {
+			t.Errorf("%s is pushed but not in catalog.OTel (docs/METRICS.md)", name)
+		}
+	}
+	if r["service.name"] != "tokenprobe" || r["service.instance.id"] != "probe-1" || r["service.version"] != "test" {
 		t.Errorf("resource: %v", r)
 	}
 	want := map[string]struct {
@@ -127,10 +69,9 @@ func TestPushesGenAIInstruments(t *testing.T) {
 			t.Errorf("%s: unit %q, exponential %v", name, m.Unit, h != nil)
 			continue
 		}
-		var count uint64
+		count := otlptest.HistogramCount(m)
 		for _, dp := range h.DataPoints {
-			count += dp.Count
-			a := attrs(dp.Attributes)
+			a := otlptest.Attrs(dp.Attributes)
 			if a["gen_ai.operation.name"] != "chat" || a["gen_ai.provider.name"] != "openai" || a["gen_ai.request.model"] != "llama" ||
 				a["server.address"] != "vllm.internal" || a["server.port"] != "8000" || a["tokenprobe.profile"] != "chat" {
 				t.Errorf("%s: attributes %v", name, a)
@@ -142,13 +83,13 @@ func TestPushesGenAIInstruments(t *testing.T) {
 	}
 	// The error's duration carries error.type; token usage carries its type.
 	for _, dp := range got["gen_ai.client.operation.duration"].GetExponentialHistogram().DataPoints {
-		if a := attrs(dp.Attributes); a["error.type"] != "" && (a["error.type"] != "http_5xx" || dp.Count != 1) {
+		if a := otlptest.Attrs(dp.Attributes); a["error.type"] != "" && (a["error.type"] != "http_5xx" || dp.Count != 1) {
 			t.Errorf("error datapoint %v count %d", a, dp.Count)
 		}
 	}
 	types := map[string]bool{}
 	for _, dp := range got["gen_ai.client.token.usage"].GetExponentialHistogram().DataPoints {
-		types[attrs(dp.Attributes)["gen_ai.token.type"]] = true
+		types[otlptest.Attrs(dp.Attributes)["gen_ai.token.type"]] = true
 	}
 	if !types["input"] || !types["output"] {
 		t.Errorf("token types %v", types)
@@ -156,7 +97,7 @@ func TestPushesGenAIInstruments(t *testing.T) {
 	sum := func(name, key, value string) int64 {
 		var n int64
 		for _, dp := range got[name].GetSum().GetDataPoints() {
-			if value == "" || attrs(dp.Attributes)[key] == value {
+			if value == "" || otlptest.Attrs(dp.Attributes)[key] == value {
 				n += dp.GetAsInt()
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/tokenprobe/tokenprobe/exporter/catalog"
 	"github.com/tokenprobe/tokenprobe/probe"
 	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/openai"
@@ -128,6 +129,17 @@ func TestCounts(t *testing.T) {
 	// Inter-chunk gaps: 4 per five-chunk request, three of them.
 	if c("tokenprobe_inter_chunk_latency_seconds_count", "") != 12 {
 		t.Error("inter-chunk count")
+	}
+}
+
+func TestEverySeriesIsInTheCatalog(t *testing.T) {
+	reg, _ := feed(t)
+	mfs, _ := reg.Gather()
+	names := catalog.Names()
+	for _, mf := range mfs {
+		if _, ok := names[mf.GetName()]; !ok {
+			t.Errorf("%s is exported but not in the catalog", mf.GetName())
+		}
 	}
 }
 

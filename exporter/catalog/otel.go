@@ -1,0 +1,24 @@
+package catalog
+
+// Instrument describes one OpenTelemetry instrument tokenprobe pushes.
+type Instrument struct {
+	Name, Kind, Unit, Attributes, Help string
+}
+
+// The attributes every OTLP request instrument carries.
+const otelAttrs = "gen_ai.operation.name, gen_ai.provider.name, gen_ai.request.model, server.address, server.port, tokenprobe.profile, tokenprobe.endpoint, tokenprobe.load_level"
+
+// OTel lists the OTLP instruments, GenAI semantic conventions (v1.41.0)
+// first. Histograms are exponential.
+var OTel = []Instrument{
+	{"gen_ai.client.operation.duration", "histogram", "s", otelAttrs + ", error.type on failures",
+		"Request latency of successes (to the last content chunk); time to failure of errors."},
+	{"gen_ai.client.operation.time_to_first_chunk", "histogram", "s", otelAttrs, "TTFT of successful streamed requests."},
+	{"gen_ai.client.operation.time_per_output_chunk", "histogram", "s", otelAttrs, "Every gap between consecutive content chunks."},
+	{"gen_ai.client.token.usage", "histogram", "{token}", otelAttrs + ", gen_ai.token.type (input, output)", "Tokens per successful request."},
+	{"tokenprobe.requests", "counter", "{request}", otelAttrs + ", tokenprobe.outcome, error.type", "Requests finished, by outcome and error reason."},
+	{"tokenprobe.requests.good", "counter", "{request}", otelAttrs, "Requests that succeeded and met every SLO (goodput is its rate)."},
+	{"tokenprobe.slo.requests", "counter", "{request}", otelAttrs + ", tokenprobe.slo, tokenprobe.slo.result", "Requests counted against one SLO threshold, met or missed."},
+	{"tokenprobe.requests.in_flight", "gauge", "{request}", "tokenprobe.profile, tokenprobe.endpoint", "Requests sent and not yet finished."},
+	{"tokenprobe.dispatch_lag", "histogram", "s", otelAttrs, "How late the probe sent each request against its schedule."},
+}
