@@ -74,6 +74,10 @@ func TestFullFileAndDefaults(t *testing.T) {
 	if p.Load.Rate != 4 || p.Load.Arrival != "constant" || p.SLO.TTFT.D() != 500*time.Millisecond || p.SLO.Objective != 0.95 {
 		t.Errorf("profile decoded wrong: %+v", p)
 	}
+	st := cfg.Profile("staircase").Load.Plan()
+	if len(st) != 3 || st[0].Concurrency != 1 || st[1].Requests != 100 || st[2].Arrival != "poisson" || st[2].MaxConcurrency != 10 {
+		t.Errorf("stages: %+v", st)
+	}
 	d := cfg.Profile("defaults")
 	if d.Load.Concurrency != 1 || d.Load.Duration.D() != time.Minute || d.Workload.InputTokens.Mean != 128 || !d.Workload.Streaming() {
 		t.Errorf("profile defaults: %+v", d)

@@ -94,14 +94,11 @@ func (c *Config) defaults() {
 		if p == nil {
 			continue
 		}
-		if p.Load.Rate > 0 && p.Load.Arrival == "" {
-			p.Load.Arrival = "poisson"
+		if len(p.Load.Stages) == 0 {
+			p.Load.Stage.defaults()
 		}
-		if p.Load.Concurrency == 0 && p.Load.Rate == 0 {
-			p.Load.Concurrency = 1
-		}
-		if p.Load.Duration == 0 && p.Load.Requests == 0 {
-			p.Load.Duration = Duration(60 * time.Second)
+		for i := range p.Load.Stages {
+			p.Load.Stages[i].defaults()
 		}
 		w := &p.Workload
 		if w.InputTokens.Mean == 0 {
@@ -261,7 +258,34 @@ func (s *Simulator) validate(l *locator, path string) {
 	}
 }
 
+func (st *Stage) defaults() {
+	if st.Rate > 0 && st.Arrival == "" {
+		st.Arrival = "poisson"
+	}
+	if st.Concurrency == 0 && st.Rate == 0 {
+		st.Concurrency = 1
+	}
+	if st.Duration == 0 && st.Requests == 0 {
+		st.Duration = Duration(60 * time.Second)
+	}
+}
+
 func (ld *Load) validate(l *locator, path string) {
+	if len(ld.Stages) > 0 && ld.Stage != (Stage{}) {
+		l.errf(path+".stages", "give stages, or one level of load (concurrency or rate, duration, requests), not both")
+	}
+	if len(ld.Stages) == 0 {
+		ld.Stage.validate(l, path)
+	}
+	for i := range ld.Stages {
+		ld.Stages[i].validate(l, fmt.Sprintf("%s.stages[%d]", path, i))
+	}
+	if ld.WarmupRequests < 0 {
+		l.errf(path+".warmup_requests", "must not be negative")
+	}
+}
+
+func (ld *Stage) validate(l *locator, path string) {
 	switch {
 	case ld.Concurrency < 0:
 		l.errf(path+".concurrency", "must be positive")
@@ -282,8 +306,8 @@ func (ld *Load) validate(l *locator, path string) {
 	if ld.Duration < 0 {
 		l.errf(path+".duration", "must be positive")
 	}
-	if ld.Requests < 0 || ld.WarmupRequests < 0 {
-		l.errf(path+".requests", "request counts must not be negative")
+	if ld.Requests < 0 {
+		l.errf(path+".requests", "must not be negative")
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,7 +43,8 @@ func (l *locator) walk(n *yaml.Node, t reflect.Type, path string) {
 		if n.Kind != yaml.MappingNode {
 			return // the decoder reports the type mismatch
 		}
-		fields := yamlFields(t)
+		fields := map[string]reflect.StructField{}
+		yamlFields(t, fields)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			child := join(path, k.Value)
@@ -86,11 +88,16 @@ var hints = map[string]string{
 
 var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
 
-func yamlFields(t reflect.Type) map[string]reflect.StructField {
-	out := map[string]reflect.StructField{}
+// yamlFields collects the YAML keys of struct t, inline fields included.
+func yamlFields(t reflect.Type, out map[string]reflect.StructField) {
 	for i := range t.NumField() {
 		f := t.Field(i)
-		tag := strings.Split(f.Tag.Get("yaml"), ",")[0]
+		parts := strings.Split(f.Tag.Get("yaml"), ",")
+		tag := parts[0]
+		if slices.Contains(parts[1:], "inline") {
+			yamlFields(f.Type, out)
+			continue
+		}
 		if tag == "-" || !f.IsExported() {
 			continue
 		}
@@ -99,7 +106,6 @@ func yamlFields(t reflect.Type) map[string]reflect.StructField {
 		}
 		out[tag] = f
 	}
-	return out
 }
 
 // suggest names the closest known field when a key looks like a typo.

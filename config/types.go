@@ -133,9 +133,22 @@ type Profile struct {
 	SLO       SLO      `yaml:"slo"`
 }
 
-// Load is how hard and how long a run pushes: a closed loop at a fixed
-// concurrency, or an open loop at a request rate.
+// Load is how hard and how long a run pushes: one level of load given by
+// the fields below, or several in Stages, run one after the other.
 type Load struct {
+	Stage `yaml:",inline"`
+	// Stages replace the single level above with a sequence of levels.
+	Stages []Stage `yaml:"stages"`
+	// WarmupRequests are sent first, at the first stage's load, and left
+	// out of every result.
+	WarmupRequests int    `yaml:"warmup_requests"`
+	Seed           uint64 `yaml:"seed"`
+}
+
+// Stage is one level of load: a closed loop at a fixed concurrency, or an
+// open loop at a request rate, held for a duration or a number of requests
+// (whichever comes first).
+type Stage struct {
 	// Concurrency runs a closed loop: this many requests always in flight.
 	Concurrency int `yaml:"concurrency"`
 	// Rate runs an open loop at this many requests per second.
@@ -143,13 +156,17 @@ type Load struct {
 	// Arrival is the open loop's arrival process: constant or poisson.
 	Arrival string `yaml:"arrival"`
 	// MaxConcurrency caps requests in flight in an open loop (0: no cap).
-	MaxConcurrency int `yaml:"max_concurrency"`
-	// Duration and Requests stop the run, whichever comes first.
-	Duration Duration `yaml:"duration"`
-	Requests int      `yaml:"requests"`
-	// WarmupRequests are sent first and left out of every result.
-	WarmupRequests int    `yaml:"warmup_requests"`
-	Seed           uint64 `yaml:"seed"`
+	MaxConcurrency int      `yaml:"max_concurrency"`
+	Duration       Duration `yaml:"duration"`
+	Requests       int      `yaml:"requests"`
+}
+
+// Plan returns the stages to run: Stages, or the single inline stage.
+func (l *Load) Plan() []Stage {
+	if len(l.Stages) > 0 {
+		return l.Stages
+	}
+	return []Stage{l.Stage}
 }
 
 // Workload is what each request asks.

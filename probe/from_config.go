@@ -12,11 +12,7 @@ func NewRun(p *config.Profile, ep *client.Endpoint, c *client.Client, sinks ...S
 	w := p.Workload
 	return &Run{
 		Profile: p.Name,
-		Plan: Plan{
-			Concurrency: p.Load.Concurrency, Rate: p.Load.Rate, Arrival: p.Load.Arrival,
-			MaxConcurrency: p.Load.MaxConcurrency, Duration: p.Load.Duration.D(), Requests: p.Load.Requests,
-			Warmup: p.Load.WarmupRequests, Seed: p.Load.Seed,
-		},
+		Plan:    PlanOf(&p.Load),
 		Workload: workload.NewSynthetic(
 			workload.Lengths{Mean: w.InputTokens.Mean, Stddev: w.InputTokens.Stddev},
 			workload.Lengths{Mean: w.OutputTokens.Mean, Stddev: w.OutputTokens.Stddev},
@@ -26,6 +22,18 @@ func NewRun(p *config.Profile, ep *client.Endpoint, c *client.Client, sinks ...S
 		Client:   c,
 		Sinks:    sinks,
 	}
+}
+
+// PlanOf converts a profile's load block.
+func PlanOf(l *config.Load) Plan {
+	plan := Plan{Warmup: l.WarmupRequests, Seed: l.Seed}
+	for _, st := range l.Plan() {
+		plan.Stages = append(plan.Stages, Stage{
+			Concurrency: st.Concurrency, Rate: st.Rate, Arrival: st.Arrival, MaxConcurrency: st.MaxConcurrency,
+			Duration: st.Duration.D(), Requests: st.Requests,
+		})
+	}
+	return plan
 }
 
 // SLOSet converts a profile's SLO block to thresholds.

@@ -24,8 +24,9 @@ type Sink interface {
 	Observe(r *result.Request, v slo.Verdict)
 }
 
-// Plan is how hard and how long a run pushes.
-type Plan struct {
+// Stage is one level of load held for a duration or a number of requests,
+// whichever ends first.
+type Stage struct {
 	// Concurrency > 0 runs a closed loop: that many requests in flight.
 	Concurrency int
 	// Rate > 0 runs an open loop with Arrival gaps, capped at
@@ -33,20 +34,34 @@ type Plan struct {
 	Rate           float64
 	Arrival        string
 	MaxConcurrency int
-	// Duration and Requests stop the measured phase, whichever is first.
-	Duration time.Duration
-	Requests int
-	// Warmup requests run first, in their own phase, and are not measured.
+	Duration       time.Duration
+	Requests       int
+}
+
+// Level is the load the stage asks for: concurrency or rate.
+func (s Stage) Level() float64 {
+	if s.Rate > 0 {
+		return s.Rate
+	}
+	return float64(s.Concurrency)
+}
+
+// Plan is how hard and how long a run pushes: one stage, or several run
+// one after the other (a step up in concurrency shows where TTFT breaks).
+type Plan struct {
+	Stages []Stage
+	// Warmup requests run first at the first stage's load, in their own
+	// phase, and are not measured.
 	Warmup int
 	Seed   uint64
 }
 
-// Level is the load level the plan asks for: concurrency or rate.
+// Level is the first stage's load, the run's nominal level.
 func (p Plan) Level() float64 {
-	if p.Rate > 0 {
-		return p.Rate
+	if len(p.Stages) == 0 {
+		return 0
 	}
-	return float64(p.Concurrency)
+	return p.Stages[0].Level()
 }
 
 // Run is one run of one profile against one endpoint.
@@ -60,6 +75,7 @@ type Run struct {
 	Sinks    []Sink
 
 	nextID   atomic.Uint64
+	stage    atomic.Int64 // index of the stage running now
 	inFlight atomic.Int64
 	done     atomic.Int64
 	errors   atomic.Int64
@@ -69,25 +85,36 @@ type Run struct {
 // Progress is a snapshot of a run in progress.
 type Progress struct {
 	Done, Errors, InFlight int64
+	// Stage is the stage running now.
+	Stage Stage
+	// StageIndex counts from 0.
+	StageIndex int
 	// Elapsed is time in the measured phase (0 during warmup).
 	Elapsed time.Duration
 }
 
 // Progress reads the run's counters; safe to call while it runs.
 func (r *Run) Progress() Progress {
-	p := Progress{Done: r.done.Load(), Errors: r.errors.Load(), InFlight: r.inFlight.Load()}
+	p := Progress{Done: r.done.Load(), Errors: r.errors.Load(), InFlight: r.inFlight.Load(), StageIndex: int(r.stage.Load())}
+	if p.StageIndex < len(r.Plan.Stages) {
+		p.Stage = r.Plan.Stages[p.StageIndex]
+	}
 	if s := r.started.Load(); s > 0 {
 		p.Elapsed = time.Since(time.Unix(0, s))
 	}
 	return p
 }
 
-// Execute runs the plan and returns the summary of the measured phase.
-// Cancelling ctx stops the run and cancels requests in flight (counted as
-// cancelled); the summary of what was measured is still returned with the
-// context's error.
+// Execute runs the plan and returns the summary of the measured phase,
+// with one summary per stage when there are several. Cancelling ctx stops
+// the run and cancels requests in flight (counted as cancelled); the
+// summary of what was measured is still returned with the context's error.
 func (r *Run) Execute(ctx context.Context) (stats.Summary, error) {
-	agg := stats.NewAggregator(r.Profile, r.Endpoint.Name, r.Endpoint.Model, r.Plan.Level(), r.SLO.Objective)
+	all := stats.NewAggregator(r.Profile, r.Endpoint.Name, r.Endpoint.Model, r.Plan.Level(), r.SLO.Objective)
+	perStage := make([]*stats.Aggregator, len(r.Plan.Stages))
+	for i, st := range r.Plan.Stages {
+		perStage[i] = stats.NewAggregator(r.Profile, r.Endpoint.Name, r.Endpoint.Model, st.Level(), r.SLO.Objective)
+	}
 	results := make(chan *result.Request, 1024)
 	collected := make(chan struct{})
 	go func() {
@@ -97,7 +124,8 @@ func (r *Run) Execute(ctx context.Context) (stats.Summary, error) {
 				continue
 			}
 			v := r.SLO.Evaluate(res)
-			agg.Add(res, v)
+			all.Add(res, v)
+			perStage[res.Stage].Add(res, v)
 			for _, s := range r.Sinks {
 				s.Observe(res, v)
 			}
@@ -105,63 +133,76 @@ func (r *Run) Execute(ctx context.Context) (stats.Summary, error) {
 	}()
 
 	var err error
-	if r.Plan.Warmup > 0 {
-		err = r.phase(ctx, ctx, r.Plan.Warmup, true, results)
+	if r.Plan.Warmup > 0 && len(r.Plan.Stages) > 0 {
+		warm := r.Plan.Stages[0]
+		warm.Duration, warm.Requests = 0, r.Plan.Warmup
+		err = r.phase(ctx, ctx, 0, warm, true, results)
 	}
-	if err == nil {
-		// Requests in flight when the duration ends run to completion (their
-		// own timeout bounds them); only ctx cancels them.
-		stop := ctx
-		if r.Plan.Duration > 0 {
-			var cancel context.CancelFunc
-			stop, cancel = context.WithTimeout(ctx, r.Plan.Duration)
-			defer cancel()
+	r.started.Store(time.Now().UnixNano())
+	for i, st := range r.Plan.Stages {
+		if err != nil || ctx.Err() != nil {
+			break
 		}
-		r.started.Store(time.Now().UnixNano())
-		err = r.phase(stop, ctx, r.Plan.Requests, false, results)
+		r.stage.Store(int64(i))
+		// Requests in flight when a stage's duration ends run to completion
+		// (their own timeout bounds them); only ctx cancels them.
+		stop, cancel := ctx, context.CancelFunc(func() {})
+		if st.Duration > 0 {
+			stop, cancel = context.WithTimeout(ctx, st.Duration)
+		}
+		err = r.phase(stop, ctx, i, st, false, results)
+		cancel()
 	}
 	close(results)
 	<-collected
 	if err == nil {
 		err = ctx.Err()
 	}
-	return agg.Summary(), err
+	s := all.Summary()
+	if len(perStage) > 1 {
+		for _, a := range perStage {
+			s.Stages = append(s.Stages, a.Summary())
+		}
+	}
+	return s, err
 }
 
 // phase issues requests until stop ends or limit requests were issued.
-func (r *Run) phase(stop, reqCtx context.Context, limit int, warmup bool, out chan<- *result.Request) error {
-	if r.Plan.Rate > 0 {
-		return r.openLoop(stop, reqCtx, limit, warmup, out)
+func (r *Run) phase(stop, reqCtx context.Context, index int, st Stage, warmup bool, out chan<- *result.Request) error {
+	if st.Rate > 0 {
+		return r.openLoop(stop, reqCtx, index, st, warmup, out)
 	}
-	r.closedLoop(stop, reqCtx, limit, warmup, out)
+	r.closedLoop(stop, reqCtx, index, st, warmup, out)
 	return nil
 }
 
-func (r *Run) closedLoop(stop, reqCtx context.Context, limit int, warmup bool, out chan<- *result.Request) {
+func (r *Run) closedLoop(stop, reqCtx context.Context, index int, st Stage, warmup bool, out chan<- *result.Request) {
+	limit := st.Requests
 	var issued atomic.Int64
 	var wg sync.WaitGroup
-	for range r.Plan.Concurrency {
+	for range st.Concurrency {
 		wg.Go(func() {
 			for stop.Err() == nil {
 				if limit > 0 && issued.Add(1) > int64(limit) {
 					return
 				}
 				p := r.Workload.Next()
-				out <- r.one(reqCtx, time.Now(), p, warmup)
+				out <- r.one(reqCtx, index, st, time.Now(), p, warmup)
 			}
 		})
 	}
 	wg.Wait()
 }
 
-func (r *Run) openLoop(stop, reqCtx context.Context, limit int, warmup bool, out chan<- *result.Request) error {
-	arrivals, err := load.NewArrivals(r.Plan.Arrival, r.Plan.Rate, r.Plan.Seed)
+func (r *Run) openLoop(stop, reqCtx context.Context, index int, st Stage, warmup bool, out chan<- *result.Request) error {
+	limit := st.Requests
+	arrivals, err := load.NewArrivals(st.Arrival, st.Rate, r.Plan.Seed+uint64(index))
 	if err != nil {
 		return err
 	}
 	var sem chan struct{}
-	if r.Plan.MaxConcurrency > 0 {
-		sem = make(chan struct{}, r.Plan.MaxConcurrency)
+	if st.MaxConcurrency > 0 {
+		sem = make(chan struct{}, st.MaxConcurrency)
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -197,7 +238,7 @@ func (r *Run) openLoop(stop, reqCtx context.Context, limit int, warmup bool, out
 		}
 		scheduled := next
 		wg.Go(func() {
-			res := r.one(reqCtx, scheduled, p, warmup)
+			res := r.one(reqCtx, index, st, scheduled, p, warmup)
 			if sem != nil {
 				<-sem
 			}
@@ -207,9 +248,9 @@ func (r *Run) openLoop(stop, reqCtx context.Context, limit int, warmup bool, out
 	return nil
 }
 
-func (r *Run) one(ctx context.Context, scheduled time.Time, p client.Prompt, warmup bool) *result.Request {
+func (r *Run) one(ctx context.Context, index int, st Stage, scheduled time.Time, p client.Prompt, warmup bool) *result.Request {
 	res := &result.Request{
-		ID: r.nextID.Add(1), Profile: r.Profile, Level: r.Plan.Level(), Warmup: warmup, Scheduled: scheduled,
+		ID: r.nextID.Add(1), Profile: r.Profile, Stage: index, Level: st.Level(), Warmup: warmup, Scheduled: scheduled,
 	}
 	r.inFlight.Add(1)
 	r.Client.Do(ctx, r.Endpoint, p, res)

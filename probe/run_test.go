@@ -58,13 +58,13 @@ func TestQueueingCliff(t *testing.T) {
 		DecodeBase: 5 * time.Millisecond, DecodeSlowdown: 0.05, Jitter: 0.02, Seed: 1}
 	ttftSLO := slo.Set{Thresholds: []slo.Threshold{{Kind: slo.TTFT, Max: 100 * time.Millisecond}}}
 
-	base, _ := newRun(t, cfg, Plan{Concurrency: 1, Requests: 15, Warmup: 1}, 100, 16)
+	base, _ := newRun(t, cfg, Plan{Stages: []Stage{{Concurrency: 1, Requests: 15}}, Warmup: 1}, 100, 16)
 	base.SLO = ttftSLO
 	low, err := base.Execute(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	over, _ := newRun(t, cfg, Plan{Concurrency: 32, Requests: 96, Warmup: 32}, 100, 16)
+	over, _ := newRun(t, cfg, Plan{Stages: []Stage{{Concurrency: 32, Requests: 96}}, Warmup: 32}, 100, 16)
 	over.SLO = ttftSLO
 	high, err := over.Execute(context.Background())
 	if err != nil {
@@ -90,7 +90,7 @@ func TestQueueingCliff(t *testing.T) {
 }
 
 func TestWarmupIsNotMeasured(t *testing.T) {
-	run, s := newRun(t, sim.Config{DecodeBase: time.Millisecond}, Plan{Concurrency: 2, Requests: 10, Warmup: 3}, 10, 4)
+	run, s := newRun(t, sim.Config{DecodeBase: time.Millisecond}, Plan{Stages: []Stage{{Concurrency: 2, Requests: 10}}, Warmup: 3}, 10, 4)
 	rec := &recorder{}
 	run.Sinks = []Sink{rec}
 	sum, err := run.Execute(context.Background())
@@ -113,7 +113,7 @@ func TestWarmupIsNotMeasured(t *testing.T) {
 }
 
 func TestOpenLoopRate(t *testing.T) {
-	run, _ := newRun(t, sim.Config{Slots: 64, DecodeBase: time.Millisecond}, Plan{Rate: 100, Arrival: "constant", Requests: 50}, 10, 5)
+	run, _ := newRun(t, sim.Config{Slots: 64, DecodeBase: time.Millisecond}, Plan{Stages: []Stage{{Rate: 100, Arrival: "constant", Requests: 50}}}, 10, 5)
 	start := time.Now()
 	sum, err := run.Execute(context.Background())
 	if err != nil {
@@ -132,7 +132,7 @@ func TestOpenLoopRate(t *testing.T) {
 // A concurrency cap makes a too-fast open loop wait; the waiting shows as
 // dispatch lag instead of being hidden.
 func TestOpenLoopCapShowsAsDispatchLag(t *testing.T) {
-	run, _ := newRun(t, sim.Config{Slots: 64, DecodeBase: 10 * time.Millisecond}, Plan{Rate: 200, Arrival: "constant", MaxConcurrency: 1, Requests: 10}, 10, 5)
+	run, _ := newRun(t, sim.Config{Slots: 64, DecodeBase: 10 * time.Millisecond}, Plan{Stages: []Stage{{Rate: 200, Arrival: "constant", MaxConcurrency: 1, Requests: 10}}}, 10, 5)
 	sum, err := run.Execute(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +143,7 @@ func TestOpenLoopCapShowsAsDispatchLag(t *testing.T) {
 }
 
 func TestDurationStopsIssuing(t *testing.T) {
-	run, _ := newRun(t, sim.Config{DecodeBase: 5 * time.Millisecond}, Plan{Concurrency: 2, Duration: 300 * time.Millisecond}, 10, 10)
+	run, _ := newRun(t, sim.Config{DecodeBase: 5 * time.Millisecond}, Plan{Stages: []Stage{{Concurrency: 2, Duration: 300 * time.Millisecond}}}, 10, 10)
 	start := time.Now()
 	sum, err := run.Execute(context.Background())
 	if err != nil {
@@ -159,7 +159,7 @@ func TestDurationStopsIssuing(t *testing.T) {
 }
 
 func TestCancelStopsTheRun(t *testing.T) {
-	run, _ := newRun(t, sim.Config{DecodeBase: 20 * time.Millisecond}, Plan{Concurrency: 4, Duration: time.Minute}, 10, 100)
+	run, _ := newRun(t, sim.Config{DecodeBase: 20 * time.Millisecond}, Plan{Stages: []Stage{{Concurrency: 4, Duration: time.Minute}}}, 10, 100)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	sum, err := run.Execute(ctx)
@@ -168,5 +168,41 @@ func TestCancelStopsTheRun(t *testing.T) {
 	}
 	if sum.Cancelled != 4 || sum.Errors != 0 {
 		t.Fatalf("cancelled %d errors %d; the 4 in flight are cancelled, not errors", sum.Cancelled, sum.Errors)
+	}
+}
+
+// Stages run in order; each result carries its stage's level, and the
+// summary has one sub-summary per stage.
+func TestStages(t *testing.T) {
+	run, _ := newRun(t, sim.Config{Slots: 2, DecodeBase: 2 * time.Millisecond}, Plan{Stages: []Stage{
+		{Concurrency: 1, Requests: 6}, {Concurrency: 8, Requests: 24}, {Rate: 200, Arrival: "constant", Requests: 10},
+	}}, 10, 8)
+	rec := &recorder{}
+	run.Sinks = []Sink{rec}
+	sum, err := run.Execute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Requests != 40 || len(sum.Stages) != 3 {
+		t.Fatalf("requests %d, stages %d", sum.Requests, len(sum.Stages))
+	}
+	for i, want := range []struct {
+		level float64
+		n     int
+	}{{1, 6}, {8, 24}, {200, 10}} {
+		if st := sum.Stages[i]; st.Level != want.level || st.Requests != want.n {
+			t.Errorf("stage %d: level %v requests %d, want %v and %d", i, st.Level, st.Requests, want.level, want.n)
+		}
+	}
+	levels := map[float64]int{}
+	for _, r := range rec.seen {
+		levels[r.Level]++
+	}
+	if levels[1] != 6 || levels[8] != 24 || levels[200] != 10 {
+		t.Errorf("results by level: %v", levels)
+	}
+	// Two slots, eight users: the second stage queues.
+	if sum.Stages[1].TTFT.P50 < 3*sum.Stages[0].TTFT.P50 {
+		t.Errorf("TTFT p50 %.1f ms at c=8 vs %.1f ms at c=1: no queueing", sum.Stages[1].TTFT.P50, sum.Stages[0].TTFT.P50)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/prometheus/common/version"
@@ -152,11 +153,8 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *targets.Target
 		sinks = append(sinks, records)
 	}
 	run := probe.NewRun(p, t.Endpoint, t.Client, sinks...)
-	levelName := "concurrency"
-	if run.Plan.Rate > 0 {
-		levelName = "rate"
-	}
-	fmt.Fprintf(o.Progress, "Running profile %s against %s (%s %g)...\n", p.Name, t.Endpoint.Name, levelName, run.Plan.Level())
+	levelName := LevelName(run.Plan.Stages[0])
+	fmt.Fprintf(o.Progress, "Running profile %s against %s (%s)...\n", p.Name, t.Endpoint.Name, describe(run.Plan))
 	stop := progress(o, run)
 	if push != nil {
 		push.exp.RunStarted(run)
@@ -219,22 +217,43 @@ func progress(o Options, run *probe.Run) (stop func()) {
 				return
 			case <-t.C:
 				p := run.Progress()
-				of := ""
-				switch {
-				case run.Plan.Requests > 0:
-					of = fmt.Sprintf("/%d", run.Plan.Requests)
-				case run.Plan.Duration > 0:
-					of = fmt.Sprintf(" (%.0fs of %s)", p.Elapsed.Seconds(), run.Plan.Duration)
+				phase := fmt.Sprintf("%s %g", LevelName(p.Stage), p.Stage.Level())
+				if len(run.Plan.Stages) > 1 {
+					phase = fmt.Sprintf("stage %d/%d, %s", p.StageIndex+1, len(run.Plan.Stages), phase)
 				}
-				phase := ""
 				if p.Elapsed == 0 {
-					phase = "warmup · "
+					phase = "warmup"
 				}
-				fmt.Fprintf(o.Progress, "  %s%d%s done · %d in flight · %d errors\n", phase, p.Done, of, p.InFlight, p.Errors)
+				fmt.Fprintf(o.Progress, "  [%5.1fs %s] %d done · %d in flight · %d errors\n", p.Elapsed.Seconds(), phase, p.Done, p.InFlight, p.Errors)
 			}
 		}
 	}()
 	return func() { close(done); <-finished }
+}
+
+// LevelName says what a stage's level counts.
+func LevelName(st probe.Stage) string {
+	if st.Rate > 0 {
+		return "rate"
+	}
+	return "concurrency"
+}
+
+// describe says what a plan will do, in a line.
+func describe(p probe.Plan) string {
+	parts := make([]string, len(p.Stages))
+	for i, st := range p.Stages {
+		parts[i] = fmt.Sprintf("%s %g", LevelName(st), st.Level())
+		switch {
+		case st.Requests > 0 && st.Duration > 0:
+			parts[i] += fmt.Sprintf(" for %d requests or %s", st.Requests, st.Duration)
+		case st.Requests > 0:
+			parts[i] += fmt.Sprintf(" for %d requests", st.Requests)
+		case st.Duration > 0:
+			parts[i] += " for " + st.Duration.String()
+		}
+	}
+	return strings.Join(parts, ", then ")
 }
 
 func writeJSON(path string, v any) error {

@@ -300,10 +300,11 @@ func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 	for k, run := range c.live {
 		var inFlight, conc, rate float64
 		if run != nil {
-			inFlight = float64(run.Progress().InFlight)
-			conc, rate = float64(run.Plan.Concurrency), run.Plan.Rate
+			p := run.Progress()
+			inFlight = float64(p.InFlight)
+			conc, rate = float64(p.Stage.Concurrency), p.Stage.Rate
 			if rate > 0 {
-				conc = float64(run.Plan.MaxConcurrency)
+				conc = float64(p.Stage.MaxConcurrency)
 			}
 		}
 		ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, inFlight, k.profile, k.endpoint)

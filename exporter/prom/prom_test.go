@@ -243,7 +243,7 @@ func TestCountersAgreeWithResults(t *testing.T) {
 	}
 	rec := &recorder{}
 	run := &probe.Run{
-		Profile: "p", Plan: probe.Plan{Concurrency: 6, Requests: 200},
+		Profile: "p", Plan: probe.Plan{Stages: []probe.Stage{{Concurrency: 6, Requests: 200}}},
 		Workload: workload.NewSynthetic(workload.Lengths{Mean: 20, Stddev: 5}, workload.Lengths{Mean: 8, Stddev: 3}, true, 1),
 		SLO:      slo.Set{Thresholds: []slo.Threshold{{Kind: slo.TTFT, Max: ms(20)}}},
 		Endpoint: &client.Endpoint{Name: "sim", BaseURL: s.URL(), API: openai.Chat, Model: "m", Timeout: 10 * time.Second, IncludeUsage: true},

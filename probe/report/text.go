@@ -65,6 +65,21 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 	if s.InputLengthError.Count > 0 {
 		kv("Input length vs intended", "%+.1f tokens avg (server usage minus intended)", s.InputLengthError.Avg)
 	}
+	if len(s.Stages) > 0 {
+		Stages(w, s.Stages, levelName)
+	}
+}
+
+// Stages writes one line per stage: latency read against load, where a
+// TTFT cliff shows as TTFT climbing while ITL stays flat.
+func Stages(w io.Writer, stages []stats.Summary, levelName string) {
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%-12s %9s %11s %11s %11s %11s %11s %11s %11s\n", levelName, "requests", "TTFT p50", "TTFT p95", "ITL p50",
+		"ITL p95", "req/s", "goodput", "attainment")
+	for _, st := range stages {
+		fmt.Fprintf(w, "%-12g %9d %8s ms %8s ms %8s ms %8s ms %11.2f %11.2f %10.1f%%\n", st.Level, st.Requests,
+			num(st.TTFT.P50), num(st.TTFT.P95), num(st.ITL.P50), num(st.ITL.P95), st.RequestThroughput, st.Goodput, st.Attainment*100)
+	}
 }
 
 func num(v float64) string {

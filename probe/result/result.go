@@ -92,6 +92,8 @@ type Request struct {
 	// may describe the target with them; they are never metric labels.
 	API string
 	URL string
+	// Stage is the index of the plan's stage the request belongs to.
+	Stage int
 	// Level is the load level in force when the request was scheduled
 	// (concurrency or rate of the current stage), for reading latency
 	// against load.

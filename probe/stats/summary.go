@@ -46,6 +46,8 @@ type Summary struct {
 	Objective  float64            `json:"slo_objective,omitempty"`
 	// Passed is false when Objective is set and Attainment is below it.
 	Passed bool `json:"passed"`
+	// Stages holds one summary per stage of a multi-stage run, in order.
+	Stages []Summary `json:"stages,omitempty"`
 }
 
 // Aggregator accumulates measured requests into a Summary. It is not safe
