@@ -1,0 +1,307 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type fakeClock struct {
+	mu      sync.Mutex
+	now     time.Time
+	waiters []waiter
+}
+
+type waiter struct {
+	at time.Time
+	ch chan time.Time
+}
+
+func newFake() *fakeClock { return &fakeClock{now: time.Unix(1_700_000_000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	if d <= 0 {
+		ch <- c.now
+		return ch
+	}
+	c.waiters = append(c.waiters, waiter{c.now.Add(d), ch})
+	return ch
+}
+
+// advanceTo moves time to t and fires the timers that are due.
+func (c *fakeClock) advanceTo(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+	kept := c.waiters[:0]
+	for _, w := range c.waiters {
+		if !w.at.After(t) {
+			w.ch <- t
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	c.waiters = kept
+}
+
+// nextDue is the earliest pending timer, once n timers are pending.
+func (c *fakeClock) nextDue(t *testing.T, n int) time.Time {
+	t.Helper()
+	var due time.Time
+	eventually(t, fmt.Sprintf("%d pending timers", n), func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if len(c.waiters) < n {
+			return false
+		}
+		due = c.waiters[0].at
+		for _, w := range c.waiters {
+			if w.at.Before(due) {
+				due = w.at
+			}
+		}
+		return true
+	})
+	return due
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+type counts struct {
+	mu    sync.Mutex
+	skips map[string]map[string]int
+}
+
+func (c *counts) hooks() Hooks {
+	c.skips = map[string]map[string]int{}
+	return Hooks{Skipped: func(key, reason string) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.skips[key] == nil {
+			c.skips[key] = map[string]int{}
+		}
+		c.skips[key][reason]++
+	}}
+}
+
+func (c *counts) get(key, reason string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.skips[key][reason]
+}
+
+// blocking is a run that holds until released.
+type blocking struct {
+	started  atomic.Int64
+	finished atomic.Int64
+	release  chan struct{}
+	usage    Usage
+}
+
+func newBlocking() *blocking { return &blocking{release: make(chan struct{}, 100)} }
+
+func (b *blocking) run(ctx context.Context) Usage {
+	b.started.Add(1)
+	defer b.finished.Add(1)
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+	}
+	return b.usage
+}
+
+func TestTicksOffsetsAndJitter(t *testing.T) {
+	every := 5 * time.Minute
+	now := time.Unix(1_700_000_123, 456)
+	offsets := map[time.Duration]bool{}
+	for i := range 1000 {
+		key := fmt.Sprintf("profile-%d/endpoint", i)
+		off := Offset(key, every)
+		if off < 0 || off >= every || Offset(key, every) != off {
+			t.Fatalf("offset %v of %s is not a stable place in %v", off, key, every)
+		}
+		offsets[off/time.Minute] = true
+		next := NextTick(now, every, off)
+		if !next.After(now) || next.Sub(now) > every || (next.Sub(time.Unix(0, 0))-off)%every != 0 {
+			t.Fatalf("next tick %v after %v (offset %v)", next, now, off)
+		}
+	}
+	if len(offsets) != 5 {
+		t.Errorf("1000 jobs fell into %d of the 5 minutes of the interval", len(offsets))
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 1000 {
+		if j := JitterFor(rng, 10*time.Second); j < 0 || j >= 10*time.Second {
+			t.Fatalf("jitter %v outside [0, 10s)", j)
+		}
+	}
+}
+
+func TestWindow(t *testing.T) {
+	w, err := ParseWindow("22:00-06:00", "Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	berlin, _ := time.LoadLocation("Europe/Berlin")
+	at := func(h, m int) time.Time { return time.Date(2026, 1, 15, h, m, 0, 0, berlin) }
+	for _, c := range []struct {
+		t    time.Time
+		want bool
+	}{{at(23, 0), true}, {at(5, 59), true}, {at(6, 0), false}, {at(12, 0), false}, {at(22, 0), true}} {
+		if w.Contains(c.t) != c.want {
+			t.Errorf("%v: %v", c.t, !c.want)
+		}
+	}
+	for _, bad := range []string{"9-17", "09:00-09:00", "25:00-01:00", "09:00"} {
+		if _, err := ParseWindow(bad, ""); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestNoOverlapAndSkipsCounted(t *testing.T) {
+	clk, c := newFake(), &counts{}
+	s := New(clk, 0, c.hooks())
+	defer s.Stop()
+	b := newBlocking()
+	s.Add(Job{Key: "p/e", Endpoint: "e", Spec: Spec{Every: 10 * time.Second}, Run: b.run})
+
+	clk.advanceTo(clk.nextDue(t, 1))
+	eventually(t, "first run", func() bool { return b.started.Load() == 1 })
+	st, _ := s.State("p/e")
+	if !st.Running {
+		t.Fatal("state does not say running")
+	}
+	// The next tick finds the run still going: skipped, counted.
+	clk.advanceTo(clk.nextDue(t, 1))
+	eventually(t, "overlap skip", func() bool { return c.get("p/e", SkipOverlap) == 1 })
+	if b.started.Load() != 1 {
+		t.Fatal("a second run started on top of the first")
+	}
+	if err := s.RunNow("p/e"); err != ErrBusy {
+		t.Fatalf("RunNow while running: %v", err)
+	}
+	b.release <- struct{}{}
+	eventually(t, "first run to end", func() bool { return b.finished.Load() == 1 })
+	clk.advanceTo(clk.nextDue(t, 1))
+	eventually(t, "second run", func() bool { return b.started.Load() == 2 })
+	b.release <- struct{}{}
+}
+
+func TestBudgetPausesAndResumes(t *testing.T) {
+	clk, c := newFake(), &counts{}
+	s := New(clk, 0, c.hooks())
+	defer s.Stop()
+	b := newBlocking()
+	b.usage = Usage{Requests: 60}
+	for range 20 {
+		b.release <- struct{}{}
+	}
+	s.Add(Job{Key: "p/e", Endpoint: "e", Spec: Spec{Every: 10 * time.Minute, RequestsPerHour: 100}, Run: b.run})
+
+	tick := func() {
+		clk.advanceTo(clk.nextDue(t, 1))
+	}
+	tick()
+	eventually(t, "run 1", func() bool { return b.finished.Load() == 1 })
+	first := clk.Now()
+	tick()
+	eventually(t, "run 2", func() bool { return b.finished.Load() == 2 })
+	// 120 requests in the last hour: paused until the first run is an
+	// hour old.
+	for clk.Now().Before(first.Add(50 * time.Minute)) {
+		tick()
+	}
+	eventually(t, "budget skips", func() bool { return c.get("p/e", SkipBudget) == 4 })
+	if st, _ := s.State("p/e"); st.Paused == "" || b.started.Load() != 2 {
+		t.Fatalf("not paused: %+v, %d runs", st, b.started.Load())
+	}
+	tick() // an hour after the first run: 60 requests in the window
+	eventually(t, "run 3 after the budget recovers", func() bool { return b.started.Load() == 3 })
+	if st, _ := s.State("p/e"); st.Paused != "" {
+		t.Fatalf("still paused: %+v", st)
+	}
+}
+
+func TestMaxConcurrentRuns(t *testing.T) {
+	clk, c := newFake(), &counts{}
+	s := New(clk, 1, c.hooks())
+	defer s.Stop()
+	a, b := newBlocking(), newBlocking()
+	spec := Spec{Every: time.Minute}
+	s.Add(Job{Key: "a/e1", Endpoint: "e1", Spec: spec, Run: a.run})
+	s.Add(Job{Key: "b/e2", Endpoint: "e2", Spec: spec, Run: b.run})
+	clk.advanceTo(clk.nextDue(t, 2).Add(time.Minute - time.Nanosecond)) // past both ticks
+	eventually(t, "one start and one skip", func() bool {
+		return a.started.Load()+b.started.Load() == 1 && c.get("a/e1", SkipMaxConcurrent)+c.get("b/e2", SkipMaxConcurrent) == 1
+	})
+	a.release <- struct{}{}
+	b.release <- struct{}{}
+}
+
+func TestExclusiveRunsAlone(t *testing.T) {
+	clk, c := newFake(), &counts{}
+	s := New(clk, 0, c.hooks())
+	defer s.Stop()
+	light, heavy := newBlocking(), newBlocking()
+	s.Add(Job{Key: "light/e", Endpoint: "e", Spec: Spec{Every: time.Minute}, Run: light.run})
+	s.Add(Job{Key: "heavy/e", Endpoint: "e", Spec: Spec{Every: time.Minute, Exclusive: true}, Run: heavy.run})
+	s.Add(Job{Key: "other/f", Endpoint: "f", Spec: Spec{Every: time.Minute}, Run: newBlocking().run})
+	clk.advanceTo(clk.nextDue(t, 3).Add(time.Minute - time.Nanosecond))
+	eventually(t, "exactly one of the two on endpoint e", func() bool {
+		return light.started.Load()+heavy.started.Load() == 1 && c.get("light/e", SkipExclusive)+c.get("heavy/e", SkipExclusive) == 1
+	})
+	light.release <- struct{}{}
+	heavy.release <- struct{}{}
+}
+
+// On the real clock, continuous jobs run back to back, Remove stops one
+// and cancels its run, and Stop leaves no goroutine behind.
+func TestContinuousAndRemove(t *testing.T) {
+	s := New(Real, 0, Hooks{})
+	var runs atomic.Int64
+	s.Add(Job{Key: "c/e", Endpoint: "e", Spec: Spec{Continuous: true}, Run: func(ctx context.Context) Usage {
+		runs.Add(1)
+		select {
+		case <-time.After(5 * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return Usage{}
+	}})
+	eventually(t, "several back-to-back runs", func() bool { return runs.Load() >= 5 })
+	s.Remove("c/e")
+	n := runs.Load()
+	time.Sleep(20 * time.Millisecond)
+	if runs.Load() != n {
+		t.Fatal("runs continued after Remove")
+	}
+	if _, ok := s.State("c/e"); ok {
+		t.Fatal("removed job still has a state")
+	}
+	s.Stop()
+}
