@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/tokenprobe/tokenprobe/scheduler"
 )
 
 // LoadFile reads and validates the file at path.
@@ -96,6 +98,9 @@ func (c *Config) defaults() {
 		}
 		if len(p.Load.Stages) == 0 {
 			p.Load.Stage.defaults()
+		}
+		if p.Schedule.Every == 0 && !p.Schedule.Continuous {
+			p.Schedule.Every = Duration(5 * time.Minute)
 		}
 		for i := range p.Load.Stages {
 			p.Load.Stages[i].defaults()
@@ -192,6 +197,7 @@ func (c *Config) validate(l *locator, dir string) {
 			}
 		}
 		p.Load.validate(l, path+".load")
+		p.Schedule.validate(l, path+".schedule")
 		p.Workload.validate(l, path+".workload")
 		p.SLO.validate(l, path+".slo")
 	}
@@ -255,6 +261,25 @@ func (s *Simulator) validate(l *locator, path string) {
 	}
 	if valid && (f.Error500+f.Error503+f.Error429 > 1 || f.Disconnect+f.Stall+f.Malformed > 1) {
 		l.errf(path+".faults", "error rates, and mid-stream fault rates, must each add up to at most 1")
+	}
+}
+
+func (s *Schedule) validate(l *locator, path string) {
+	switch {
+	case s.Continuous && s.Every != 0:
+		l.errf(path+".every", "give every or continuous, not both")
+	case !s.Continuous && s.Every < Duration(time.Second):
+		l.errf(path+".every", "must be at least 1s")
+	case s.Jitter < 0 || !s.Continuous && s.Jitter >= s.Every:
+		l.errf(path+".jitter", "must be at least 0 and less than every")
+	}
+	if s.Window != "" || s.Timezone != "" {
+		if _, err := scheduler.ParseWindow(s.Window, s.Timezone); err != nil {
+			l.errf(path+".window", "%v", err)
+		}
+	}
+	if s.Budget.RequestsPerHour < 0 || s.Budget.TokensPerHour < 0 {
+		l.errf(path+".budget", "must not be negative")
 	}
 }
 

@@ -131,6 +131,34 @@ type Profile struct {
 	Load      Load     `yaml:"load"`
 	Workload  Workload `yaml:"workload"`
 	SLO       SLO      `yaml:"slo"`
+	// Schedule is when the daemon runs the profile; `tokenprobe run`
+	// ignores it.
+	Schedule Schedule `yaml:"schedule"`
+}
+
+// Schedule is when the daemon runs a profile against each endpoint.
+type Schedule struct {
+	// Every is the interval between runs (default 5m), at a fixed offset
+	// within the interval derived from the profile and endpoint names.
+	Every Duration `yaml:"every"`
+	// Jitter delays each run by a random amount below it.
+	Jitter Duration `yaml:"jitter"`
+	// Continuous runs back to back instead of every interval.
+	Continuous bool `yaml:"continuous"`
+	// Window limits runs to a time of day, "HH:MM-HH:MM" (may cross
+	// midnight), in Timezone (an IANA name; default UTC).
+	Window   string `yaml:"window"`
+	Timezone string `yaml:"timezone"`
+	// Exclusive runs never share their endpoint with another run.
+	Exclusive bool `yaml:"exclusive"`
+	// Budget pauses the profile while the last hour's runs used this much.
+	Budget Budget `yaml:"budget"`
+}
+
+// Budget is an hourly allowance; 0 means no limit.
+type Budget struct {
+	RequestsPerHour int `yaml:"requests_per_hour"`
+	TokensPerHour   int `yaml:"tokens_per_hour"`
 }
 
 // Load is how hard and how long a run pushes: one level of load given by

@@ -32,7 +32,8 @@ type Job struct {
 	Endpoint string
 	Spec     Spec
 	// Run carries out one run; it must return when ctx is cancelled.
-	Run func(ctx context.Context) Usage
+	// manual is true for a run started by RunNow.
+	Run func(ctx context.Context, manual bool) Usage
 }
 
 // Hooks are told what the scheduler decides; any may be nil.
@@ -297,7 +298,7 @@ func (s *Scheduler) tick(jb *job, now time.Time, manual bool) <-chan struct{} {
 	go func() {
 		defer s.wg.Done()
 		defer close(done)
-		u := jb.Run(jb.ctx)
+		u := jb.Run(jb.ctx, manual)
 		unlock()
 		if s.slots != nil {
 			<-s.slots

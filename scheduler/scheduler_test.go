@@ -125,7 +125,7 @@ type blocking struct {
 
 func newBlocking() *blocking { return &blocking{release: make(chan struct{}, 100)} }
 
-func (b *blocking) run(ctx context.Context) Usage {
+func (b *blocking) run(ctx context.Context, _ bool) Usage {
 	b.started.Add(1)
 	defer b.finished.Add(1)
 	select {
@@ -285,7 +285,7 @@ func TestExclusiveRunsAlone(t *testing.T) {
 func TestContinuousAndRemove(t *testing.T) {
 	s := New(Real, 0, Hooks{})
 	var runs atomic.Int64
-	s.Add(Job{Key: "c/e", Endpoint: "e", Spec: Spec{Continuous: true}, Run: func(ctx context.Context) Usage {
+	s.Add(Job{Key: "c/e", Endpoint: "e", Spec: Spec{Continuous: true}, Run: func(ctx context.Context, _ bool) Usage {
 		runs.Add(1)
 		select {
 		case <-time.After(5 * time.Millisecond):

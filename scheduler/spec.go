@@ -78,8 +78,11 @@ func ParseWindow(s, tz string) (*Window, error) {
 	}
 	a, err1 := clock(from)
 	b, err2 := clock(to)
-	if err1 != nil || err2 != nil || a == b {
-		return nil, fmt.Errorf("%q is not HH:MM-HH:MM with two different times", s)
+	switch {
+	case err1 != nil || err2 != nil:
+		return nil, fmt.Errorf("%q is not HH:MM-HH:MM", s)
+	case a == b:
+		return nil, fmt.Errorf("%q starts and ends at the same time", s)
 	}
 	return &Window{Start: a, End: b, Loc: loc, text: s}, nil
 }

@@ -31,7 +31,7 @@ type Set struct {
 func Open(cfg *config.Config) (*Set, error) {
 	s := &Set{byName: map[string]*Target{}}
 	for _, e := range cfg.Endpoints {
-		t, err := open(e)
+		t, err := OpenEndpoint(e)
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("endpoint %q: %w", e.Name, err)
@@ -41,7 +41,8 @@ func Open(cfg *config.Config) (*Set, error) {
 	return s, nil
 }
 
-func open(e *config.Endpoint) (*Target, error) {
+// OpenEndpoint opens one endpoint: its client, and its simulator if it has one.
+func OpenEndpoint(e *config.Endpoint) (*Target, error) {
 	t := &Target{
 		Endpoint: &client.Endpoint{
 			Name: e.Name, BaseURL: e.BaseURL, API: openai.API(e.API), Model: e.Model,
@@ -88,10 +89,16 @@ func (s *Set) Get(name string) *Target { return s.byName[name] }
 func (s *Set) Close() error {
 	var errs []error
 	for _, t := range s.byName {
-		t.Client.CloseIdle()
-		if t.Sim != nil {
-			errs = append(errs, t.Sim.Close())
-		}
+		errs = append(errs, t.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// Close closes idle connections and stops the simulator, if any.
+func (t *Target) Close() error {
+	t.Client.CloseIdle()
+	if t.Sim != nil {
+		return t.Sim.Close()
+	}
+	return nil
 }
