@@ -94,9 +94,11 @@ var (
 // The run metrics, updated when a run ends.
 var (
 	Runs = Metric{Name: "tokenprobe_runs_total", Type: Counter, Unit: "runs", Labels: with(RunLabels, "result"),
-		Help: "Runs finished, by result: passed (met the SLO objective or had none), failed (missed it), error (could not run)."}
-	RunsSkipped = Metric{Name: "tokenprobe_runs_skipped_total", Type: Counter, Unit: "runs", Labels: RunLabels,
-		Help: "Scheduled runs skipped because the previous run of the profile was still going, or a limit held it back."}
+		Help: "Runs finished, by result: passed (met the SLO objective or had none), failed (missed it), error (could not run), cancelled (stopped by a reload or shutdown)."}
+	RunsSkipped = Metric{Name: "tokenprobe_runs_skipped_total", Type: Counter, Unit: "runs", Labels: with(RunLabels, "reason"),
+		Help: "Scheduled ticks that started no run, by reason: overlap (the previous run was still going), max_concurrent, exclusive (the endpoint was held), budget (the hourly budget was spent)."}
+	RunNext = Metric{Name: "tokenprobe_run_next_timestamp_seconds", Type: Gauge, Unit: "seconds", Labels: RunLabels,
+		Help: "Unix time of the next scheduled run."}
 	RunLastTimestamp = Metric{Name: "tokenprobe_run_last_timestamp_seconds", Type: Gauge, Unit: "seconds", Labels: RunLabels,
 		Help: "Unix time the last run ended."}
 	RunLastSuccess = Metric{Name: "tokenprobe_run_last_success_timestamp_seconds", Type: Gauge, Unit: "seconds", Labels: RunLabels,
@@ -119,6 +121,10 @@ var (
 
 // Self metrics.
 var (
+	ConfigReloadOK = Metric{Name: "tokenprobe_config_last_reload_successful", Type: Gauge, Unit: "boolean",
+		Help: "1 when the last configuration (re)load succeeded; 0 while a bad file is being refused and the previous configuration runs on."}
+	ConfigReloadTime = Metric{Name: "tokenprobe_config_last_reload_success_timestamp_seconds", Type: Gauge, Unit: "seconds",
+		Help: "Unix time of the last successful configuration (re)load."}
 	Dropped = Metric{Name: "tokenprobe_observations_dropped_total", Type: Counter, Unit: "observations", Labels: []string{"sink"},
 		Help: "Request results a sink could not take because its queue was full; the load generator never waits for a sink."}
 )
@@ -129,9 +135,9 @@ var All = []Metric{
 	TTFT, TTST, ITL, InterChunk, Duration, DispatchLag,
 	Requests, Errors, Good, SLORequests, InputTokens, OutputTokens,
 	InFlight, TargetConcurrency, TargetRate,
-	Runs, RunsSkipped, RunLastTimestamp, RunLastSuccess, RunLastPassed, RunLastDuration,
+	Runs, RunsSkipped, RunNext, RunLastTimestamp, RunLastSuccess, RunLastPassed, RunLastDuration,
 	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunObjective, ProfileInfo,
-	Dropped,
+	ConfigReloadOK, ConfigReloadTime, Dropped,
 }
 
 // Extra names metrics registered outside this list (by client_golang's own

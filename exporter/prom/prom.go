@@ -3,6 +3,8 @@
 package prom
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"sync"
@@ -28,8 +30,9 @@ type Exporter struct {
 	ttft, ttst, itl, gaps, dur, lag                                 *prometheus.HistogramVec
 	requests, errors, good, sloReqs, inTok, outTok, runs, skipped   *prometheus.CounterVec
 	lastTS, lastOK, lastPassed, lastDur, lastAtt, lastGood, lastThr *prometheus.GaugeVec
-	objective, info                                                 *prometheus.GaugeVec
+	objective, info, next                                           *prometheus.GaugeVec
 	dropped                                                         *prometheus.CounterVec
+	reloadOK, reloadTime                                            prometheus.Gauge
 
 	mu     sync.Mutex
 	series map[seriesKey]*series
@@ -84,10 +87,13 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	e.lastTS, e.lastOK, e.lastPassed = gauge(catalog.RunLastTimestamp), gauge(catalog.RunLastSuccess), gauge(catalog.RunLastPassed)
 	e.lastDur, e.lastAtt, e.lastGood = gauge(catalog.RunLastDuration), gauge(catalog.RunLastAttainment), gauge(catalog.RunLastGoodput)
 	e.lastThr, e.objective, e.info = gauge(catalog.RunLastThroughput), gauge(catalog.RunObjective), gauge(catalog.ProfileInfo)
+	e.next = gauge(catalog.RunNext)
+	e.reloadOK = prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ConfigReloadOK.Name, Help: catalog.ConfigReloadOK.Help})
+	e.reloadTime = prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ConfigReloadTime.Name, Help: catalog.ConfigReloadTime.Help})
 	for _, c := range []prometheus.Collector{
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.requests, e.errors, e.good, e.sloReqs, e.inTok, e.outTok,
 		e.runs, e.skipped, e.dropped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr,
-		e.objective, e.info, (*liveCollector)(e),
+		e.objective, e.info, e.next, e.reloadOK, e.reloadTime, (*liveCollector)(e),
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -225,6 +231,8 @@ func (e *Exporter) RunFinished(run *probe.Run, s stats.Summary, err error) {
 	lv := []string{k.profile, k.endpoint}
 	res := "passed"
 	switch {
+	case errors.Is(err, context.Canceled):
+		res = "cancelled"
 	case err != nil:
 		res = "error"
 	case !s.Passed:
@@ -244,9 +252,24 @@ func (e *Exporter) RunFinished(run *probe.Run, s stats.Summary, err error) {
 	e.lastThr.WithLabelValues(lv...).Set(s.RequestThroughput)
 }
 
-// RunSkipped counts a scheduled run that did not start.
-func (e *Exporter) RunSkipped(profile, endpoint string) {
-	e.skipped.WithLabelValues(profile, endpoint).Inc()
+// RunSkipped counts a scheduled tick that started no run.
+func (e *Exporter) RunSkipped(profile, endpoint, reason string) {
+	e.skipped.WithLabelValues(profile, endpoint, reason).Inc()
+}
+
+// NextRun publishes when a job runs next.
+func (e *Exporter) NextRun(profile, endpoint string, at time.Time) {
+	e.next.WithLabelValues(profile, endpoint).Set(float64(at.UnixNano()) / 1e9)
+}
+
+// ConfigReloaded records the outcome of a configuration (re)load.
+func (e *Exporter) ConfigReloaded(ok bool) {
+	if ok {
+		e.reloadOK.Set(1)
+		e.reloadTime.SetToCurrentTime()
+	} else {
+		e.reloadOK.Set(0)
+	}
 }
 
 // DroppedCounter is the counter a queue in front of sink increments.
@@ -254,25 +277,28 @@ func (e *Exporter) DroppedCounter(sink string) prometheus.Counter {
 	return e.dropped.WithLabelValues(sink)
 }
 
-// Forget deletes every series of a profile, for a profile removed from the
-// configuration.
-func (e *Exporter) Forget(profile string) {
+// Forget deletes every series of a profile against an endpoint (every
+// endpoint when endpoint is ""), for a job removed from the configuration.
+func (e *Exporter) Forget(profile, endpoint string) {
 	match := prometheus.Labels{"profile": profile}
+	if endpoint != "" {
+		match["endpoint"] = endpoint
+	}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.requests, e.errors, e.good, e.sloReqs, e.inTok, e.outTok,
-		e.runs, e.skipped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr, e.objective, e.info,
+		e.runs, e.skipped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr, e.objective, e.info, e.next,
 	} {
 		v.DeletePartialMatch(match)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for k := range e.series {
-		if k.profile == profile {
+		if k.profile == profile && (endpoint == "" || k.endpoint == endpoint) {
 			delete(e.series, k)
 		}
 	}
 	for k := range e.live {
-		if k.profile == profile {
+		if k.profile == profile && (endpoint == "" || k.endpoint == endpoint) {
 			delete(e.live, k)
 		}
 	}

@@ -209,7 +209,7 @@ func TestForgetDeletesAProfile(t *testing.T) {
 	other := result.Request{Profile: "batch", Endpoint: "vllm", Model: "llama", Outcome: result.Success, Streaming: true, ContentChunks: 1, OutputTokens: 1}
 	e.Observe(&other, slo.Verdict{Counted: true, Good: true})
 	e.Describe("batch", "vllm", "llama", "http://vllm:8000/v1", "chat", 0)
-	e.Forget("chat")
+	e.Forget("chat", "")
 	mfs, _ := reg.Gather()
 	batch := false
 	for _, mf := range mfs {
