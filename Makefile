@@ -5,7 +5,7 @@ LDFLAGS := -X github.com/prometheus/common/version.Version=$(VERSION) \
            -X github.com/prometheus/common/version.Revision=$(shell git rev-parse --short HEAD 2>/dev/null) \
            -X github.com/prometheus/common/version.Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
 
-.PHONY: help build run test race lint bench fuzz docs clean
+.PHONY: help build run demo-once test race lint bench fuzz docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -13,8 +13,11 @@ help: ## list the targets
 build: ## build bin/tokenprobe
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/tokenprobe ./cmd/tokenprobe
 
-run: ## run the demo once against the built-in simulator (exit 1 = the overload profile missed its SLO, as intended)
-	$(GO) run ./cmd/tokenprobe run -c configs/demo.yaml || test $$? -eq 1
+run: ## the daemon with the demo configuration: http://localhost:9470
+	$(GO) run ./cmd/tokenprobe -c configs/demo.yaml --web.enable-lifecycle
+
+demo-once: ## the demo's baseline and overload profiles once (exit 1 = overload missed its SLO, as intended)
+	$(GO) run ./cmd/tokenprobe run -c configs/demo.yaml -p baseline -p overload || test $$? -eq 1
 
 test: ## the test suite, as the README and .ci/run run it
 	$(GO) test ./...

@@ -5,6 +5,8 @@ package probe
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +48,28 @@ func (s Stage) Level() float64 {
 	return float64(s.Concurrency)
 }
 
+// LevelName says what the stage's level counts: concurrency or rate.
+func (s Stage) LevelName() string {
+	if s.Rate > 0 {
+		return "rate"
+	}
+	return "concurrency"
+}
+
+// String says what the stage does, in a phrase.
+func (s Stage) String() string {
+	out := fmt.Sprintf("%s %g", s.LevelName(), s.Level())
+	switch {
+	case s.Requests > 0 && s.Duration > 0:
+		out += fmt.Sprintf(" for %d requests or %s", s.Requests, s.Duration)
+	case s.Requests > 0:
+		out += fmt.Sprintf(" for %d requests", s.Requests)
+	case s.Duration > 0:
+		out += " for " + s.Duration.String()
+	}
+	return out
+}
+
 // Plan is how hard and how long a run pushes: one stage, or several run
 // one after the other (a step up in concurrency shows where TTFT breaks).
 type Plan struct {
@@ -54,6 +78,15 @@ type Plan struct {
 	// phase, and are not measured.
 	Warmup int
 	Seed   uint64
+}
+
+// String says what the plan does, in a line.
+func (p Plan) String() string {
+	parts := make([]string, len(p.Stages))
+	for i, st := range p.Stages {
+		parts[i] = st.String()
+	}
+	return strings.Join(parts, ", then ")
 }
 
 // Level is the first stage's load, the run's nominal level.

@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/prometheus/common/version"
@@ -153,8 +152,8 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *targets.Target
 		sinks = append(sinks, records)
 	}
 	run := probe.NewRun(p, t.Endpoint, t.Client, sinks...)
-	levelName := LevelName(run.Plan.Stages[0])
-	fmt.Fprintf(o.Progress, "Running profile %s against %s (%s)...\n", p.Name, t.Endpoint.Name, describe(run.Plan))
+	levelName := run.Plan.Stages[0].LevelName()
+	fmt.Fprintf(o.Progress, "Running profile %s against %s (%s)...\n", p.Name, t.Endpoint.Name, run.Plan)
 	stop := progress(o, run)
 	if push != nil {
 		push.exp.RunStarted(run)
@@ -217,7 +216,7 @@ func progress(o Options, run *probe.Run) (stop func()) {
 				return
 			case <-t.C:
 				p := run.Progress()
-				phase := fmt.Sprintf("%s %g", LevelName(p.Stage), p.Stage.Level())
+				phase := fmt.Sprintf("%s %g", p.Stage.LevelName(), p.Stage.Level())
 				if len(run.Plan.Stages) > 1 {
 					phase = fmt.Sprintf("stage %d/%d, %s", p.StageIndex+1, len(run.Plan.Stages), phase)
 				}
@@ -229,31 +228,6 @@ func progress(o Options, run *probe.Run) (stop func()) {
 		}
 	}()
 	return func() { close(done); <-finished }
-}
-
-// LevelName says what a stage's level counts.
-func LevelName(st probe.Stage) string {
-	if st.Rate > 0 {
-		return "rate"
-	}
-	return "concurrency"
-}
-
-// describe says what a plan will do, in a line.
-func describe(p probe.Plan) string {
-	parts := make([]string, len(p.Stages))
-	for i, st := range p.Stages {
-		parts[i] = fmt.Sprintf("%s %g", LevelName(st), st.Level())
-		switch {
-		case st.Requests > 0 && st.Duration > 0:
-			parts[i] += fmt.Sprintf(" for %d requests or %s", st.Requests, st.Duration)
-		case st.Requests > 0:
-			parts[i] += fmt.Sprintf(" for %d requests", st.Requests)
-		case st.Duration > 0:
-			parts[i] += " for " + st.Duration.String()
-		}
-	}
-	return strings.Join(parts, ", then ")
 }
 
 func writeJSON(path string, v any) error {

@@ -167,7 +167,7 @@ func TestDemoShowsTheCliff(t *testing.T) {
 		t.Skip("runs the demo for about 20 s")
 	}
 	dir := t.TempDir()
-	code, out, errOut := runCLI(t, Options{ConfigFile: "../configs/demo.yaml", ArtifactsDir: dir})
+	code, out, errOut := runCLI(t, Options{ConfigFile: "../configs/demo.yaml", Profiles: []string{"baseline", "overload"}, ArtifactsDir: dir})
 	if code != ExitSLOFailed {
 		t.Fatalf("exit %d, want %d (overload misses its objective)\n%s\n%s", code, ExitSLOFailed, out, errOut)
 	}

@@ -279,10 +279,14 @@ func (s *Scheduler) tick(jb *job, now time.Time, manual bool) <-chan struct{} {
 	s.mu.Lock()
 	lock := s.endpoints[jb.Endpoint]
 	s.mu.Unlock()
-	unlock := lock.RUnlock
-	acquired := lock.TryRLock()
+	// Shared runs hold the endpoint's lock for reading; an exclusive run
+	// holds it alone.
+	var acquired bool
+	var unlock func()
 	if sp.Exclusive {
-		unlock, acquired = lock.Unlock, lock.TryLock()
+		acquired, unlock = lock.TryLock(), lock.Unlock
+	} else {
+		acquired, unlock = lock.TryRLock(), lock.RUnlock
 	}
 	if !acquired {
 		if s.slots != nil {

@@ -280,6 +280,31 @@ func TestExclusiveRunsAlone(t *testing.T) {
 	heavy.release <- struct{}{}
 }
 
+// An exclusive job alone on its endpoint runs, and runs again: its hold on
+// the endpoint ends with each run.
+func TestExclusiveJobAloneRunsRepeatedly(t *testing.T) {
+	clk, c := newFake(), &counts{}
+	s := New(clk, 0, c.hooks())
+	defer s.Stop()
+	b := newBlocking()
+	s.Add(Job{Key: "heavy/e", Endpoint: "e", Spec: Spec{Every: time.Minute, Exclusive: true}, Run: b.run})
+	for i := int64(1); i <= 3; i++ {
+		clk.advanceTo(clk.nextDue(t, 1))
+		eventually(t, fmt.Sprintf("run %d", i), func() bool { return b.started.Load() == i })
+		b.release <- struct{}{}
+		eventually(t, fmt.Sprintf("run %d to end", i), func() bool { return b.finished.Load() == i })
+	}
+	if n := c.get("heavy/e", SkipExclusive); n != 0 {
+		t.Fatalf("%d exclusive skips with nothing else on the endpoint", n)
+	}
+	// And a shared job can use the endpoint once the exclusive one is idle.
+	shared := newBlocking()
+	s.Add(Job{Key: "light/e", Endpoint: "e", Spec: Spec{Every: time.Minute}, Run: shared.run})
+	_ = s.RunNow("light/e")
+	eventually(t, "the shared job", func() bool { return shared.started.Load() == 1 })
+	shared.release <- struct{}{}
+}
+
 // On the real clock, continuous jobs run back to back, Remove stops one
 // and cancels its run, and Stop leaves no goroutine behind.
 func TestContinuousAndRemove(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/promslog"
 	promslogflag "github.com/prometheus/common/promslog/flag"
 	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/tokenprobe/tokenprobe/config"
 	"github.com/tokenprobe/tokenprobe/runonce"
@@ -28,6 +29,15 @@ func run(args []string) int {
 	app.HelpFlag.Short('h')
 	logCfg := &promslog.Config{}
 	promslogflag.AddFlags(app, logCfg)
+
+	serveCmd := app.Command("serve", "Run the daemon: probe every profile on its schedule and serve /metrics and the status page (the default command).").Default()
+	so := serveOptions{}
+	serveCmd.Flag("config.file", "Configuration file.").Short('c').Default("tokenprobe.yaml").StringVar(&so.configFile)
+	so.web = kingpinflag.AddFlags(serveCmd, ":9470")
+	serveCmd.Flag("web.enable-lifecycle", "Enable POST /-/reload and POST /api/v1/runs?profile= (run a profile now).").Default("false").BoolVar(&so.lifecycle)
+	serveCmd.Flag("config.check-interval", "Reload the configuration when its checksum changes, checking this often (0 turns it off).").Default("0s").DurationVar(&so.checkInterval)
+	serveCmd.Flag("scheduler.max-concurrent-runs", "At most this many runs at once across all profiles (0: no limit).").Default("0").IntVar(&so.maxConcurrentRuns)
+	serveCmd.Flag("shutdown.timeout", "How long to wait for runs to stop and metrics to flush on SIGTERM.").Default("30s").DurationVar(&so.shutdownTimeout)
 
 	runCmd := app.Command("run", "Run profiles once, print a report, and exit non-zero when SLO attainment is below the objective.")
 	runConfig := runCmd.Flag("config.file", "Configuration file.").Short('c').Required().String()
@@ -70,6 +80,11 @@ func run(args []string) int {
 	defer stop()
 
 	switch cmd {
+	case serveCmd.FullCommand():
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		return serve(ctx, so, logger, hup)
 	case runCmd.FullCommand():
 		return runonce.Run(ctx, runonce.Options{
 			ConfigFile: *runConfig, Profiles: *runProfiles, Endpoint: *runEndpoint,

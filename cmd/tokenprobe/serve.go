@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/common/version"
+	toolkitweb "github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/tokenprobe/tokenprobe/daemon"
+	"github.com/tokenprobe/tokenprobe/runonce"
+	"github.com/tokenprobe/tokenprobe/web"
+)
+
+type serveOptions struct {
+	configFile        string
+	web               *toolkitweb.FlagConfig
+	lifecycle         bool
+	checkInterval     time.Duration
+	maxConcurrentRuns int
+	shutdownTimeout   time.Duration
+}
+
+// serve runs the daemon until ctx ends (SIGTERM, SIGINT), reloading on
+// every value from hup (SIGHUP). It returns the process exit code.
+func serve(ctx context.Context, o serveOptions, logger *slog.Logger, hup <-chan os.Signal) int {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		versioncollector.NewCollector("tokenprobe"),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	logger.Info("starting tokenprobe", "version", version.Info(), "build", version.BuildContext(), "config", o.configFile)
+	d, err := daemon.New(daemon.Options{
+		ConfigFile: o.configFile, Logger: logger, Registerer: reg,
+		MaxConcurrentRuns: o.maxConcurrentRuns, Version: version.Version,
+	})
+	if err != nil {
+		logger.Error("cannot start", "err", err)
+		return runonce.ExitConfig
+	}
+	srv := &http.Server{
+		Handler:           web.Handler(d, web.Options{Lifecycle: o.lifecycle, Gatherer: reg, Logger: logger, Version: version.Version}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	served := make(chan error, 1)
+	go func() { served <- toolkitweb.ListenAndServe(srv, o.web, logger) }()
+
+	var watchers sync.WaitGroup
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	if o.checkInterval > 0 {
+		watchers.Go(func() { d.Watch(watchCtx, o.checkInterval) })
+	}
+	code := runonce.ExitOK
+loop:
+	for {
+		select {
+		case <-hup:
+			logger.Info("SIGHUP: reloading the configuration")
+			_ = d.Reload()
+		case err := <-served:
+			if !errors.Is(err, http.ErrServerClosed) {
+				logger.Error("the web server stopped", "err", err)
+				code = runonce.ExitRuntime
+			}
+			break loop
+		case <-ctx.Done():
+			logger.Info("shutting down: stopping schedules, cancelling runs in progress, flushing metrics")
+			break loop
+		}
+	}
+	stopWatch()
+	watchers.Wait()
+	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	defer cancel()
+	if err := d.Shutdown(sctx); err != nil {
+		logger.Error("shutdown", "err", err)
+		code = runonce.ExitRuntime
+	}
+	if err := srv.Shutdown(sctx); err != nil && code == runonce.ExitOK {
+		logger.Error("web server shutdown", "err", err)
+		code = runonce.ExitRuntime
+	}
+	logger.Info("stopped")
+	return code
+}

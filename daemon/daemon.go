@@ -1,0 +1,408 @@
+// Package daemon is `tokenprobe serve`: it loads the configuration, keeps
+// every profile x endpoint on its schedule, applies reloads by difference,
+// exports every result, and remembers recent runs for the status page.
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"gopkg.in/yaml.v3"
+
+	"github.com/tokenprobe/tokenprobe/config"
+	"github.com/tokenprobe/tokenprobe/exporter"
+	"github.com/tokenprobe/tokenprobe/exporter/otlp"
+	"github.com/tokenprobe/tokenprobe/exporter/prom"
+	"github.com/tokenprobe/tokenprobe/probe"
+	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/probe/slo"
+	"github.com/tokenprobe/tokenprobe/scheduler"
+	"github.com/tokenprobe/tokenprobe/targets"
+)
+
+// Options configure a Daemon.
+type Options struct {
+	ConfigFile string
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+	// MaxConcurrentRuns caps runs at once across all jobs (0: no cap).
+	MaxConcurrentRuns int
+	// History is how many recent runs the status page keeps (default 100).
+	History int
+	Clock   scheduler.Clock
+	Version string
+}
+
+// Daemon runs the configured profiles on their schedules.
+type Daemon struct {
+	o       Options
+	log     *slog.Logger
+	prom    *prom.Exporter
+	sched   *scheduler.Scheduler
+	history *History
+	otlp    *otlp.Exporter
+	queue   *exporter.Queue
+	ready   atomic.Bool
+
+	// mu serialises (re)loads and guards what they change.
+	mu         sync.Mutex
+	cfg        *config.Config
+	loaded     [32]byte // checksum of the running file
+	failed     [32]byte // checksum of the last file refused
+	jobs       map[string]*job
+	targets    map[string]*target
+	lastReload time.Time
+	lastErr    error
+}
+
+type job struct {
+	key, identity string
+	profile       *config.Profile
+	endpoint      string
+	target        *targets.Target
+}
+
+type target struct {
+	identity string
+	t        *targets.Target
+}
+
+// New loads the configuration and starts scheduling. An invalid file is an
+// error here; later, a reload that fails keeps the running configuration.
+func New(o Options) (*Daemon, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Registerer == nil {
+		o.Registerer = prometheus.NewRegistry()
+	}
+	if o.History <= 0 {
+		o.History = 100
+	}
+	if o.Clock == nil {
+		o.Clock = scheduler.Real
+	}
+	p, err := prom.New(o.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{o: o, log: o.Logger, prom: p, history: NewHistory(o.History, 20), jobs: map[string]*job{}, targets: map[string]*target{}}
+	d.sched = scheduler.New(o.Clock, o.MaxConcurrentRuns, d.hooks())
+	// The OTLP block must be known before the first job starts: runs read
+	// the queue without a lock.
+	first, err := config.LoadFile(o.ConfigFile)
+	if err != nil {
+		p.ConfigReloaded(false)
+		return nil, err
+	}
+	if first.OTLP != nil || otlp.EnvEnabled() {
+		exp, err := otlp.New(context.Background(), otlp.FromConfig(first.OTLP, o.Version))
+		if err != nil {
+			return nil, fmt.Errorf("otlp: %w", err)
+		}
+		d.otlp = exp
+		d.queue = exporter.NewQueue(exp, 1<<16, p.DroppedCounter("otlp"))
+	}
+	if err := d.Reload(); err != nil {
+		d.sched.Stop()
+		if d.queue != nil {
+			d.queue.Close()
+			_ = d.otlp.Shutdown(context.Background())
+		}
+		return nil, err
+	}
+	d.ready.Store(true)
+	return d, nil
+}
+
+func (d *Daemon) hooks() scheduler.Hooks {
+	return scheduler.Hooks{
+		Skipped: func(key, reason string) {
+			profile, endpoint, _ := strings.Cut(key, "/")
+			d.prom.RunSkipped(profile, endpoint, reason)
+			d.log.Debug("scheduled run skipped", "profile", profile, "endpoint", endpoint, "reason", reason)
+		},
+		Next: func(key string, at time.Time) {
+			profile, endpoint, _ := strings.Cut(key, "/")
+			d.prom.NextRun(profile, endpoint, at)
+		},
+	}
+}
+
+// Ready reports whether the configuration is loaded and scheduling runs.
+func (d *Daemon) Ready() bool { return d.ready.Load() }
+
+// Reload reads the configuration file again and applies what changed. On
+// any error the running configuration stays as it was.
+func (d *Daemon) Reload() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	data, err := os.ReadFile(d.o.ConfigFile)
+	var cfg *config.Config
+	if err == nil {
+		cfg, err = config.Parse(d.o.ConfigFile, data)
+	}
+	if err == nil {
+		err = d.apply(cfg)
+	}
+	d.prom.ConfigReloaded(err == nil)
+	d.lastReload, d.lastErr = time.Now(), err
+	if err != nil {
+		d.failed = sha256.Sum256(data)
+		d.log.Error("configuration not loaded; the running configuration stays", "file", d.o.ConfigFile, "err", err)
+		return err
+	}
+	if d.cfg != nil && !sameOTLP(d.cfg.OTLP, cfg.OTLP) {
+		d.log.Warn("the otlp block changed; it takes effect at the next restart")
+	}
+	d.cfg, d.loaded = cfg, sha256.Sum256(data)
+	return nil
+}
+
+func sameOTLP(a, b *config.OTLP) bool {
+	ya, _ := yaml.Marshal(a)
+	yb, _ := yaml.Marshal(b)
+	return bytes.Equal(ya, yb)
+}
+
+// identity is what makes two versions of a thing the same for a reload:
+// its YAML, and the key it resolved (which never marshals).
+func identity(v any, secret config.Secret) string {
+	b, _ := yaml.Marshal(v)
+	sum := sha256.Sum256([]byte(secret.Reveal()))
+	return string(b) + fmt.Sprintf("%x", sum[:8])
+}
+
+// apply moves from the running configuration to cfg by difference:
+// unchanged jobs keep running untouched, changed ones restart, removed ones
+// stop and lose their series, new ones start. Callers hold d.mu.
+func (d *Daemon) apply(cfg *config.Config) error {
+	newTargets := map[string]*target{}
+	var opened []*targets.Target
+	for _, e := range cfg.Endpoints {
+		id := identity(e, e.APIKey)
+		if old := d.targets[e.Name]; old != nil && old.identity == id {
+			newTargets[e.Name] = old
+			continue
+		}
+		t, err := targets.OpenEndpoint(e)
+		if err != nil {
+			for _, o := range opened {
+				_ = o.Close()
+			}
+			return fmt.Errorf("endpoint %q: %w", e.Name, err)
+		}
+		opened = append(opened, t)
+		newTargets[e.Name] = &target{identity: id, t: t}
+	}
+	newJobs := map[string]*job{}
+	for _, p := range cfg.Profiles {
+		pid := identity(p, "")
+		for _, name := range p.Endpoints {
+			tg := newTargets[name]
+			j := &job{key: p.Name + "/" + name, identity: pid + tg.identity, profile: p, endpoint: name, target: tg.t}
+			newJobs[j.key] = j
+		}
+	}
+	var added, changed, removed int
+	for key, old := range d.jobs {
+		nj := newJobs[key]
+		switch {
+		case nj == nil:
+			d.sched.Remove(key)
+			d.prom.Forget(old.profile.Name, old.endpoint)
+			removed++
+		case nj.identity != old.identity:
+			d.sched.Remove(key)
+			changed++
+		}
+	}
+	for name, old := range d.targets {
+		if newTargets[name] != old {
+			_ = old.t.Close()
+		}
+	}
+	for key, nj := range newJobs {
+		if old := d.jobs[key]; old == nil || old.identity != nj.identity {
+			if old == nil {
+				added++
+			}
+			d.sched.Add(d.schedulerJob(nj))
+		}
+		ep := nj.target.Endpoint
+		d.prom.Describe(nj.profile.Name, nj.endpoint, ep.Model, ep.BaseURL, string(ep.API), nj.profile.SLO.Objective)
+	}
+	d.jobs, d.targets = newJobs, newTargets
+	d.log.Info("configuration loaded", "file", d.o.ConfigFile, "jobs", len(newJobs),
+		"added", added, "changed", changed, "removed", removed, "unchanged", len(newJobs)-added-changed)
+	return nil
+}
+
+func (d *Daemon) schedulerJob(j *job) scheduler.Job {
+	s := j.profile.Schedule
+	spec := scheduler.Spec{
+		Every: s.Every.D(), Jitter: s.Jitter.D(), Continuous: s.Continuous, Exclusive: s.Exclusive,
+		RequestsPerHour: s.Budget.RequestsPerHour, TokensPerHour: s.Budget.TokensPerHour,
+	}
+	if s.Window != "" {
+		spec.Window, _ = scheduler.ParseWindow(s.Window, s.Timezone) // validated at load
+	}
+	return scheduler.Job{Key: j.key, Endpoint: j.endpoint, Spec: spec, Run: func(ctx context.Context, manual bool) scheduler.Usage {
+		return d.execute(ctx, j, manual)
+	}}
+}
+
+// execute carries out one run of a job and records it everywhere.
+func (d *Daemon) execute(ctx context.Context, j *job, manual bool) scheduler.Usage {
+	trigger := "schedule"
+	if manual {
+		trigger = "manual"
+	}
+	rec := d.history.start(j.profile.Name, j.endpoint, trigger)
+	log := slog.New(&runLog{next: d.log.Handler(), h: d.history, r: rec}).With("profile", j.profile.Name, "endpoint", j.endpoint, "run", rec.ID)
+	sinks := []probe.Sink{d.prom, &failureLog{log: log, limit: 10}}
+	if d.queue != nil {
+		sinks = append(sinks, d.queue)
+	}
+	run := probe.NewRun(j.profile, j.target.Endpoint, j.target.Client, sinks...)
+	log.Info("run started", "trigger", trigger, "load", run.Plan.String())
+	d.prom.RunStarted(run)
+	if d.otlp != nil {
+		d.otlp.RunStarted(run)
+	}
+	s, err := run.Execute(ctx)
+	d.prom.RunFinished(run, s, err)
+	if d.otlp != nil {
+		d.otlp.RunFinished(run)
+	}
+	res := ResultPassed
+	switch {
+	case errors.Is(err, context.Canceled):
+		res = ResultCancelled
+	case err != nil:
+		res = ResultError
+	case !s.Passed:
+		res = ResultFailed
+	}
+	log.Info("run finished", "result", res, "requests", s.Requests, "errors", s.Errors,
+		"goodput", fmt.Sprintf("%.3f/s", s.Goodput), "slo_attainment", fmt.Sprintf("%.1f%%", 100*s.Attainment),
+		"ttft_p50_ms", fmt.Sprintf("%.1f", s.TTFT.P50), "itl_p50_ms", fmt.Sprintf("%.2f", s.ITL.P50))
+	d.history.finish(rec, &s, res, err)
+	tokens := s.ISL.Avg*float64(s.ISL.Count) + s.OSL.Avg*float64(s.OSL.Count)
+	return scheduler.Usage{Requests: s.Requests, Tokens: int(tokens)}
+}
+
+// failureLog writes the first few failed requests of a run to its log, so
+// the run's page says what went wrong without a log line per request.
+type failureLog struct {
+	log   *slog.Logger
+	limit int
+	n     int
+}
+
+func (f *failureLog) Observe(r *result.Request, _ slo.Verdict) {
+	if r.Outcome != result.Error {
+		return
+	}
+	f.n++
+	switch {
+	case f.n <= f.limit:
+		f.log.Warn("request failed", "request", r.ID, "reason", r.Reason.String(), "http_status", r.HTTPStatus, "err", r.Err)
+	case f.n == f.limit+1:
+		f.log.Warn("further failed requests of this run are counted, not logged")
+	}
+}
+
+// RunNow starts profile's runs at once, against endpoint or all of its
+// endpoints. It returns the jobs started.
+func (d *Daemon) RunNow(profile, endpoint string) ([]string, error) {
+	d.mu.Lock()
+	var keys []string
+	for key, j := range d.jobs {
+		if j.profile.Name == profile && (endpoint == "" || j.endpoint == endpoint) {
+			keys = append(keys, key)
+		}
+	}
+	d.mu.Unlock()
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("no profile %q runs on endpoint %q: %w", profile, endpoint, scheduler.ErrUnknown)
+	}
+	sort.Strings(keys)
+	var started []string
+	var errs []error
+	for _, k := range keys {
+		if err := d.sched.RunNow(k); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", k, err))
+			continue
+		}
+		started = append(started, k)
+	}
+	return started, errors.Join(errs...)
+}
+
+// Watch reloads the configuration when the file's checksum changes,
+// checking every interval until ctx ends. A file refused once is not
+// tried again until it changes.
+func (d *Daemon) Watch(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		data, err := os.ReadFile(d.o.ConfigFile)
+		if err != nil {
+			continue
+		}
+		sum := sha256.Sum256(data)
+		d.mu.Lock()
+		stale := sum != d.loaded && sum != d.failed
+		d.mu.Unlock()
+		if stale {
+			d.log.Info("configuration file changed; reloading", "file", d.o.ConfigFile)
+			_ = d.Reload()
+		}
+	}
+}
+
+// Shutdown stops scheduling, cancels runs in progress (their requests count
+// as cancelled), and flushes every sink, within ctx's deadline.
+func (d *Daemon) Shutdown(ctx context.Context) error {
+	d.ready.Store(false)
+	stopped := make(chan struct{})
+	go func() { d.sched.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		return fmt.Errorf("runs did not stop in time: %w", ctx.Err())
+	}
+	d.mu.Lock()
+	d.closeTargets()
+	d.mu.Unlock()
+	if d.queue != nil {
+		d.queue.Close()
+		if err := d.otlp.Shutdown(ctx); err != nil {
+			return fmt.Errorf("otlp flush: %w", err)
+		}
+	}
+	return nil
+}
+
+func (d *Daemon) closeTargets() {
+	for _, t := range d.targets {
+		_ = t.t.Close()
+	}
+}

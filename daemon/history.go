@@ -1,0 +1,186 @@
+package daemon
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/probe/stats"
+)
+
+// Run results as the status page and the API show them.
+const (
+	ResultRunning   = "running"
+	ResultPassed    = "passed"
+	ResultFailed    = "failed"
+	ResultError     = "error"
+	ResultCancelled = "cancelled"
+)
+
+// RunRecord is one run kept for the status page and /api/v1/runs.
+type RunRecord struct {
+	ID       int64          `json:"id"`
+	Profile  string         `json:"profile"`
+	Endpoint string         `json:"endpoint"`
+	Trigger  string         `json:"trigger"` // schedule or manual
+	Start    time.Time      `json:"start"`
+	End      time.Time      `json:"end,omitzero"`
+	Result   string         `json:"result"`
+	Error    string         `json:"error,omitempty"`
+	Summary  *stats.Summary `json:"summary,omitempty"`
+	Log      []LogLine      `json:"log,omitempty"`
+}
+
+// LogLine is one log record of a run.
+type LogLine struct {
+	Time    time.Time `json:"time"`
+	Level   string    `json:"level"`
+	Message string    `json:"message"`
+	Attrs   string    `json:"attrs,omitempty"`
+}
+
+// maxLogLines bounds one run's log, so a run with thousands of failing
+// requests cannot grow the daemon's memory.
+const maxLogLines = 200
+
+// History keeps the last runs, and failed runs apart so that newer
+// successes do not roll them out.
+type History struct {
+	mu             sync.Mutex
+	nextID         int64
+	recent, failed []*RunRecord
+	keep, keepFail int
+}
+
+// NewHistory keeps keep recent runs and keepFailed failed ones.
+func NewHistory(keep, keepFailed int) *History {
+	return &History{keep: keep, keepFail: keepFailed}
+}
+
+func (h *History) start(profile, endpoint, trigger string) *RunRecord {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.nextID++
+	r := &RunRecord{ID: h.nextID, Profile: profile, Endpoint: endpoint, Trigger: trigger, Start: time.Now(), Result: ResultRunning}
+	h.recent = append(h.recent, r)
+	if len(h.recent) > h.keep {
+		h.recent = slices.Delete(h.recent, 0, len(h.recent)-h.keep)
+	}
+	return r
+}
+
+func (h *History) finish(r *RunRecord, s *stats.Summary, result string, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r.End, r.Summary, r.Result = time.Now(), s, result
+	if err != nil {
+		r.Error = err.Error()
+	}
+	if result == ResultFailed || result == ResultError {
+		h.failed = append(h.failed, r)
+		if len(h.failed) > h.keepFail {
+			h.failed = slices.Delete(h.failed, 0, len(h.failed)-h.keepFail)
+		}
+	}
+}
+
+func (h *History) log(r *RunRecord, line LogLine) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(r.Log) < maxLogLines {
+		r.Log = append(r.Log, line)
+	} else if len(r.Log) == maxLogLines {
+		r.Log = append(r.Log, LogLine{Time: line.Time, Level: "INFO", Message: "further log lines of this run are not kept"})
+	}
+}
+
+// Runs returns copies of the recent runs, newest first, and of failed runs
+// that rolled out of the recent ones.
+func (h *History) Runs() (recent, olderFailed []RunRecord) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	inRecent := map[int64]bool{}
+	for i := len(h.recent) - 1; i >= 0; i-- {
+		recent = append(recent, h.copyOf(h.recent[i]))
+		inRecent[h.recent[i].ID] = true
+	}
+	for i := len(h.failed) - 1; i >= 0; i-- {
+		if !inRecent[h.failed[i].ID] {
+			olderFailed = append(olderFailed, h.copyOf(h.failed[i]))
+		}
+	}
+	return recent, olderFailed
+}
+
+// Get returns a copy of run id.
+func (h *History) Get(id int64) (RunRecord, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, list := range [][]*RunRecord{h.recent, h.failed} {
+		for _, r := range list {
+			if r.ID == id {
+				return h.copyOf(r), true
+			}
+		}
+	}
+	return RunRecord{}, false
+}
+
+// Last returns the newest finished run of a job.
+func (h *History) Last(profile, endpoint string) (RunRecord, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := len(h.recent) - 1; i >= 0; i-- {
+		if r := h.recent[i]; r.Profile == profile && r.Endpoint == endpoint && r.Result != ResultRunning {
+			return h.copyOf(r), true
+		}
+	}
+	return RunRecord{}, false
+}
+
+func (h *History) copyOf(r *RunRecord) RunRecord {
+	c := *r
+	c.Log = slices.Clone(r.Log)
+	return c
+}
+
+// runLog is a slog.Handler that keeps a run's records in its history entry
+// and passes them on to the daemon's log. Attributes added with With go to
+// the daemon's log only: on the run's page they would repeat on every line.
+type runLog struct {
+	next slog.Handler
+	h    *History
+	r    *RunRecord
+}
+
+func (l *runLog) Enabled(ctx context.Context, lv slog.Level) bool {
+	return lv >= slog.LevelInfo || l.next.Enabled(ctx, lv)
+}
+
+func (l *runLog) Handle(ctx context.Context, rec slog.Record) error {
+	if rec.Level >= slog.LevelInfo {
+		line := LogLine{Time: rec.Time, Level: rec.Level.String(), Message: rec.Message}
+		rec.Attrs(func(a slog.Attr) bool {
+			if line.Attrs != "" {
+				line.Attrs += " "
+			}
+			line.Attrs += a.String()
+			return true
+		})
+		l.h.log(l.r, line)
+	}
+	if l.next.Enabled(ctx, rec.Level) {
+		return l.next.Handle(ctx, rec)
+	}
+	return nil
+}
+
+func (l *runLog) WithAttrs(as []slog.Attr) slog.Handler {
+	return &runLog{next: l.next.WithAttrs(as), h: l.h, r: l.r}
+}
+
+func (l *runLog) WithGroup(name string) slog.Handler {
+	return &runLog{next: l.next.WithGroup(name), h: l.h, r: l.r}
+}

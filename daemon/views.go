@@ -1,0 +1,110 @@
+package daemon
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/tokenprobe/tokenprobe/config"
+	"github.com/tokenprobe/tokenprobe/probe"
+	"github.com/tokenprobe/tokenprobe/scheduler"
+)
+
+// JobView is one profile x endpoint as the status page shows it.
+type JobView struct {
+	Profile, Endpoint, Model string
+	Schedule, Load, SLO      string
+	State                    scheduler.State
+	Last                     *RunRecord
+}
+
+// Jobs lists the scheduled jobs, by profile then endpoint.
+func (d *Daemon) Jobs() []JobView {
+	d.mu.Lock()
+	jobs := make([]*job, 0, len(d.jobs))
+	for _, j := range d.jobs {
+		jobs = append(jobs, j)
+	}
+	d.mu.Unlock()
+	sort.Slice(jobs, func(a, b int) bool { return jobs[a].key < jobs[b].key })
+	out := make([]JobView, 0, len(jobs))
+	for _, j := range jobs {
+		v := JobView{Profile: j.profile.Name, Endpoint: j.endpoint, Model: j.target.Endpoint.Model,
+			Schedule: describeSchedule(&j.profile.Schedule), Load: probe.PlanOf(&j.profile.Load).String(), SLO: describeSLO(&j.profile.SLO)}
+		v.State, _ = d.sched.State(j.key)
+		if last, ok := d.history.Last(j.profile.Name, j.endpoint); ok {
+			v.Last = &last
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func describeSchedule(s *config.Schedule) string {
+	var parts []string
+	if s.Continuous {
+		parts = append(parts, "continuously")
+	} else {
+		parts = append(parts, "every "+s.Every.D().String())
+	}
+	if s.Jitter > 0 {
+		parts = append(parts, "jitter "+s.Jitter.D().String())
+	}
+	if s.Window != "" {
+		tz := s.Timezone
+		if tz == "" {
+			tz = "UTC"
+		}
+		parts = append(parts, "within "+s.Window+" "+tz)
+	}
+	if s.Exclusive {
+		parts = append(parts, "exclusive")
+	}
+	if b := s.Budget; b.RequestsPerHour > 0 || b.TokensPerHour > 0 {
+		parts = append(parts, fmt.Sprintf("budget %d requests, %d tokens an hour", b.RequestsPerHour, b.TokensPerHour))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func describeSLO(s *config.SLO) string {
+	var parts []string
+	for _, t := range []struct {
+		name string
+		d    config.Duration
+	}{{"TTFT", s.TTFT}, {"TTST", s.TTST}, {"ITL", s.ITL}, {"latency", s.RequestLatency}} {
+		if t.d > 0 {
+			parts = append(parts, fmt.Sprintf("%s ≤ %s", t.name, t.d.D()))
+		}
+	}
+	if s.OutputTokensPerSecond > 0 {
+		parts = append(parts, fmt.Sprintf("≥ %g tokens/s", s.OutputTokensPerSecond))
+	}
+	if s.Objective > 0 {
+		parts = append(parts, fmt.Sprintf("objective %g%%", s.Objective*100))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// History is the record of recent runs.
+func (d *Daemon) History() *History { return d.history }
+
+// ConfigYAML is the running configuration with secrets left out.
+func (d *Daemon) ConfigYAML() ([]byte, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return yaml.Marshal(d.cfg)
+}
+
+// ReloadStatus is when the configuration was last (re)loaded and whether
+// that failed.
+func (d *Daemon) ReloadStatus() (time.Time, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.lastReload, d.lastErr
+}

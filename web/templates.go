@@ -1,0 +1,94 @@
+package web
+
+import (
+	"fmt"
+	"html/template"
+	"time"
+)
+
+var funcs = template.FuncMap{
+	"ms": func(v float64) string { return fmt.Sprintf("%.1f ms", v) },
+	"pct": func(v float64) string { return fmt.Sprintf("%.1f%%", v*100) },
+	"rate": func(v float64) string { return fmt.Sprintf("%.2f/s", v) },
+	"ago": func(t time.Time) string {
+		if t.IsZero() {
+			return "never"
+		}
+		return time.Since(t).Round(time.Second).String() + " ago"
+	},
+	"in": func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		d := time.Until(t).Round(time.Second)
+		if d < 0 {
+			return "due"
+		}
+		return "in " + d.String()
+	},
+	"dur": func(a, b time.Time) string {
+		if b.IsZero() {
+			return "running"
+		}
+		return b.Sub(a).Round(100 * time.Millisecond).String()
+	},
+}
+
+const style = `<style>
+body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
+table{border-collapse:collapse;margin-bottom:1.5em}
+th,td{border-bottom:1px solid #ddd;padding:.3em .6em;text-align:left;font-size:14px}
+th{background:#f4f4f4}
+.passed{color:#1a7f37}.failed,.error{color:#cf222e;font-weight:600}.running{color:#0969da}.cancelled{color:#777}
+.num{text-align:right;font-variant-numeric:tabular-nums}
+pre{background:#f6f8fa;padding:1em;overflow:auto;font-size:13px}
+.warn{background:#fff8c5;padding:.5em}
+</style>`
+
+var statusPage = template.Must(template.New("status").Funcs(funcs).Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><title>tokenprobe</title><meta http-equiv="refresh" content="10">` + style + `</head><body>
+<h1>tokenprobe</h1>
+<p>Version {{.Version}} · configuration loaded {{ago .ReloadAt}} · <a href="/metrics">metrics</a> · <a href="/config">configuration</a> · <a href="/api/v1/runs">runs API</a></p>
+{{with .ReloadErr}}<p class="warn" id="reload-error">The last reload failed and the previous configuration is still running: {{.}}</p>{{end}}
+<h2>Profiles</h2>
+<table id="jobs">
+<tr><th>profile</th><th>endpoint</th><th>model</th><th>load</th><th>schedule</th><th>SLO</th><th>state</th><th>next run</th>
+<th>last run</th><th>result</th><th class="num">goodput</th><th class="num">throughput</th><th class="num">attainment</th>
+<th class="num">TTFT p50</th><th class="num">TTFT p95</th><th class="num">ITL p50</th><th class="num">ITL p95</th></tr>
+{{range .Jobs}}<tr class="job" data-profile="{{.Profile}}" data-endpoint="{{.Endpoint}}">
+<td>{{.Profile}}</td><td>{{.Endpoint}}</td><td>{{.Model}}</td><td>{{.Load}}</td><td>{{.Schedule}}</td><td>{{.SLO}}</td>
+<td>{{if .State.Running}}<span class="running">running</span>{{else if .State.Paused}}paused: {{.State.Paused}}{{else}}idle{{end}}</td>
+<td>{{in .State.Next}}</td>
+{{with .Last}}<td><a href="/runs/{{.ID}}">#{{.ID}}</a> {{ago .End}}</td><td class="{{.Result}}">{{.Result}}</td>
+{{with .Summary}}<td class="num goodput">{{rate .Goodput}}</td><td class="num">{{rate .RequestThroughput}}</td><td class="num">{{pct .Attainment}}</td>
+<td class="num">{{ms .TTFT.P50}}</td><td class="num">{{ms .TTFT.P95}}</td><td class="num">{{ms .ITL.P50}}</td><td class="num">{{ms .ITL.P95}}</td>{{end}}
+{{else}}<td colspan="9">no run yet</td>{{end}}
+</tr>{{end}}
+</table>
+<h2>Recent runs</h2>
+{{template "runs" .Recent}}
+{{if .Failed}}<h2>Older failed runs</h2>
+<p>Kept after newer runs rolled them out of the list above.</p>
+{{template "runs" .Failed}}{{end}}
+</body></html>
+{{define "runs"}}<table class="runs">
+<tr><th>run</th><th>profile</th><th>endpoint</th><th>trigger</th><th>started</th><th>took</th><th>result</th>
+<th class="num">requests</th><th class="num">errors</th><th class="num">goodput</th><th class="num">attainment</th><th class="num">TTFT p50</th><th class="num">TTFT p99</th><th class="num">ITL p50</th><th>error</th></tr>
+{{range .}}<tr><td><a href="/runs/{{.ID}}">#{{.ID}}</a></td><td>{{.Profile}}</td><td>{{.Endpoint}}</td><td>{{.Trigger}}</td><td>{{.Start.Format "2006-01-02 15:04:05"}}</td><td>{{dur .Start .End}}</td>
+<td class="{{.Result}}">{{.Result}}</td>
+{{with .Summary}}<td class="num">{{.Requests}}</td><td class="num">{{.Errors}}</td><td class="num">{{rate .Goodput}}</td><td class="num">{{pct .Attainment}}</td>
+<td class="num">{{ms .TTFT.P50}}</td><td class="num">{{ms .TTFT.P99}}</td><td class="num">{{ms .ITL.P50}}</td>{{else}}<td colspan="7"></td>{{end}}<td>{{.Error}}</td></tr>
+{{else}}<tr><td colspan="15">No runs yet.</td></tr>{{end}}
+</table>{{end}}`))
+
+var runPage = template.Must(template.New("run").Funcs(funcs).Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><title>tokenprobe run #{{.Run.ID}}</title>` + style + `</head><body>
+<p><a href="/">← status</a></p>
+{{with .Run}}<h1>Run #{{.ID}}: {{.Profile}} on {{.Endpoint}}</h1>
+<p>Started {{.Start.Format "2006-01-02 15:04:05 MST"}} by {{.Trigger}}, took {{dur .Start .End}}: <span class="{{.Result}}">{{.Result}}</span>{{with .Error}} ({{.}}){{end}}</p>{{end}}
+{{if .Report}}<h2>Report</h2><pre id="report">{{.Report}}</pre>{{end}}
+<h2>Log</h2>
+<table><tr><th>time</th><th>level</th><th>message</th><th>details</th></tr>
+{{range .Run.Log}}<tr><td>{{.Time.Format "15:04:05.000"}}</td><td>{{.Level}}</td><td>{{.Message}}</td><td>{{.Attrs}}</td></tr>{{end}}
+</table>
+</body></html>`))

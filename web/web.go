@@ -1,0 +1,174 @@
+// Package web is the daemon's HTTP surface: the status page, a page per
+// run, /metrics, health and readiness, the running configuration, the runs
+// API, and the lifecycle endpoints (reload, run now) when enabled.
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tokenprobe/tokenprobe/daemon"
+	"github.com/tokenprobe/tokenprobe/probe/report"
+	"github.com/tokenprobe/tokenprobe/scheduler"
+)
+
+// Options configure the handler.
+type Options struct {
+	// Lifecycle enables POST /-/reload and POST /api/v1/runs.
+	Lifecycle bool
+	Gatherer  prometheus.Gatherer
+	Logger    *slog.Logger
+	Version   string
+}
+
+// Handler serves d.
+func Handler(d *daemon.Daemon, o Options) http.Handler {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &server{d: d, o: o}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", s.status)
+	mux.HandleFunc("GET /runs/{id}", s.run)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{EnableOpenMetrics: true, ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelError)}))
+	mux.HandleFunc("GET /-/healthy", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Healthy") })
+	mux.HandleFunc("GET /-/ready", s.ready)
+	mux.HandleFunc("POST /-/reload", s.lifecycle(s.reload))
+	mux.HandleFunc("PUT /-/reload", s.lifecycle(s.reload))
+	mux.HandleFunc("GET /config", s.config)
+	mux.HandleFunc("GET /api/v1/runs", s.runs)
+	mux.HandleFunc("POST /api/v1/runs", s.lifecycle(s.runNow))
+	return mux
+}
+
+type server struct {
+	d *daemon.Daemon
+	o Options
+}
+
+func (s *server) lifecycle(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.o.Lifecycle {
+			http.Error(w, "Lifecycle API is not enabled (start tokenprobe with --web.enable-lifecycle).", http.StatusForbidden)
+			return
+		}
+		h(w, r)
+	}
+}
+
+func (s *server) ready(w http.ResponseWriter, _ *http.Request) {
+	if !s.d.Ready() {
+		http.Error(w, "Service Unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "Ready")
+}
+
+func (s *server) reload(w http.ResponseWriter, _ *http.Request) {
+	if err := s.d.Reload(); err != nil {
+		http.Error(w, "failed to reload config: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	fmt.Fprintln(w, "configuration reloaded")
+}
+
+func (s *server) config(w http.ResponseWriter, _ *http.Request) {
+	b, err := s.d.ConfigYAML()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write(b)
+}
+
+type runsResponse struct {
+	Runs   []daemon.RunRecord `json:"runs"`
+	Failed []daemon.RunRecord `json:"older_failed_runs"`
+}
+
+func (s *server) runs(w http.ResponseWriter, _ *http.Request) {
+	recent, failed := s.d.History().Runs()
+	writeJSON(w, http.StatusOK, runsResponse{Runs: nonNil(recent), Failed: nonNil(failed)})
+}
+
+func nonNil(rs []daemon.RunRecord) []daemon.RunRecord {
+	if rs == nil {
+		return []daemon.RunRecord{}
+	}
+	return rs
+}
+
+func (s *server) runNow(w http.ResponseWriter, r *http.Request) {
+	profile := r.URL.Query().Get("profile")
+	if profile == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "the profile parameter is required"})
+		return
+	}
+	started, err := s.d.RunNow(profile, r.URL.Query().Get("endpoint"))
+	switch {
+	case errors.Is(err, scheduler.ErrUnknown):
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+	case err != nil && len(started) == 0:
+		writeJSON(w, http.StatusConflict, map[string]any{"error": err.Error()})
+	default:
+		resp := map[string]any{"started": started}
+		if err != nil {
+			resp["error"] = err.Error()
+		}
+		writeJSON(w, http.StatusAccepted, resp)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func (s *server) status(w http.ResponseWriter, _ *http.Request) {
+	recent, failed := s.d.History().Runs()
+	at, err := s.d.ReloadStatus()
+	data := map[string]any{
+		"Version": s.o.Version, "Jobs": s.d.Jobs(), "Recent": recent, "Failed": failed,
+		"ReloadAt": at, "ReloadErr": err, "Lifecycle": s.o.Lifecycle, "Now": time.Now(),
+	}
+	render(w, statusPage, data)
+}
+
+func (s *server) run(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	rec, ok := s.d.History().Get(id)
+	if err != nil || !ok {
+		http.Error(w, "no such run (only recent and failed runs are kept)", http.StatusNotFound)
+		return
+	}
+	var rep bytes.Buffer
+	if rec.Summary != nil {
+		levelName := "level"
+		report.Text(&rep, rec.Summary, levelName)
+	}
+	render(w, runPage, map[string]any{"Run": rec, "Report": rep.String(), "Version": s.o.Version})
+}
+
+func render(w http.ResponseWriter, t *template.Template, data any) {
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = buf.WriteTo(w)
+}
