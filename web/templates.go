@@ -7,8 +7,8 @@ import (
 )
 
 var funcs = template.FuncMap{
-	"ms": func(v float64) string { return fmt.Sprintf("%.1f ms", v) },
-	"pct": func(v float64) string { return fmt.Sprintf("%.1f%%", v*100) },
+	"ms":   func(v float64) string { return fmt.Sprintf("%.1f ms", v) },
+	"pct":  func(v float64) string { return fmt.Sprintf("%.1f%%", v*100) },
 	"rate": func(v float64) string { return fmt.Sprintf("%.2f/s", v) },
 	"ago": func(t time.Time) string {
 		if t.IsZero() {
