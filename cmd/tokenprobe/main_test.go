@@ -1,7 +1,17 @@
 package main
 
 import (
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/tokenprobe/tokenprobe/runonce"
 )
@@ -16,4 +26,92 @@ func TestCheckExitCodes(t *testing.T) {
 	if code := run([]string{"run"}); code != runonce.ExitConfig {
 		t.Errorf("missing flag: exit %d, want %d", code, runonce.ExitConfig)
 	}
+}
+
+// SIGTERM in the middle of a run: tokenprobe stops scheduling, cancels the
+// run, flushes, and exits 0 within the deadline, leaving no goroutine.
+func TestSIGTERMDuringARun(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tokenprobe.yaml")
+	if err := os.WriteFile(cfg, []byte(`
+endpoints:
+  - name: sim
+    simulator: {slots: 4, decode_base: 20ms}
+profiles:
+  - name: long
+    load: {concurrency: 4, duration: 1m}
+    schedule: {every: 1h}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run([]string{"serve", "-c", cfg, "--web.listen-address=" + addr, "--web.enable-lifecycle", "--shutdown.timeout=5s", "--log.level=error"})
+	}()
+	base := "http://" + addr
+	waitFor(t, "ready", func() bool { return get(base+"/-/ready") == 200 })
+	resp, err := http.Post(base+"/api/v1/runs?profile=long", "", nil)
+	if err != nil || resp.StatusCode != 202 {
+		t.Fatalf("run now: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	waitFor(t, "requests in flight", func() bool {
+		return strings.Contains(body(base+"/metrics"), `tokenprobe_in_flight_requests{endpoint="sim",profile="long"} 4`)
+	})
+	runs := body(base + "/api/v1/runs")
+
+	start := time.Now()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-exit:
+		if code != 0 {
+			t.Fatalf("exit code %d after SIGTERM", code)
+		}
+		t.Logf("exited 0 %v after SIGTERM", time.Since(start).Round(time.Millisecond))
+	case <-time.After(10 * time.Second):
+		t.Fatal("no exit within 10 s of SIGTERM")
+	}
+	if !strings.Contains(runs, `"result": "running"`) {
+		t.Fatalf("the run was not in progress at SIGTERM: %s", runs)
+	}
+	http.DefaultClient.CloseIdleConnections()
+}
+
+func get(url string) int {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func body(url string) string {
+	resp, err := http.Get(url)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
 }

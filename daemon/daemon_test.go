@@ -1,0 +1,210 @@
+package daemon
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const endpoints = `
+endpoints:
+  - name: sim
+    simulator: {slots: 8, decode_base: 2ms, prefill_base: 1ms, seed: 1}
+`
+
+func profile(name, load string) string {
+	return `  - name: ` + name + `
+    load: ` + load + `
+    workload: {input_tokens: {mean: 10}, output_tokens: {mean: 4}}
+    schedule: {every: 1h}
+`
+}
+
+func writeFile(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func start(t *testing.T, body string) (*Daemon, string, *prometheus.Registry) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tokenprobe.yaml")
+	writeFile(t, path, body)
+	reg := prometheus.NewRegistry()
+	d, err := New(Options{ConfigFile: path, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Not t.Context(): it is already cancelled when cleanups run.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := d.Shutdown(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	return d, path, reg
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func run(d *Daemon, profile string) func() (RunRecord, bool) {
+	return func() (RunRecord, bool) {
+		recent, _ := d.History().Runs()
+		for _, r := range recent {
+			if r.Profile == profile {
+				return r, true
+			}
+		}
+		return RunRecord{}, false
+	}
+}
+
+func seriesOf(t *testing.T, reg *prometheus.Registry, profile string) int {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, mf := range mfs {
+		for _, m := range mf.Metric {
+			for _, l := range m.Label {
+				if l.GetName() == "profile" && l.GetValue() == profile {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+// A reload applies the difference: a running unchanged job runs on, a
+// changed one restarts (its run cancelled), a removed one stops and its
+// series leave /metrics, a new one appears.
+func TestReloadAppliesTheDifference(t *testing.T) {
+	long := "{concurrency: 1, duration: 2s}"
+	d, path, reg := start(t, endpoints+"profiles:\n"+profile("keep", long)+profile("change", long)+profile("remove", "{concurrency: 1, requests: 3}"))
+
+	if _, err := d.RunNow("remove", ""); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the run of 'remove'", func() bool { r, ok := run(d, "remove")(); return ok && r.Result != ResultRunning })
+	if seriesOf(t, reg, "remove") == 0 {
+		t.Fatal("no series for 'remove' before the reload")
+	}
+	for _, p := range []string{"keep", "change"} {
+		if _, err := d.RunNow(p, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "both long runs to start", func() bool {
+		k, ok1 := run(d, "keep")()
+		c, ok2 := run(d, "change")()
+		return ok1 && ok2 && k.Result == ResultRunning && c.Result == ResultRunning
+	})
+
+	writeFile(t, path, endpoints+"profiles:\n"+profile("keep", long)+profile("change", "{concurrency: 2, duration: 2s}")+profile("added", long))
+	if err := d.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := run(d, "change")(); c.Result != ResultCancelled {
+		t.Errorf("the changed job's run: %s, want cancelled", c.Result)
+	}
+	eventually(t, "the unchanged job's run to finish", func() bool { k, _ := run(d, "keep")(); return k.Result != ResultRunning })
+	if k, _ := run(d, "keep")(); k.Result != ResultPassed {
+		t.Errorf("the unchanged job's run was %s (%s), want passed: a reload must not restart it", k.Result, k.Error)
+	}
+	if n := seriesOf(t, reg, "remove"); n != 0 {
+		t.Errorf("%d series of the removed profile remain", n)
+	}
+	var names []string
+	for _, j := range d.Jobs() {
+		names = append(names, j.Profile)
+	}
+	if strings.Join(names, ",") != "added,change,keep" {
+		t.Errorf("jobs after reload: %v", names)
+	}
+}
+
+// A bad file is refused with its exact error and changes nothing.
+func TestBadReloadKeepsTheRunningConfig(t *testing.T) {
+	d, path, reg := start(t, endpoints+"profiles:\n"+profile("p", "{concurrency: 1, requests: 2}"))
+	writeFile(t, path, endpoints+"profiles:\n  - name: p\n    load: {concurency: 2}\n")
+	err := d.Reload()
+	want := path + ":7:12: profiles[0].load.concurency: unknown field (did you mean \"concurrency\"?)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v\nwant %s", err, want)
+	}
+	if jobs := d.Jobs(); len(jobs) != 1 || jobs[0].Load != "concurrency 1 for 2 requests" {
+		t.Fatalf("running jobs changed: %+v", jobs)
+	}
+	if !d.Ready() {
+		t.Fatal("not ready after a refused reload")
+	}
+	if _, err := d.RunNow("p", ""); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a run on the old config", func() bool { r, ok := run(d, "p")(); return ok && r.Result == ResultPassed })
+	if v := gauge(t, reg, "tokenprobe_config_last_reload_successful"); v != 0 {
+		t.Errorf("reload gauge %v after a failure", v)
+	}
+	at, lastErr := d.ReloadStatus()
+	if lastErr == nil || at.IsZero() {
+		t.Error("the status does not show the failed reload")
+	}
+	// Fixing the file recovers.
+	writeFile(t, path, endpoints+"profiles:\n"+profile("p", "{concurrency: 2, requests: 2}"))
+	if err := d.Reload(); err != nil || gauge(t, reg, "tokenprobe_config_last_reload_successful") != 1 {
+		t.Fatalf("reload after the fix: %v", err)
+	}
+}
+
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.Metric[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("%s not found", name)
+	return 0
+}
+
+func TestStartupWithABadFileFails(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokenprobe.yaml")
+	writeFile(t, path, "profiles: [}")
+	if _, err := New(Options{ConfigFile: path}); err == nil || !strings.HasPrefix(err.Error(), path+": ") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// The file watcher reloads a changed file once, and does not retry a file
+// it refused until it changes again.
+func TestWatchReloadsOnChange(t *testing.T) {
+	d, path, _ := start(t, endpoints+"profiles:\n"+profile("a", "{concurrency: 1, requests: 1}"))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { d.Watch(ctx, 10*time.Millisecond); close(done) }()
+	defer func() { cancel(); <-done }()
+	writeFile(t, path, endpoints+"profiles:\n"+profile("b", "{concurrency: 1, requests: 1}"))
+	eventually(t, "profile b", func() bool { j := d.Jobs(); return len(j) == 1 && j[0].Profile == "b" })
+}

@@ -1,0 +1,66 @@
+package web
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// chromium returns the headless browser, or skips the test where there is
+// none, unless TOKENPROBE_REQUIRE_BROWSER is set (as .ci/run sets it).
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("TOKENPROBE_REQUIRE_BROWSER") != "" {
+		t.Fatal("no chromium on PATH, and TOKENPROBE_REQUIRE_BROWSER is set")
+	}
+	t.Skip("no chromium on PATH (apt-get install chromium)")
+	return ""
+}
+
+// Headless renders url in Chromium and returns the DOM it built.
+func Headless(t *testing.T, browser, url string, extra ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--disable-dev-shm-usage", "--user-data-dir=" + t.TempDir()}, extra...)
+	out, err := exec.CommandContext(ctx, browser, append(args, url)...).Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	return string(out)
+}
+
+// A real browser loads the status page of a running daemon and finds the
+// demo profile's last run and its goodput.
+func TestStatusPageInABrowser(t *testing.T) {
+	browser := chromium(t)
+	f := newFixture(t, true)
+	if code, _ := f.do(t, "POST", "/api/v1/runs?profile=demo"); code != 202 {
+		t.Fatalf("run now: %d", code)
+	}
+	run := f.waitForRun(t, "demo")
+	dom := Headless(t, browser, f.srv.URL+"/", "--dump-dom")
+	row := regexp.MustCompile(`(?s)<tr class="job" data-profile="demo".*?</tr>`).FindString(dom)
+	if row == "" {
+		t.Fatalf("no row for the demo profile in the rendered page:\n%.2000s", dom)
+	}
+	if !strings.Contains(row, `href="/runs/1"`) || !strings.Contains(row, `class="passed"`) {
+		t.Errorf("the demo row does not show its last run:\n%s", row)
+	}
+	goodput := regexp.MustCompile(`class="num goodput">([0-9.]+)/s<`).FindStringSubmatch(row)
+	if goodput == nil || goodput[1] == "0.00" {
+		t.Fatalf("no goodput in the demo row:\n%s", row)
+	}
+	t.Logf("browser shows run #%d with goodput %s/s (summary: %.2f/s)", run.ID, goodput[1], run.Summary.Goodput)
+}

@@ -1,0 +1,195 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tokenprobe/tokenprobe/daemon"
+)
+
+const plantedKey = "sk-planted-3f9a1c"
+
+const cfg = `
+endpoints:
+  - name: sim
+    simulator: {slots: 4, decode_base: 2ms, prefill_base: 1ms, seed: 1}
+  - name: keyed
+    simulator: {slots: 4, decode_base: 2ms, seed: 2}
+    api_key_env: TOKENPROBE_WEB_TEST_KEY
+profiles:
+  - name: demo
+    endpoints: [sim]
+    load: {concurrency: 2, requests: 10}
+    workload: {input_tokens: {mean: 10}, output_tokens: {mean: 6}}
+    slo: {ttft: 1s, objective: 0.5}
+    schedule: {every: 1h}
+  - name: slow
+    endpoints: [keyed]
+    load: {concurrency: 1, duration: 1s}
+    workload: {output_tokens: {mean: 4}}
+    schedule: {every: 1h}
+`
+
+type fixture struct {
+	d    *daemon.Daemon
+	srv  *httptest.Server
+	path string
+}
+
+func newFixture(t *testing.T, lifecycle bool) *fixture {
+	t.Helper()
+	t.Setenv("TOKENPROBE_WEB_TEST_KEY", plantedKey)
+	path := filepath.Join(t.TempDir(), "tokenprobe.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	d, err := daemon.New(daemon.Options{ConfigFile: path, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(Handler(d, Options{Lifecycle: lifecycle, Gatherer: reg, Version: "test"}))
+	t.Cleanup(func() {
+		srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = d.Shutdown(ctx)
+	})
+	return &fixture{d: d, srv: srv, path: path}
+}
+
+func (f *fixture) do(t *testing.T, method, path string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, f.srv.URL+path, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func (f *fixture) waitForRun(t *testing.T, profile string) daemon.RunRecord {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		recent, _ := f.d.History().Runs()
+		for _, r := range recent {
+			if r.Profile == profile && r.Result != daemon.ResultRunning {
+				return r
+			}
+		}
+	}
+	t.Fatalf("no finished run of %s", profile)
+	return daemon.RunRecord{}
+}
+
+func TestLifecycleIsOffByDefault(t *testing.T) {
+	f := newFixture(t, false)
+	for _, c := range []struct{ method, path string }{{"POST", "/-/reload"}, {"PUT", "/-/reload"}, {"POST", "/api/v1/runs?profile=demo"}} {
+		if code, _ := f.do(t, c.method, c.path); code != http.StatusForbidden {
+			t.Errorf("%s %s: %d, want 403", c.method, c.path, code)
+		}
+	}
+	if code, _ := f.do(t, "GET", "/-/reload"); code != http.StatusMethodNotAllowed {
+		t.Errorf("GET /-/reload: %d", code)
+	}
+}
+
+func TestEndpoints(t *testing.T) {
+	f := newFixture(t, true)
+	for path, want := range map[string]string{"/-/healthy": "Healthy", "/-/ready": "Ready"} {
+		if code, body := f.do(t, "GET", path); code != 200 || !strings.Contains(body, want) {
+			t.Errorf("%s: %d %q", path, code, body)
+		}
+	}
+	if code, body := f.do(t, "POST", "/api/v1/runs?profile=demo"); code != http.StatusAccepted || !strings.Contains(body, "demo/sim") {
+		t.Fatalf("run now: %d %s", code, body)
+	}
+	if code, _ := f.do(t, "POST", "/api/v1/runs?profile=nope"); code != http.StatusNotFound {
+		t.Errorf("unknown profile: %d", code)
+	}
+	if code, _ := f.do(t, "POST", "/api/v1/runs"); code != http.StatusBadRequest {
+		t.Errorf("no profile: %d", code)
+	}
+	if code, _ := f.do(t, "POST", "/api/v1/runs?profile=slow"); code != http.StatusAccepted {
+		t.Fatalf("slow: %d", code)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if code, body := f.do(t, "POST", "/api/v1/runs?profile=slow"); code != http.StatusConflict {
+		t.Errorf("run now while running: %d %s", code, body)
+	}
+	run := f.waitForRun(t, "demo")
+	if run.Result != daemon.ResultPassed || run.Trigger != "manual" || run.Summary.Requests != 10 {
+		t.Fatalf("run: %+v", run)
+	}
+
+	_, body := f.do(t, "GET", "/api/v1/runs")
+	var runs struct {
+		Runs []daemon.RunRecord `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(body), &runs); err != nil || len(runs.Runs) == 0 {
+		t.Fatalf("runs API: %v %s", err, body)
+	}
+	if code, body := f.do(t, "GET", "/runs/1"); code != 200 || !strings.Contains(body, "Time to first token") || !strings.Contains(body, "run finished") {
+		t.Errorf("run page: %d\n%s", code, body)
+	}
+	if code, _ := f.do(t, "GET", "/runs/999"); code != 404 {
+		t.Errorf("missing run: %d", code)
+	}
+	if code, body := f.do(t, "GET", "/"); code != 200 || !strings.Contains(body, `data-profile="demo"`) {
+		t.Errorf("status page: %d", code)
+	}
+	if _, body := f.do(t, "GET", "/metrics"); !strings.Contains(body, "tokenprobe_requests_total") {
+		t.Error("metrics lack tokenprobe_requests_total")
+	}
+}
+
+// The planted key never leaves the process through the HTTP surface.
+func TestSecretsStayHidden(t *testing.T) {
+	f := newFixture(t, true)
+	f.do(t, "POST", "/api/v1/runs?profile=slow")
+	f.waitForRun(t, "slow")
+	for _, path := range []string{"/config", "/", "/api/v1/runs", "/runs/1", "/metrics"} {
+		code, body := f.do(t, "GET", path)
+		if code != 200 {
+			t.Errorf("%s: %d", path, code)
+		}
+		if strings.Contains(body, plantedKey) {
+			t.Errorf("%s shows the API key", path)
+		}
+	}
+	if _, body := f.do(t, "GET", "/config"); !strings.Contains(body, "api_key_env: TOKENPROBE_WEB_TEST_KEY") {
+		t.Errorf("/config does not say where the key comes from:\n%s", body)
+	}
+}
+
+func TestReloadAnswers500WithTheError(t *testing.T) {
+	f := newFixture(t, true)
+	if err := os.WriteFile(f.path, []byte("endpoints: []\nprofiles: [{name: p, load: {rate: -1}}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, body := f.do(t, "POST", "/-/reload")
+	if code != 500 || !strings.Contains(body, f.path+":2:") {
+		t.Fatalf("bad reload: %d %s", code, body)
+	}
+	if _, page := f.do(t, "GET", "/"); !strings.Contains(page, `id="reload-error"`) || !strings.Contains(page, `data-profile="demo"`) {
+		t.Error("the status page does not show the failed reload next to the running profiles")
+	}
+	if err := os.WriteFile(f.path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := f.do(t, "POST", "/-/reload"); code != 200 {
+		t.Fatalf("good reload: %d %s", code, body)
+	}
+}
