@@ -38,17 +38,21 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger, hup <-chan 
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	v := version.Version
+	if v == "" {
+		v = "dev" // go run, or a build without the Makefile's version stamp
+	}
 	logger.Info("starting tokenprobe", "version", version.Info(), "build", version.BuildContext(), "config", o.configFile)
 	d, err := daemon.New(daemon.Options{
 		ConfigFile: o.configFile, Logger: logger, Registerer: reg,
-		MaxConcurrentRuns: o.maxConcurrentRuns, Version: version.Version,
+		MaxConcurrentRuns: o.maxConcurrentRuns, Version: v,
 	})
 	if err != nil {
 		logger.Error("cannot start", "err", err)
 		return runonce.ExitConfig
 	}
 	srv := &http.Server{
-		Handler:           web.Handler(d, web.Options{Lifecycle: o.lifecycle, Gatherer: reg, Logger: logger, Version: version.Version}),
+		Handler:           web.Handler(d, web.Options{Lifecycle: o.lifecycle, Gatherer: reg, Logger: logger, Version: v}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	served := make(chan error, 1)
