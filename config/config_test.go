@@ -75,7 +75,7 @@ func TestFullFileAndDefaults(t *testing.T) {
 		t.Errorf("profile decoded wrong: %+v", p)
 	}
 	st := cfg.Profile("staircase").Load.Plan()
-	if len(st) != 3 || st[0].Concurrency != 1 || st[1].Requests != 100 || st[2].Arrival != "poisson" || st[2].MaxConcurrency != 10 {
+	if len(st) != 4 || st[3].Smoothness != 0.5 || st[3].Arrival != "gamma" || st[0].Concurrency != 1 || st[1].Requests != 100 || st[2].Arrival != "poisson" || st[2].MaxConcurrency != 10 {
 		t.Errorf("stages: %+v", st)
 	}
 	d := cfg.Profile("defaults")

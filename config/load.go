@@ -286,6 +286,9 @@ func (s *Schedule) validate(l *locator, path string) {
 func (st *Stage) defaults() {
 	if st.Rate > 0 && st.Arrival == "" {
 		st.Arrival = "poisson"
+		if st.Smoothness > 0 {
+			st.Arrival = "gamma"
+		}
 	}
 	if st.Concurrency == 0 && st.Rate == 0 {
 		st.Concurrency = 1
@@ -322,8 +325,14 @@ func (ld *Stage) validate(l *locator, path string) {
 	if ld.Rate == 0 && (ld.Arrival != "" || ld.MaxConcurrency != 0) {
 		l.errf(path+".arrival", "arrival and max_concurrency apply to an open loop (rate)")
 	}
-	if ld.Rate > 0 && ld.Arrival != "constant" && ld.Arrival != "poisson" {
-		l.errf(path+".arrival", "%q is not constant or poisson", ld.Arrival)
+	if ld.Rate > 0 && ld.Arrival != "constant" && ld.Arrival != "poisson" && ld.Arrival != "gamma" {
+		l.errf(path+".arrival", "%q is not constant, poisson or gamma", ld.Arrival)
+	}
+	switch {
+	case ld.Arrival == "gamma" && ld.Smoothness <= 0:
+		l.errf(path+".smoothness", "gamma arrivals need a positive smoothness (1 is Poisson, below 1 burstier)")
+	case ld.Arrival != "gamma" && ld.Smoothness != 0:
+		l.errf(path+".smoothness", "smoothness applies to gamma arrivals only")
 	}
 	if ld.MaxConcurrency < 0 {
 		l.errf(path+".max_concurrency", "must not be negative")

@@ -181,8 +181,11 @@ type Stage struct {
 	Concurrency int `yaml:"concurrency"`
 	// Rate runs an open loop at this many requests per second.
 	Rate float64 `yaml:"rate"`
-	// Arrival is the open loop's arrival process: constant or poisson.
+	// Arrival is the open loop's arrival process: constant, poisson or gamma.
 	Arrival string `yaml:"arrival"`
+	// Smoothness is the gamma process's shape (AIPerf and vLLM's
+	// burstiness): 1 is Poisson, below 1 burstier, above 1 more regular.
+	Smoothness float64 `yaml:"smoothness"`
 	// MaxConcurrency caps requests in flight in an open loop (0: no cap).
 	MaxConcurrency int      `yaml:"max_concurrency"`
 	Duration       Duration `yaml:"duration"`

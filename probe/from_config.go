@@ -29,7 +29,7 @@ func PlanOf(l *config.Load) Plan {
 	plan := Plan{Warmup: l.WarmupRequests, Seed: l.Seed}
 	for _, st := range l.Plan() {
 		plan.Stages = append(plan.Stages, Stage{
-			Concurrency: st.Concurrency, Rate: st.Rate, Arrival: st.Arrival, MaxConcurrency: st.MaxConcurrency,
+			Concurrency: st.Concurrency, Rate: st.Rate, Arrival: st.Arrival, Smoothness: st.Smoothness, MaxConcurrency: st.MaxConcurrency,
 			Duration: st.Duration.D(), Requests: st.Requests,
 		})
 	}

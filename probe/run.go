@@ -33,8 +33,10 @@ type Stage struct {
 	Concurrency int
 	// Rate > 0 runs an open loop with Arrival gaps, capped at
 	// MaxConcurrency in flight when that is set.
-	Rate           float64
-	Arrival        string
+	Rate    float64
+	Arrival string
+	// Smoothness is the gamma arrival process's shape.
+	Smoothness     float64
 	MaxConcurrency int
 	Duration       time.Duration
 	Requests       int
@@ -229,7 +231,7 @@ func (r *Run) closedLoop(stop, reqCtx context.Context, index int, st Stage, warm
 
 func (r *Run) openLoop(stop, reqCtx context.Context, index int, st Stage, warmup bool, out chan<- *result.Request) error {
 	limit := st.Requests
-	arrivals, err := load.NewArrivals(st.Arrival, st.Rate, r.Plan.Seed+uint64(index))
+	arrivals, err := load.NewArrivals(st.Arrival, st.Rate, st.Smoothness, r.Plan.Seed+uint64(index))
 	if err != nil {
 		return err
 	}
