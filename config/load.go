@@ -20,6 +20,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/tokenprobe/tokenprobe/probe/workload"
 	"github.com/tokenprobe/tokenprobe/scheduler"
 )
 
@@ -96,7 +97,7 @@ func (c *Config) defaults() {
 		if p == nil {
 			continue
 		}
-		if len(p.Load.Stages) == 0 {
+		if len(p.Load.Stages) == 0 && p.Workload.Trace == nil {
 			p.Load.Stage.defaults()
 		}
 		if p.Schedule.Every == 0 && !p.Schedule.Continuous {
@@ -198,7 +199,10 @@ func (c *Config) validate(l *locator, dir string) {
 		}
 		p.Load.validate(l, path+".load")
 		p.Schedule.validate(l, path+".schedule")
-		p.Workload.validate(l, path+".workload")
+		p.Workload.validate(l, path+".workload", dir)
+		if p.Workload.Trace != nil && (len(p.Load.Stages) > 0 || p.Load.Rate > 0 || p.Load.Concurrency > 0 || p.Load.Requests > 0 || p.Load.Duration > 0) {
+			l.errf(path+".load", "a trace sets the schedule: with workload.trace, load takes only max_concurrency and warmup_requests")
+		}
 		p.SLO.validate(l, path+".slo")
 	}
 }
@@ -345,7 +349,25 @@ func (ld *Stage) validate(l *locator, path string) {
 	}
 }
 
-func (w *Workload) validate(l *locator, path string) {
+func (w *Workload) validate(l *locator, path, dir string) {
+	if t := w.Trace; t != nil {
+		switch {
+		case t.File == "":
+			l.errf(path+".trace", "file is required")
+		case t.Format != "" && t.Format != "mooncake":
+			l.errf(path+".trace.format", "%q is not a known trace format (mooncake)", t.Format)
+		case t.Speedup < 0 || t.From < 0 || t.To < 0 || t.To > 0 && t.To <= t.From:
+			l.errf(path+".trace", "speedup, from and to must be positive, and to after from")
+		default:
+			t.Path = t.File
+			if !filepath.IsAbs(t.Path) {
+				t.Path = filepath.Join(dir, t.Path)
+			}
+			if _, err := workload.ReadMooncake(t.Path); err != nil {
+				l.errf(path+".trace.file", "%v", err)
+			}
+		}
+	}
 	for name, t := range map[string]Tokens{"input_tokens": w.InputTokens, "output_tokens": w.OutputTokens} {
 		if t.Mean < 1 {
 			l.errf(path+"."+name+".mean", "must be at least 1")

@@ -202,11 +202,34 @@ func (l *Load) Plan() []Stage {
 
 // Workload is what each request asks.
 type Workload struct {
+	// Trace replays a recorded trace: its timestamps set the schedule and
+	// its rows the prompt and answer lengths.
+	Trace *Trace `yaml:"trace"`
 	InputTokens  Tokens `yaml:"input_tokens"`
 	OutputTokens Tokens `yaml:"output_tokens"`
 	// Stream asks for a streamed answer (default true).
 	Stream *bool  `yaml:"stream"`
 	Seed   uint64 `yaml:"seed"`
+}
+
+// Trace is a recorded workload to replay.
+type Trace struct {
+	// File is the trace, relative to the configuration file.
+	File string `yaml:"file"`
+	// Format is "mooncake" (timestamp ms, input_length, output_length,
+	// hash_ids of 512-token blocks).
+	Format string `yaml:"format"`
+	// Speedup divides the trace's gaps (10 sends ten times as fast).
+	Speedup float64 `yaml:"speedup"`
+	// From and To select a window of the trace's own time.
+	From Duration `yaml:"from"`
+	To   Duration `yaml:"to"`
+	// Salt changes every prompt block's text; 0 replays the same text run
+	// after run, so a server's prefix cache warms as in production.
+	Salt uint64 `yaml:"salt"`
+
+	// Path is File resolved against the configuration's folder.
+	Path string `yaml:"-"`
 }
 
 // Tokens is a normal distribution of token counts, at least 1.

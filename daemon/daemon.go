@@ -275,7 +275,12 @@ func (d *Daemon) execute(ctx context.Context, j *job, manual bool) scheduler.Usa
 	if d.queue != nil {
 		sinks = append(sinks, d.queue)
 	}
-	run := probe.NewRun(j.profile, j.target.Endpoint, j.target.Client, sinks...)
+	run, err := probe.NewRun(j.profile, j.target.Endpoint, j.target.Client, sinks...)
+	if err != nil {
+		log.Error("run not started", "err", err)
+		d.history.finish(rec, nil, ResultError, err)
+		return scheduler.Usage{}
+	}
 	log.Info("run started", "trigger", trigger, "load", run.Plan.String())
 	d.prom.RunStarted(run)
 	if d.otlp != nil {

@@ -34,6 +34,9 @@ func (d *Daemon) Jobs() []JobView {
 	for _, j := range jobs {
 		v := JobView{Profile: j.profile.Name, Endpoint: j.endpoint, Model: j.target.Endpoint.Model,
 			Schedule: describeSchedule(&j.profile.Schedule), Load: probe.PlanOf(&j.profile.Load).String(), SLO: describeSLO(&j.profile.SLO)}
+		if t := j.profile.Workload.Trace; t != nil {
+			v.Load = fmt.Sprintf("trace %s from %s to %s at %gx", t.File, t.From.D(), t.To.D(), max(t.Speedup, 1))
+		}
 		v.State, _ = d.sched.State(j.key)
 		if last, ok := d.history.Last(j.profile.Name, j.endpoint); ok {
 			v.Last = &last

@@ -1,16 +1,19 @@
 package probe
 
 import (
+	"fmt"
+
 	"github.com/tokenprobe/tokenprobe/config"
 	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
 	"github.com/tokenprobe/tokenprobe/probe/workload"
 )
 
-// NewRun builds the run of profile p against one endpoint.
-func NewRun(p *config.Profile, ep *client.Endpoint, c *client.Client, sinks ...Sink) *Run {
+// NewRun builds the run of profile p against one endpoint. It fails only
+// when a trace the profile replays cannot be read.
+func NewRun(p *config.Profile, ep *client.Endpoint, c *client.Client, sinks ...Sink) (*Run, error) {
 	w := p.Workload
-	return &Run{
+	run := &Run{
 		Profile: p.Name,
 		Plan:    PlanOf(&p.Load),
 		Workload: workload.NewSynthetic(
@@ -22,11 +25,31 @@ func NewRun(p *config.Profile, ep *client.Endpoint, c *client.Client, sinks ...S
 		Client:   c,
 		Sinks:    sinks,
 	}
+	if t := w.Trace; t != nil {
+		rows, err := workload.ReadMooncake(t.Path)
+		if err != nil {
+			return nil, err
+		}
+		rows, offsets := workload.Window(rows, t.From.D(), t.To.D(), t.Speedup)
+		if len(rows) == 0 {
+			return nil, fmt.Errorf("%s: no requests between %s and %s", t.File, t.From.D(), t.To.D())
+		}
+		st := Stage{Offsets: offsets, MaxConcurrency: p.Load.MaxConcurrency, Requests: len(rows)}
+		if span := offsets[len(offsets)-1]; span > 0 {
+			st.Rate = float64(len(rows)-1) / span.Seconds() // the mean rate, for the load_level label
+		}
+		run.Plan.Stages = []Stage{st}
+		run.Workload = workload.NewReplay(rows, w.Streaming(), t.Salt)
+	}
+	return run, nil
 }
 
 // PlanOf converts a profile's load block.
 func PlanOf(l *config.Load) Plan {
 	plan := Plan{Warmup: l.WarmupRequests, Seed: l.Seed}
+	if len(l.Stages) == 0 && l.Stage == (config.Stage{}) {
+		return plan // a trace's schedule, filled in by NewRun
+	}
 	for _, st := range l.Plan() {
 		plan.Stages = append(plan.Stages, Stage{
 			Concurrency: st.Concurrency, Rate: st.Rate, Arrival: st.Arrival, Smoothness: st.Smoothness, MaxConcurrency: st.MaxConcurrency,

@@ -40,6 +40,9 @@ type Stage struct {
 	MaxConcurrency int
 	Duration       time.Duration
 	Requests       int
+	// Offsets, when set, are the send times from the stage's start (a
+	// trace's schedule), in place of an arrival process.
+	Offsets []time.Duration
 }
 
 // Level is the load the stage asks for: concurrency or rate.
@@ -52,6 +55,9 @@ func (s Stage) Level() float64 {
 
 // LevelName says what the stage's level counts: concurrency or rate.
 func (s Stage) LevelName() string {
+	if s.Offsets != nil {
+		return "trace rate"
+	}
 	if s.Rate > 0 {
 		return "rate"
 	}
@@ -204,7 +210,7 @@ func (r *Run) Execute(ctx context.Context) (stats.Summary, error) {
 
 // phase issues requests until stop ends or limit requests were issued.
 func (r *Run) phase(stop, reqCtx context.Context, index int, st Stage, warmup bool, out chan<- *result.Request) error {
-	if st.Rate > 0 {
+	if st.Rate > 0 || st.Offsets != nil {
 		return r.openLoop(stop, reqCtx, index, st, warmup, out)
 	}
 	r.closedLoop(stop, reqCtx, index, st, warmup, out)
@@ -231,9 +237,16 @@ func (r *Run) closedLoop(stop, reqCtx context.Context, index int, st Stage, warm
 
 func (r *Run) openLoop(stop, reqCtx context.Context, index int, st Stage, warmup bool, out chan<- *result.Request) error {
 	limit := st.Requests
-	arrivals, err := load.NewArrivals(st.Arrival, st.Rate, st.Smoothness, r.Plan.Seed+uint64(index))
-	if err != nil {
-		return err
+	var gaps load.Arrivals
+	if st.Offsets != nil {
+		if limit == 0 || limit > len(st.Offsets) {
+			limit = len(st.Offsets)
+		}
+	} else {
+		var err error
+		if gaps, err = load.NewArrivals(st.Arrival, st.Rate, st.Smoothness, r.Plan.Seed+uint64(index)); err != nil {
+			return err
+		}
 	}
 	var sem chan struct{}
 	if st.MaxConcurrency > 0 {
@@ -241,17 +254,26 @@ func (r *Run) openLoop(stop, reqCtx context.Context, index int, st Stage, warmup
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	prompts, stopPrompts := r.prepare(stop, limit)
+	defer stopPrompts()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
-	next := time.Now()
+	start := time.Now()
+	next := start
 	for i := 0; limit == 0 || i < limit; i++ {
-		if i > 0 {
-			next = next.Add(arrivals.Next())
+		switch {
+		case st.Offsets != nil:
+			next = start.Add(st.Offsets[i])
+		case i > 0:
+			next = next.Add(gaps.Next())
 		}
-		// The prompt is built before the scheduled time, so building it
-		// never counts as the probe's own dispatch lag.
-		p := r.Workload.Next()
+		var p client.Prompt
+		select {
+		case p = <-prompts:
+		case <-stop.Done():
+			return nil
+		}
 		if d := time.Until(next); d > 0 {
 			timer.Reset(d)
 			select {
@@ -281,6 +303,45 @@ func (r *Run) openLoop(stop, reqCtx context.Context, index int, st Stage, warmup
 		})
 	}
 	return nil
+}
+
+// lookahead is how many prompts are prepared before their send time: deep
+// enough for the bursts of a trace (rows that share a timestamp).
+const lookahead = 64
+
+// prepare builds and encodes up to limit prompts (0: without end) ahead of
+// their send times on its own goroutine, so that neither building a long
+// prompt nor encoding it ever makes a request late. It returns once the
+// first prompts are ready, so the schedule's clock starts with a full
+// buffer.
+func (r *Run) prepare(stop context.Context, limit int) (<-chan client.Prompt, func()) {
+	out := make(chan client.Prompt, lookahead)
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; limit == 0 || i < limit; i++ {
+			p := r.Workload.Next()
+			_ = client.Encode(r.Endpoint, &p) // on error Do encodes again and reports it
+			select {
+			case out <- p:
+			case <-quit:
+				return
+			}
+		}
+	}()
+	want := lookahead
+	if limit > 0 {
+		want = min(limit, lookahead)
+	}
+	for len(out) < want && stop.Err() == nil {
+		select {
+		case <-done:
+			want = 0
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return out, func() { close(quit); <-done }
 }
 
 func (r *Run) one(ctx context.Context, index int, st Stage, scheduled time.Time, p client.Prompt, warmup bool) *result.Request {

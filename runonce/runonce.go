@@ -151,7 +151,10 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *targets.Target
 		records = report.NewRecords(f)
 		sinks = append(sinks, records)
 	}
-	run := probe.NewRun(p, t.Endpoint, t.Client, sinks...)
+	run, err := probe.NewRun(p, t.Endpoint, t.Client, sinks...)
+	if err != nil {
+		return stats.Summary{}, err
+	}
 	levelName := run.Plan.Stages[0].LevelName()
 	fmt.Fprintf(o.Progress, "Running profile %s against %s (%s)...\n", p.Name, t.Endpoint.Name, run.Plan)
 	stop := progress(o, run)

@@ -49,6 +49,20 @@ type Prompt struct {
 	// MaxTokens caps the answer; 0 leaves it to the server.
 	MaxTokens int
 	Stream    bool
+	// Body is the request body already encoded by Encode, or nil: a
+	// load generator encodes ahead of the send time, so that the encoding
+	// of a long prompt never makes a request late.
+	Body []byte
+}
+
+// Encode fills p.Body for ep.
+func Encode(ep *Endpoint, p *Prompt) error {
+	body, err := openai.Body(openai.RequestBody{
+		API: ep.API, Model: ep.Model, Prompt: p.Text, MaxTokens: p.MaxTokens,
+		Stream: p.Stream, IncludeUsage: ep.IncludeUsage, Extra: ep.Extra,
+	})
+	p.Body = body
+	return err
 }
 
 // Options tune the transport.
@@ -126,15 +140,14 @@ func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Reque
 	r.IntendedInputTokens = p.InputTokens
 	r.InputTokens, r.InputSource = p.InputTokens, result.SourceIntended
 
-	body, err := openai.Body(openai.RequestBody{
-		API: ep.API, Model: ep.Model, Prompt: p.Text, MaxTokens: p.MaxTokens,
-		Stream: p.Stream, IncludeUsage: ep.IncludeUsage, Extra: ep.Extra,
-	})
-	if err != nil {
-		r.Start = time.Now()
-		c.fail(r, result.ReasonValidation, err)
-		return
+	if p.Body == nil {
+		if err := Encode(ep, &p); err != nil {
+			r.Start = time.Now()
+			c.fail(r, result.ReasonValidation, err)
+			return
+		}
 	}
+	body := p.Body
 	if ep.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, ep.Timeout, errRequestTimeout)

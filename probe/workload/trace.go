@@ -1,0 +1,162 @@
+package workload
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/probe/client"
+)
+
+// BlockTokens is the size of one prefix block of a Mooncake trace.
+const BlockTokens = 512
+
+// TraceRow is one request of a Mooncake trace.
+type TraceRow struct {
+	Timestamp    time.Duration // since the trace's start
+	InputTokens  int
+	OutputTokens int
+	// HashIDs name the prompt's 512-token blocks; equal ids are equal
+	// blocks, which a server's prefix cache can reuse.
+	HashIDs []int
+}
+
+type mooncakeLine struct {
+	Timestamp    *float64 `json:"timestamp"`
+	InputLength  *int     `json:"input_length"`
+	OutputLength *int     `json:"output_length"`
+	HashIDs      []int    `json:"hash_ids"`
+}
+
+// ReadMooncake reads a Mooncake trace (JSON lines of timestamp in ms,
+// input_length, output_length, hash_ids). Errors name the file and line.
+func ReadMooncake(path string) ([]TraceRow, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var rows []TraceRow
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
+	line := 0
+	var last time.Duration
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" {
+			continue
+		}
+		var m mooncakeLine
+		dec := json.NewDecoder(strings.NewReader(text))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&m); err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", path, line, err)
+		}
+		switch {
+		case m.Timestamp == nil || m.InputLength == nil || m.OutputLength == nil:
+			return nil, fmt.Errorf("%s:%d: timestamp, input_length and output_length are required", path, line)
+		case *m.InputLength < 1 || *m.OutputLength < 1 || *m.Timestamp < 0:
+			return nil, fmt.Errorf("%s:%d: lengths must be at least 1 and the timestamp not negative", path, line)
+		case len(m.HashIDs) > 0 && (len(m.HashIDs)-1)*BlockTokens >= *m.InputLength:
+			return nil, fmt.Errorf("%s:%d: %d hash_ids of %d tokens do not fit input_length %d", path, line, len(m.HashIDs), BlockTokens, *m.InputLength)
+		}
+		ts := time.Duration(*m.Timestamp * float64(time.Millisecond))
+		if ts < last {
+			return nil, fmt.Errorf("%s:%d: timestamps go backwards (%v after %v)", path, line, ts, last)
+		}
+		last = ts
+		rows = append(rows, TraceRow{Timestamp: ts, InputTokens: *m.InputLength, OutputTokens: *m.OutputLength, HashIDs: m.HashIDs})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %v", path, line+1, err)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%s: no requests", path)
+	}
+	return rows, nil
+}
+
+// Window keeps the rows with from <= timestamp < to (to = 0: to the end)
+// and returns their send offsets: timestamps from the window's start,
+// divided by speedup.
+func Window(rows []TraceRow, from, to time.Duration, speedup float64) ([]TraceRow, []time.Duration) {
+	if speedup <= 0 {
+		speedup = 1
+	}
+	var kept []TraceRow
+	var offsets []time.Duration
+	for _, r := range rows {
+		if r.Timestamp < from || to > 0 && r.Timestamp >= to {
+			continue
+		}
+		kept = append(kept, r)
+		offsets = append(offsets, time.Duration(float64(r.Timestamp-from)/speedup))
+	}
+	return kept, offsets
+}
+
+// Replay hands out a trace's requests in order. Prompts are built so that
+// equal hash_ids give byte-identical blocks: request prefixes shared in
+// production are shared here, and a server's prefix cache behaves as it
+// did there.
+type Replay struct {
+	rows   []TraceRow
+	stream bool
+	salt   uint64
+	mu     sync.Mutex
+	next   int
+}
+
+// NewReplay replays rows; salt changes every block's text (0 reproduces
+// the same prompts run after run, so caches warm as in production).
+func NewReplay(rows []TraceRow, stream bool, salt uint64) *Replay {
+	return &Replay{rows: rows, stream: stream, salt: salt}
+}
+
+// Next returns the next row's prompt; past the end it wraps around.
+func (r *Replay) Next() client.Prompt {
+	r.mu.Lock()
+	row := r.rows[r.next%len(r.rows)]
+	r.next++
+	r.mu.Unlock()
+	return client.Prompt{Text: TracePrompt(row, r.salt), InputTokens: row.InputTokens, MaxTokens: row.OutputTokens, Stream: r.stream}
+}
+
+// TracePrompt builds a row's prompt: one block of BlockTokens words per
+// hash id, the last cut to input_length.
+func TracePrompt(row TraceRow, salt uint64) string {
+	var b strings.Builder
+	b.Grow(row.InputTokens * 6)
+	left := row.InputTokens
+	for i, id := range row.HashIDs {
+		n := min(BlockTokens, left)
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(blockWords(uint64(id)^salt, n))
+		left -= n
+		// Building a 100k-token prompt is milliseconds of CPU; yield
+		// between blocks so the goroutine sending requests on schedule is
+		// never kept waiting for a processor.
+		runtime.Gosched()
+	}
+	if left > 0 { // no hash ids: an unshared prompt
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(Words(uint64(row.Timestamp)^salt^0x5eed, left))
+	}
+	return b.String()
+}
+
+// blockWords is the first n words of a block: a block cut short is a
+// prefix of the same block whole.
+func blockWords(id uint64, n int) string {
+	return Words(id*0x9e3779b97f4a7c15+1, n)
+}
