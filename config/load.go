@@ -197,7 +197,7 @@ func (c *Config) validate(l *locator, dir string) {
 				l.errf(fmt.Sprintf("%s.endpoints[%d]", path, j), "no endpoint is named %q", name)
 			}
 		}
-		p.Load.validate(l, path+".load")
+		p.Load.validate(l, path+".load", p.Workload.Trace != nil)
 		p.Schedule.validate(l, path+".schedule")
 		p.Workload.validate(l, path+".workload", dir)
 		if p.Workload.Trace != nil && (len(p.Load.Stages) > 0 || p.Load.Rate > 0 || p.Load.Concurrency > 0 || p.Load.Requests > 0 || p.Load.Duration > 0) {
@@ -302,11 +302,14 @@ func (st *Stage) defaults() {
 	}
 }
 
-func (ld *Load) validate(l *locator, path string) {
+func (ld *Load) validate(l *locator, path string, trace bool) {
 	if len(ld.Stages) > 0 && ld.Stage != (Stage{}) {
 		l.errf(path+".stages", "give stages, or one level of load (concurrency or rate, duration, requests), not both")
 	}
-	if len(ld.Stages) == 0 {
+	switch {
+	case trace && ld.MaxConcurrency < 0:
+		l.errf(path+".max_concurrency", "must not be negative")
+	case !trace && len(ld.Stages) == 0:
 		ld.Stage.validate(l, path)
 	}
 	for i := range ld.Stages {

@@ -204,7 +204,7 @@ func (l *Load) Plan() []Stage {
 type Workload struct {
 	// Trace replays a recorded trace: its timestamps set the schedule and
 	// its rows the prompt and answer lengths.
-	Trace *Trace `yaml:"trace"`
+	Trace        *Trace `yaml:"trace"`
 	InputTokens  Tokens `yaml:"input_tokens"`
 	OutputTokens Tokens `yaml:"output_tokens"`
 	// Stream asks for a streamed answer (default true).
