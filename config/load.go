@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -96,6 +97,14 @@ func (c *Config) defaults() {
 	for _, p := range c.Profiles {
 		if p == nil {
 			continue
+		}
+		if sw := p.Load.Sweep; sw != nil && len(p.Load.Stages) == 0 {
+			for _, c := range sw.Concurrency {
+				p.Load.Stages = append(p.Load.Stages, Stage{Concurrency: c, Requests: sw.Requests, Duration: sw.Duration})
+			}
+			for _, r := range sw.Rate {
+				p.Load.Stages = append(p.Load.Stages, Stage{Rate: r, Requests: sw.Requests, Duration: sw.Duration})
+			}
 		}
 		if len(p.Load.Stages) == 0 && p.Workload.Trace == nil {
 			p.Load.Stage.defaults()
@@ -303,6 +312,20 @@ func (st *Stage) defaults() {
 }
 
 func (ld *Load) validate(l *locator, path string, trace bool) {
+	if sw := ld.Sweep; sw != nil {
+		switch {
+		case len(sw.Concurrency) > 0 == (len(sw.Rate) > 0):
+			l.errf(path+".sweep", "give a list of concurrency levels or of rates")
+		case sw.Requests <= 0 && sw.Duration <= 0:
+			l.errf(path+".sweep", "give requests or duration for each level")
+		case !slices.IsSorted(sw.Concurrency) || !slices.IsSorted(sw.Rate) || slices.Contains(sw.Concurrency, 0) || slices.Contains(sw.Rate, 0):
+			l.errf(path+".sweep", "levels must be positive and ascending (capacity is read from the lowest up)")
+		}
+		if ld.Stage != (Stage{}) {
+			l.errf(path+".sweep", "give a sweep, stages, or one level of load, not several")
+		}
+		return
+	}
 	if len(ld.Stages) > 0 && ld.Stage != (Stage{}) {
 		l.errf(path+".stages", "give stages, or one level of load (concurrency or rate, duration, requests), not both")
 	}

@@ -167,6 +167,8 @@ type Load struct {
 	Stage `yaml:",inline"`
 	// Stages replace the single level above with a sequence of levels.
 	Stages []Stage `yaml:"stages"`
+	// Sweep is a shorthand for stages that step one kind of load.
+	Sweep *Sweep `yaml:"sweep"`
 	// WarmupRequests are sent first, at the first stage's load, and left
 	// out of every result.
 	WarmupRequests int    `yaml:"warmup_requests"`
@@ -190,6 +192,16 @@ type Stage struct {
 	MaxConcurrency int      `yaml:"max_concurrency"`
 	Duration       Duration `yaml:"duration"`
 	Requests       int      `yaml:"requests"`
+}
+
+// Sweep steps concurrency (or rate) through levels, each held for the same
+// number of requests or time: the shape that finds capacity at SLO and the
+// TTFT cliff.
+type Sweep struct {
+	Concurrency []int     `yaml:"concurrency"`
+	Rate        []float64 `yaml:"rate"`
+	Requests    int       `yaml:"requests"`
+	Duration    Duration  `yaml:"duration"`
 }
 
 // Plan returns the stages to run: Stages, or the single inline stage.

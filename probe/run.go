@@ -204,6 +204,8 @@ func (r *Run) Execute(ctx context.Context) (stats.Summary, error) {
 		for _, a := range perStage {
 			s.Stages = append(s.Stages, a.Summary())
 		}
+		k := stats.FindKnee(s.Stages, r.SLO.Objective)
+		s.Knee = &k
 	}
 	return s, err
 }

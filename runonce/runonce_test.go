@@ -275,3 +275,41 @@ profiles:
 		})
 	}
 }
+
+// A concurrency sweep against the simulator with 4 slots finds capacity at
+// SLO at the slot count (within one level), and the TTFT cliff just past it.
+func TestSweepFindsTheKnee(t *testing.T) {
+	cfg := writeConfig(t, `
+endpoints:
+  - name: sim
+    simulator: {slots: 4, prefill_base: 1ms, prefill_per_token: 10us, decode_base: 3ms, seed: 1}
+profiles:
+  - name: sweep
+    load:
+      sweep: {concurrency: [1, 2, 4, 8, 16], requests: 24}
+    workload: {input_tokens: {mean: 100}, output_tokens: {mean: 16}}
+    slo: {ttft: 25ms, objective: 0.9}
+`)
+	dir := t.TempDir()
+	code, out, errOut := runCLI(t, Options{ConfigFile: cfg, ArtifactsDir: dir})
+	if code != ExitSLOFailed {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*", "summary.json"))
+	var all []stats.Summary
+	readJSON(t, files[0], &all)
+	k := all[0].Knee
+	if k == nil || len(all[0].Stages) != 5 {
+		t.Fatalf("no knee, %d stages", len(all[0].Stages))
+	}
+	t.Logf("capacity at SLO %g, cliff at %g (TTFT x%.1f, ITL x%.2f)", k.CapacityAtSLO, k.CliffLevel, k.TTFTRatio, k.ITLRatio)
+	if k.CapacityAtSLO < 2 || k.CapacityAtSLO > 8 {
+		t.Errorf("capacity at SLO %g, want 4 (the slot count) within one level", k.CapacityAtSLO)
+	}
+	if k.CliffLevel < 4 || k.CliffLevel > 16 {
+		t.Errorf("cliff at %g, want just past the 4 slots", k.CliffLevel)
+	}
+	if !strings.Contains(out, "Capacity at SLO") || !strings.Contains(out, "TTFT cliff") {
+		t.Errorf("the report does not show the knee:\n%s", out)
+	}
+}

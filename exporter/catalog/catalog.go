@@ -113,6 +113,10 @@ var (
 		Help: "Goodput of the last run: good requests per second of benchmark duration."}
 	RunLastThroughput = Metric{Name: "tokenprobe_run_last_throughput_requests_per_second", Type: Gauge, Unit: "requests per second", Labels: RunLabels,
 		Help: "Request throughput of the last run: successful requests per second."}
+	RunLastCapacity = Metric{Name: "tokenprobe_run_last_capacity_at_slo", Type: Gauge, Unit: "load level", Labels: RunLabels,
+		Help: "Capacity at SLO from the last multi-stage run (a sweep): the highest load level whose attainment met the objective; 0 when none did. Absent for single-level profiles."}
+	RunLastCliff = Metric{Name: "tokenprobe_run_last_ttft_cliff_level", Type: Gauge, Unit: "load level", Labels: RunLabels,
+		Help: "The load level where the last multi-stage run's TTFT p50 reached 3x its first level's while ITL p50 stayed under 1.5x (a queue); 0 when there was no cliff."}
 	RunObjective = Metric{Name: "tokenprobe_slo_objective_ratio", Type: Gauge, Unit: "ratio", Labels: RunLabels,
 		Help: "The profile's SLO objective (fraction of requests that must be good); 0 when none."}
 	ProfileInfo = Metric{Name: "tokenprobe_profile_info", Type: Gauge, Unit: "info", Labels: []string{"profile", "endpoint", "model", "url", "api"},
@@ -136,7 +140,7 @@ var All = []Metric{
 	Requests, Errors, Good, SLORequests, InputTokens, OutputTokens,
 	InFlight, TargetConcurrency, TargetRate,
 	Runs, RunsSkipped, RunNext, RunLastTimestamp, RunLastSuccess, RunLastPassed, RunLastDuration,
-	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunObjective, ProfileInfo,
+	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunLastCapacity, RunLastCliff, RunObjective, ProfileInfo,
 	ConfigReloadOK, ConfigReloadTime, Dropped,
 }
 

@@ -30,7 +30,7 @@ type Exporter struct {
 	ttft, ttst, itl, gaps, dur, lag                                 *prometheus.HistogramVec
 	requests, errors, good, sloReqs, inTok, outTok, runs, skipped   *prometheus.CounterVec
 	lastTS, lastOK, lastPassed, lastDur, lastAtt, lastGood, lastThr *prometheus.GaugeVec
-	objective, info, next                                           *prometheus.GaugeVec
+	objective, info, next, capacity, cliff                          *prometheus.GaugeVec
 	dropped                                                         *prometheus.CounterVec
 	reloadOK, reloadTime                                            prometheus.Gauge
 
@@ -87,13 +87,13 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	e.lastTS, e.lastOK, e.lastPassed = gauge(catalog.RunLastTimestamp), gauge(catalog.RunLastSuccess), gauge(catalog.RunLastPassed)
 	e.lastDur, e.lastAtt, e.lastGood = gauge(catalog.RunLastDuration), gauge(catalog.RunLastAttainment), gauge(catalog.RunLastGoodput)
 	e.lastThr, e.objective, e.info = gauge(catalog.RunLastThroughput), gauge(catalog.RunObjective), gauge(catalog.ProfileInfo)
-	e.next = gauge(catalog.RunNext)
+	e.next, e.capacity, e.cliff = gauge(catalog.RunNext), gauge(catalog.RunLastCapacity), gauge(catalog.RunLastCliff)
 	e.reloadOK = prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ConfigReloadOK.Name, Help: catalog.ConfigReloadOK.Help})
 	e.reloadTime = prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ConfigReloadTime.Name, Help: catalog.ConfigReloadTime.Help})
 	for _, c := range []prometheus.Collector{
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.requests, e.errors, e.good, e.sloReqs, e.inTok, e.outTok,
 		e.runs, e.skipped, e.dropped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr,
-		e.objective, e.info, e.next, e.reloadOK, e.reloadTime, (*liveCollector)(e),
+		e.objective, e.info, e.next, e.capacity, e.cliff, e.reloadOK, e.reloadTime, (*liveCollector)(e),
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -250,6 +250,10 @@ func (e *Exporter) RunFinished(run *probe.Run, s stats.Summary, err error) {
 	e.lastAtt.WithLabelValues(lv...).Set(s.Attainment)
 	e.lastGood.WithLabelValues(lv...).Set(s.Goodput)
 	e.lastThr.WithLabelValues(lv...).Set(s.RequestThroughput)
+	if k := s.Knee; k != nil && err == nil {
+		e.capacity.WithLabelValues(lv...).Set(k.CapacityAtSLO)
+		e.cliff.WithLabelValues(lv...).Set(k.CliffLevel)
+	}
 }
 
 // RunSkipped counts a scheduled tick that started no run.
@@ -287,6 +291,7 @@ func (e *Exporter) Forget(profile, endpoint string) {
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.requests, e.errors, e.good, e.sloReqs, e.inTok, e.outTok,
 		e.runs, e.skipped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr, e.objective, e.info, e.next,
+		e.capacity, e.cliff,
 	} {
 		v.DeletePartialMatch(match)
 	}

@@ -68,6 +68,22 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 	if len(s.Stages) > 0 {
 		Stages(w, s.Stages, levelName)
 	}
+	if k := s.Knee; k != nil {
+		fmt.Fprintln(w)
+		switch {
+		case s.Objective == 0:
+			kv("Capacity at SLO", "n/a (no slo.objective)")
+		case k.CapacityAtSLO == 0:
+			kv("Capacity at SLO", "none: the first level already misses the objective")
+		default:
+			kv("Capacity at SLO", "%s %g", levelName, k.CapacityAtSLO)
+		}
+		if k.CliffLevel > 0 {
+			kv("TTFT cliff", "at %s %g: TTFT p50 x%.1f, ITL p50 x%.2f (a queue, not a slower model)", levelName, k.CliffLevel, k.TTFTRatio, k.ITLRatio)
+		} else {
+			kv("TTFT cliff", "none (TTFT p50 never reached x%g of the first level with ITL under x%g)", stats.CliffTTFT, stats.CliffITL)
+		}
+	}
 }
 
 // Stages writes one line per stage: latency read against load, where a

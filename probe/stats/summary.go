@@ -48,6 +48,8 @@ type Summary struct {
 	Passed bool `json:"passed"`
 	// Stages holds one summary per stage of a multi-stage run, in order.
 	Stages []Summary `json:"stages,omitempty"`
+	// Knee is read off Stages: capacity at SLO and where TTFT breaks.
+	Knee *Knee `json:"knee,omitempty"`
 }
 
 // Aggregator accumulates measured requests into a Summary. It is not safe
