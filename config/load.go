@@ -145,18 +145,21 @@ func (c *Config) validate(l *locator, dir string) {
 			continue
 		}
 		checkName(l, path, e.Name, seen, "endpoint")
-		switch {
-		case e.BaseURL == "" && e.Simulator == nil:
-			l.errf(path, "base_url is required (or simulator, for the built-in simulated server)")
-		case e.BaseURL != "" && e.Simulator != nil:
-			l.errf(path+".simulator", "give base_url or simulator, not both")
-		case e.BaseURL != "":
-			u, err := url.Parse(e.BaseURL)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				l.errf(path+".base_url", "%q is not an http(s) URL", e.BaseURL)
-			} else if u.User != nil {
-				l.errf(path+".base_url", "credentials in the URL would leak into logs: use api_key_file or api_key_env")
+		given := 0
+		for _, set := range []bool{e.BaseURL != "", len(e.BaseURLs) > 0, e.Simulator != nil} {
+			if set {
+				given++
 			}
+		}
+		switch {
+		case given == 0:
+			l.errf(path, "base_url is required (or base_urls for replicas, or simulator for the built-in simulated server)")
+		case given > 1:
+			l.errf(path+".base_url", "give one of base_url, base_urls and simulator")
+		}
+		checkURL(l, path+".base_url", e.BaseURL)
+		for j, u := range e.BaseURLs {
+			checkURL(l, fmt.Sprintf("%s.base_urls[%d]", path, j), u)
 		}
 		if e.Simulator != nil {
 			e.Simulator.validate(l, path+".simulator")
@@ -213,6 +216,18 @@ func (c *Config) validate(l *locator, dir string) {
 			l.errf(path+".load", "a trace sets the schedule: with workload.trace, load takes only max_concurrency and warmup_requests")
 		}
 		p.SLO.validate(l, path+".slo")
+	}
+}
+
+func checkURL(l *locator, path, raw string) {
+	if raw == "" {
+		return
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		l.errf(path, "%q is not an http(s) URL", raw)
+	} else if u.User != nil {
+		l.errf(path, "credentials in the URL would leak into logs: use api_key_file or api_key_env")
 	}
 }
 
@@ -376,6 +391,11 @@ func (ld *Stage) validate(l *locator, path string) {
 }
 
 func (w *Workload) validate(l *locator, path, dir string) {
+	if c := w.Cancel; c.Fraction < 0 || c.Fraction > 1 {
+		l.errf(path+".cancel.fraction", "%v is not a fraction between 0 and 1", c.Fraction)
+	} else if c.Fraction > 0 && c.After <= 0 {
+		l.errf(path+".cancel.after", "give how long after sending a request is cancelled")
+	}
 	if t := w.Trace; t != nil {
 		switch {
 		case t.File == "":

@@ -73,6 +73,9 @@ type Endpoint struct {
 	Name string `yaml:"name"`
 	// BaseURL is the OpenAI base URL, normally ending in /v1.
 	BaseURL string `yaml:"base_url"`
+	// BaseURLs are replicas behind no load balancer, used round robin, in
+	// place of BaseURL.
+	BaseURLs []string `yaml:"base_urls"`
 	// Simulator starts tokenprobe's built-in simulator in-process and
 	// points the endpoint at it, instead of BaseURL.
 	Simulator *Simulator `yaml:"simulator"`
@@ -222,6 +225,16 @@ type Workload struct {
 	// Stream asks for a streamed answer (default true).
 	Stream *bool  `yaml:"stream"`
 	Seed   uint64 `yaml:"seed"`
+	// Cancel makes the workload cancel some requests, as impatient users do.
+	Cancel Cancel `yaml:"cancel"`
+}
+
+// Cancel is cancellation injection: Fraction of requests cancelled After
+// they were sent. They count as cancelled, in neither the numerator nor
+// the denominator of SLO attainment.
+type Cancel struct {
+	Fraction float64  `yaml:"fraction"`
+	After    Duration `yaml:"after"`
 }
 
 // Trace is a recorded workload to replay.

@@ -25,6 +25,7 @@ func NewRun(p *config.Profile, ep *client.Endpoint, c *client.Client, sinks ...S
 		Client:   c,
 		Sinks:    sinks,
 	}
+	run.Plan.CancelFraction, run.Plan.CancelAfter = w.Cancel.Fraction, w.Cancel.After.D()
 	if t := w.Trace; t != nil {
 		rows, err := workload.ReadMooncake(t.Path)
 		if err != nil {

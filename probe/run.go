@@ -5,7 +5,9 @@ package probe
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -86,6 +88,10 @@ type Plan struct {
 	// phase, and are not measured.
 	Warmup int
 	Seed   uint64
+	// CancelFraction of requests are cancelled by the workload after
+	// CancelAfter, as impatient users do; they count as cancelled.
+	CancelFraction float64
+	CancelAfter    time.Duration
 }
 
 // String says what the plan does, in a line.
@@ -115,12 +121,14 @@ type Run struct {
 	Client   *client.Client
 	Sinks    []Sink
 
-	nextID   atomic.Uint64
-	stage    atomic.Int64 // index of the stage running now
-	inFlight atomic.Int64
-	done     atomic.Int64
-	errors   atomic.Int64
-	started  atomic.Int64 // unix nanos of the measured phase's start
+	nextID    atomic.Uint64
+	cancelMu  sync.Mutex
+	cancelRng *rand.Rand
+	stage     atomic.Int64 // index of the stage running now
+	inFlight  atomic.Int64
+	done      atomic.Int64
+	errors    atomic.Int64
+	started   atomic.Int64 // unix nanos of the measured phase's start
 }
 
 // Progress is a snapshot of a run in progress.
@@ -346,9 +354,29 @@ func (r *Run) prepare(stop context.Context, limit int) (<-chan client.Prompt, fu
 	return out, func() { close(quit); <-done }
 }
 
+var errInjectedCancel = errors.New("cancelled by the workload (cancellation injection)")
+
+// injectCancel draws whether the next request is one the workload cancels.
+func (r *Run) injectCancel() bool {
+	if r.Plan.CancelFraction <= 0 {
+		return false
+	}
+	r.cancelMu.Lock()
+	defer r.cancelMu.Unlock()
+	if r.cancelRng == nil {
+		r.cancelRng = rand.New(rand.NewPCG(r.Plan.Seed, 0xcace1))
+	}
+	return r.cancelRng.Float64() < r.Plan.CancelFraction
+}
+
 func (r *Run) one(ctx context.Context, index int, st Stage, scheduled time.Time, p client.Prompt, warmup bool) *result.Request {
 	res := &result.Request{
 		ID: r.nextID.Add(1), Profile: r.Profile, Stage: index, Level: st.Level(), Warmup: warmup, Scheduled: scheduled,
+	}
+	if r.injectCancel() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, r.Plan.CancelAfter, errInjectedCancel)
+		defer cancel()
 	}
 	r.inFlight.Add(1)
 	r.Client.Do(ctx, r.Endpoint, p, res)

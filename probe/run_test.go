@@ -206,3 +206,22 @@ func TestStages(t *testing.T) {
 		t.Errorf("TTFT p50 %.1f ms at c=8 vs %.1f ms at c=1: no queueing", sum.Stages[1].TTFT.P50, sum.Stages[0].TTFT.P50)
 	}
 }
+
+// Injected cancellations end as cancelled, never as errors, and stay out
+// of SLO attainment.
+func TestCancellationInjection(t *testing.T) {
+	run, _ := newRun(t, sim.Config{Slots: 16, DecodeBase: 10 * time.Millisecond}, Plan{Stages: []Stage{{Concurrency: 8, Requests: 60}},
+		CancelFraction: 0.5, CancelAfter: 30 * time.Millisecond, Seed: 3}, 10, 10)
+	run.SLO = slo.Set{Thresholds: []slo.Threshold{{Kind: slo.TTFT, Max: time.Second}}}
+	sum, err := run.Execute(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 60 draws at 1/2: 16 to 44 holds with probability above 0.9998.
+	if sum.Cancelled < 16 || sum.Cancelled > 44 || sum.Errors != 0 || sum.Success+sum.Cancelled != 60 {
+		t.Fatalf("success %d, cancelled %d, errors %d", sum.Success, sum.Cancelled, sum.Errors)
+	}
+	if sum.Attainment != 1 {
+		t.Fatalf("attainment %v: cancelled requests must not count against it", sum.Attainment)
+	}
+}

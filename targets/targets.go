@@ -45,7 +45,7 @@ func Open(cfg *config.Config) (*Set, error) {
 func OpenEndpoint(e *config.Endpoint) (*Target, error) {
 	t := &Target{
 		Endpoint: &client.Endpoint{
-			Name: e.Name, BaseURL: e.BaseURL, API: openai.API(e.API), Model: e.Model,
+			Name: e.Name, BaseURL: e.BaseURL, BaseURLs: e.BaseURLs, API: openai.API(e.API), Model: e.Model,
 			APIKey: e.APIKey.Reveal(), Timeout: e.Timeout.D(), IncludeUsage: e.Usage(), Extra: e.ExtraBody,
 		},
 		Client: client.New(client.Options{ConnectTimeout: e.ConnectTimeout.D()}),

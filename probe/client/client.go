@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,16 +30,29 @@ import (
 type Endpoint struct {
 	Name    string
 	BaseURL string // e.g. http://127.0.0.1:8000/v1
-	API     openai.API
-	Model   string
-	Headers http.Header
-	APIKey  string // sent as a bearer token; never logged
+	// BaseURLs, when set, are replicas behind no load balancer, used in
+	// turn; BaseURL is then ignored.
+	BaseURLs []string
+	next     atomic.Uint64
+	API      openai.API
+	Model    string
+	Headers  http.Header
+	APIKey   string // sent as a bearer token; never logged
 	// Timeout bounds a whole request, first byte to last chunk.
 	Timeout time.Duration
 	// IncludeUsage asks streaming servers for a trailing usage chunk.
 	IncludeUsage bool
 	// Extra fields for the request body.
 	Extra map[string]any
+}
+
+// URL returns the base URL of the next request: BaseURL, or the replicas
+// round robin.
+func (ep *Endpoint) URL() string {
+	if len(ep.BaseURLs) == 0 {
+		return ep.BaseURL
+	}
+	return ep.BaseURLs[(ep.next.Add(1)-1)%uint64(len(ep.BaseURLs))]
 }
 
 // Prompt is one request's input from the workload.
@@ -136,7 +150,8 @@ var errRequestTimeout = errors.New("request timeout")
 // it a timeout (the server's).
 func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Request) {
 	r.Streaming = p.Stream
-	r.Endpoint, r.Model, r.API, r.URL = ep.Name, ep.Model, string(ep.API), ep.BaseURL
+	base := ep.URL()
+	r.Endpoint, r.Model, r.API, r.URL = ep.Name, ep.Model, string(ep.API), base
 	r.IntendedInputTokens = p.InputTokens
 	r.InputTokens, r.InputSource = p.InputTokens, result.SourceIntended
 
@@ -153,7 +168,7 @@ func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Reque
 		ctx, cancel = context.WithTimeoutCause(ctx, ep.Timeout, errRequestTimeout)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(ep.BaseURL, "/")+ep.API.Path(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+ep.API.Path(), bytes.NewReader(body))
 	if err != nil {
 		r.Start = time.Now()
 		c.fail(r, result.ReasonConnect, err)

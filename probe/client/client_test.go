@@ -297,3 +297,34 @@ func TestRequestShape(t *testing.T) {
 		}
 	}
 }
+
+// Replicas behind no load balancer are used in turn.
+func TestBaseURLsRoundRobin(t *testing.T) {
+	var hits [2]int
+	var mu sync.Mutex
+	var urls []string
+	for i := range 2 {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			mu.Lock()
+			hits[i]++
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", chunk("a"))
+		}))
+		defer srv.Close()
+		urls = append(urls, srv.URL+"/v1")
+	}
+	ep := endpoint("http://unused")
+	ep.BaseURLs = urls
+	c := New(Options{})
+	for range 6 {
+		var r result.Request
+		c.Do(context.Background(), ep, Prompt{Text: "x", Stream: true}, &r)
+		if r.Outcome != result.Success {
+			t.Fatal(r.Err)
+		}
+	}
+	if hits != [2]int{3, 3} {
+		t.Fatalf("hits %v, want 3 each", hits)
+	}
+}
