@@ -391,6 +391,26 @@ func (ld *Stage) validate(l *locator, path string) {
 }
 
 func (w *Workload) validate(l *locator, path, dir string) {
+	if d := w.Dataset; d != nil {
+		switch {
+		case w.Trace != nil:
+			l.errf(path+".dataset", "give a dataset or a trace, not both")
+		case d.File == "":
+			l.errf(path+".dataset", "file is required")
+		case d.Format != "" && d.Format != "single_turn":
+			l.errf(path+".dataset.format", "%q is not a known dataset format (single_turn)", d.Format)
+		case d.Sampling != "" && d.Sampling != "sequential" && d.Sampling != "random":
+			l.errf(path+".dataset.sampling", "%q is not sequential or random", d.Sampling)
+		default:
+			d.Path = d.File
+			if !filepath.IsAbs(d.Path) {
+				d.Path = filepath.Join(dir, d.Path)
+			}
+			if _, err := workload.ReadSingleTurn(d.Path); err != nil {
+				l.errf(path+".dataset.file", "%v", err)
+			}
+		}
+	}
 	if c := w.Cancel; c.Fraction < 0 || c.Fraction > 1 {
 		l.errf(path+".cancel.fraction", "%v is not a fraction between 0 and 1", c.Fraction)
 	} else if c.Fraction > 0 && c.After <= 0 {

@@ -219,9 +219,11 @@ func (l *Load) Plan() []Stage {
 type Workload struct {
 	// Trace replays a recorded trace: its timestamps set the schedule and
 	// its rows the prompt and answer lengths.
-	Trace        *Trace `yaml:"trace"`
-	InputTokens  Tokens `yaml:"input_tokens"`
-	OutputTokens Tokens `yaml:"output_tokens"`
+	Trace *Trace `yaml:"trace"`
+	// Dataset takes prompts from a JSONL file instead of synthesising them.
+	Dataset      *Dataset `yaml:"dataset"`
+	InputTokens  Tokens   `yaml:"input_tokens"`
+	OutputTokens Tokens   `yaml:"output_tokens"`
 	// Stream asks for a streamed answer (default true).
 	Stream *bool  `yaml:"stream"`
 	Seed   uint64 `yaml:"seed"`
@@ -235,6 +237,19 @@ type Workload struct {
 type Cancel struct {
 	Fraction float64  `yaml:"fraction"`
 	After    Duration `yaml:"after"`
+}
+
+// Dataset is a JSONL prompt file.
+type Dataset struct {
+	// File is the dataset, relative to the configuration file.
+	File string `yaml:"file"`
+	// Format is "single_turn" (AIPerf's: text or texts, output_length).
+	Format string `yaml:"format"`
+	// Sampling is "sequential" (default, wrapping around) or "random".
+	Sampling string `yaml:"sampling"`
+
+	// Path is File resolved against the configuration's folder.
+	Path string `yaml:"-"`
 }
 
 // Trace is a recorded workload to replay.

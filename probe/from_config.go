@@ -26,6 +26,14 @@ func NewRun(p *config.Profile, ep *client.Endpoint, c *client.Client, sinks ...S
 		Sinks:    sinks,
 	}
 	run.Plan.CancelFraction, run.Plan.CancelAfter = w.Cancel.Fraction, w.Cancel.After.D()
+	if d := w.Dataset; d != nil {
+		entries, err := workload.ReadSingleTurn(d.Path)
+		if err != nil {
+			return nil, err
+		}
+		run.Workload = workload.NewDataset(entries, d.Sampling == "random",
+			workload.Lengths{Mean: w.OutputTokens.Mean, Stddev: w.OutputTokens.Stddev}, w.Streaming(), w.Seed)
+	}
 	if t := w.Trace; t != nil {
 		rows, err := workload.ReadMooncake(t.Path)
 		if err != nil {

@@ -1,0 +1,116 @@
+package workload
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/tokenprobe/tokenprobe/probe/client"
+)
+
+// Entry is one prompt of a dataset.
+type Entry struct {
+	Text string
+	// OutputTokens caps the answer; 0 leaves it to the workload's lengths.
+	OutputTokens int
+}
+
+type singleTurn struct {
+	Text         *string  `json:"text"`
+	Texts        []string `json:"texts"`
+	OutputLength *int     `json:"output_length"`
+}
+
+// ReadSingleTurn reads a JSONL prompt file in AIPerf's single_turn shape:
+// "text" or "texts" (joined by newlines), and an optional "output_length".
+// Errors name the file and line.
+func ReadSingleTurn(path string) ([]Entry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Entry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" {
+			continue
+		}
+		var st singleTurn
+		dec := json.NewDecoder(strings.NewReader(text))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&st); err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", path, line, err)
+		}
+		e := Entry{}
+		switch {
+		case st.Text != nil && st.Texts != nil:
+			return nil, fmt.Errorf("%s:%d: give text or texts, not both", path, line)
+		case st.Text != nil:
+			e.Text = *st.Text
+		default:
+			e.Text = strings.Join(st.Texts, "\n")
+		}
+		if strings.TrimSpace(e.Text) == "" {
+			return nil, fmt.Errorf("%s:%d: the prompt is empty", path, line)
+		}
+		if st.OutputLength != nil {
+			if *st.OutputLength < 1 {
+				return nil, fmt.Errorf("%s:%d: output_length must be at least 1", path, line)
+			}
+			e.OutputTokens = *st.OutputLength
+		}
+		out = append(out, e)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %v", path, line+1, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no prompts", path)
+	}
+	return out, nil
+}
+
+// Dataset hands out a file's prompts in order or at random.
+type Dataset struct {
+	entries []Entry
+	random  bool
+	output  Lengths
+	stream  bool
+	mu      sync.Mutex
+	next    int
+	rng     *rand.Rand
+}
+
+// NewDataset samples entries sequentially (wrapping around) or at random;
+// entries without an output_length draw one from output.
+func NewDataset(entries []Entry, random bool, output Lengths, stream bool, seed uint64) *Dataset {
+	return &Dataset{entries: entries, random: random, output: output, stream: stream, rng: rand.New(rand.NewPCG(seed, 0xda7a))}
+}
+
+func (d *Dataset) Next() client.Prompt {
+	d.mu.Lock()
+	var e Entry
+	if d.random {
+		e = d.entries[d.rng.IntN(len(d.entries))]
+	} else {
+		e = d.entries[d.next%len(d.entries)]
+		d.next++
+	}
+	out := e.OutputTokens
+	if out == 0 {
+		out = d.output.sample(d.rng)
+	}
+	d.mu.Unlock()
+	// Without a tokenizer the intended length is the word count, the same
+	// approximation synthetic prompts use; the server's usage says better.
+	return client.Prompt{Text: e.Text, InputTokens: len(strings.Fields(e.Text)), MaxTokens: out, Stream: d.stream}
+}
