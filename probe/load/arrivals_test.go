@@ -154,3 +154,18 @@ func TestConstantAndSeeded(t *testing.T) {
 		t.Fatal("gamma without smoothness accepted")
 	}
 }
+
+func BenchmarkArrivals(b *testing.B) {
+	for _, kind := range []string{"constant", "poisson", "gamma"} {
+		b.Run(kind, func(b *testing.B) {
+			a, err := NewArrivals(kind, 1000, 0.5, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = a.Next()
+			}
+		})
+	}
+}
