@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
+	"github.com/tokenprobe/tokenprobe/alerts"
 	"github.com/tokenprobe/tokenprobe/config"
 	"github.com/tokenprobe/tokenprobe/runonce"
 	"github.com/tokenprobe/tokenprobe/sim"
@@ -48,6 +49,11 @@ func run(args []string) int {
 
 	checkCmd := app.Command("check", "Validate a configuration file and exit 0 if it is valid.")
 	checkConfig := checkCmd.Flag("config.file", "Configuration file.").Short('c').Required().String()
+
+	genCmd := app.Command("generate", "Generate files from the metric catalog.")
+	genRules := genCmd.Command("rules", "Write the Prometheus recording and alerting rules and a PrometheusRule resource.")
+	genRulesOut := genRules.Flag("out", "Folder to write to.").Default("alerts").String()
+	genRulesScale := genRules.Flag("scale", "Divide every window by this (60: an hour becomes a minute), for tests at compressed time.").Default("1").Float64()
 
 	simCmd := app.Command("sim", "Serve a simulated OpenAI-compatible LLM endpoint with a queueing model and fault injection.")
 	simListen := simCmd.Flag("listen", "Address to listen on.").Default("127.0.0.1:8000").String()
@@ -90,6 +96,18 @@ func run(args []string) int {
 			ConfigFile: *runConfig, Profiles: *runProfiles, Endpoint: *runEndpoint,
 			ArtifactsDir: *runArtifacts, ProgressEvery: *runProgress, Out: os.Stdout, Progress: os.Stderr,
 		})
+	case genRules.FullCommand():
+		o := alerts.Defaults()
+		o.Scale = *genRulesScale
+		files, err := alerts.WriteFiles(*genRulesOut, o)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return runonce.ExitRuntime
+		}
+		for _, f := range files {
+			fmt.Println("wrote", f)
+		}
+		return runonce.ExitOK
 	case checkCmd.FullCommand():
 		cfg, err := config.LoadFile(*checkConfig)
 		if err != nil {

@@ -1,0 +1,148 @@
+package alerts
+
+import (
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/tokenprobe/tokenprobe/exporter/catalog"
+)
+
+var update = flag.Bool("update", false, "rewrite the generated rule files")
+
+func TestCheckedInRulesAreGenerated(t *testing.T) {
+	files, err := Files(Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range files {
+		if *update {
+			if err := os.WriteFile(name, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("alerts/%s is out of date: run `go run ./cmd/tokenprobe generate rules`", name)
+		}
+	}
+}
+
+var metricRef = regexp.MustCompile(`\b(tokenprobe[_:][a-z0-9_:]+|DCGM_[A-Z0-9_]+)\b`)
+
+// Every metric a rule reads is exported by tokenprobe (the catalog), made
+// by another rule, or a DCGM series: a rename breaks this test, not an
+// alert in production.
+func TestRulesReadOnlyMetricsThatExist(t *testing.T) {
+	known := catalog.Names()
+	f := Generate(Defaults())
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			if r.Record != "" {
+				known[r.Record] = catalog.Metric{}
+			}
+		}
+	}
+	dcgm := map[string]bool{"DCGM_FI_PROF_SM_ACTIVE": true}
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			for _, m := range metricRef.FindAllString(r.Expr, -1) {
+				if _, ok := known[m]; !ok && !dcgm[m] {
+					t.Errorf("%s%s reads %s, which nothing exports", r.Record, r.Alert, m)
+				}
+			}
+		}
+	}
+}
+
+func TestEveryAlertIsDocumentedAndTested(t *testing.T) {
+	runbook, err := os.ReadFile("../docs/RUNBOOK.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tests strings.Builder
+	files, _ := filepath.Glob("tests/*_test.yaml")
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		tests.Write(b)
+	}
+	for _, g := range Generate(Defaults()).Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				continue
+			}
+			a := r.Annotations
+			if a["summary"] == "" || a["description"] == "" || !strings.HasSuffix(a["runbook_url"], "#"+strings.ToLower(r.Alert)) || r.Labels["severity"] == "" {
+				t.Errorf("%s lacks summary, description, runbook_url or severity", r.Alert)
+			}
+			if !strings.Contains(string(runbook), "## "+r.Alert+"\n") {
+				t.Errorf("docs/RUNBOOK.md has no section %q", "## "+r.Alert)
+			}
+			// A test that expects the alert to fire names it beside exp_labels.
+			fires := regexp.MustCompile(`alertname: ` + r.Alert + `\s*\n\s*exp_alerts:\s*\n\s*- exp_labels`)
+			if !fires.MatchString(tests.String()) {
+				t.Errorf("no promtool test in alerts/tests expects %s to fire", r.Alert)
+			}
+		}
+	}
+}
+
+func promtool(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("TOKENPROBE_REQUIRE_PROMTOOL") != "" {
+			t.Fatal("promtool not on PATH, and TOKENPROBE_REQUIRE_PROMTOOL is set")
+		}
+		t.Skip("promtool not on PATH (apt-get install prometheus)")
+	}
+	return p
+}
+
+// Prometheus' own parser accepts the rules, and every promtool unit test
+// (fires, stays quiet, recovers) passes.
+func TestPromtool(t *testing.T) {
+	bin := promtool(t)
+	if out, err := exec.Command(bin, "check", "rules", "tokenprobe-rules.yaml").CombinedOutput(); err != nil {
+		t.Fatalf("promtool check rules: %v\n%s", err, out)
+	}
+	files, _ := filepath.Glob("tests/*_test.yaml")
+	if len(files) < 4 {
+		t.Fatalf("only %d rule test files", len(files))
+	}
+	out, err := exec.Command(bin, append([]string{"test", "rules"}, files...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
+	}
+	if n := strings.Count(string(out), "SUCCESS"); n != len(files) {
+		t.Fatalf("%d of %d test files succeeded:\n%s", n, len(files), out)
+	}
+}
+
+// The scaled rules used at compressed time parse too.
+func TestScaledRulesParse(t *testing.T) {
+	bin := promtool(t)
+	o := Defaults()
+	o.Scale = 60
+	b, err := Marshal(Generate(o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "scaled.yaml")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "check", "rules", p).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(string(b), "rate(tokenprobe_good_requests_total[1m])") {
+		t.Error("an hour is not a minute at scale 60")
+	}
+}
