@@ -5,7 +5,7 @@ LDFLAGS := -X github.com/prometheus/common/version.Version=$(VERSION) \
            -X github.com/prometheus/common/version.Revision=$(shell git rev-parse --short HEAD 2>/dev/null) \
            -X github.com/prometheus/common/version.Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
 
-.PHONY: help build run demo-once test race lint bench fuzz docs clean
+.PHONY: help build run demo-once e2e rules test race lint bench fuzz docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -35,6 +35,12 @@ bench: ## Go benchmarks of the hot paths
 
 fuzz: ## run each fuzz target for FUZZTIME (default 10s)
 	$(GO) test -run '^$$' -fuzz FuzzParseChunk -fuzztime $${FUZZTIME:-10s} ./probe/openai
+
+e2e: ## the alert rules in a real Prometheus scraping a real daemon (needs the prometheus package; about 2 minutes)
+	$(GO) test -run E2E -v -timeout 5m ./e2e/
+
+rules: ## regenerate alerts/ from the metric catalog
+	$(GO) run ./cmd/tokenprobe generate rules --out alerts
 
 docs: ## regenerate docs/METRICS.md from the metric catalog
 	$(GO) test ./exporter/catalog -run Docs -update
