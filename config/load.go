@@ -21,6 +21,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/tokenprobe/tokenprobe/exporter/dcgm"
 	"github.com/tokenprobe/tokenprobe/probe/workload"
 	"github.com/tokenprobe/tokenprobe/scheduler"
 )
@@ -193,6 +194,29 @@ func (c *Config) validate(l *locator, dir string) {
 			}
 		}
 	}
+	if g := c.GPU; g != nil {
+		switch g.Source {
+		case "dcgm":
+			if g.URL != "" {
+				l.errf("gpu.url", "url is for source dcgm-exporter; dcgm takes an nv-hostengine address, or none for in-process")
+			}
+		case "dcgm-exporter":
+			checkURL(l, "gpu.url", g.URL)
+			if g.URL == "" {
+				l.errf("gpu", "url is required with source dcgm-exporter (http://host:9400/metrics)")
+			}
+		default:
+			l.errf("gpu.source", "%q is not dcgm or dcgm-exporter", g.Source)
+		}
+		for i, f := range g.Fields {
+			if !knownGPUField(f) {
+				l.errf(fmt.Sprintf("gpu.fields[%d]", i), "%q is not a DCGM field tokenprobe exports", f)
+			}
+		}
+		if g.Interval < 0 {
+			l.errf("gpu.interval", "must be positive")
+		}
+	}
 	seen = map[string]bool{}
 	for i, p := range c.Profiles {
 		path := fmt.Sprintf("profiles[%d]", i)
@@ -218,6 +242,8 @@ func (c *Config) validate(l *locator, dir string) {
 		p.SLO.validate(l, path+".slo")
 	}
 }
+
+func knownGPUField(name string) bool { _, ok := dcgm.ByName(name); return ok }
 
 func checkURL(l *locator, path, raw string) {
 	if raw == "" {

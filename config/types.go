@@ -54,6 +54,22 @@ type Config struct {
 	// OTLP turns on OpenTelemetry push. Without it, push is on when
 	// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_METRICS_ENDPOINT is set.
 	OTLP *OTLP `yaml:"otlp"`
+	// GPU puts DCGM GPU series beside the probe's and GPU figures into run
+	// reports. Absent GPUs are normal: the source reports itself down.
+	GPU *GPU `yaml:"gpu"`
+}
+
+// GPU is where GPU figures come from.
+type GPU struct {
+	// Source is "dcgm" (libdcgm in-process, or an nv-hostengine at Address)
+	// or "dcgm-exporter" (a running dcgm-exporter's /metrics at URL).
+	Source  string `yaml:"source"`
+	Address string `yaml:"address"`
+	URL     string `yaml:"url"`
+	// Fields are dcgm-exporter series names (default: all tokenprobe knows).
+	Fields []string `yaml:"fields"`
+	// Interval is how often run reports sample the GPUs (default 1s).
+	Interval Duration `yaml:"interval"`
 }
 
 // OTLP is where metrics are pushed. Empty fields fall back to the

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tokenprobe/tokenprobe/config"
 	"github.com/tokenprobe/tokenprobe/exporter"
+	"github.com/tokenprobe/tokenprobe/exporter/dcgm"
 	"github.com/tokenprobe/tokenprobe/exporter/otlp"
 	"github.com/tokenprobe/tokenprobe/exporter/prom"
 	"github.com/tokenprobe/tokenprobe/probe"
@@ -53,7 +54,11 @@ type Daemon struct {
 	history *History
 	otlp    *otlp.Exporter
 	queue   *exporter.Queue
-	ready   atomic.Bool
+	// gpu is the GPU source (nil without a gpu block); gpuC exports it.
+	gpu         dcgm.Source
+	gpuC        *dcgm.Collector
+	gpuInterval time.Duration
+	ready       atomic.Bool
 
 	// mu serialises (re)loads and guards what they change.
 	mu         sync.Mutex
@@ -113,6 +118,14 @@ func New(o Options) (*Daemon, error) {
 		}
 		d.otlp = exp
 		d.queue = exporter.NewQueue(exp, 1<<16, p.DroppedCounter("otlp"))
+	}
+	if g := first.GPU; g != nil {
+		var fields []dcgm.Field
+		d.gpu, fields = targets.OpenGPU(g)
+		d.gpuC, d.gpuInterval = dcgm.NewCollector(d.gpu, fields, o.Logger), g.Interval.D()
+		if err := o.Registerer.Register(d.gpuC); err != nil {
+			return nil, err
+		}
 	}
 	if err := d.Reload(); err != nil {
 		d.sched.Stop()
@@ -286,7 +299,15 @@ func (d *Daemon) execute(ctx context.Context, j *job, manual bool) scheduler.Usa
 	if d.otlp != nil {
 		d.otlp.RunStarted(run)
 	}
+	var gpu *dcgm.Sampler
+	if d.gpu != nil {
+		gpu = dcgm.Start(d.gpu, d.gpuInterval)
+	}
 	s, err := run.Execute(ctx)
+	if gpu != nil {
+		g := gpu.Stop(s.OutputTokens)
+		s.GPU = &g
+	}
 	d.prom.RunFinished(run, s, err)
 	if d.otlp != nil {
 		d.otlp.RunFinished(run)
@@ -304,8 +325,7 @@ func (d *Daemon) execute(ctx context.Context, j *job, manual bool) scheduler.Usa
 		"goodput", fmt.Sprintf("%.3f/s", s.Goodput), "slo_attainment", fmt.Sprintf("%.1f%%", 100*s.Attainment),
 		"ttft_p50_ms", fmt.Sprintf("%.1f", s.TTFT.P50), "itl_p50_ms", fmt.Sprintf("%.2f", s.ITL.P50))
 	d.history.finish(rec, &s, res, err)
-	tokens := s.ISL.Avg*float64(s.ISL.Count) + s.OSL.Avg*float64(s.OSL.Count)
-	return scheduler.Usage{Requests: s.Requests, Tokens: int(tokens)}
+	return scheduler.Usage{Requests: s.Requests, Tokens: s.InputTokens + s.OutputTokens}
 }
 
 // failureLog writes the first few failed requests of a run to its log, so
@@ -397,6 +417,9 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	d.mu.Lock()
 	d.closeTargets()
 	d.mu.Unlock()
+	if d.gpu != nil {
+		_ = d.gpu.Close()
+	}
 	if d.queue != nil {
 		d.queue.Close()
 		if err := d.otlp.Shutdown(ctx); err != nil {

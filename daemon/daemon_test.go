@@ -208,3 +208,50 @@ func TestWatchReloadsOnChange(t *testing.T) {
 	writeFile(t, path, endpoints+"profiles:\n"+profile("b", "{concurrency: 1, requests: 1}"))
 	eventually(t, "profile b", func() bool { j := d.Jobs(); return len(j) == 1 && j[0].Profile == "b" })
 }
+
+// A GPU source that cannot start (no DCGM here) leaves the daemon probing,
+// with the source reported down in /metrics, the status and run reports.
+func TestDaemonRunsWithTheGPUSourceDown(t *testing.T) {
+	d, _, reg := start(t, endpoints+`
+gpu: {source: dcgm}
+profiles:
+`+profile("p", "{concurrency: 1, requests: 3}"))
+	if !d.Ready() {
+		t.Fatal("not ready")
+	}
+	if _, err := d.RunNow("p", ""); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a run", func() bool { r, ok := run(d, "p")(); return ok && r.Result == ResultPassed })
+	r, _ := run(d, "p")()
+	if r.Summary.GPU == nil || r.Summary.GPU.Samples != 0 || r.Summary.GPU.Err == "" {
+		t.Fatalf("run GPU report: %+v", r.Summary.GPU)
+	}
+	if v := gaugeWith(t, reg, "tokenprobe_gpu_source_up", "source", "dcgm"); v != 0 {
+		t.Fatalf("gpu source up %v", v)
+	}
+	source, problem, configured := d.GPUStatus()
+	if !configured || source != "dcgm" || problem == "" {
+		t.Fatalf("status: %q %q %v", source, problem, configured)
+	}
+	t.Logf("GPU source down, daemon probing: %s", problem)
+}
+
+func gaugeWith(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.Metric {
+			for _, l := range m.Label {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("%s{%s=%q} not found", name, label, value)
+	return 0
+}

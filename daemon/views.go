@@ -111,3 +111,13 @@ func (d *Daemon) ReloadStatus() (time.Time, error) {
 	defer d.mu.Unlock()
 	return d.lastReload, d.lastErr
 }
+
+// GPUStatus says which GPU source is configured and why it does not read
+// ("" when it reads); configured is false without a gpu block.
+func (d *Daemon) GPUStatus() (source, problem string, configured bool) {
+	if d.gpuC == nil {
+		return "", "", false
+	}
+	source, problem = d.gpuC.Status()
+	return source, problem, true
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tokenprobe/tokenprobe/config"
 	"github.com/tokenprobe/tokenprobe/exporter"
+	"github.com/tokenprobe/tokenprobe/exporter/dcgm"
 	"github.com/tokenprobe/tokenprobe/exporter/otlp"
 	"github.com/tokenprobe/tokenprobe/probe"
 	"github.com/tokenprobe/tokenprobe/probe/report"
@@ -78,6 +79,13 @@ func Run(ctx context.Context, o Options) int {
 		}()
 	}
 
+	var gpu *gpuSource
+	if cfg.GPU != nil {
+		src, _ := targets.OpenGPU(cfg.GPU)
+		defer src.Close()
+		gpu = &gpuSource{src: src, interval: cfg.GPU.Interval.D()}
+	}
+
 	var dir string
 	if o.ArtifactsDir != "" {
 		dir = filepath.Join(o.ArtifactsDir, time.Now().Format("20060102-150405"))
@@ -91,7 +99,7 @@ func Run(ctx context.Context, o Options) int {
 				continue
 			}
 			ran++
-			s, err := runOne(ctx, o, p, ts.Get(name), dir, push)
+			s, err := runOne(ctx, o, p, ts.Get(name), dir, push, gpu)
 			all = append(all, s)
 			switch {
 			case err != nil:
@@ -131,7 +139,13 @@ func selectProfiles(cfg *config.Config, names []string) ([]*config.Profile, erro
 	return out, nil
 }
 
-func runOne(ctx context.Context, o Options, p *config.Profile, t *targets.Target, dir string, push *pusher) (stats.Summary, error) {
+// gpuSource is the GPU source sampled over each run.
+type gpuSource struct {
+	src      dcgm.Source
+	interval time.Duration
+}
+
+func runOne(ctx context.Context, o Options, p *config.Profile, t *targets.Target, dir string, push *pusher, gpu *gpuSource) (stats.Summary, error) {
 	var records *report.Records
 	var sinks []probe.Sink
 	if push != nil {
@@ -161,7 +175,15 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *targets.Target
 	if push != nil {
 		push.exp.RunStarted(run)
 	}
+	var sampler *dcgm.Sampler
+	if gpu != nil {
+		sampler = dcgm.Start(gpu.src, gpu.interval)
+	}
 	s, err := run.Execute(ctx)
+	if sampler != nil {
+		g := sampler.Stop(s.OutputTokens)
+		s.GPU = &g
+	}
 	if push != nil {
 		push.exp.RunFinished(run)
 	}

@@ -6,9 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -311,5 +314,47 @@ profiles:
 	}
 	if !strings.Contains(out, "Capacity at SLO") || !strings.Contains(out, "TTFT cliff") {
 		t.Errorf("the report does not show the knee:\n%s", out)
+	}
+}
+
+// With a dcgm-exporter to read, the report carries GPU figures over the
+// run, energy per output token among them.
+func TestRunReportsGPUFromADCGMExporter(t *testing.T) {
+	var mu sync.Mutex
+	energy := 5e9 // mJ, rising 200 J per scrape
+	exporter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		energy += 2e5
+		e := energy
+		mu.Unlock()
+		l := `{gpu="0",UUID="GPU-1",pci_bus_id="00000000:07:00.0",device="nvidia0",modelName="NVIDIA H200",Hostname="n1"}`
+		fmt.Fprintf(w, "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL%s 75\n# TYPE DCGM_FI_DEV_POWER_USAGE gauge\nDCGM_FI_DEV_POWER_USAGE%s 500\n# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\nDCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION%s %g\n", l, l, l, e)
+	}))
+	defer exporter.Close()
+	cfg := writeConfig(t, fastSim+`
+gpu: {source: dcgm-exporter, url: "`+exporter.URL+`/metrics", interval: 50ms}
+profiles:
+  - name: g
+    load: {concurrency: 2, requests: 30}
+    workload: {output_tokens: {mean: 10}}
+`)
+	dir := t.TempDir()
+	code, out, errOut := runCLI(t, Options{ConfigFile: cfg, ArtifactsDir: dir})
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*", "summary.json"))
+	var all []stats.Summary
+	readJSON(t, files[0], &all)
+	g := all[0].GPU
+	if g == nil || g.Samples < 2 || g.UtilAvg != 75 || g.PowerAvg != 500 || g.EnergyJoules < 200 {
+		t.Fatalf("GPU report %+v", g)
+	}
+	// Energy per token is the counter's rise over the run's output tokens.
+	if want := g.EnergyJoules / float64(all[0].OutputTokens); all[0].OutputTokens != 300 || g.JoulesPerOutputToken != want {
+		t.Fatalf("%d output tokens, %v J/token, want %v", all[0].OutputTokens, g.JoulesPerOutputToken, want)
+	}
+	if !strings.Contains(out, "GPU energy") {
+		t.Errorf("the report lacks the GPU energy line:\n%s", out)
 	}
 }

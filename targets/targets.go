@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/tokenprobe/tokenprobe/config"
+	"github.com/tokenprobe/tokenprobe/exporter/dcgm"
 	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/sim"
@@ -101,4 +102,20 @@ func (t *Target) Close() error {
 		return t.Sim.Close()
 	}
 	return nil
+}
+
+// OpenGPU opens the configured GPU source and the fields it exports (all
+// known when none are listed). A source that cannot read is returned down,
+// with the reason, never as an error: GPUs are optional.
+func OpenGPU(c *config.GPU) (dcgm.Source, []dcgm.Field) {
+	var fields []dcgm.Field
+	for _, name := range c.Fields {
+		if f, ok := dcgm.ByName(name); ok {
+			fields = append(fields, f)
+		}
+	}
+	if c.Source == "dcgm-exporter" {
+		return dcgm.NewScrape(c.URL), fields
+	}
+	return dcgm.Open(c.Address, fields), fields
 }

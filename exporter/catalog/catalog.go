@@ -146,7 +146,7 @@ var All = []Metric{
 
 // Extra names metrics registered outside this list (by client_golang's own
 // collectors, or by the daemon) so that generators can check them too.
-var Extra = []string{"tokenprobe_build_info"}
+var Extra = []string{"tokenprobe_build_info", "tokenprobe_gpu_source_up"}
 
 // Names returns every exported metric name, with the _bucket, _sum and
 // _count series of histograms.

@@ -2,6 +2,8 @@ package catalog
 
 import (
 	"fmt"
+
+	"github.com/tokenprobe/tokenprobe/exporter/dcgm"
 	"strconv"
 	"strings"
 )
@@ -34,6 +36,7 @@ series, matching the ` + "`id`" + ` of ` + "`records.jsonl`" + `.
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", m.Name, m.Type, m.Unit, labels(m.Labels), m.Help)
 	}
 	b.WriteString("| `tokenprobe_build_info` | gauge | info | version, revision, branch, goversion, goos, goarch, tags | Always 1: the build, from client_golang's version collector. |\n")
+	b.WriteString("| `tokenprobe_gpu_source_up` | gauge | boolean | `source` | 1 when the GPU source (dcgm, dcgm-exporter) read its GPUs at the last scrape; 0 when it is missing or failing, and the DCGM series below are absent. Only with a `gpu` block. |\n")
 	b.WriteString("\nClassic bucket boundaries (seconds):\n\n")
 	for _, m := range All {
 		if m.Type == Histogram {
@@ -53,8 +56,26 @@ those of ` + "`OTEL_RESOURCE_ATTRIBUTES`" + `.
 	for _, i := range OTel {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", i.Name, i.Kind, i.Unit, i.Attributes, i.Help)
 	}
+	b.WriteString(`
+## GPU series (DCGM)
+
+With a ` + "`gpu`" + ` block, ` + "`/metrics`" + ` also carries these DCGM series with exactly the names, help texts and
+labels of NVIDIA dcgm-exporter (` + "`" + strings.Join(dcgmLabels, "`, `") + "`" + `), so a dashboard works the same
+with either source. Profiling fields (` + "`DCGM_FI_PROF_*`" + `) appear on GPUs that support them.
+
+| metric | type | meaning |
+| --- | --- | --- |
+`)
+	for _, f := range dcgmFields {
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", f.Name, f.Type, f.Help)
+	}
 	return b.String()
 }
+
+var (
+	dcgmFields = dcgm.Fields
+	dcgmLabels = dcgm.Labels
+)
 
 func labels(ls []string) string {
 	if len(ls) == 0 {

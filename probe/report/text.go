@@ -65,6 +65,19 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 	if s.InputLengthError.Count > 0 {
 		kv("Input length vs intended", "%+.1f tokens avg (server usage minus intended)", s.InputLengthError.Avg)
 	}
+	if g := s.GPU; g != nil {
+		switch {
+		case g.Samples == 0:
+			kv("GPU", "%s: no readings (%s)", g.Source, g.Err)
+		default:
+			kv("GPU", "%s, %d GPUs, %d readings: utilisation avg %.0f%% peak %.0f%%, SM active avg %.2f peak %.2f",
+				g.Source, g.GPUs, g.Samples, g.UtilAvg, g.UtilPeak, g.SMActiveAvg, g.SMActivePeak)
+			kv("GPU power and memory", "avg %.0f W, peak %.0f W; framebuffer peak %.0f MiB", g.PowerAvg, g.PowerPeak, g.MemUsedPeak)
+			if g.EnergyJoules > 0 {
+				kv("GPU energy", "%.0f J: %.3f J per output token, %.2f output tokens per J", g.EnergyJoules, g.JoulesPerOutputToken, g.OutputTokensPerJoule)
+			}
+		}
+	}
 	if len(s.Stages) > 0 {
 		Stages(w, s.Stages, levelName)
 	}

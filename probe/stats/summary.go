@@ -35,6 +35,10 @@ type Summary struct {
 	// server reported usage: how far the prompt sizing is off.
 	InputLengthError Dist `json:"input_length_error_tokens"`
 
+	// InputTokens and OutputTokens are totals over successful requests.
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+
 	DurationSeconds       float64 `json:"benchmark_duration_s"`
 	RequestThroughput     float64 `json:"request_throughput"`
 	OutputTokenThroughput float64 `json:"output_token_throughput"`
@@ -50,6 +54,30 @@ type Summary struct {
 	Stages []Summary `json:"stages,omitempty"`
 	// Knee is read off Stages: capacity at SLO and where TTFT breaks.
 	Knee *Knee `json:"knee,omitempty"`
+	// GPU is what the GPUs did over the run, when a GPU source is set.
+	GPU *GPU `json:"gpu,omitempty"`
+}
+
+// GPU is what the GPUs did during one run, from DCGM or a dcgm-exporter.
+type GPU struct {
+	Source  string `json:"source"`
+	GPUs    int    `json:"gpus"`
+	Samples int    `json:"samples"`
+	// Averages and peaks over the run and over all GPUs (utilisation and
+	// SM active as dcgm-exporter gives them: percent, and a ratio).
+	UtilAvg      float64 `json:"gpu_util_avg_percent"`
+	UtilPeak     float64 `json:"gpu_util_peak_percent"`
+	SMActiveAvg  float64 `json:"sm_active_avg,omitempty"`
+	SMActivePeak float64 `json:"sm_active_peak,omitempty"`
+	PowerAvg     float64 `json:"power_avg_watts"`
+	PowerPeak    float64 `json:"power_peak_watts"`
+	MemUsedPeak  float64 `json:"fb_used_peak_mib"`
+	// EnergyJoules is the energy counter's rise over the run, all GPUs.
+	EnergyJoules float64 `json:"energy_joules,omitempty"`
+	// Per output token and its inverse, when energy and tokens are known.
+	JoulesPerOutputToken float64 `json:"joules_per_output_token,omitempty"`
+	OutputTokensPerJoule float64 `json:"output_tokens_per_joule,omitempty"`
+	Err                  string  `json:"error,omitempty"`
 }
 
 // Aggregator accumulates measured requests into a Summary. It is not safe
@@ -62,7 +90,7 @@ type Aggregator struct {
 	good, counted                    int
 	met                              map[slo.Kind]int
 	checked                          map[slo.Kind]bool
-	outTokens                        int
+	inTokens, outTokens              int
 }
 
 // NewAggregator starts a summary for one profile x endpoint (x level).
@@ -132,6 +160,7 @@ func (a *Aggregator) Add(r *result.Request, v slo.Verdict) {
 	a.isl = append(a.isl, float64(r.InputTokens))
 	a.osl = append(a.osl, float64(r.OutputTokens))
 	a.outTokens += r.OutputTokens
+	a.inTokens += r.InputTokens
 	if tps, ok := r.OutputTokensPerSecond(); ok {
 		a.tps = append(a.tps, tps)
 	}
@@ -157,6 +186,7 @@ func (a *Aggregator) Summary() Summary {
 		s.Goodput = float64(a.good) / s.DurationSeconds
 	}
 	s.Good = a.good
+	s.InputTokens, s.OutputTokens = a.inTokens, a.outTokens
 	if a.counted > 0 {
 		s.Attainment = float64(a.good) / float64(a.counted)
 		for k := range a.checked {
