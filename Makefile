@@ -34,7 +34,9 @@ bench: ## Go benchmarks of the hot paths
 	$(GO) test -run '^$$' -bench . -benchmem ./probe/... ./exporter/...
 
 fuzz: ## run each fuzz target for FUZZTIME (default 10s)
-	$(GO) test -run '^$$' -fuzz FuzzParseChunk -fuzztime $${FUZZTIME:-10s} ./probe/openai
+	for t in FuzzParseChunk:./probe/openai FuzzReader:./probe/sse FuzzParse:./config \
+	         FuzzReadMooncake:./probe/workload FuzzReadSingleTurn:./probe/workload; do \
+	  $(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $${FUZZTIME:-10s} "$${t#*:}" || exit 1; done
 
 e2e: ## the alert rules in a real Prometheus scraping a real daemon (needs the prometheus package; about 2 minutes)
 	$(GO) test -run E2E -v -timeout 5m ./e2e/

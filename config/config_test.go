@@ -130,3 +130,34 @@ func TestShippedExamples(t *testing.T) {
 		}
 	}
 }
+
+// Whatever the bytes, Parse returns a config or located errors, never a
+// panic; what it accepts has endpoints and profiles that refer to each other.
+func FuzzParse(f *testing.F) {
+	for _, glob := range []string{"testdata/good/*.yaml", "testdata/invalid/*.yaml", "../configs/demo.yaml"} {
+		files, _ := filepath.Glob(glob)
+		for _, name := range files {
+			b, _ := os.ReadFile(name)
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := Parse(filepath.Join(t.TempDir(), "fuzz.yaml"), data)
+		if err != nil {
+			if _, ok := err.(Errors); !ok {
+				t.Fatalf("error of type %T: %v", err, err)
+			}
+			return
+		}
+		if len(cfg.Endpoints) == 0 || len(cfg.Profiles) == 0 {
+			t.Fatal("accepted a config without endpoints or profiles")
+		}
+		for _, p := range cfg.Profiles {
+			for _, e := range p.Endpoints {
+				if cfg.Endpoint(e) == nil {
+					t.Fatalf("profile %s names unknown endpoint %s", p.Name, e)
+				}
+			}
+		}
+	})
+}

@@ -1,13 +1,16 @@
 package client
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -326,5 +329,69 @@ func TestBaseURLsRoundRobin(t *testing.T) {
 	}
 	if hits != [2]int{3, 3} {
 		t.Fatalf("hits %v, want 3 each", hits)
+	}
+}
+
+// Some servers close every connection after a response while advertising
+// keep-alive. The client puts the connection back in its pool and sends the
+// next request on it just before the close arrives; that request must be
+// retried on a new connection, not reported as an error the server did
+// not make. A raw TCP server, because net/http cannot misbehave this way.
+func TestServerThatClosesEveryConnection(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	body := fmt.Sprintf("data: %s\n\ndata: [DONE]\n\n", chunk("a"))
+	var conns atomic.Int64
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer conn.Close()
+				br := bufio.NewReader(conn)
+				req, err := http.ReadRequest(br)
+				if err != nil {
+					return
+				}
+				_, _ = io.Copy(io.Discard, req.Body)
+				fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: keep-alive\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+				// Close a moment later, whatever the client sent meanwhile.
+				time.Sleep(time.Millisecond)
+			}()
+		}
+	}()
+	c := New(Options{})
+	for i := range 100 {
+		var r result.Request
+		c.Do(context.Background(), endpoint("http://"+l.Addr().String()), Prompt{Text: "x", Stream: true}, &r)
+		if r.Outcome != result.Success {
+			t.Fatalf("request %d: %v/%v %s", i, r.Outcome, r.Reason, r.Err)
+		}
+	}
+	if conns.Load() < 100 {
+		t.Fatalf("%d connections for 100 requests", conns.Load())
+	}
+}
+
+func TestDNSAndTLSFailuresAreConnect(t *testing.T) {
+	c := New(Options{ConnectTimeout: 2 * time.Second})
+	var r result.Request
+	c.Do(context.Background(), endpoint("http://no-such-host.invalid"), Prompt{Text: "x", Stream: true}, &r)
+	if r.Outcome != result.Error || r.Reason != result.ReasonConnect {
+		t.Errorf("DNS failure: %v/%v %s", r.Outcome, r.Reason, r.Err)
+	}
+	// A TLS server whose certificate the client does not trust.
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer srv.Close()
+	r = result.Request{}
+	c.Do(context.Background(), endpoint(srv.URL), Prompt{Text: "x", Stream: true}, &r)
+	if r.Outcome != result.Error || r.Reason != result.ReasonConnect {
+		t.Errorf("untrusted certificate: %v/%v %s", r.Outcome, r.Reason, r.Err)
 	}
 }

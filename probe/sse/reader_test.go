@@ -141,3 +141,27 @@ func TestReaderDoesNotAllocatePerEvent(t *testing.T) {
 		t.Fatalf("%v allocations per 200 events, want 0", allocs)
 	}
 }
+
+// Any input ends in io.EOF or an error, never a panic or an endless loop,
+// and no event is longer than the limit.
+func FuzzReader(f *testing.F) {
+	f.Add([]byte("data: {\"a\":1}\n\ndata: [DONE]\n\n"), 64)
+	f.Add([]byte("event: error\r\ndata: x\r\n\r\n: ping\n"), 16)
+	f.Add([]byte("data"), 1)
+	f.Fuzz(func(t *testing.T, data []byte, max int) {
+		if max < 1 || max > 1<<16 {
+			max = 64
+		}
+		r := NewReader(strings.NewReader(string(data)), max)
+		for i := 0; i <= len(data)+1; i++ {
+			ev, err := r.Next()
+			if err != nil {
+				return
+			}
+			if len(ev.Data) > max {
+				t.Fatalf("event of %d bytes over the limit %d", len(ev.Data), max)
+			}
+		}
+		t.Fatalf("more events than input bytes")
+	})
+}
