@@ -206,6 +206,14 @@ func TestOutcomes(t *testing.T) {
 			case <-r.Context().Done():
 			}
 		}), 200 * time.Millisecond, result.Error, result.ReasonTimeout},
+		{"body that never ends", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			for r.Context().Err() == nil {
+				fmt.Fprintf(w, "data: %s\n\n", chunk("more"))
+				w.(http.Flusher).Flush()
+				time.Sleep(time.Millisecond)
+			}
+		}), 300 * time.Millisecond, result.Error, result.ReasonTimeout},
 		{"wrong content type", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprint(w, `{"choices":[{"message":{"content":"hi"}}]}`)
