@@ -5,7 +5,7 @@ LDFLAGS := -X github.com/prometheus/common/version.Version=$(VERSION) \
            -X github.com/prometheus/common/version.Revision=$(shell git rev-parse --short HEAD 2>/dev/null) \
            -X github.com/prometheus/common/version.Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
 
-.PHONY: help build run demo-once e2e rules test race lint bench fuzz docs clean
+.PHONY: help build run demo-once e2e rules soak test race lint bench fuzz docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -37,6 +37,9 @@ fuzz: ## run each fuzz target for FUZZTIME (default 10s)
 	for t in FuzzParseChunk:./probe/openai FuzzReader:./probe/sse FuzzParse:./config \
 	         FuzzReadMooncake:./probe/workload FuzzReadSingleTurn:./probe/workload; do \
 	  $(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $${FUZZTIME:-10s} "$${t#*:}" || exit 1; done
+
+soak: ## the daemon with faults and reloads for SOAK (default 10m); heap, goroutines, files and series must stay flat
+	$(GO) test -run Soak -v -timeout 3h ./daemon/ -args -soak.duration=$${SOAK:-10m}
 
 e2e: ## the alert rules in a real Prometheus scraping a real daemon (needs the prometheus package; about 2 minutes)
 	$(GO) test -run E2E -v -timeout 5m ./e2e/
