@@ -363,3 +363,38 @@ profiles:
 		t.Errorf("the report lacks the GPU energy line:\n%s", out)
 	}
 }
+
+// A planted API key appears in none of a one-shot run's outputs: records,
+// summaries, report, progress and console, with failures to log.
+func TestKeyAppearsInNoOutput(t *testing.T) {
+	const key = "sk-runonce-planted-91ab"
+	t.Setenv("TOKENPROBE_RUNONCE_KEY", key)
+	cfg := writeConfig(t, `
+endpoints:
+  - name: sim
+    api_key_env: TOKENPROBE_RUNONCE_KEY
+    simulator: {slots: 4, decode_base: 1ms, seed: 2, faults: {error_500: 0.2, error_429: 0.2, malformed: 0.2}}
+profiles:
+  - name: p
+    load: {concurrency: 2, requests: 40}
+    workload: {output_tokens: {mean: 6}}
+`)
+	dir := t.TempDir()
+	_, out, errOut := runCLI(t, Options{ConfigFile: cfg, ArtifactsDir: dir, ProgressEvery: 10 * time.Millisecond})
+	texts := map[string]string{"stdout": out, "stderr": errOut}
+	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			b, _ := os.ReadFile(p)
+			texts[p] = string(b)
+		}
+		return nil
+	})
+	if len(texts) < 5 || !strings.Contains(out, "http_429") {
+		t.Fatalf("%d outputs; errors not reported: %s", len(texts), out)
+	}
+	for name, text := range texts {
+		if strings.Contains(text, key) {
+			t.Errorf("%s contains the API key", name)
+		}
+	}
+}

@@ -13,6 +13,9 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
+	"github.com/tokenprobe/tokenprobe/sim"
+
 	"github.com/tokenprobe/tokenprobe/runonce"
 )
 
@@ -114,4 +117,65 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 	}
 	t.Fatalf("timed out waiting for %s", what)
+}
+
+// SIGTERM mid-run loses no observation: every request the server received
+// (those cancelled by the shutdown included) reaches the OTLP collector
+// before tokenprobe exits.
+func TestSIGTERMFlushesEveryObservation(t *testing.T) {
+	srv, err := sim.Start("127.0.0.1:0", sim.Config{Slots: 8, DecodeBase: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	rc := otlptest.Start()
+	defer rc.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tokenprobe.yaml")
+	if err := os.WriteFile(cfg, []byte(`
+endpoints:
+  - {name: sim, base_url: "`+srv.URL()+`", model: m}
+otlp: {endpoint: "`+rc.URL+`", interval: 1h}
+profiles:
+  - name: long
+    load: {concurrency: 6, duration: 1m}
+    workload: {output_tokens: {mean: 20}}
+    schedule: {every: 1h}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := l.Addr().String()
+	l.Close()
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run([]string{"serve", "-c", cfg, "--web.listen-address=" + addr, "--web.enable-lifecycle", "--log.level=error"})
+	}()
+	waitFor(t, "ready", func() bool { return get("http://"+addr+"/-/ready") == 200 })
+	resp, err := http.Post("http://"+addr+"/api/v1/runs?profile=long", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	waitFor(t, "some requests done", func() bool {
+		_, _, served, _ := srv.Stats()
+		return served > 50
+	})
+	_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	if code := <-exit; code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	_, _, served, _ := srv.Stats()
+	got, _ := rc.Last()
+	var pushed int64
+	outcomes := map[string]int64{}
+	for _, dp := range got["tokenprobe.requests"].GetSum().GetDataPoints() {
+		pushed += dp.GetAsInt()
+		outcomes[otlptest.Attrs(dp.Attributes)["tokenprobe.outcome"]] += dp.GetAsInt()
+	}
+	t.Logf("server received %d requests; the collector got %d observations %v", served, pushed, outcomes)
+	if pushed != int64(served) || outcomes["cancelled"] == 0 {
+		t.Fatalf("server received %d requests, the collector got %d observations %v", served, pushed, outcomes)
+	}
+	http.DefaultClient.CloseIdleConnections()
 }
