@@ -153,6 +153,16 @@ type Profile struct {
 	// Schedule is when the daemon runs the profile; `tokenprobe run`
 	// ignores it.
 	Schedule Schedule `yaml:"schedule"`
+	// Shard says how the profile runs when the daemon is sharded.
+	Shard Shard `yaml:"shard"`
+}
+
+// Shard is a profile's behaviour across --shard.count replicas.
+type Shard struct {
+	// Split runs the profile on every replica with its load divided
+	// between them (rates evenly, concurrency and counts as integers),
+	// instead of on the one replica its name hashes to.
+	Split bool `yaml:"split"`
 }
 
 // Schedule is when the daemon runs a profile against each endpoint.

@@ -43,6 +43,9 @@ type Options struct {
 	History int
 	Clock   scheduler.Clock
 	Version string
+	// ShardIndex of ShardCount replicas: this daemon runs the jobs whose
+	// key hashes to its index, and its share of profiles that split.
+	ShardIndex, ShardCount int
 }
 
 // Daemon runs the configured profiles on their schedules.
@@ -225,6 +228,9 @@ func (d *Daemon) apply(cfg *config.Config) error {
 		for _, name := range p.Endpoints {
 			tg := newTargets[name]
 			j := &job{key: p.Name + "/" + name, identity: pid + tg.identity, profile: p, endpoint: name, target: tg.t}
+			if !p.Shard.Split && !probe.Owns(j.key, d.o.ShardIndex, d.o.ShardCount) {
+				continue // another replica's job
+			}
 			newJobs[j.key] = j
 		}
 	}
@@ -293,6 +299,9 @@ func (d *Daemon) execute(ctx context.Context, j *job, manual bool) scheduler.Usa
 		log.Error("run not started", "err", err)
 		d.history.finish(rec, nil, ResultError, err)
 		return scheduler.Usage{}
+	}
+	if j.profile.Shard.Split && d.o.ShardCount > 1 {
+		run.Plan = run.Plan.Split(d.o.ShardIndex, d.o.ShardCount)
 	}
 	log.Info("run started", "trigger", trigger, "load", run.Plan.String())
 	d.prom.RunStarted(run)

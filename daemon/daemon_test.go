@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -254,4 +255,78 @@ func gaugeWith(t *testing.T, reg *prometheus.Registry, name, label, value string
 	}
 	t.Fatalf("%s{%s=%q} not found", name, label, value)
 	return 0
+}
+
+// Three shards share one configuration: each profile runs on exactly one
+// shard, and a split profile's load adds up to the configured load.
+func TestShards(t *testing.T) {
+	body := endpoints + "profiles:\n"
+	for i := range 6 {
+		body += profile(fmt.Sprintf("p%d", i), "{concurrency: 1, requests: 2}")
+	}
+	body += `  - name: split
+    load: {concurrency: 6, requests: 60}
+    workload: {input_tokens: {mean: 10}, output_tokens: {mean: 4}}
+    schedule: {every: 1h}
+    shard: {split: true}
+  - name: splitrate
+    load: {rate: 40, arrival: constant, duration: 2s}
+    workload: {input_tokens: {mean: 10}, output_tokens: {mean: 4}}
+    schedule: {every: 1h}
+    shard: {split: true}
+`
+	path := filepath.Join(t.TempDir(), "tokenprobe.yaml")
+	writeFile(t, path, body)
+	owners := map[string]int{}
+	var splitReqs, rateReqs int
+	var shards []*Daemon
+	for i := range 3 {
+		d, err := New(Options{ConfigFile: path, ShardIndex: i, ShardCount: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shards = append(shards, d)
+		for _, j := range d.Jobs() {
+			owners[j.Profile]++
+		}
+	}
+	defer func() {
+		for _, d := range shards {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_ = d.Shutdown(ctx)
+			cancel()
+		}
+	}()
+	for i := range 6 {
+		if n := owners[fmt.Sprintf("p%d", i)]; n != 1 {
+			t.Errorf("p%d runs on %d shards", i, n)
+		}
+	}
+	if owners["split"] != 3 || owners["splitrate"] != 3 {
+		t.Fatalf("split profiles on %d and %d shards", owners["split"], owners["splitrate"])
+	}
+	for _, d := range shards {
+		for _, p := range []string{"split", "splitrate"} {
+			if _, err := d.RunNow(p, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, d := range shards {
+		for _, p := range []string{"split", "splitrate"} {
+			eventually(t, "the "+p+" run", func() bool { r, ok := run(d, p)(); return ok && r.Result != ResultRunning })
+		}
+		s, _ := run(d, "split")()
+		r, _ := run(d, "splitrate")()
+		splitReqs += s.Summary.Requests
+		rateReqs += r.Summary.Requests
+	}
+	if splitReqs != 60 {
+		t.Errorf("split requests add up to %d, want 60", splitReqs)
+	}
+	// 40 req/s for 2 s in three shares: 80 within 2%.
+	if rateReqs < 78 || rateReqs > 82 {
+		t.Errorf("split rate sent %d requests in 2 s at 40/s, want 80 within 2%%", rateReqs)
+	}
+	t.Logf("split: %d requests over 3 shards; split rate: %d of 80", splitReqs, rateReqs)
 }

@@ -38,6 +38,8 @@ func run(args []string) int {
 	serveCmd.Flag("web.enable-lifecycle", "Enable POST /-/reload and POST /api/v1/runs?profile= (run a profile now).").Default("false").BoolVar(&so.lifecycle)
 	serveCmd.Flag("config.check-interval", "Reload the configuration when its checksum changes, checking this often (0 turns it off).").Default("0s").DurationVar(&so.checkInterval)
 	serveCmd.Flag("scheduler.max-concurrent-runs", "At most this many runs at once across all profiles (0: no limit).").Default("0").IntVar(&so.maxConcurrentRuns)
+	serveCmd.Flag("shard.count", "Replicas sharing the configuration: each runs the profiles whose name hashes to its index, and its share of split profiles.").Default("1").IntVar(&so.shardCount)
+	serveCmd.Flag("shard.index", "This replica's index among --shard.count (default: the StatefulSet ordinal at the end of the hostname).").Default("-1").IntVar(&so.shardIndex)
 	serveCmd.Flag("shutdown.timeout", "How long to wait for runs to stop and metrics to flush on SIGTERM.").Default("30s").DurationVar(&so.shutdownTimeout)
 
 	runCmd := app.Command("run", "Run profiles once, print a report, and exit non-zero when SLO attainment is below the objective.")

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +30,22 @@ type serveOptions struct {
 	checkInterval     time.Duration
 	maxConcurrentRuns int
 	shutdownTimeout   time.Duration
+	shardCount        int
+	shardIndex        int // -1: from the StatefulSet ordinal in the hostname
+}
+
+// ordinal reads a StatefulSet pod's ordinal from its hostname (tokenprobe-2).
+func ordinal() (int, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return 0, err
+	}
+	i := strings.LastIndexByte(host, '-')
+	n, err := strconv.Atoi(host[i+1:])
+	if i < 0 || err != nil || n < 0 {
+		return 0, fmt.Errorf("hostname %q does not end in a StatefulSet ordinal: set --shard.index", host)
+	}
+	return n, nil
 }
 
 // serve runs the daemon until ctx ends (SIGTERM, SIGINT), reloading on
@@ -43,9 +62,22 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger, hup <-chan 
 		v = "dev" // go run, or a build without the Makefile's version stamp
 	}
 	logger.Info("starting tokenprobe", "version", version.Info(), "build", version.BuildContext(), "config", o.configFile)
+	if o.shardCount > 1 && o.shardIndex < 0 {
+		n, err := ordinal()
+		if err != nil {
+			logger.Error("cannot tell this replica's shard", "err", err)
+			return runonce.ExitConfig
+		}
+		o.shardIndex = n
+	}
+	if o.shardCount > 1 && o.shardIndex >= o.shardCount {
+		logger.Error("shard index out of range", "index", o.shardIndex, "count", o.shardCount)
+		return runonce.ExitConfig
+	}
 	d, err := daemon.New(daemon.Options{
 		ConfigFile: o.configFile, Logger: logger, Registerer: reg,
 		MaxConcurrentRuns: o.maxConcurrentRuns, Version: v,
+		ShardIndex: max(o.shardIndex, 0), ShardCount: o.shardCount,
 	})
 	if err != nil {
 		logger.Error("cannot start", "err", err)
