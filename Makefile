@@ -5,7 +5,7 @@ LDFLAGS := -X github.com/prometheus/common/version.Version=$(VERSION) \
            -X github.com/prometheus/common/version.Revision=$(shell git rev-parse --short HEAD 2>/dev/null) \
            -X github.com/prometheus/common/version.Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
 
-.PHONY: help build run demo-once e2e rules soak test race lint bench fuzz docs clean
+.PHONY: test-deploy help build run demo-once e2e rules soak manifests test race lint bench fuzz docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -19,8 +19,11 @@ run: ## the daemon with the demo configuration: http://localhost:9470
 demo-once: ## the demo's baseline and overload profiles once (exit 1 = overload missed its SLO, as intended)
 	$(GO) run ./cmd/tokenprobe run -c configs/demo.yaml -p baseline -p overload || test $$? -eq 1
 
-test: ## the test suite, as the README and .ci/run run it
+test: ## the test suite, as the README and .ci/run run it (the deploy module: make test-deploy)
 	$(GO) test ./...
+
+test-deploy: ## render the Helm chart and decode every object with the Kubernetes API types
+	cd deploy && $(GO) test ./...
 
 race: ## the test suite under the race detector (needs a C compiler)
 	GOFLAGS="$(shell $(GO) env GOFLAGS) -race" $(GO) test ./...
@@ -46,6 +49,10 @@ e2e: ## the alert rules in a real Prometheus scraping a real daemon (needs the p
 
 rules: ## regenerate alerts/ from the metric catalog
 	$(GO) run ./cmd/tokenprobe generate rules --out alerts
+
+manifests: rules ## copy the rules into the Helm chart and render deploy/kubernetes from it
+	cp alerts/tokenprobe-rules.yaml deploy/helm/tokenprobe/files/tokenprobe-rules.yaml
+	cd deploy && $(GO) run ./cmd/render
 
 docs: ## regenerate docs/METRICS.md from the metric catalog
 	$(GO) test ./exporter/catalog -run Docs -update

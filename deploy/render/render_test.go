@@ -1,0 +1,190 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tokenprobe/tokenprobe/config"
+)
+
+// Minimal shapes of the Prometheus Operator resources: unknown fields are
+// errors here too.
+type monitor struct {
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	Metadata   map[string]any `json:"metadata"`
+	Spec       struct {
+		Selector  map[string]any `json:"selector"`
+		Endpoints []struct {
+			Port            string   `json:"port"`
+			Interval        string   `json:"interval"`
+			ScrapeProtocols []string `json:"scrapeProtocols"`
+		} `json:"endpoints"`
+	} `json:"spec"`
+}
+
+type rule struct {
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	Metadata   map[string]any `json:"metadata"`
+	Spec       struct {
+		Groups []struct {
+			Name  string           `json:"name"`
+			Rules []map[string]any `json:"rules"`
+		} `json:"groups"`
+	} `json:"spec"`
+}
+
+func strict(doc []byte, v any) error {
+	j, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// decodeAll decodes every rendered object with the Kubernetes API types
+// (unknown fields are errors) and returns them by kind.
+func decodeAll(t *testing.T, stream string) map[string][]any {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	_ = corev1.AddToScheme(scheme)
+	_ = appsv1.AddToScheme(scheme)
+	codec := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
+	out := map[string][]any{}
+	for _, doc := range strings.Split(stream, "\n---\n") {
+		doc = strings.TrimPrefix(strings.TrimSpace(doc), "---")
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		var meta struct{ Kind string }
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatalf("%v\n%s", err, doc)
+		}
+		switch meta.Kind {
+		case "ServiceMonitor":
+			var m monitor
+			if err := strict([]byte(doc), &m); err != nil {
+				t.Fatalf("ServiceMonitor: %v", err)
+			}
+			out[meta.Kind] = append(out[meta.Kind], m)
+		case "PrometheusRule":
+			var r rule
+			if err := strict([]byte(doc), &r); err != nil {
+				t.Fatalf("PrometheusRule: %v", err)
+			}
+			out[meta.Kind] = append(out[meta.Kind], r)
+		default:
+			obj, _, err := codec.Decode([]byte(doc), nil, nil)
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", meta.Kind, err, doc)
+			}
+			out[meta.Kind] = append(out[meta.Kind], obj)
+		}
+	}
+	return out
+}
+
+func TestDefaultValues(t *testing.T) {
+	out, err := Chart("../helm/tokenprobe", "", "tokenprobe", "monitoring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := decodeAll(t, out)
+	if len(objs["StatefulSet"]) != 1 || len(objs["Service"]) != 1 || len(objs["ConfigMap"]) != 1 || len(objs["DaemonSet"]) != 0 || len(objs["Secret"]) != 0 {
+		t.Fatalf("kinds: %v", keys(objs))
+	}
+	sts := objs["StatefulSet"][0].(*appsv1.StatefulSet)
+	c := sts.Spec.Template.Spec.Containers[0]
+	if !*sts.Spec.Template.Spec.SecurityContext.RunAsNonRoot || *c.SecurityContext.ReadOnlyRootFilesystem != true || c.ReadinessProbe.HTTPGet.Path != "/-/ready" {
+		t.Error("security context or probes")
+	}
+	// The ConfigMap holds a valid tokenprobe configuration.
+	cm := objs["ConfigMap"][0].(*corev1.ConfigMap)
+	if _, err := config.Parse("configmap/tokenprobe.yaml", []byte(cm.Data["tokenprobe.yaml"])); err != nil {
+		t.Fatalf("the chart's default configuration is invalid: %v", err)
+	}
+}
+
+func TestExampleValues(t *testing.T) {
+	out, err := Chart("../helm/tokenprobe", "../helm/example-values.yaml", "probe", "monitoring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := decodeAll(t, out)
+	sts := objs["StatefulSet"][0].(*appsv1.StatefulSet)
+	args := strings.Join(sts.Spec.Template.Spec.Containers[0].Args, " ")
+	if *sts.Spec.Replicas != 3 || !strings.Contains(args, "--shard.count=3") || !strings.Contains(args, "--web.enable-lifecycle") {
+		t.Errorf("replicas %d, args %s", *sts.Spec.Replicas, args)
+	}
+	if len(objs["Secret"]) != 1 || len(objs["ServiceMonitor"]) != 1 || len(objs["PrometheusRule"]) != 1 {
+		t.Fatalf("kinds: %v", keys(objs))
+	}
+	sec := objs["Secret"][0].(*corev1.Secret)
+	if sec.StringData["OPENAI_API_KEY"] == "" || sts.Spec.Template.Spec.Containers[0].EnvFrom[0].SecretRef.Name != sec.Name {
+		t.Error("the key is not wired from the Secret")
+	}
+	cm := objs["ConfigMap"][0].(*corev1.ConfigMap)
+	t.Setenv("OPENAI_API_KEY", "x")
+	if _, err := config.Parse("configmap/tokenprobe.yaml", []byte(cm.Data["tokenprobe.yaml"])); err != nil {
+		t.Fatalf("the example configuration is invalid: %v", err)
+	}
+	pr := objs["PrometheusRule"][0].(rule)
+	if len(pr.Spec.Groups) != 4 {
+		t.Errorf("%d rule groups", len(pr.Spec.Groups))
+	}
+}
+
+func TestDaemonSetMode(t *testing.T) {
+	values := t.TempDir() + "/v.yaml"
+	_ = os.WriteFile(values, []byte("mode: daemonset\nnodeSelector: {pool: inference}\n"), 0o644)
+	out, err := Chart("../helm/tokenprobe", values, "tokenprobe", "monitoring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := decodeAll(t, out)
+	if len(objs["DaemonSet"]) != 1 || len(objs["StatefulSet"]) != 0 {
+		t.Fatalf("kinds: %v", keys(objs))
+	}
+	ns := objs["DaemonSet"][0].(*appsv1.DaemonSet).Spec.Template.Spec.NodeSelector
+	if ns["nvidia.com/gpu.present"] != "true" || ns["pool"] != "inference" {
+		t.Fatalf("node selector %v", ns)
+	}
+}
+
+// The chart carries the generated rules, and the plain manifests are the
+// chart rendered with its defaults.
+func TestGeneratedFilesAreCurrent(t *testing.T) {
+	a, _ := os.ReadFile("../../alerts/tokenprobe-rules.yaml")
+	b, _ := os.ReadFile("../helm/tokenprobe/files/tokenprobe-rules.yaml")
+	if len(a) == 0 || !bytes.Equal(a, b) {
+		t.Error("deploy/helm/tokenprobe/files/tokenprobe-rules.yaml differs from alerts/: run make manifests")
+	}
+	out, err := Chart("../helm/tokenprobe", "", "tokenprobe", "monitoring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := os.ReadFile("../kubernetes/tokenprobe.yaml")
+	if !strings.HasSuffix(string(plain), out) {
+		t.Error("deploy/kubernetes/tokenprobe.yaml is not the chart's rendering: run make manifests")
+	}
+}
+
+func keys(m map[string][]any) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, k+"="+string(rune('0'+len(v))))
+	}
+	return out
+}
