@@ -5,7 +5,7 @@ LDFLAGS := -X github.com/prometheus/common/version.Version=$(VERSION) \
            -X github.com/prometheus/common/version.Revision=$(shell git rev-parse --short HEAD 2>/dev/null) \
            -X github.com/prometheus/common/version.Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
 
-.PHONY: test-deploy help build run demo-once e2e rules soak manifests test race lint bench fuzz docs clean
+.PHONY: dashboards test-deploy help build run demo-once e2e rules soak manifests test race lint bench fuzz docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -50,8 +50,12 @@ e2e: ## the alert rules in a real Prometheus scraping a real daemon (needs the p
 rules: ## regenerate alerts/ from the metric catalog
 	$(GO) run ./cmd/tokenprobe generate rules --out alerts
 
-manifests: rules ## copy the rules into the Helm chart and render deploy/kubernetes from it
+dashboards: ## regenerate dashboards/ from the metric catalog
+	$(GO) run ./cmd/tokenprobe generate dashboards --out dashboards
+
+manifests: rules dashboards ## copy the rules and dashboards into the Helm chart and render deploy/kubernetes from it
 	cp alerts/tokenprobe-rules.yaml deploy/helm/tokenprobe/files/tokenprobe-rules.yaml
+	cp dashboards/tokenprobe-*.json deploy/helm/tokenprobe/files/dashboards/
 	cd deploy && $(GO) run ./cmd/render
 
 docs: ## regenerate docs/METRICS.md from the metric catalog

@@ -5,6 +5,7 @@ go 1.26.7
 require (
 	github.com/NVIDIA/go-dcgm v1.4611.2
 	github.com/alecthomas/kingpin/v2 v2.4.0
+	github.com/grafana/grafana-foundation-sdk/go v0.0.18
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tokenprobe/tokenprobe/alerts"
 	"github.com/tokenprobe/tokenprobe/config"
+	"github.com/tokenprobe/tokenprobe/dashboards"
 	"github.com/tokenprobe/tokenprobe/runonce"
 	"github.com/tokenprobe/tokenprobe/sim"
 )
@@ -56,6 +57,9 @@ func run(args []string) int {
 	genRules := genCmd.Command("rules", "Write the Prometheus recording and alerting rules and a PrometheusRule resource.")
 	genRulesOut := genRules.Flag("out", "Folder to write to.").Default("alerts").String()
 	genRulesScale := genRules.Flag("scale", "Divide every window by this (60: an hour becomes a minute), for tests at compressed time.").Default("1").Float64()
+
+	genDash := genCmd.Command("dashboards", "Write the Grafana dashboards (JSON) generated from the metric catalog.")
+	genDashOut := genDash.Flag("out", "Folder to write to.").Default("dashboards").String()
 
 	simCmd := app.Command("sim", "Serve a simulated OpenAI-compatible LLM endpoint with a queueing model and fault injection.")
 	simListen := simCmd.Flag("listen", "Address to listen on.").Default("127.0.0.1:8000").String()
@@ -102,6 +106,16 @@ func run(args []string) int {
 		o := alerts.Defaults()
 		o.Scale = *genRulesScale
 		files, err := alerts.WriteFiles(*genRulesOut, o)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return runonce.ExitRuntime
+		}
+		for _, f := range files {
+			fmt.Println("wrote", f)
+		}
+		return runonce.ExitOK
+	case genDash.FullCommand():
+		files, err := dashboards.Write(*genDashOut)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return runonce.ExitRuntime

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -65,8 +66,8 @@ func decodeAll(t *testing.T, stream string) map[string][]any {
 	out := map[string][]any{}
 	for _, doc := range strings.Split(stream, "\n---\n") {
 		doc = strings.TrimPrefix(strings.TrimSpace(doc), "---")
-		if strings.TrimSpace(doc) == "" {
-			continue
+		if commentsOnly(doc) {
+			continue // as kubectl skips them
 		}
 		var meta struct{ Kind string }
 		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
@@ -102,7 +103,7 @@ func TestDefaultValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	objs := decodeAll(t, out)
-	if len(objs["StatefulSet"]) != 1 || len(objs["Service"]) != 1 || len(objs["ConfigMap"]) != 1 || len(objs["DaemonSet"]) != 0 || len(objs["Secret"]) != 0 {
+	if len(objs["StatefulSet"]) != 1 || len(objs["Service"]) != 1 || len(objs["ConfigMap"]) != 5 || len(objs["DaemonSet"]) != 0 || len(objs["Secret"]) != 0 {
 		t.Fatalf("kinds: %v", keys(objs))
 	}
 	sts := objs["StatefulSet"][0].(*appsv1.StatefulSet)
@@ -110,8 +111,27 @@ func TestDefaultValues(t *testing.T) {
 	if !*sts.Spec.Template.Spec.SecurityContext.RunAsNonRoot || *c.SecurityContext.ReadOnlyRootFilesystem != true || c.ReadinessProbe.HTTPGet.Path != "/-/ready" {
 		t.Error("security context or probes")
 	}
-	// The ConfigMap holds a valid tokenprobe configuration.
-	cm := objs["ConfigMap"][0].(*corev1.ConfigMap)
+	// Four dashboards for Grafana's sidecar, each valid JSON; the ConfigMap
+	// of the configuration holds a valid tokenprobe configuration.
+	var cm *corev1.ConfigMap
+	dashboards := 0
+	for _, o := range objs["ConfigMap"] {
+		c := o.(*corev1.ConfigMap)
+		if c.Labels["grafana_dashboard"] == "1" {
+			for name, body := range c.Data {
+				var v map[string]any
+				if err := json.Unmarshal([]byte(body), &v); err != nil || v["uid"] != strings.TrimSuffix(name, ".json") {
+					t.Errorf("dashboard %s: %v", name, err)
+				}
+				dashboards++
+			}
+			continue
+		}
+		cm = c
+	}
+	if dashboards != 4 || cm == nil {
+		t.Fatalf("%d dashboards", dashboards)
+	}
 	if _, err := config.Parse("configmap/tokenprobe.yaml", []byte(cm.Data["tokenprobe.yaml"])); err != nil {
 		t.Fatalf("the chart's default configuration is invalid: %v", err)
 	}
@@ -135,7 +155,12 @@ func TestExampleValues(t *testing.T) {
 	if sec.StringData["OPENAI_API_KEY"] == "" || sts.Spec.Template.Spec.Containers[0].EnvFrom[0].SecretRef.Name != sec.Name {
 		t.Error("the key is not wired from the Secret")
 	}
-	cm := objs["ConfigMap"][0].(*corev1.ConfigMap)
+	var cm *corev1.ConfigMap
+	for _, o := range objs["ConfigMap"] {
+		if c := o.(*corev1.ConfigMap); c.Data["tokenprobe.yaml"] != "" {
+			cm = c
+		}
+	}
 	t.Setenv("OPENAI_API_KEY", "x")
 	if _, err := config.Parse("configmap/tokenprobe.yaml", []byte(cm.Data["tokenprobe.yaml"])); err != nil {
 		t.Fatalf("the example configuration is invalid: %v", err)
@@ -171,6 +196,17 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	if len(a) == 0 || !bytes.Equal(a, b) {
 		t.Error("deploy/helm/tokenprobe/files/tokenprobe-rules.yaml differs from alerts/: run make manifests")
 	}
+	sources, _ := filepath.Glob("../../dashboards/*.json")
+	for _, src := range sources {
+		a, _ := os.ReadFile(src)
+		b, _ := os.ReadFile("../helm/tokenprobe/files/dashboards/" + filepath.Base(src))
+		if !bytes.Equal(a, b) {
+			t.Errorf("the chart's copy of %s is out of date: run make manifests", filepath.Base(src))
+		}
+	}
+	if len(sources) != 4 {
+		t.Errorf("%d dashboards", len(sources))
+	}
 	out, err := Chart("../helm/tokenprobe", "", "tokenprobe", "monitoring")
 	if err != nil {
 		t.Fatal(err)
@@ -187,4 +223,13 @@ func keys(m map[string][]any) []string {
 		out = append(out, k+"="+string(rune('0'+len(v))))
 	}
 	return out
+}
+
+func commentsOnly(doc string) bool {
+	for _, line := range strings.Split(doc, "\n") {
+		if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,183 @@
+// Package dashboards generates tokenprobe's Grafana dashboards with the
+// grafana-foundation-sdk from the same metric catalog the exporter
+// registers. Tests check every query's metrics against the catalog and
+// every query against Prometheus' own parser.
+package dashboards
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/cog/variants"
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/heatmap"
+	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
+	"github.com/grafana/grafana-foundation-sdk/go/stat"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+)
+
+var ds = common.DataSourceRef{Type: cog.ToPtr("prometheus"), Uid: cog.ToPtr("${datasource}")}
+
+// sel is the label selector every request query carries.
+const sel = `profile=~"$profile",endpoint=~"$endpoint",model=~"$model"`
+const runSel = `profile=~"$profile",endpoint=~"$endpoint"`
+
+func q(expr, legend string) cog.Builder[variants.Dataquery] {
+	return prometheus.NewDataqueryBuilder().Expr(expr).LegendFormat(legend).Range()
+}
+
+func ts(title, desc, unit string, queries ...cog.Builder[variants.Dataquery]) *timeseries.PanelBuilder {
+	p := timeseries.NewPanelBuilder().Title(title).Description(desc).Unit(unit).Datasource(ds).Height(8).Span(12)
+	for _, t := range queries {
+		p.WithTarget(t)
+	}
+	return p
+}
+
+func st(title, desc, unit string, query cog.Builder[variants.Dataquery]) *stat.PanelBuilder {
+	return stat.NewPanelBuilder().Title(title).Description(desc).Unit(unit).Datasource(ds).Height(4).Span(6).WithTarget(query)
+}
+
+// percentiles reads a histogram both ways: classic buckets and native.
+func percentiles(metric, by string) []cog.Builder[variants.Dataquery] {
+	var out []cog.Builder[variants.Dataquery]
+	for _, p := range []string{"0.5", "0.95", "0.99"} {
+		out = append(out,
+			q(fmt.Sprintf(`histogram_quantile(%s, sum by (le%s) (rate(%s_bucket{%s}[$__rate_interval])))`, p, by, metric, sel), "p"+strings.TrimPrefix(p, "0.")+" {{"+strings.TrimPrefix(by, ", ")+"}} (classic)"),
+			q(fmt.Sprintf(`histogram_quantile(%s, sum by (%s) (rate(%s{%s}[$__rate_interval])))`, p, strings.TrimPrefix(by, ", "), metric, sel), "p"+strings.TrimPrefix(p, "0.")+" {{"+strings.TrimPrefix(by, ", ")+"}} (native)"))
+	}
+	return out
+}
+
+func variables(b *dashboard.DashboardBuilder) {
+	b.WithVariable(dashboard.NewDatasourceVariableBuilder("datasource").Label("Prometheus").Type("prometheus"))
+	for _, name := range []string{"profile", "endpoint", "model"} {
+		b.WithVariable(dashboard.NewQueryVariableBuilder(name).Label(name).Datasource(ds).
+			Query(dashboard.StringOrMap{String: cog.ToPtr(fmt.Sprintf("label_values(tokenprobe_requests_total, %s)", name))}).
+			Multi(true).IncludeAll(true).AllValue(".*").Refresh(dashboard.VariableRefreshOnTimeRangeChanged))
+	}
+}
+
+func base(uid, title, desc string) *dashboard.DashboardBuilder {
+	b := dashboard.NewDashboardBuilder(title).Uid(uid).Description(desc).Tags([]string{"tokenprobe", "llm"}).
+		Refresh("30s").Time("now-6h", "now")
+	variables(b)
+	return b
+}
+
+// Dashboards returns every dashboard by file name.
+func Dashboards() (map[string]dashboard.Dashboard, error) {
+	builders := map[string]*dashboard.DashboardBuilder{
+		"tokenprobe-slo.json":    slo(),
+		"tokenprobe-cliff.json":  cliff(),
+		"tokenprobe-gpu.json":    gpu(),
+		"tokenprobe-health.json": health(),
+	}
+	out := map[string]dashboard.Dashboard{}
+	for name, b := range builders {
+		d, err := b.Build()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out[name] = d
+	}
+	return out, nil
+}
+
+// Marshal renders a dashboard as indented JSON.
+func Marshal(d dashboard.Dashboard) ([]byte, error) {
+	b, err := json.MarshalIndent(d, "", "  ")
+	return append(b, '\n'), err
+}
+
+func slo() *dashboard.DashboardBuilder {
+	good := fmt.Sprintf(`sum by (profile, endpoint) (rate(tokenprobe_good_requests_total{%s}[$__rate_interval]))`, sel)
+	counted := fmt.Sprintf(`sum by (profile, endpoint) (rate(tokenprobe_requests_total{%s,outcome=~"success|error"}[$__rate_interval]))`, sel)
+	b := base("tokenprobe-slo", "tokenprobe / SLO overview", "Goodput against throughput, SLO attainment and error budget, errors, and latency percentiles.")
+	b.WithPanel(ts("Goodput vs throughput", "Good requests per second (tokenprobe_good_requests_total) against successful requests per second (tokenprobe_requests_total{outcome=\"success\"}). A gap is requests that succeed but miss an SLO.", "reqps",
+		q(good, "goodput {{profile}} {{endpoint}}"),
+		q(fmt.Sprintf(`sum by (profile, endpoint) (rate(tokenprobe_requests_total{%s,outcome="success"}[$__rate_interval]))`, sel), "throughput {{profile}} {{endpoint}}")))
+	b.WithPanel(ts("SLO attainment", "Good requests over success + error (tokenprobe_good_requests_total / tokenprobe_requests_total); cancelled requests count in neither.", "percentunit",
+		q(good+" / "+counted, "{{profile}} {{endpoint}}")))
+	b.WithPanel(ts("Attainment per SLO", "Requests meeting each threshold over success + error (tokenprobe_slo_requests_total{result=\"met\"} / all results).", "percentunit",
+		q(fmt.Sprintf(`sum by (profile, slo) (rate(tokenprobe_slo_requests_total{%s,result="met"}[$__rate_interval])) / sum by (profile, slo) (rate(tokenprobe_slo_requests_total{%s}[$__rate_interval]))`, sel, sel), "{{profile}} {{slo}}")))
+	b.WithPanel(ts("Error budget burn rate", "How fast requests that are not good spend the budget of the profile's objective (tokenprobe:slo_errors:ratio_rate1h / (1 - tokenprobe_slo_objective_ratio)); 1 spends it in exactly the SLO window, 14.4 pages.", "x",
+		q(fmt.Sprintf(`tokenprobe:slo_errors:ratio_rate1h{%s} / on (profile, endpoint) (1 - tokenprobe_slo_objective_ratio{%s})`, runSel, runSel), "1h {{profile}}"),
+		q(fmt.Sprintf(`tokenprobe:slo_errors:ratio_rate6h{%s} / on (profile, endpoint) (1 - tokenprobe_slo_objective_ratio{%s})`, runSel, runSel), "6h {{profile}}")))
+	b.WithPanel(ts("Errors by reason", "Failed requests per second by reason (tokenprobe_request_errors_total).", "reqps",
+		q(fmt.Sprintf(`sum by (reason) (rate(tokenprobe_request_errors_total{%s}[$__rate_interval])) > 0`, sel), "{{reason}}")))
+	b.WithPanel(ts("TTFT", "Time to first token percentiles (tokenprobe_time_to_first_token_seconds), classic buckets and native histograms.", "s", percentiles("tokenprobe_time_to_first_token_seconds", ", profile")...))
+	b.WithPanel(ts("TTST", "Time to second token percentiles (tokenprobe_time_to_second_token_seconds).", "s", percentiles("tokenprobe_time_to_second_token_seconds", ", profile")...))
+	b.WithPanel(ts("ITL", "Per-request inter-token latency percentiles (tokenprobe_inter_token_latency_seconds).", "s", percentiles("tokenprobe_inter_token_latency_seconds", ", profile")...))
+	b.WithPanel(ts("Request latency", "End-to-end latency percentiles (tokenprobe_request_duration_seconds).", "s", percentiles("tokenprobe_request_duration_seconds", ", profile")...))
+	b.WithPanel(heatmap.NewPanelBuilder().Title("TTFT heatmap").Description("TTFT distribution over time (tokenprobe_time_to_first_token_seconds_bucket).").
+		Datasource(ds).Height(8).Span(24).WithTarget(prometheus.NewDataqueryBuilder().
+		Expr(fmt.Sprintf(`sum by (le) (rate(tokenprobe_time_to_first_token_seconds_bucket{%s}[$__rate_interval]))`, sel)).
+		Format(prometheus.PromQueryFormatHeatmap).LegendFormat("{{le}}").Range()))
+	return b
+}
+
+func cliff() *dashboard.DashboardBuilder {
+	b := base("tokenprobe-cliff", "tokenprobe / TTFT cliff", "TTFT against load: where requests start to queue while tokens keep flowing.")
+	b.WithPanel(ts("TTFT p95 by load level", "TTFT p95 per load_level (tokenprobe_time_to_first_token_seconds): a cliff is a level where it leaves the floor.", "s",
+		q(fmt.Sprintf(`histogram_quantile(0.95, sum by (le, load_level) (rate(tokenprobe_time_to_first_token_seconds_bucket{%s}[$__rate_interval])))`, sel), "load {{load_level}}")))
+	b.WithPanel(ts("ITL p50 by load level", "ITL p50 per load_level (tokenprobe_inter_token_latency_seconds): flat through a cliff means a queue, not a slower model.", "s",
+		q(fmt.Sprintf(`histogram_quantile(0.5, sum by (le, load_level) (rate(tokenprobe_inter_token_latency_seconds_bucket{%s}[$__rate_interval])))`, sel), "load {{load_level}}")))
+	b.WithPanel(ts("TTFT / ITL", "TTFT p95 over ITL p50 (tokenprobe:ttft_p95:rate5m / tokenprobe:itl_p50:rate5m): rises in a cliff, stays put when the model slows.", "x",
+		q(fmt.Sprintf(`tokenprobe:ttft_p95:rate5m{%s} / tokenprobe:itl_p50:rate5m{%s}`, runSel, runSel), "{{profile}} {{endpoint}}")))
+	b.WithPanel(ts("In flight and TTFT", "Requests in flight (tokenprobe_in_flight_requests) and the load asked for (tokenprobe_target_concurrency).", "short",
+		q(fmt.Sprintf(`tokenprobe_in_flight_requests{%s}`, runSel), "in flight {{profile}}"),
+		q(fmt.Sprintf(`tokenprobe_target_concurrency{%s}`, runSel), "target {{profile}}")))
+	b.WithPanel(ts("Capacity at SLO and cliff level", "From sweeps: the highest load level meeting the objective (tokenprobe_run_last_capacity_at_slo) and where TTFT broke (tokenprobe_run_last_ttft_cliff_level).", "short",
+		q(fmt.Sprintf(`tokenprobe_run_last_capacity_at_slo{%s}`, runSel), "capacity {{profile}}"),
+		q(fmt.Sprintf(`tokenprobe_run_last_ttft_cliff_level{%s}`, runSel), "cliff {{profile}}")))
+	b.WithPanel(ts("Dispatch lag p99", "How late the probe sent requests (tokenprobe_dispatch_lag_seconds): the probe's own queue, which must stay small for the rest to mean anything.", "s",
+		q(fmt.Sprintf(`histogram_quantile(0.99, sum by (le, profile) (rate(tokenprobe_dispatch_lag_seconds_bucket{%s}[$__rate_interval])))`, sel), "{{profile}}")))
+	return b
+}
+
+func gpu() *dashboard.DashboardBuilder {
+	b := base("tokenprobe-gpu", "tokenprobe / GPU", "DCGM GPU series (from tokenprobe or dcgm-exporter) aligned with TTFT and goodput.")
+	g := func(title, metric, unit string) *timeseries.PanelBuilder {
+		return ts(title, fmt.Sprintf("%s per GPU (DCGM series %s, dcgm-exporter names).", title, metric), unit, q(metric, "{{Hostname}} GPU {{gpu}}"))
+	}
+	b.WithPanel(ts("TTFT p95 and goodput", "TTFT p95 (tokenprobe:ttft_p95:rate5m) and goodput (tokenprobe:goodput:rate5m) of the selected profiles, to read against the GPUs below.", "s",
+		q(fmt.Sprintf(`tokenprobe:ttft_p95:rate5m{%s}`, runSel), "TTFT p95 {{profile}}"),
+		q(fmt.Sprintf(`tokenprobe:goodput:rate5m{%s}`, runSel), "goodput {{profile}}")))
+	b.WithPanel(g("SM active", "DCGM_FI_PROF_SM_ACTIVE", "percentunit"))
+	b.WithPanel(g("Tensor pipe active", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "percentunit"))
+	b.WithPanel(g("DRAM active", "DCGM_FI_PROF_DRAM_ACTIVE", "percentunit"))
+	b.WithPanel(g("GPU utilisation", "DCGM_FI_DEV_GPU_UTIL", "percent"))
+	b.WithPanel(g("Power draw", "DCGM_FI_DEV_POWER_USAGE", "watt"))
+	b.WithPanel(g("SM clock", "DCGM_FI_DEV_SM_CLOCK", "rotmhz"))
+	b.WithPanel(g("Framebuffer used", "DCGM_FI_DEV_FB_USED", "decmbytes"))
+	b.WithPanel(ts("Throttling", "Share of time throttled for power and heat (rate of DCGM_FI_DEV_POWER_VIOLATION and DCGM_FI_DEV_THERMAL_VIOLATION, in us per s).", "percentunit",
+		q(`rate(DCGM_FI_DEV_POWER_VIOLATION[$__rate_interval]) / 1e6`, "power {{Hostname}} GPU {{gpu}}"),
+		q(`rate(DCGM_FI_DEV_THERMAL_VIOLATION[$__rate_interval]) / 1e6`, "thermal {{Hostname}} GPU {{gpu}}")))
+	b.WithPanel(g("Last XID error", "DCGM_FI_DEV_XID_ERRORS", "none"))
+	return b
+}
+
+func health() *dashboard.DashboardBuilder {
+	b := base("tokenprobe-health", "tokenprobe / probe health", "Schedules, runs, skipped ticks, reloads and the probe's own lateness.")
+	b.WithPanel(st("Config reload", "1 when the last configuration reload succeeded (tokenprobe_config_last_reload_successful).", "bool",
+		q(`min(tokenprobe_config_last_reload_successful)`, "reload ok")))
+	b.WithPanel(st("Oldest last success", "Seconds since the least recent passing run (tokenprobe_run_last_success_timestamp_seconds).", "s",
+		q(fmt.Sprintf(`time() - min(tokenprobe_run_last_success_timestamp_seconds{%s})`, runSel), "age")))
+	b.WithPanel(st("GPU source up", "Whether the GPU source reads (tokenprobe_gpu_source_up).", "bool", q(`min(tokenprobe_gpu_source_up)`, "gpu")))
+	b.WithPanel(st("Dropped observations", "Results a sink could not take (tokenprobe_observations_dropped_total).", "short",
+		q(`sum(increase(tokenprobe_observations_dropped_total[$__range]))`, "dropped")))
+	b.WithPanel(ts("Runs by result", "Runs finished per hour by result (tokenprobe_runs_total).", "short",
+		q(fmt.Sprintf(`sum by (profile, result) (increase(tokenprobe_runs_total{%s}[1h]))`, runSel), "{{profile}} {{result}}")))
+	b.WithPanel(ts("Skipped ticks", "Scheduled ticks that started no run, by reason (tokenprobe_runs_skipped_total).", "short",
+		q(fmt.Sprintf(`sum by (profile, reason) (increase(tokenprobe_runs_skipped_total{%s}[1h]))`, runSel), "{{profile}} {{reason}}")))
+	b.WithPanel(ts("Next run in", "Seconds until each job's next run (tokenprobe_run_next_timestamp_seconds).", "s",
+		q(fmt.Sprintf(`tokenprobe_run_next_timestamp_seconds{%s} - time()`, runSel), "{{profile}} {{endpoint}}")))
+	b.WithPanel(ts("Last run attainment and goodput", "From the last run of each job (tokenprobe_run_last_slo_attainment_ratio, tokenprobe_run_last_goodput_requests_per_second).", "short",
+		q(fmt.Sprintf(`tokenprobe_run_last_slo_attainment_ratio{%s}`, runSel), "attainment {{profile}}"),
+		q(fmt.Sprintf(`tokenprobe_run_last_goodput_requests_per_second{%s}`, runSel), "goodput {{profile}}")))
+	return b
+}

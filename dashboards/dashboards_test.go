@@ -1,0 +1,130 @@
+package dashboards
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/tokenprobe/tokenprobe/alerts"
+	"github.com/tokenprobe/tokenprobe/exporter/catalog"
+	"github.com/tokenprobe/tokenprobe/exporter/dcgm"
+)
+
+func TestCheckedInDashboardsAreGenerated(t *testing.T) {
+	files, err := Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range files {
+		got, err := os.ReadFile(name)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("dashboards/%s is out of date: run `go run ./cmd/tokenprobe generate dashboards`", name)
+		}
+	}
+}
+
+type panel struct {
+	Type        string `json:"type"`
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	Targets     []struct {
+		Expr string `json:"expr"`
+	} `json:"targets"`
+}
+
+// queries returns every panel's expressions, by dashboard and panel.
+func queries(t *testing.T) map[string][]string {
+	t.Helper()
+	ds, err := Dashboards()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for name, d := range ds {
+		b, _ := json.Marshal(d)
+		var parsed struct {
+			UID    string  `json:"uid"`
+			Panels []panel `json:"panels"`
+		}
+		if err := json.Unmarshal(b, &parsed); err != nil {
+			t.Fatal(err)
+		}
+		if parsed.UID != strings.TrimSuffix(name, ".json") {
+			t.Errorf("%s: uid %q is not stable", name, parsed.UID)
+		}
+		for _, p := range parsed.Panels {
+			if p.Description == "" || !metricRef.MatchString(p.Description) {
+				t.Errorf("%s / %s: the description does not name its metric", name, p.Title)
+			}
+			if len(p.Targets) == 0 {
+				t.Errorf("%s / %s: no query", name, p.Title)
+			}
+			for _, tg := range p.Targets {
+				out[name+" / "+p.Title] = append(out[name+" / "+p.Title], tg.Expr)
+			}
+		}
+	}
+	return out
+}
+
+var metricRef = regexp.MustCompile(`\b(tokenprobe[_:][a-z0-9_:]+|DCGM_[A-Z0-9_]+)\b`)
+
+// Every metric a panel queries is one tokenprobe exports, a DCGM series,
+// or a recording rule: a renamed metric breaks this test, not a panel.
+func TestQueriesReadMetricsThatExist(t *testing.T) {
+	known := catalog.Names()
+	for _, f := range dcgm.Fields {
+		known[f.Name] = catalog.Metric{}
+	}
+	for _, g := range alerts.Generate(alerts.Defaults()).Groups {
+		for _, r := range g.Rules {
+			if r.Record != "" {
+				known[r.Record] = catalog.Metric{}
+			}
+		}
+	}
+	for where, exprs := range queries(t) {
+		for _, e := range exprs {
+			for _, m := range metricRef.FindAllString(e, -1) {
+				if _, ok := known[m]; !ok {
+					t.Errorf("%s queries %s, which nothing exports", where, m)
+				}
+			}
+		}
+	}
+}
+
+// Every query is valid PromQL as Prometheus itself parses it: the queries,
+// Grafana's variables substituted, go into a rule file for promtool.
+func TestQueriesParse(t *testing.T) {
+	bin, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("TOKENPROBE_REQUIRE_PROMTOOL") != "" {
+			t.Fatal("promtool not on PATH")
+		}
+		t.Skip("promtool not on PATH")
+	}
+	subst := strings.NewReplacer("$__rate_interval", "5m", "$__range", "1h", "$profile", ".*", "$endpoint", ".*", "$model", ".*")
+	var b strings.Builder
+	b.WriteString("groups:\n  - name: dashboards\n    rules:\n")
+	n := 0
+	for _, exprs := range queries(t) {
+		for _, e := range exprs {
+			n++
+			fmt.Fprintf(&b, "      - record: dashboard:query:%d\n        expr: %q\n", n, subst.Replace(e))
+		}
+	}
+	p := filepath.Join(t.TempDir(), "queries.yaml")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "check", "rules", p).CombinedOutput(); err != nil {
+		t.Fatalf("promtool: %v\n%s", err, out)
+	}
+	t.Logf("%d queries parse", n)
+}
