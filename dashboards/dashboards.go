@@ -82,6 +82,15 @@ func Dashboards() (map[string]dashboard.Dashboard, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
+		// The SDK gives every variable the fields of an interval variable
+		// (auto, auto_count, auto_min); Grafana's published schema knows
+		// them only there, and they mean nothing on query variables.
+		for i := range d.Templating.List {
+			v := &d.Templating.List[i]
+			if v.Type != dashboard.VariableTypeInterval {
+				v.Auto, v.AutoMin, v.AutoCount = nil, nil, nil
+			}
+		}
 		out[name] = d
 	}
 	return out, nil

@@ -128,3 +128,43 @@ func TestQueriesParse(t *testing.T) {
 	}
 	t.Logf("%d queries parse", n)
 }
+
+// Every dashboard type-checks against Grafana's own published schema: each
+// is written as a TypeScript object literal typed as @grafana/schema's
+// Dashboard (literal values and unknown fields are checked) and compiled
+// with tsc. dashboards/typecheck holds the pinned npm packages; .ci/run
+// installs them.
+func TestDashboardsTypeCheckAgainstGrafanaSchema(t *testing.T) {
+	tsc := filepath.Join("typecheck", "node_modules", ".bin", "tsc")
+	if _, err := os.Stat(tsc); err != nil {
+		if os.Getenv("TOKENPROBE_REQUIRE_TSC") != "" {
+			t.Fatal("dashboards/typecheck has no node_modules (npm install there), and TOKENPROBE_REQUIRE_TSC is set")
+		}
+		t.Skip("no dashboards/typecheck/node_modules: cd dashboards/typecheck && npm install")
+	}
+	files, err := Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := filepath.Join("typecheck", "gen")
+	_ = os.RemoveAll(gen)
+	if err := os.MkdirAll(gen, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--noEmit", "--strict", "--moduleResolution", "node", "--module", "commonjs", "--target", "es2020"}
+	for name, body := range files {
+		ident := strings.NewReplacer("-", "_", ".json", "").Replace(name)
+		src := "import { Dashboard } from '@grafana/schema';\nexport const " + ident + ": Dashboard = " + string(body) + ";\n"
+		p := filepath.Join(gen, ident+".ts")
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, filepath.Join("gen", ident+".ts"))
+	}
+	cmd := exec.Command(filepath.Join("node_modules", ".bin", "tsc"), args...)
+	cmd.Dir = "typecheck"
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tsc: %v\n%s", err, out)
+	}
+	t.Logf("%d dashboards type-check against @grafana/schema", len(files))
+}
