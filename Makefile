@@ -5,7 +5,7 @@ LDFLAGS := -X github.com/prometheus/common/version.Version=$(VERSION) \
            -X github.com/prometheus/common/version.Revision=$(shell git rev-parse --short HEAD 2>/dev/null) \
            -X github.com/prometheus/common/version.Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
 
-.PHONY: dashboards test-deploy help build run demo-once e2e rules soak manifests test race lint bench fuzz docs clean
+.PHONY: grafana-push dashboards test-deploy help build run demo-once e2e rules soak manifests test race lint bench fuzz docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -52,6 +52,13 @@ rules: ## regenerate alerts/ from the metric catalog
 
 dashboards: ## regenerate dashboards/ from the metric catalog
 	$(GO) run ./cmd/tokenprobe generate dashboards --out dashboards
+
+grafana-push: ## post the dashboards to GRAFANA_URL (with GRAFANA_TOKEN, a service account token)
+	@test -n "$(GRAFANA_URL)" || { echo "set GRAFANA_URL (and GRAFANA_TOKEN)"; exit 2; }
+	for f in dashboards/tokenprobe-*.json; do \
+	  printf '{"dashboard":%s,"overwrite":true}' "$$(cat $$f)" | \
+	  curl -fsS -X POST -H "Authorization: Bearer $(GRAFANA_TOKEN)" -H 'Content-Type: application/json' \
+	    --data-binary @- "$(GRAFANA_URL)/api/dashboards/db" >/dev/null && echo "posted $$f" || exit 1; done
 
 manifests: rules dashboards ## copy the rules and dashboards into the Helm chart and render deploy/kubernetes from it
 	cp alerts/tokenprobe-rules.yaml deploy/helm/tokenprobe/files/tokenprobe-rules.yaml
