@@ -92,6 +92,7 @@ func Run(ctx context.Context, o Options) int {
 	}
 	code := ExitOK
 	var all []stats.Summary
+	var levelNames []string
 	ran := 0
 	for _, p := range profiles {
 		for _, name := range p.Endpoints {
@@ -99,8 +100,9 @@ func Run(ctx context.Context, o Options) int {
 				continue
 			}
 			ran++
-			s, err := runOne(ctx, o, p, ts.Get(name), dir, push, gpu)
+			s, levelName, err := runOne(ctx, o, p, ts.Get(name), dir, push, gpu)
 			all = append(all, s)
+			levelNames = append(levelNames, levelName)
 			switch {
 			case err != nil:
 				fmt.Fprintf(o.Progress, "profile %s on %s: %v\n", p.Name, name, err)
@@ -116,6 +118,10 @@ func Run(ctx context.Context, o Options) int {
 	}
 	if dir != "" {
 		if err := writeJSON(filepath.Join(dir, "summary.json"), all); err != nil {
+			fmt.Fprintln(o.Progress, err)
+			return ExitRuntime
+		}
+		if err := writeHTML(filepath.Join(dir, "report.html"), o.ConfigFile, all, levelNames); err != nil {
 			fmt.Fprintln(o.Progress, err)
 			return ExitRuntime
 		}
@@ -145,7 +151,9 @@ type gpuSource struct {
 	interval time.Duration
 }
 
-func runOne(ctx context.Context, o Options, p *config.Profile, t *targets.Target, dir string, push *pusher, gpu *gpuSource) (stats.Summary, error) {
+// runOne runs one profile against one endpoint and returns its summary and
+// what its load level counts (concurrency or rate).
+func runOne(ctx context.Context, o Options, p *config.Profile, t *targets.Target, dir string, push *pusher, gpu *gpuSource) (stats.Summary, string, error) {
 	var records *report.Records
 	var sinks []probe.Sink
 	if push != nil {
@@ -155,11 +163,11 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *targets.Target
 	if dir != "" {
 		runDir = filepath.Join(dir, p.Name+"-"+t.Endpoint.Name)
 		if err := os.MkdirAll(runDir, 0o755); err != nil {
-			return stats.Summary{}, err
+			return stats.Summary{}, "", err
 		}
 		f, err := os.Create(filepath.Join(runDir, "records.jsonl"))
 		if err != nil {
-			return stats.Summary{}, err
+			return stats.Summary{}, "", err
 		}
 		defer f.Close()
 		records = report.NewRecords(f)
@@ -167,7 +175,7 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *targets.Target
 	}
 	run, err := probe.NewRun(p, t.Endpoint, t.Client, sinks...)
 	if err != nil {
-		return stats.Summary{}, err
+		return stats.Summary{}, "", err
 	}
 	levelName := run.Plan.Stages[0].LevelName()
 	fmt.Fprintf(o.Progress, "Running profile %s against %s (%s)...\n", p.Name, t.Endpoint.Name, run.Plan)
@@ -198,7 +206,7 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *targets.Target
 	if runDir != "" && err == nil {
 		err = errors.Join(writeJSON(filepath.Join(runDir, "summary.json"), s), writeText(filepath.Join(runDir, "report.txt"), &s, levelName))
 	}
-	return s, err
+	return s, levelName, err
 }
 
 // pusher is OTLP export behind a queue, so a slow collector never holds up
@@ -261,6 +269,18 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func writeHTML(path, configFile string, runs []stats.Summary, levelNames []string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := report.HTML(f, "tokenprobe run: "+filepath.Base(configFile), runs, levelNames, time.Now()); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func writeText(path string, s *stats.Summary, levelName string) error {

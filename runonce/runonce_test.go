@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -320,6 +322,39 @@ profiles:
 	if !strings.Contains(out, "Capacity at SLO") || !strings.Contains(out, "TTFT cliff") {
 		t.Errorf("the report does not show the knee:\n%s", out)
 	}
+
+	// The HTML report, rendered by a real browser, has the curves against
+	// load with the cliff marked, and the distributions.
+	html := filepath.Join(filepath.Dir(files[0]), "report.html")
+	dom := headless(t, "file://"+html, "--dump-dom")
+	curves := regexp.MustCompile(`(?s)<div class="charts curves">.*?</div>`).FindString(dom)
+	if strings.Count(curves, "<svg") != 3 || strings.Count(curves, `class="series"`) != 6 || !strings.Contains(curves, "TTFT cliff") {
+		t.Fatalf("the report's curves: %d charts, %d series, cliff marked %v", strings.Count(curves, "<svg"),
+			strings.Count(curves, `class="series"`), strings.Contains(curves, "TTFT cliff"))
+	}
+	if strings.Count(dom, "distribution") < 3 {
+		t.Error("the report lacks the distributions")
+	}
+}
+
+// headless renders url in Chromium and returns its output, or skips where
+// there is no Chromium unless TOKENPROBE_REQUIRE_BROWSER is set.
+func headless(t *testing.T, url string, extra ...string) string {
+	t.Helper()
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("TOKENPROBE_REQUIRE_BROWSER") != "" {
+			t.Fatal("no chromium, and TOKENPROBE_REQUIRE_BROWSER is set")
+		}
+		t.Skip("no chromium on PATH")
+	}
+	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--user-data-dir=" + t.TempDir()}, extra...)
+	out, err := exec.Command(browser, append(args, url)...).Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	return string(out)
 }
 
 // With a dcgm-exporter to read, the report carries GPU figures over the

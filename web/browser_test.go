@@ -63,4 +63,19 @@ func TestStatusPageInABrowser(t *testing.T) {
 		t.Fatalf("no goodput in the demo row:\n%s", row)
 	}
 	t.Logf("browser shows run #%d with goodput %s/s (summary: %.2f/s)", run.ID, goodput[1], run.Summary.Goodput)
+
+	// A second run: the page draws the profile's recent-run trends.
+	if code, _ := f.do(t, "POST", "/api/v1/runs?profile=demo"); code != 202 {
+		t.Fatalf("run now: %d", code)
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if recent, _ := f.d.History().Runs(); len(recent) == 2 && recent[0].Result != "running" {
+			break
+		}
+	}
+	dom = Headless(t, browser, f.srv.URL+"/", "--dump-dom")
+	trend := regexp.MustCompile(`(?s)<section class="charts-of" data-job="demo on sim">.*?</section>`).FindString(dom)
+	if strings.Count(trend, "<svg") != 2 || strings.Count(trend, `class="series"`) != 4 {
+		t.Fatalf("no trend charts for the demo profile:\n%.1500s", trend)
+	}
 }

@@ -43,6 +43,7 @@ th{background:#f4f4f4}
 .num{text-align:right;font-variant-numeric:tabular-nums}
 pre{background:#f6f8fa;padding:1em;overflow:auto;font-size:13px}
 .warn{background:#fff8c5;padding:.5em}
+.charts{display:flex;flex-wrap:wrap;gap:10px}.chart{border:1px solid #ddd;border-radius:4px}
 </style>`
 
 var statusPage = template.Must(template.New("status").Funcs(funcs).Parse(`<!doctype html>
@@ -66,6 +67,8 @@ var statusPage = template.Must(template.New("status").Funcs(funcs).Parse(`<!doct
 {{else}}<td colspan="9">no run yet</td>{{end}}
 </tr>{{end}}
 </table>
+{{if .Charts}}<h2>Against load and over time</h2>
+{{range .Charts}}<section class="charts-of" data-job="{{.Profile}}"><h3>{{.Profile}}</h3><div class="charts">{{range .Curve}}{{.}}{{end}}{{range .Trend}}{{.}}{{end}}</div></section>{{end}}{{end}}
 <h2>Recent runs</h2>
 {{template "runs" .Recent}}
 {{if .Failed}}<h2>Older failed runs</h2>

@@ -11,6 +11,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"sort"
 	"strconv"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/tokenprobe/tokenprobe/daemon"
 	"github.com/tokenprobe/tokenprobe/probe/report"
+	"github.com/tokenprobe/tokenprobe/probe/stats"
 	"github.com/tokenprobe/tokenprobe/scheduler"
 )
 
@@ -143,11 +145,60 @@ func (s *server) status(w http.ResponseWriter, _ *http.Request) {
 	at, err := s.d.ReloadStatus()
 	gpuSource, gpuProblem, gpu := s.d.GPUStatus()
 	data := map[string]any{
-		"GPU": gpu, "GPUSource": gpuSource, "GPUProblem": gpuProblem,
+		"Charts": charts(recent),
+		"GPU":    gpu, "GPUSource": gpuSource, "GPUProblem": gpuProblem,
 		"Version": s.o.Version, "Jobs": s.d.Jobs(), "Recent": recent, "Failed": failed,
 		"ReloadAt": at, "ReloadErr": err, "Lifecycle": s.o.Lifecycle, "Now": time.Now(),
 	}
 	render(w, statusPage, data)
+}
+
+// profileCharts are the pictures of one profile on the status page: the
+// curve against load of its last multi-stage run, and its recent runs.
+type profileCharts struct {
+	Profile string
+	Curve   []template.HTML
+	Trend   []template.HTML
+}
+
+// charts draws, per profile and endpoint, the same curve the one-shot HTML
+// report draws and the trend of its recent runs.
+func charts(recent []daemon.RunRecord) []profileCharts {
+	type key struct{ profile, endpoint string }
+	var order []key
+	byKey := map[key][]daemon.RunRecord{}
+	for i := len(recent) - 1; i >= 0; i-- { // oldest first
+		r := recent[i]
+		if r.Summary == nil || r.Result == daemon.ResultRunning {
+			continue
+		}
+		k := key{r.Profile, r.Endpoint}
+		if byKey[k] == nil {
+			order = append(order, k)
+		}
+		byKey[k] = append(byKey[k], r)
+	}
+	sort.Slice(order, func(a, b int) bool { return order[a].profile+order[a].endpoint < order[b].profile+order[b].endpoint })
+	var out []profileCharts
+	for _, k := range order {
+		runs := byKey[k]
+		pc := profileCharts{Profile: k.profile + " on " + k.endpoint}
+		last := runs[len(runs)-1].Summary
+		pc.Curve = report.CliffCharts(last, "load level")
+		if len(runs) > 1 {
+			var sums []stats.Summary
+			var ids []string
+			for _, r := range runs {
+				sums = append(sums, *r.Summary)
+				ids = append(ids, "#"+strconv.FormatInt(r.ID, 10))
+			}
+			pc.Trend = report.Trend(k.profile, sums, ids)
+		}
+		if pc.Curve != nil || pc.Trend != nil {
+			out = append(out, pc)
+		}
+	}
+	return out
 }
 
 func (s *server) run(w http.ResponseWriter, r *http.Request) {
