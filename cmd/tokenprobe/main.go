@@ -25,6 +25,18 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
+// wrote reports what a generator wrote and returns the exit code.
+func wrote(files []string, err error) int {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return runonce.ExitRuntime
+	}
+	for _, f := range files {
+		fmt.Println("wrote", f)
+	}
+	return runonce.ExitOK
+}
+
 func run(args []string) int {
 	app := kingpin.New("tokenprobe", "Synthetic monitoring and load testing of LLM inference endpoints: TTFT, ITL, goodput and SLO attainment.")
 	app.Version(version.Print("tokenprobe"))
@@ -105,25 +117,9 @@ func run(args []string) int {
 	case genRules.FullCommand():
 		o := alerts.Defaults()
 		o.Scale = *genRulesScale
-		files, err := alerts.WriteFiles(*genRulesOut, o)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return runonce.ExitRuntime
-		}
-		for _, f := range files {
-			fmt.Println("wrote", f)
-		}
-		return runonce.ExitOK
+		return wrote(alerts.WriteFiles(*genRulesOut, o))
 	case genDash.FullCommand():
-		files, err := dashboards.Write(*genDashOut)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return runonce.ExitRuntime
-		}
-		for _, f := range files {
-			fmt.Println("wrote", f)
-		}
-		return runonce.ExitOK
+		return wrote(dashboards.Write(*genDashOut))
 	case checkCmd.FullCommand():
 		cfg, err := config.LoadFile(*checkConfig)
 		if err != nil {

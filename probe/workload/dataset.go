@@ -1,11 +1,8 @@
 package workload
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"sync"
 
@@ -29,49 +26,35 @@ type singleTurn struct {
 // "text" or "texts" (joined by newlines), and an optional "output_length".
 // Errors name the file and line.
 func ReadSingleTurn(path string) ([]Entry, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	var out []Entry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		text := strings.TrimSpace(sc.Text())
-		if text == "" {
-			continue
-		}
+	err := eachLine(path, func(text string) error {
 		var st singleTurn
-		dec := json.NewDecoder(strings.NewReader(text))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&st); err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", path, line, err)
+		if err := decodeStrict(text, &st); err != nil {
+			return err
 		}
 		e := Entry{}
 		switch {
 		case st.Text != nil && st.Texts != nil:
-			return nil, fmt.Errorf("%s:%d: give text or texts, not both", path, line)
+			return fmt.Errorf("give text or texts, not both")
 		case st.Text != nil:
 			e.Text = *st.Text
 		default:
 			e.Text = strings.Join(st.Texts, "\n")
 		}
 		if strings.TrimSpace(e.Text) == "" {
-			return nil, fmt.Errorf("%s:%d: the prompt is empty", path, line)
+			return fmt.Errorf("the prompt is empty")
 		}
 		if st.OutputLength != nil {
 			if *st.OutputLength < 1 {
-				return nil, fmt.Errorf("%s:%d: output_length must be at least 1", path, line)
+				return fmt.Errorf("output_length must be at least 1")
 			}
 			e.OutputTokens = *st.OutputLength
 		}
 		out = append(out, e)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s:%d: %v", path, line+1, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s: no prompts", path)

@@ -1,10 +1,7 @@
 package workload
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -36,45 +33,31 @@ type mooncakeLine struct {
 // ReadMooncake reads a Mooncake trace (JSON lines of timestamp in ms,
 // input_length, output_length, hash_ids). Errors name the file and line.
 func ReadMooncake(path string) ([]TraceRow, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	var rows []TraceRow
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
-	line := 0
 	var last time.Duration
-	for sc.Scan() {
-		line++
-		text := strings.TrimSpace(sc.Text())
-		if text == "" {
-			continue
-		}
+	err := eachLine(path, func(text string) error {
 		var m mooncakeLine
-		dec := json.NewDecoder(strings.NewReader(text))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&m); err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", path, line, err)
+		if err := decodeStrict(text, &m); err != nil {
+			return err
 		}
 		switch {
 		case m.Timestamp == nil || m.InputLength == nil || m.OutputLength == nil:
-			return nil, fmt.Errorf("%s:%d: timestamp, input_length and output_length are required", path, line)
+			return fmt.Errorf("timestamp, input_length and output_length are required")
 		case *m.InputLength < 1 || *m.OutputLength < 1 || *m.Timestamp < 0:
-			return nil, fmt.Errorf("%s:%d: lengths must be at least 1 and the timestamp not negative", path, line)
+			return fmt.Errorf("lengths must be at least 1 and the timestamp not negative")
 		case len(m.HashIDs) > 0 && (len(m.HashIDs)-1)*BlockTokens >= *m.InputLength:
-			return nil, fmt.Errorf("%s:%d: %d hash_ids of %d tokens do not fit input_length %d", path, line, len(m.HashIDs), BlockTokens, *m.InputLength)
+			return fmt.Errorf("%d hash_ids of %d tokens do not fit input_length %d", len(m.HashIDs), BlockTokens, *m.InputLength)
 		}
 		ts := time.Duration(*m.Timestamp * float64(time.Millisecond))
 		if ts < last {
-			return nil, fmt.Errorf("%s:%d: timestamps go backwards (%v after %v)", path, line, ts, last)
+			return fmt.Errorf("timestamps go backwards (%v after %v)", ts, last)
 		}
 		last = ts
 		rows = append(rows, TraceRow{Timestamp: ts, InputTokens: *m.InputLength, OutputTokens: *m.OutputLength, HashIDs: m.HashIDs})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s:%d: %v", path, line+1, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(rows) == 0 {
 		return nil, fmt.Errorf("%s: no requests", path)
