@@ -52,6 +52,23 @@ func percentiles(metric, by string) []cog.Builder[variants.Dataquery] {
 	return out
 }
 
+// quantileBy reads one quantile of a histogram by a label, from classic
+// buckets and from native histograms.
+func quantileBy(p, metric, label, legend string) []cog.Builder[variants.Dataquery] {
+	return []cog.Builder[variants.Dataquery]{
+		q(fmt.Sprintf(`histogram_quantile(%s, sum by (le, %s) (rate(%s_bucket{%s}[$__rate_interval])))`, p, label, metric, sel), legend+" (classic)"),
+		q(fmt.Sprintf(`histogram_quantile(%s, sum by (%s) (rate(%s{%s}[$__rate_interval])))`, p, label, metric, sel), legend+" (native)"),
+	}
+}
+
+// heat is a heatmap of a histogram's classic buckets over time.
+func heat(title, desc, metric string) *heatmap.PanelBuilder {
+	return heatmap.NewPanelBuilder().Title(title).Description(desc).Datasource(ds).Height(8).Span(12).
+		WithTarget(prometheus.NewDataqueryBuilder().
+			Expr(fmt.Sprintf(`sum by (le) (rate(%s_bucket{%s}[$__rate_interval]))`, metric, sel)).
+			Format(prometheus.PromQueryFormatHeatmap).LegendFormat("{{le}}").Range())
+}
+
 func variables(b *dashboard.DashboardBuilder) {
 	b.WithVariable(dashboard.NewDatasourceVariableBuilder("datasource").Label("Prometheus").Type("prometheus"))
 	for _, name := range []string{"profile", "endpoint", "model"} {
@@ -122,29 +139,30 @@ func slo() *dashboard.DashboardBuilder {
 	b.WithPanel(ts("TTST", "Time to second token percentiles (tokenprobe_time_to_second_token_seconds).", "s", percentiles("tokenprobe_time_to_second_token_seconds", ", profile")...))
 	b.WithPanel(ts("ITL", "Per-request inter-token latency percentiles (tokenprobe_inter_token_latency_seconds).", "s", percentiles("tokenprobe_inter_token_latency_seconds", ", profile")...))
 	b.WithPanel(ts("Request latency", "End-to-end latency percentiles (tokenprobe_request_duration_seconds).", "s", percentiles("tokenprobe_request_duration_seconds", ", profile")...))
-	b.WithPanel(heatmap.NewPanelBuilder().Title("TTFT heatmap").Description("TTFT distribution over time (tokenprobe_time_to_first_token_seconds_bucket).").
-		Datasource(ds).Height(8).Span(24).WithTarget(prometheus.NewDataqueryBuilder().
-		Expr(fmt.Sprintf(`sum by (le) (rate(tokenprobe_time_to_first_token_seconds_bucket{%s}[$__rate_interval]))`, sel)).
-		Format(prometheus.PromQueryFormatHeatmap).LegendFormat("{{le}}").Range()))
+	b.WithPanel(heat("TTFT heatmap", "TTFT distribution over time (tokenprobe_time_to_first_token_seconds_bucket); native histograms render the same with a native heatmap query.", "tokenprobe_time_to_first_token_seconds"))
+	b.WithPanel(heat("ITL heatmap", "Per-request inter-token latency over time (tokenprobe_inter_token_latency_seconds_bucket).", "tokenprobe_inter_token_latency_seconds"))
+	b.WithPanel(ts("Error budget spent over 3 days", "Share of the error budget of the profile's objective used over the last 3 days (tokenprobe:slo_errors:ratio_rate3d / (1 - tokenprobe_slo_objective_ratio)); above 0.1 a 30-day budget runs out early.", "percentunit",
+		q(fmt.Sprintf(`tokenprobe:slo_errors:ratio_rate3d{%s} / on (profile, endpoint) (1 - tokenprobe_slo_objective_ratio{%s}) * 3 / 30`, runSel, runSel), "{{profile}} {{endpoint}}")))
 	return b
 }
 
 func cliff() *dashboard.DashboardBuilder {
 	b := base("tokenprobe-cliff", "tokenprobe / TTFT cliff", "TTFT against load: where requests start to queue while tokens keep flowing.")
 	b.WithPanel(ts("TTFT p95 by load level", "TTFT p95 per load_level (tokenprobe_time_to_first_token_seconds): a cliff is a level where it leaves the floor.", "s",
-		q(fmt.Sprintf(`histogram_quantile(0.95, sum by (le, load_level) (rate(tokenprobe_time_to_first_token_seconds_bucket{%s}[$__rate_interval])))`, sel), "load {{load_level}}")))
+		quantileBy("0.95", "tokenprobe_time_to_first_token_seconds", "load_level", "load {{load_level}}")...))
 	b.WithPanel(ts("ITL p50 by load level", "ITL p50 per load_level (tokenprobe_inter_token_latency_seconds): flat through a cliff means a queue, not a slower model.", "s",
-		q(fmt.Sprintf(`histogram_quantile(0.5, sum by (le, load_level) (rate(tokenprobe_inter_token_latency_seconds_bucket{%s}[$__rate_interval])))`, sel), "load {{load_level}}")))
+		quantileBy("0.5", "tokenprobe_inter_token_latency_seconds", "load_level", "load {{load_level}}")...))
 	b.WithPanel(ts("TTFT / ITL", "TTFT p95 over ITL p50 (tokenprobe:ttft_p95:rate5m / tokenprobe:itl_p50:rate5m): rises in a cliff, stays put when the model slows.", "x",
 		q(fmt.Sprintf(`tokenprobe:ttft_p95:rate5m{%s} / tokenprobe:itl_p50:rate5m{%s}`, runSel, runSel), "{{profile}} {{endpoint}}")))
-	b.WithPanel(ts("In flight and TTFT", "Requests in flight (tokenprobe_in_flight_requests) and the load asked for (tokenprobe_target_concurrency).", "short",
+	b.WithPanel(ts("In flight and TTFT", "Requests in flight (tokenprobe_in_flight_requests) and the load asked for (tokenprobe_target_concurrency), with TTFT p95 (tokenprobe:ttft_p95:rate5m, in ms) to read against them.", "short",
 		q(fmt.Sprintf(`tokenprobe_in_flight_requests{%s}`, runSel), "in flight {{profile}}"),
-		q(fmt.Sprintf(`tokenprobe_target_concurrency{%s}`, runSel), "target {{profile}}")))
+		q(fmt.Sprintf(`tokenprobe_target_concurrency{%s}`, runSel), "target {{profile}}"),
+		q(fmt.Sprintf(`tokenprobe:ttft_p95:rate5m{%s} * 1000`, runSel), "TTFT p95 ms {{profile}}")))
 	b.WithPanel(ts("Capacity at SLO and cliff level", "From sweeps: the highest load level meeting the objective (tokenprobe_run_last_capacity_at_slo) and where TTFT broke (tokenprobe_run_last_ttft_cliff_level).", "short",
 		q(fmt.Sprintf(`tokenprobe_run_last_capacity_at_slo{%s}`, runSel), "capacity {{profile}}"),
 		q(fmt.Sprintf(`tokenprobe_run_last_ttft_cliff_level{%s}`, runSel), "cliff {{profile}}")))
 	b.WithPanel(ts("Dispatch lag p99", "How late the probe sent requests (tokenprobe_dispatch_lag_seconds): the probe's own queue, which must stay small for the rest to mean anything.", "s",
-		q(fmt.Sprintf(`histogram_quantile(0.99, sum by (le, profile) (rate(tokenprobe_dispatch_lag_seconds_bucket{%s}[$__rate_interval])))`, sel), "{{profile}}")))
+		quantileBy("0.99", "tokenprobe_dispatch_lag_seconds", "profile", "{{profile}}")...))
 	return b
 }
 
