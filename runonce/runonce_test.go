@@ -153,6 +153,19 @@ profiles:
 	}
 }
 
+// summaries reads the top-level summary.json of the one invocation whose
+// artifacts are under dir, and returns the folder it is in.
+func summaries(t *testing.T, dir string) ([]stats.Summary, string) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*", "summary.json"))
+	if len(files) != 1 {
+		t.Fatalf("summaries: %v", files)
+	}
+	var all []stats.Summary
+	readJSON(t, files[0], &all)
+	return all, filepath.Dir(files[0])
+}
+
 func readJSON(t *testing.T, path string, v any) {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -177,12 +190,7 @@ func TestDemoShowsTheCliff(t *testing.T) {
 	if code != ExitSLOFailed {
 		t.Fatalf("exit %d, want %d (overload misses its objective)\n%s\n%s", code, ExitSLOFailed, out, errOut)
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*", "summary.json"))
-	if len(files) != 1 {
-		t.Fatalf("summaries: %v", files)
-	}
-	var all []stats.Summary
-	readJSON(t, files[0], &all)
+	all, _ := summaries(t, dir)
 	if len(all) != 2 || all[0].Profile != "baseline" || all[1].Profile != "overload" {
 		t.Fatalf("summaries: %+v", all)
 	}
@@ -259,9 +267,7 @@ profiles:
 			if code != ExitOK {
 				t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 			}
-			files, _ := filepath.Glob(filepath.Join(dir, "*", "summary.json"))
-			var all []stats.Summary
-			readJSON(t, files[0], &all)
+			all, _ := summaries(t, dir)
 			s := all[0]
 			t.Logf("%d requests, dispatch lag p50 %.3f ms p99 %.3f ms max %.3f ms, %d errors", s.Requests, s.DispatchLag.P50, s.DispatchLag.P99, s.DispatchLag.Max, s.Errors)
 			if s.Requests != c.count || s.Success != c.count {
@@ -305,9 +311,7 @@ profiles:
 	if code != ExitSLOFailed {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*", "summary.json"))
-	var all []stats.Summary
-	readJSON(t, files[0], &all)
+	all, runDir := summaries(t, dir)
 	k := all[0].Knee
 	if k == nil || len(all[0].Stages) != 5 {
 		t.Fatalf("no knee, %d stages", len(all[0].Stages))
@@ -325,7 +329,7 @@ profiles:
 
 	// The HTML report, rendered by a real browser, has the curves against
 	// load with the cliff marked, and the distributions.
-	html := filepath.Join(filepath.Dir(files[0]), "report.html")
+	html := filepath.Join(runDir, "report.html")
 	dom := headless(t, "file://"+html, "--dump-dom")
 	curves := regexp.MustCompile(`(?s)<div class="charts curves">.*?</div>`).FindString(dom)
 	if strings.Count(curves, "<svg") != 3 || strings.Count(curves, `class="series"`) != 6 || !strings.Contains(curves, "TTFT cliff") {
@@ -383,9 +387,7 @@ profiles:
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*", "summary.json"))
-	var all []stats.Summary
-	readJSON(t, files[0], &all)
+	all, _ := summaries(t, dir)
 	g := all[0].GPU
 	if g == nil || g.Samples < 2 || g.UtilAvg != 75 || g.PowerAvg != 500 || g.EnergyJoules < 200 {
 		t.Fatalf("GPU report %+v", g)
