@@ -141,17 +141,6 @@ func (s *Scheduler) Remove(key string) {
 	}
 }
 
-// Keys lists the scheduled jobs.
-func (s *Scheduler) Keys() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	keys := make([]string, 0, len(s.jobs))
-	for k := range s.jobs {
-		keys = append(keys, k)
-	}
-	return keys
-}
-
 // RunNow starts a job at once, outside its schedule and window. The other
 // limits hold: a job already running answers ErrBusy.
 func (s *Scheduler) RunNow(key string) error {

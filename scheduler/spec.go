@@ -60,7 +60,6 @@ func JitterFor(rng *rand.Rand, max time.Duration) time.Duration {
 type Window struct {
 	Start, End time.Duration // since midnight
 	Loc        *time.Location
-	text       string
 }
 
 // ParseWindow reads "HH:MM-HH:MM" in the named time zone ("" is UTC).
@@ -84,7 +83,7 @@ func ParseWindow(s, tz string) (*Window, error) {
 	case a == b:
 		return nil, fmt.Errorf("%q starts and ends at the same time", s)
 	}
-	return &Window{Start: a, End: b, Loc: loc, text: s}, nil
+	return &Window{Start: a, End: b, Loc: loc}, nil
 }
 
 func clock(s string) (time.Duration, error) {
@@ -108,11 +107,4 @@ func (w *Window) Contains(t time.Time) bool {
 		return d >= w.Start && d < w.End
 	}
 	return d >= w.Start || d < w.End // across midnight
-}
-
-func (w *Window) String() string {
-	if w == nil {
-		return ""
-	}
-	return w.text + " " + w.Loc.String()
 }
