@@ -49,6 +49,13 @@ type Config struct {
 	TokensPerChunk int
 	Seed           uint64
 	Faults         Faults
+	// Bench turns the model off for benchmarking the client: no slots, no
+	// prefill, no jitter, no faults; every request streams its tokens
+	// DecodeBase apart on a fixed schedule, and every content chunk starts
+	// with "ts", its wall-clock send time in unix nanoseconds, so that the
+	// client's timing error can be measured chunk by chunk. The simulator's
+	// own cost per chunk is kept to a copy and a write.
+	Bench bool
 }
 
 // Faults are per-request probabilities in [0, 1].
@@ -216,6 +223,10 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		maxTokens = h.cfg.DefaultMaxTokens
 	}
 	seq := h.seq.Add(1)
+	if h.cfg.Bench {
+		h.benchStream(r.Context(), w, chat, seq, maxTokens)
+		return
+	}
 	rng := rand.New(rand.NewPCG(h.cfg.Seed, seq))
 	plan := h.plan(rng, maxTokens)
 

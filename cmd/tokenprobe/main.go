@@ -85,6 +85,7 @@ func run(args []string) int {
 	simCmd.Flag("decode-slowdown", "Fraction of decode-base added per further running request.").Default("0.05").Float64Var(&sc.DecodeSlowdown)
 	simCmd.Flag("jitter", "Relative standard deviation of each step.").Default("0.05").Float64Var(&sc.Jitter)
 	simCmd.Flag("tokens-per-chunk", "Tokens in each streamed chunk.").Default("1").IntVar(&sc.TokensPerChunk)
+	simCmd.Flag("bench", "Benchmark mode: no queueing model or faults; every request streams its tokens decode-base apart, each chunk stamped with its send time.").BoolVar(&sc.Bench)
 	simCmd.Flag("seed", "Seed of jitter and faults.").Default("1").Uint64Var(&sc.Seed)
 	simCmd.Flag("fault.error-500", "Probability of HTTP 500.").Default("0").Float64Var(&sc.Faults.Error500)
 	simCmd.Flag("fault.error-503", "Probability of HTTP 503.").Default("0").Float64Var(&sc.Faults.Error503)

@@ -63,6 +63,8 @@ type Prompt struct {
 	// MaxTokens caps the answer; 0 leaves it to the server.
 	MaxTokens int
 	Stream    bool
+	// History is the conversation before Text, for a session's later turns.
+	History []openai.Message
 	// Body is the request body already encoded by Encode, or nil: a
 	// load generator encodes ahead of the send time, so that the encoding
 	// of a long prompt never makes a request late.
@@ -72,7 +74,7 @@ type Prompt struct {
 // Encode fills p.Body for ep.
 func Encode(ep *Endpoint, p *Prompt) error {
 	body, err := openai.Body(openai.RequestBody{
-		API: ep.API, Model: ep.Model, Prompt: p.Text, MaxTokens: p.MaxTokens,
+		API: ep.API, Model: ep.Model, Prompt: p.Text, History: p.History, MaxTokens: p.MaxTokens,
 		Stream: p.Stream, IncludeUsage: ep.IncludeUsage, Extra: ep.Extra,
 	})
 	p.Body = body
@@ -89,6 +91,11 @@ type Options struct {
 	MaxBodyBytes int64
 	// TLS configures HTTPS endpoints; nil uses the system roots.
 	TLS *tls.Config
+	// OnChunk, when set, sees every content chunk's data and the time it
+	// was stamped, on the request's goroutine and before the next read.
+	// It must be quick and must not keep data. The benchmark harness uses
+	// it to compare each stamp with the time the server sent the chunk.
+	OnChunk func(data []byte, at time.Time)
 }
 
 // Client measures requests. It is safe for concurrent use and is meant to
@@ -97,6 +104,7 @@ type Client struct {
 	http    *http.Client
 	maxLine int
 	maxBody int64
+	onChunk func([]byte, time.Time)
 	readers sync.Pool
 }
 
@@ -134,6 +142,7 @@ func New(o Options) *Client {
 		},
 		maxLine: o.MaxLineBytes,
 		maxBody: o.MaxBodyBytes,
+		onChunk: o.OnChunk,
 	}
 	c.readers.New = func() any { return sse.NewReader(nil, c.maxLine) }
 	return c
@@ -280,6 +289,9 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r *result.Reque
 		}
 		last = now
 		r.ContentChunks++
+		if c.onChunk != nil {
+			c.onChunk(ev.Data, now)
+		}
 	}
 	if !done && !finished {
 		c.endStream(ctx, r, first, last, errors.New("stream ended without [DONE] or finish_reason"))
