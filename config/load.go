@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/tokenprobe/tokenprobe/exporter/dcgm"
+	"github.com/tokenprobe/tokenprobe/probe/tokenizer"
 	"github.com/tokenprobe/tokenprobe/probe/workload"
 	"github.com/tokenprobe/tokenprobe/scheduler"
 )
@@ -414,17 +416,39 @@ func (ld *Stage) validate(l *locator, path string) {
 	if ld.Requests < 0 {
 		l.errf(path+".requests", "must not be negative")
 	}
+	switch {
+	case ld.RampTo < 0:
+		l.errf(path+".ramp_to", "must be positive")
+	case ld.RampTo > 0 && ld.Duration <= 0:
+		l.errf(path+".ramp_to", "a ramp needs a duration to ramp over")
+	case ld.RampTo > 0 && ld.Rate == 0 && ld.RampTo != math.Trunc(ld.RampTo):
+		l.errf(path+".ramp_to", "a concurrency ramp ends at a whole number of requests in flight, not %g", ld.RampTo)
+	}
 }
 
 func (w *Workload) validate(l *locator, path, dir string) {
+	if w.Tokenizer != "" {
+		w.TokenizerPath = w.Tokenizer
+		if !filepath.IsAbs(w.TokenizerPath) {
+			w.TokenizerPath = filepath.Join(dir, w.TokenizerPath)
+		}
+		switch {
+		case w.Trace != nil || w.Dataset != nil:
+			l.errf(path+".tokenizer", "a tokenizer sizes synthetic prompts; a trace or dataset brings its own")
+		default:
+			if _, err := tokenizer.Shared(w.TokenizerPath); err != nil {
+				l.errf(path+".tokenizer", "%v", err)
+			}
+		}
+	}
 	if d := w.Dataset; d != nil {
 		switch {
 		case w.Trace != nil:
 			l.errf(path+".dataset", "give a dataset or a trace, not both")
 		case d.File == "":
 			l.errf(path+".dataset", "file is required")
-		case d.Format != "" && d.Format != "single_turn":
-			l.errf(path+".dataset.format", "%q is not a known dataset format (single_turn)", d.Format)
+		case d.Format != "" && d.Format != "single_turn" && d.Format != "multi_turn":
+			l.errf(path+".dataset.format", "%q is not a known dataset format (single_turn, multi_turn)", d.Format)
 		case d.Sampling != "" && d.Sampling != "sequential" && d.Sampling != "random":
 			l.errf(path+".dataset.sampling", "%q is not sequential or random", d.Sampling)
 		default:
@@ -432,7 +456,11 @@ func (w *Workload) validate(l *locator, path, dir string) {
 			if !filepath.IsAbs(d.Path) {
 				d.Path = filepath.Join(dir, d.Path)
 			}
-			if _, err := workload.ReadSingleTurn(d.Path); err != nil {
+			read := func(p string) error { _, err := workload.ReadSingleTurn(p); return err }
+			if d.Format == "multi_turn" {
+				read = func(p string) error { _, err := workload.ReadMultiTurn(p); return err }
+			}
+			if err := read(d.Path); err != nil {
 				l.errf(path+".dataset.file", "%v", err)
 			}
 		}

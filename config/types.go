@@ -221,6 +221,9 @@ type Stage struct {
 	MaxConcurrency int      `yaml:"max_concurrency"`
 	Duration       Duration `yaml:"duration"`
 	Requests       int      `yaml:"requests"`
+	// RampTo moves the level in a straight line from concurrency (or
+	// rate) at the start of the stage to RampTo at the end of Duration.
+	RampTo float64 `yaml:"ramp_to"`
 }
 
 // Sweep steps concurrency (or rate) through levels, each held for the same
@@ -250,6 +253,12 @@ type Workload struct {
 	Dataset      *Dataset `yaml:"dataset"`
 	InputTokens  Tokens   `yaml:"input_tokens"`
 	OutputTokens Tokens   `yaml:"output_tokens"`
+	// Tokenizer is a Hugging Face tokenizer.json (relative to the
+	// configuration file) that sizes synthetic prompts exactly in the
+	// model's tokens; without it one word counts as one token.
+	Tokenizer string `yaml:"tokenizer"`
+	// TokenizerPath is Tokenizer resolved against the configuration's folder.
+	TokenizerPath string `yaml:"-"`
 	// Stream asks for a streamed answer (default true).
 	Stream *bool  `yaml:"stream"`
 	Seed   uint64 `yaml:"seed"`
@@ -269,7 +278,9 @@ type Cancel struct {
 type Dataset struct {
 	// File is the dataset, relative to the configuration file.
 	File string `yaml:"file"`
-	// Format is "single_turn" (AIPerf's: text or texts, output_length).
+	// Format is "single_turn" (AIPerf's: text or texts, output_length) or
+	// "multi_turn" (AIPerf's: session_id, turns of text, delay in ms,
+	// output_length; or one turn per line with its session_id).
 	Format string `yaml:"format"`
 	// Sampling is "sequential" (default, wrapping around) or "random".
 	Sampling string `yaml:"sampling"`

@@ -6,6 +6,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/config"
 	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
+	"github.com/tokenprobe/tokenprobe/probe/tokenizer"
 	"github.com/tokenprobe/tokenprobe/probe/workload"
 )
 
@@ -26,7 +27,23 @@ func NewRun(p *config.Profile, ep *client.Endpoint, c *client.Client, sinks ...S
 		Sinks:    sinks,
 	}
 	run.Plan.CancelFraction, run.Plan.CancelAfter = w.Cancel.Fraction, w.Cancel.After.D()
-	if d := w.Dataset; d != nil {
+	if w.TokenizerPath != "" {
+		tk, err := tokenizer.Shared(w.TokenizerPath)
+		if err != nil {
+			return nil, err
+		}
+		if err := run.Workload.(*workload.Synthetic).UseTokenizer(tk); err != nil {
+			return nil, fmt.Errorf("%s: %w", w.Tokenizer, err)
+		}
+	}
+	if d := w.Dataset; d != nil && d.Format == "multi_turn" {
+		sessions, err := workload.ReadMultiTurn(d.Path)
+		if err != nil {
+			return nil, err
+		}
+		run.Sessions = workload.NewSessions(sessions, d.Sampling == "random",
+			workload.Lengths{Mean: w.OutputTokens.Mean, Stddev: w.OutputTokens.Stddev}, w.Streaming(), w.Seed)
+	} else if d != nil {
 		entries, err := workload.ReadSingleTurn(d.Path)
 		if err != nil {
 			return nil, err
@@ -62,7 +79,7 @@ func PlanOf(l *config.Load) Plan {
 	for _, st := range l.Plan() {
 		plan.Stages = append(plan.Stages, Stage{
 			Concurrency: st.Concurrency, Rate: st.Rate, Arrival: st.Arrival, Smoothness: st.Smoothness, MaxConcurrency: st.MaxConcurrency,
-			Duration: st.Duration.D(), Requests: st.Requests,
+			Duration: st.Duration.D(), Requests: st.Requests, RampTo: st.RampTo,
 		})
 	}
 	return plan

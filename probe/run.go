@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/load"
+	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
@@ -45,6 +47,39 @@ type Stage struct {
 	// Offsets, when set, are the send times from the stage's start (a
 	// trace's schedule), in place of an arrival process.
 	Offsets []time.Duration
+	// RampTo, when set, moves the level (concurrency or rate) in a
+	// straight line from its value at the start of the stage to RampTo at
+	// the end of Duration.
+	RampTo float64
+}
+
+// rampSteps is how many steps a ramp's reported level takes: results and
+// the load_level label show the level in force at the start of each tenth
+// of the ramp, so that a ramp adds at most eleven label values.
+const rampSteps = 10
+
+// LevelAt is the level in force at elapsed into the stage: Level, or a
+// point on the ramp (whole requests in flight for a concurrency ramp).
+func (s Stage) LevelAt(elapsed time.Duration) float64 {
+	if s.RampTo == 0 || s.Duration <= 0 {
+		return s.Level()
+	}
+	f := min(max(elapsed.Seconds()/s.Duration.Seconds(), 0), 1)
+	v := s.Level() + (s.RampTo-s.Level())*f
+	if s.Rate == 0 {
+		v = math.Round(v)
+	}
+	return v
+}
+
+// reportedLevel is the level a result carries: LevelAt at the start of
+// the ramp step that elapsed falls in.
+func (s Stage) reportedLevel(elapsed time.Duration) float64 {
+	if s.RampTo == 0 || s.Duration <= 0 {
+		return s.Level()
+	}
+	step := s.Duration / rampSteps
+	return s.LevelAt(min(elapsed/step, rampSteps) * step)
 }
 
 // Level is the load the stage asks for: concurrency or rate.
@@ -69,6 +104,9 @@ func (s Stage) LevelName() string {
 // String says what the stage does, in a phrase.
 func (s Stage) String() string {
 	out := fmt.Sprintf("%s %g", s.LevelName(), s.Level())
+	if s.RampTo != 0 {
+		out += fmt.Sprintf(" ramping to %g", s.RampTo)
+	}
 	switch {
 	case s.Requests > 0 && s.Duration > 0:
 		out += fmt.Sprintf(" for %d requests or %s", s.Requests, s.Duration)
@@ -116,6 +154,10 @@ type Run struct {
 	Profile  string
 	Plan     Plan
 	Workload workload.Source
+	// Sessions, when set, replaces Workload with multi-turn sessions: each
+	// request of the plan becomes a session whose turns are sent in order,
+	// each with the conversation before it.
+	Sessions workload.SessionSource
 	SLO      slo.Set
 	Endpoint *client.Endpoint
 	Client   *client.Client
@@ -129,6 +171,8 @@ type Run struct {
 	done      atomic.Int64
 	errors    atomic.Int64
 	started   atomic.Int64 // unix nanos of the measured phase's start
+	// stageStart is unix nanos of the running stage's (or warmup's) start.
+	stageStart atomic.Int64
 }
 
 // Progress is a snapshot of a run in progress.
@@ -136,6 +180,8 @@ type Progress struct {
 	Done, Errors, InFlight int64
 	// Stage is the stage running now.
 	Stage Stage
+	// Level is the stage's level in force now (a ramp's current point).
+	Level float64
 	// StageIndex counts from 0.
 	StageIndex int
 	// Elapsed is time in the measured phase (0 during warmup).
@@ -147,6 +193,7 @@ func (r *Run) Progress() Progress {
 	p := Progress{Done: r.done.Load(), Errors: r.errors.Load(), InFlight: r.inFlight.Load(), StageIndex: int(r.stage.Load())}
 	if p.StageIndex < len(r.Plan.Stages) {
 		p.Stage = r.Plan.Stages[p.StageIndex]
+		p.Level = p.Stage.LevelAt(time.Since(time.Unix(0, r.stageStart.Load())))
 	}
 	if s := r.started.Load(); s > 0 {
 		p.Elapsed = time.Since(time.Unix(0, s))
@@ -184,7 +231,7 @@ func (r *Run) Execute(ctx context.Context) (stats.Summary, error) {
 	var err error
 	if r.Plan.Warmup > 0 && len(r.Plan.Stages) > 0 {
 		warm := r.Plan.Stages[0]
-		warm.Duration, warm.Requests = 0, r.Plan.Warmup
+		warm.Duration, warm.Requests, warm.RampTo = 0, r.Plan.Warmup, 0
 		err = r.phase(ctx, ctx, 0, warm, true, results)
 	}
 	r.started.Store(time.Now().UnixNano())
@@ -220,6 +267,11 @@ func (r *Run) Execute(ctx context.Context) (stats.Summary, error) {
 
 // phase issues requests until stop ends or limit requests were issued.
 func (r *Run) phase(stop, reqCtx context.Context, index int, st Stage, warmup bool, out chan<- *result.Request) error {
+	r.stageStart.Store(time.Now().UnixNano())
+	if st.RampTo != 0 && st.Rate == 0 {
+		r.closedRamp(stop, reqCtx, index, st, warmup, out)
+		return nil
+	}
 	if st.Rate > 0 || st.Offsets != nil {
 		return r.openLoop(stop, reqCtx, index, st, warmup, out)
 	}
@@ -237,13 +289,94 @@ func (r *Run) closedLoop(stop, reqCtx context.Context, index int, st Stage, warm
 				if limit > 0 && issued.Add(1) > int64(limit) {
 					return
 				}
-				p := r.Workload.Next()
-				out <- r.one(reqCtx, index, st, time.Now(), p, warmup)
+				r.next(stop, reqCtx, index, st, time.Now(), warmup, out)
 			}
 		})
 	}
 	wg.Wait()
 }
+
+// next sends the workload's next request, or its next whole session.
+func (r *Run) next(stop, ctx context.Context, index int, st Stage, scheduled time.Time, warmup bool, out chan<- *result.Request) {
+	if r.Sessions != nil {
+		r.session(stop, ctx, index, st, scheduled, r.Sessions.NextSession(), warmup, out)
+		return
+	}
+	out <- r.one(ctx, index, st, scheduled, r.Workload.Next(), warmup)
+}
+
+// session sends a session's turns one after the other, each after its
+// delay and with the conversation so far: the user's earlier turns and,
+// as the assistant's, text of the length each answer had (the probe keeps
+// facts, not answers). A turn that fails ends the session, as it would a
+// user's; so does the end of the stage, between turns.
+func (r *Run) session(stop, ctx context.Context, index int, st Stage, scheduled time.Time, s workload.Session, warmup bool, out chan<- *result.Request) {
+	var history []openai.Message
+	var words int
+	for i, t := range s.Turns {
+		if i > 0 {
+			scheduled = time.Now().Add(t.Delay)
+			if t.Delay > 0 {
+				timer := time.NewTimer(t.Delay)
+				select {
+				case <-timer.C:
+				case <-stop.Done():
+				}
+				timer.Stop()
+			}
+			if stop.Err() != nil {
+				return
+			}
+		}
+		n := len(strings.Fields(t.Text))
+		p := client.Prompt{Text: t.Text, History: history, InputTokens: words + n, MaxTokens: t.OutputTokens, Stream: r.Sessions.Streaming()}
+		res := r.one(ctx, index, st, scheduled, p, warmup)
+		res.Session, res.Turn = s.ID, i
+		out <- res
+		if res.Outcome != result.Success {
+			return
+		}
+		history = append(history,
+			openai.Message{Role: "user", Content: t.Text},
+			openai.Message{Role: "assistant", Content: workload.Words(uint64(res.ID), res.OutputTokens)})
+		words += n + res.OutputTokens
+	}
+}
+
+// closedRamp is a closed loop whose concurrency follows the stage's ramp:
+// one worker per request of the ramp's highest level, worker k sending
+// only while the level in force is above k.
+func (r *Run) closedRamp(stop, reqCtx context.Context, index int, st Stage, warmup bool, out chan<- *result.Request) {
+	limit := st.Requests
+	var issued atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	top := int(math.Round(max(st.Level(), st.RampTo)))
+	for k := range top {
+		wg.Go(func() {
+			t := time.NewTicker(rampPoll)
+			defer t.Stop()
+			for stop.Err() == nil {
+				if st.LevelAt(time.Since(start)) <= float64(k) {
+					select {
+					case <-t.C:
+					case <-stop.Done():
+					}
+					continue
+				}
+				if limit > 0 && issued.Add(1) > int64(limit) {
+					return
+				}
+				r.next(stop, reqCtx, index, st, time.Now(), warmup, out)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// rampPoll is how often an idle worker of a concurrency ramp looks whether
+// the ramp has reached it.
+const rampPoll = 10 * time.Millisecond
 
 func (r *Run) openLoop(stop, reqCtx context.Context, index int, st Stage, warmup bool, out chan<- *result.Request) error {
 	limit := st.Requests
@@ -254,7 +387,11 @@ func (r *Run) openLoop(stop, reqCtx context.Context, index int, st Stage, warmup
 		}
 	} else {
 		var err error
-		if gaps, err = load.NewArrivals(st.Arrival, st.Rate, st.Smoothness, r.Plan.Seed+uint64(index)); err != nil {
+		rate := st.Rate
+		if st.RampTo != 0 {
+			rate = 1 // arrivals of a unit-rate process, stretched by rampTime
+		}
+		if gaps, err = load.NewArrivals(st.Arrival, rate, st.Smoothness, r.Plan.Seed+uint64(index)); err != nil {
 			return err
 		}
 	}
@@ -264,25 +401,42 @@ func (r *Run) openLoop(stop, reqCtx context.Context, index int, st Stage, warmup
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	prompts, stopPrompts := r.prepare(stop, limit)
-	defer stopPrompts()
+	var prompts <-chan client.Prompt
+	if r.Sessions == nil { // a session's later turns wait for its answers: nothing to prepare
+		var stopPrompts func()
+		prompts, stopPrompts = r.prepare(stop, limit)
+		defer stopPrompts()
+	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
 	start := time.Now()
+	r.stageStart.Store(start.UnixNano())
 	next := start
+	var unit float64 // a ramp's arrivals, counted in the unit-rate process
 	for i := 0; limit == 0 || i < limit; i++ {
 		switch {
 		case st.Offsets != nil:
 			next = start.Add(st.Offsets[i])
+		case st.RampTo != 0:
+			if i > 0 {
+				unit += gaps.Next().Seconds()
+			}
+			at, ok := rampTime(st, unit)
+			if !ok {
+				return nil // the ramp's last arrival has been sent
+			}
+			next = start.Add(at)
 		case i > 0:
 			next = next.Add(gaps.Next())
 		}
 		var p client.Prompt
-		select {
-		case p = <-prompts:
-		case <-stop.Done():
-			return nil
+		if prompts != nil {
+			select {
+			case p = <-prompts:
+			case <-stop.Done():
+				return nil
+			}
 		}
 		if d := time.Until(next); d > 0 {
 			timer.Reset(d)
@@ -305,6 +459,13 @@ func (r *Run) openLoop(stop, reqCtx context.Context, index int, st Stage, warmup
 		}
 		scheduled := next
 		wg.Go(func() {
+			if r.Sessions != nil {
+				r.session(stop, reqCtx, index, st, scheduled, r.Sessions.NextSession(), warmup, out)
+				if sem != nil {
+					<-sem
+				}
+				return
+			}
 			res := r.one(reqCtx, index, st, scheduled, p, warmup)
 			if sem != nil {
 				<-sem
@@ -313,6 +474,31 @@ func (r *Run) openLoop(stop, reqCtx context.Context, index int, st Stage, warmup
 		})
 	}
 	return nil
+}
+
+// rampTime maps the u-th unit of a unit-rate arrival process onto a rate
+// ramp: the time t at which the ramp's expected arrivals, the integral of
+// rate(t) = r0 + (r1-r0) t/D, reach u. The arrival process keeps its shape
+// (constant, Poisson, gamma) with the rate changing under it. ok is false
+// past the end of the ramp.
+func rampTime(st Stage, u float64) (time.Duration, bool) {
+	r0, r1, d := st.Rate, st.RampTo, st.Duration.Seconds()
+	a := (r1 - r0) / (2 * d) // the integral is a t^2 + r0 t
+	var t float64
+	switch {
+	case math.Abs(a) < 1e-12:
+		t = u / r0
+	default:
+		disc := r0*r0 + 4*a*u
+		if disc < 0 {
+			return 0, false // a ramp down that ends before u arrivals
+		}
+		t = (-r0 + math.Sqrt(disc)) / (2 * a)
+	}
+	if t > d || math.IsNaN(t) {
+		return 0, false
+	}
+	return time.Duration(t * float64(time.Second)), true
 }
 
 // lookahead is how many prompts are prepared before their send time: deep
@@ -371,7 +557,8 @@ func (r *Run) injectCancel() bool {
 
 func (r *Run) one(ctx context.Context, index int, st Stage, scheduled time.Time, p client.Prompt, warmup bool) *result.Request {
 	res := &result.Request{
-		ID: r.nextID.Add(1), Profile: r.Profile, Stage: index, Level: st.Level(), Warmup: warmup, Scheduled: scheduled,
+		ID: r.nextID.Add(1), Profile: r.Profile, Stage: index, Warmup: warmup, Scheduled: scheduled,
+		Level: st.reportedLevel(scheduled.Sub(time.Unix(0, r.stageStart.Load()))),
 	}
 	if r.injectCancel() {
 		var cancel context.CancelFunc

@@ -249,7 +249,7 @@ func progress(o Options, run *probe.Run) (stop func()) {
 				return
 			case <-t.C:
 				p := run.Progress()
-				phase := fmt.Sprintf("%s %g", p.Stage.LevelName(), p.Stage.Level())
+				phase := fmt.Sprintf("%s %g", p.Stage.LevelName(), p.Level)
 				if len(run.Plan.Stages) > 1 {
 					phase = fmt.Sprintf("stage %d/%d, %s", p.StageIndex+1, len(run.Plan.Stages), phase)
 				}

@@ -333,9 +333,9 @@ func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 		if run != nil {
 			p := run.Progress()
 			inFlight = float64(p.InFlight)
-			conc, rate = float64(p.Stage.Concurrency), p.Stage.Rate
-			if rate > 0 {
-				conc = float64(p.Stage.MaxConcurrency)
+			conc = p.Level // a ramp's current point
+			if p.Stage.Rate > 0 {
+				conc, rate = float64(p.Stage.MaxConcurrency), p.Level
 			}
 		}
 		ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, inFlight, k.profile, k.endpoint)

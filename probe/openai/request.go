@@ -3,6 +3,7 @@ package openai
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // API is the kind of OpenAI-compatible endpoint.
@@ -24,9 +25,12 @@ func (a API) Path() string {
 
 // RequestBody is the input to Body.
 type RequestBody struct {
-	API       API
-	Model     string
-	Prompt    string
+	API    API
+	Model  string
+	Prompt string
+	// History is the conversation before Prompt (multi-turn sessions):
+	// earlier messages for chat, text before the prompt for completions.
+	History   []Message
 	MaxTokens int
 	Stream    bool
 	// IncludeUsage asks for a trailing usage chunk (stream_options); some
@@ -37,7 +41,8 @@ type RequestBody struct {
 	Extra map[string]any
 }
 
-type message struct {
+// Message is one message of a chat conversation.
+type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
 }
@@ -51,9 +56,20 @@ func Body(b RequestBody) ([]byte, error) {
 	m["model"] = b.Model
 	switch b.API {
 	case Chat:
-		m["messages"] = []message{{Role: "user", Content: b.Prompt}}
+		msgs := make([]Message, 0, len(b.History)+1)
+		msgs = append(msgs, b.History...)
+		m["messages"] = append(msgs, Message{Role: "user", Content: b.Prompt})
 	case Completions:
-		m["prompt"] = b.Prompt
+		prompt := b.Prompt
+		if len(b.History) > 0 {
+			var sb strings.Builder
+			for _, h := range b.History {
+				sb.WriteString(h.Content)
+				sb.WriteString("\n\n")
+			}
+			prompt = sb.String() + prompt
+		}
+		m["prompt"] = prompt
 	default:
 		return nil, fmt.Errorf("unknown API %q", b.API)
 	}

@@ -19,6 +19,8 @@ type Record struct {
 	Endpoint            string          `json:"endpoint"`
 	Model               string          `json:"model"`
 	Level               float64         `json:"level"`
+	Session             string          `json:"session_id,omitempty"`
+	Turn                *int            `json:"turn,omitempty"`
 	Start               time.Time       `json:"start"`
 	DispatchLagMs       float64         `json:"dispatch_lag_ms"`
 	Outcome             string          `json:"outcome"`
@@ -50,6 +52,9 @@ func NewRecord(r *result.Request, v slo.Verdict) Record {
 		Error: r.Err, HTTPStatus: r.HTTPStatus, ContentChunks: r.ContentChunks,
 		InputTokens: r.InputTokens, InputSource: r.InputSource.String(), IntendedInputTokens: r.IntendedInputTokens,
 		OutputTokens: r.OutputTokens, Good: v.Good,
+	}
+	if r.Session != "" {
+		rec.Session, rec.Turn = r.Session, &r.Turn
 	}
 	if r.Outcome == result.Success {
 		rec.OutputSource = r.OutputSource.String()

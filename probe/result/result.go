@@ -100,6 +100,10 @@ type Request struct {
 	Level float64
 	// Warmup requests are measured but excluded from summaries and exports.
 	Warmup bool
+	// Session and Turn place a request in a multi-turn session (Turn
+	// counts from 0); Session is empty for single requests. Never labels.
+	Session string
+	Turn    int
 
 	Scheduled time.Time // when the load generator meant to send it
 	Start     time.Time // just before the HTTP request was issued

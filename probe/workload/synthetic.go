@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/tokenprobe/tokenprobe/probe/client"
+	"github.com/tokenprobe/tokenprobe/probe/tokenizer"
 )
 
 // Source hands out the next request's prompt. Implementations are safe for
@@ -42,6 +43,19 @@ type Synthetic struct {
 
 	mu  sync.Mutex
 	rng *rand.Rand
+	// sizer, when set, makes prompts exactly Input tokens long for a
+	// model's tokenizer.
+	sizer *tokenizer.Sizer
+}
+
+// UseTokenizer sizes prompts in c's tokens from now on, exactly.
+func (s *Synthetic) UseTokenizer(c tokenizer.Counter) error {
+	sz, err := tokenizer.NewSizer(c, vocabulary)
+	if err != nil {
+		return err
+	}
+	s.sizer = sz
+	return nil
 }
 
 // NewSynthetic returns a seeded synthetic source.
@@ -56,6 +70,14 @@ func (s *Synthetic) Next() client.Prompt {
 	// token on and a server's prefix cache does not flatter TTFT.
 	seed := s.rng.Uint64()
 	s.mu.Unlock()
+	if s.sizer != nil {
+		rng := rand.New(rand.NewPCG(seed, 0x9e37))
+		if text, n, err := s.sizer.Text(rng.IntN, in); err == nil {
+			return client.Prompt{Text: text, InputTokens: n, MaxTokens: out, Stream: s.Stream}
+		}
+		// A text the tokenizer cannot encode cannot happen with this
+		// vocabulary; should it, the approximation below still sends one.
+	}
 	return client.Prompt{Text: Words(seed, in), InputTokens: in, MaxTokens: out, Stream: s.Stream}
 }
 
