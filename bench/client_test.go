@@ -1,0 +1,108 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/sim"
+)
+
+func startBenchSim(t *testing.T, interval time.Duration) *sim.Server {
+	t.Helper()
+	s, err := sim.Start("127.0.0.1:0", sim.Config{Bench: true, DecodeBase: interval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// Both clients read the same streams to the end: their chunk counts are
+// the simulator's tokens per request times the requests that completed.
+func TestClientsCountEveryChunk(t *testing.T) {
+	s := startBenchSim(t, 5*time.Millisecond)
+	for _, kind := range []string{KindTokenprobe, KindFloor} {
+		t.Run(kind, func(t *testing.T) {
+			readyCalled := false
+			l := Load{URL: s.URL(), Streams: 8, Duration: 300 * time.Millisecond, Tokens: 20}
+			res, err := RunClient(context.Background(), kind, l, func() { readyCalled = true })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !readyCalled {
+				t.Error("ready was not called")
+			}
+			if res.Errors != 0 || res.Requests < 8 {
+				t.Fatalf("%+v: want at least 8 requests and no errors", res)
+			}
+			if res.Chunks != res.Requests*20 {
+				t.Errorf("chunks %d, want %d requests x 20", res.Chunks, res.Requests)
+			}
+			if res.PeakInFlight < 1 || res.PeakInFlight > 8 {
+				t.Errorf("peak in flight %d with 8 streams", res.PeakInFlight)
+			}
+			if kind == KindTokenprobe {
+				te := res.TimingError
+				if te == nil || te.P50 < 0 || te.P99 < te.P50 || te.Max < te.P99 {
+					t.Errorf("timing error %+v: want ordered, non-negative quantiles", te)
+				}
+			} else if res.TimingError != nil {
+				t.Error("the floor client measures nothing but must have reported a timing error")
+			}
+		})
+	}
+}
+
+func TestOpenLoopReportsDispatchLag(t *testing.T) {
+	s := startBenchSim(t, time.Millisecond)
+	res, err := RunClient(context.Background(), KindTokenprobe, Load{URL: s.URL(), Rate: 200, Duration: 500 * time.Millisecond, Tokens: 4}, func() {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.DispatchLag == nil || res.Requests < 50 {
+		t.Fatalf("%+v: want about 100 requests and a dispatch lag", res)
+	}
+	if res.Chunks != res.Requests*4 {
+		t.Errorf("chunks %d, want %d", res.Chunks, res.Requests*4)
+	}
+}
+
+// A simulator not in bench mode sends no stamps: the tokenprobe client
+// must refuse to report a timing error it could not measure.
+func TestTimingErrorNeedsStamps(t *testing.T) {
+	s, err := sim.Start("127.0.0.1:0", sim.Config{Slots: 8, DecodeBase: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = RunClient(context.Background(), KindTokenprobe, Load{URL: s.URL(), Streams: 2, Duration: 100 * time.Millisecond, Tokens: 4}, func() {})
+	if err == nil || !strings.Contains(err.Error(), "bench mode") {
+		t.Fatalf("err = %v, want a complaint about missing stamps", err)
+	}
+}
+
+func TestCountEventsAcrossReads(t *testing.T) {
+	stream := strings.Repeat("data: {\"x\":1}\n\n", 1000) + "data: [DONE]\n\n"
+	// A reader that returns 7 bytes at a time splits many "\n\n" in two.
+	n, err := countEvents(&smallReader{s: stream, n: 7})
+	if err != nil || n != 1001 {
+		t.Fatalf("counted %d events (%v), want 1001", n, err)
+	}
+}
+
+type smallReader struct {
+	s string
+	n int
+}
+
+func (r *smallReader) Read(p []byte) (int, error) {
+	if r.s == "" {
+		return 0, io.EOF
+	}
+	k := copy(p[:min(len(p), r.n)], r.s)
+	r.s = r.s[k:]
+	return k, nil
+}

@@ -1,0 +1,322 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Options say what the harness measures and with which programs.
+type Options struct {
+	// Tokenprobe is the tokenprobe binary: the simulator (`tokenprobe sim
+	// --bench`) and the idle daemon.
+	Tokenprobe string
+	// Self is the harness binary, started as `Self client ...` for each
+	// level so that every client is measured in a process of its own.
+	Self string
+	// K6 is the k6 binary; empty leaves k6 out (and the report says so).
+	K6 string
+	// K6MaxStreams leaves k6 out of closed-loop levels above it: each k6
+	// VU is a JavaScript runtime of its own, megabytes where a stream of
+	// ours is kilobytes.
+	K6MaxStreams int
+	// Clients to measure at each level, in order.
+	Clients []string
+	// Streams are the closed-loop levels, Rates the open-loop ones.
+	Streams []int
+	Rates   []float64
+	// Duration of each level's load; Interval between a stream's chunks;
+	// Tokens per answer.
+	Duration time.Duration
+	Interval time.Duration
+	Tokens   int
+	// RateTokens is the answer length of the open-loop levels, short so
+	// that what is measured is the dispatching of many requests, not
+	// thousands of long streams.
+	RateTokens int
+	// IdleConfig is the daemon's configuration for the idle measurement,
+	// held for IdleFor; an empty IdleConfig skips it.
+	IdleConfig string
+	IdleFor    time.Duration
+	// ModuleDir, when set, is where the Go benchmark of per-chunk parsing
+	// runs (`go test -bench`).
+	ModuleDir string
+	// Progress receives a line per step.
+	Progress io.Writer
+}
+
+// Measurement is one client at one level.
+type Measurement struct {
+	Load   Load         `json:"load"`
+	Client ClientResult `json:"client"`
+	// CPUSeconds is the client process's user+system time (its rusage).
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// IdleRSS is the client's RSS just before its load began (not known
+	// for k6); PeakRSS the largest seen during the run.
+	IdleRSS int64 `json:"idle_rss_bytes,omitempty"`
+	PeakRSS int64 `json:"peak_rss_bytes"`
+	// SimCPUSeconds is what the simulator spent meanwhile.
+	SimCPUSeconds float64 `json:"sim_cpu_seconds"`
+}
+
+// ChunksPerSecond is the streamed content chunks per second of load.
+func (m Measurement) ChunksPerSecond() float64 {
+	if m.Client.Seconds <= 0 {
+		return 0
+	}
+	return float64(m.Client.Chunks) / m.Client.Seconds
+}
+
+// CPUPerMillionChunks is client CPU seconds per million content chunks.
+func (m Measurement) CPUPerMillionChunks() float64 {
+	if m.Client.Chunks == 0 {
+		return 0
+	}
+	return m.CPUSeconds / float64(m.Client.Chunks) * 1e6
+}
+
+// RSSPerStream is the memory each open stream added: peak minus idle RSS
+// over the peak number of open streams (gross for k6, whose idle RSS is
+// not known).
+func (m Measurement) RSSPerStream() float64 {
+	if m.Client.PeakInFlight == 0 {
+		return 0
+	}
+	return float64(m.PeakRSS-m.IdleRSS) / float64(m.Client.PeakInFlight)
+}
+
+// Idle is the daemon between runs.
+type Idle struct {
+	Config string `json:"config"`
+	// Seconds is the time with no run in progress, of Observed in all.
+	Seconds  float64 `json:"idle_seconds"`
+	Observed float64 `json:"observed_seconds"`
+	// CPUFraction is CPU time per wall time while idle (1 = a whole core).
+	CPUFraction float64 `json:"cpu_fraction"`
+	// RSS is the largest RSS seen while idle.
+	RSS int64 `json:"rss_bytes"`
+}
+
+// Report is everything one harness run measured.
+type Report struct {
+	Date     time.Time     `json:"date"`
+	Machine  string        `json:"machine"`
+	Go       string        `json:"go"`
+	Command  string        `json:"command"`
+	Interval time.Duration `json:"interval_ns"`
+	Tokens   int           `json:"tokens"`
+	// RateTokens is the open loop's answer length.
+	RateTokens int           `json:"rate_tokens"`
+	Duration   time.Duration `json:"duration_ns"`
+	K6         string        `json:"k6,omitempty"`
+	Results    []Measurement `json:"results"`
+	Idle       *Idle         `json:"idle,omitempty"`
+	Parse      *ParseBench   `json:"parse,omitempty"`
+	Problems   []string      `json:"problems,omitempty"`
+}
+
+// Run measures every level with every client against one simulator
+// process. A client that fails at a level is recorded as a problem and
+// the harness goes on: a figure that misses is reported, not hidden.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	rep := &Report{Date: time.Now().UTC(), Machine: Machine(), Interval: o.Interval, Tokens: o.Tokens, RateTokens: o.RateTokens, Duration: o.Duration}
+	rep.Go = goVersion()
+	if o.K6 != "" {
+		rep.K6 = k6Version(o.K6)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	simCmd := exec.CommandContext(ctx, o.Tokenprobe, "sim", "--bench", "--listen", "127.0.0.1:"+port,
+		"--decode-base", o.Interval.String(), "--log.level", "warn")
+	simCmd.Stderr = o.Progress
+	if err := simCmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the simulator: %w", err)
+	}
+	defer func() { _ = simCmd.Process.Signal(syscall.SIGTERM); _ = simCmd.Wait() }()
+	url := "http://127.0.0.1:" + port + "/v1"
+	if err := waitHealthy(ctx, "http://127.0.0.1:"+port+"/health"); err != nil {
+		return nil, fmt.Errorf("the simulator did not come up: %w", err)
+	}
+	var loads []Load
+	for _, n := range o.Streams {
+		loads = append(loads, Load{URL: url, Streams: n, Duration: o.Duration, Tokens: o.Tokens, Interval: o.Interval})
+	}
+	for _, r := range o.Rates {
+		loads = append(loads, Load{URL: url, Rate: r, Duration: o.Duration, Tokens: o.RateTokens, Interval: o.Interval})
+	}
+	for _, l := range loads {
+		for _, kind := range o.Clients {
+			if kind == KindK6 && (o.K6 == "" || o.K6MaxStreams > 0 && l.Streams > o.K6MaxStreams) {
+				continue
+			}
+			if ctx.Err() != nil {
+				return rep, ctx.Err()
+			}
+			fmt.Fprintf(o.Progress, "bench: %s with %s for %s ...\n", l, kind, l.Duration)
+			simBefore, _ := cpuOf(simCmd.Process.Pid)
+			m, err := measure(ctx, o, kind, l)
+			simAfter, _ := cpuOf(simCmd.Process.Pid)
+			if err != nil {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("%s, %s: %v", l, kind, err))
+				fmt.Fprintf(o.Progress, "bench:   failed: %v\n", err)
+				continue
+			}
+			m.SimCPUSeconds = (simAfter - simBefore).Seconds()
+			fmt.Fprintf(o.Progress, "bench:   %.0f chunks/s, %.2f CPU s per 1M chunks, %.1f KiB per stream, %d errors\n",
+				m.ChunksPerSecond(), m.CPUPerMillionChunks(), m.RSSPerStream()/1024, m.Client.Errors)
+			rep.Results = append(rep.Results, m)
+			// Let the simulator's closed connections and the kernel settle.
+			time.Sleep(time.Second)
+		}
+	}
+	if o.ModuleDir != "" && ctx.Err() == nil {
+		fmt.Fprintln(o.Progress, "bench: go test -bench BenchmarkStreamPerChunk ...")
+		if rep.Parse, err = RunParseBench(ctx, o.ModuleDir); err != nil {
+			rep.Problems = append(rep.Problems, err.Error())
+		}
+	}
+	if o.IdleConfig != "" && ctx.Err() == nil {
+		fmt.Fprintf(o.Progress, "bench: the daemon on %s for %s ...\n", o.IdleConfig, o.IdleFor)
+		idle, err := MeasureIdle(ctx, o.Tokenprobe, o.IdleConfig, o.IdleFor)
+		if err != nil {
+			rep.Problems = append(rep.Problems, "idle daemon: "+err.Error())
+		} else {
+			rep.Idle = idle
+			fmt.Fprintf(o.Progress, "bench:   idle %.0f of %.0f s: %.2f%% of a core, %.1f MiB\n",
+				idle.Seconds, idle.Observed, 100*idle.CPUFraction, float64(idle.RSS)/(1<<20))
+		}
+	}
+	return rep, nil
+}
+
+// measure runs one client process at one level.
+func measure(ctx context.Context, o Options, kind string, l Load) (Measurement, error) {
+	if kind == KindK6 {
+		return measureK6(ctx, o.K6, l)
+	}
+	args := []string{"client", "--kind", kind, "--url", l.URL, "--duration", l.Duration.String(), "--tokens", strconv.Itoa(l.Tokens)}
+	if l.Streams > 0 {
+		args = append(args, "--streams", strconv.Itoa(l.Streams))
+	} else {
+		args = append(args, "--rate", strconv.FormatFloat(l.Rate, 'f', -1, 64))
+	}
+	cmd := exec.CommandContext(ctx, o.Self, args...)
+	cmd.Stderr = o.Progress
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return Measurement{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return Measurement{}, err
+	}
+	rss := sampleRSS(cmd.Process.Pid)
+	m := Measurement{Load: l}
+	var last string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		last = sc.Text()
+		if last == readyLine {
+			m.IdleRSS, _ = rssOf(cmd.Process.Pid)
+		}
+	}
+	m.PeakRSS = rss.Stop()
+	if err := cmd.Wait(); err != nil {
+		return m, fmt.Errorf("%s client: %w", kind, err)
+	}
+	m.CPUSeconds = rusageCPU(cmd.ProcessState.SysUsage().(*syscall.Rusage)).Seconds()
+	if err := json.Unmarshal([]byte(last), &m.Client); err != nil {
+		return m, fmt.Errorf("%s client printed %q: %w", kind, last, err)
+	}
+	return m, nil
+}
+
+// readyLine is what a client process prints when its load is about to start.
+const readyLine = "ready"
+
+// ClientMain is the `client` subcommand: it runs the load in this process
+// and prints readyLine, then the result as one JSON line.
+func ClientMain(ctx context.Context, kind string, l Load, stdout io.Writer) error {
+	res, err := RunClient(ctx, kind, l, func() { fmt.Fprintln(stdout, readyLine) })
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(res)
+}
+
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	_, port, err := net.SplitHostPort(ln.Addr().String())
+	return port, err
+}
+
+func waitHealthy(ctx context.Context, url string) error {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = errors.New(resp.Status)
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func goVersion() string {
+	out, err := exec.Command("go", "version").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// FindK6 looks for k6 on PATH and in GOBIN or GOPATH/bin, where `go
+// install go.k6.io/k6@v1.8.1` puts it.
+func FindK6() string {
+	if p, err := exec.LookPath("k6"); err == nil {
+		return p
+	}
+	for _, env := range []string{"GOBIN", "GOPATH"} {
+		out, err := exec.Command("go", "env", env).Output()
+		if err != nil || strings.TrimSpace(string(out)) == "" {
+			continue
+		}
+		p := strings.TrimSpace(string(out))
+		if env == "GOPATH" {
+			p = filepath.Join(strings.Split(p, string(os.PathListSeparator))[0], "bin")
+		}
+		if _, err := os.Stat(filepath.Join(p, "k6")); err == nil {
+			return filepath.Join(p, "k6")
+		}
+	}
+	return ""
+}

@@ -1,0 +1,57 @@
+package bench
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestHistogramQuantilesAreNeverOptimistic(t *testing.T) {
+	h := NewHistogram()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var all []time.Duration
+	for range 100_000 {
+		d := time.Duration(rng.ExpFloat64() * float64(2*time.Millisecond))
+		all = append(all, d)
+		h.Observe(d)
+	}
+	slices.Sort(all)
+	for _, q := range []float64{0.5, 0.9, 0.99, 0.999} {
+		exact := all[int(q*float64(len(all)))-1]
+		got := h.Quantile(q)
+		// At most one bucket above: 1 µs under 1 ms, 10 µs under 10 ms, 100 µs under 100 ms.
+		width := time.Microsecond
+		switch {
+		case exact >= 10*time.Millisecond:
+			width = 100 * time.Microsecond
+		case exact >= time.Millisecond:
+			width = 10 * time.Microsecond
+		}
+		if got < exact || got > exact+width {
+			t.Errorf("q%v = %v, exact %v (bucket width %v)", q, got, exact, width)
+		}
+	}
+	if h.Max() != all[len(all)-1] || h.Min() != all[0] || h.Count() != uint64(len(all)) {
+		t.Errorf("max %v min %v count %d, want %v %v %d", h.Max(), h.Min(), h.Count(), all[len(all)-1], all[0], len(all))
+	}
+}
+
+func TestHistogramEdges(t *testing.T) {
+	h := NewHistogram()
+	if h.Quantile(0.99) != 0 || h.Max() != 0 || h.Min() != 0 {
+		t.Fatal("an empty histogram must read 0")
+	}
+	for _, d := range []time.Duration{-time.Millisecond, 999 * time.Microsecond, time.Millisecond, 20 * time.Second} {
+		h.Observe(d)
+	}
+	if h.Min() != -time.Millisecond || h.Max() != 20*time.Second {
+		t.Errorf("min %v max %v", h.Min(), h.Max())
+	}
+	if got := h.Quantile(1); got != 20*time.Second {
+		t.Errorf("q1 = %v, want the max", got)
+	}
+	if got := h.Quantile(0.5); got != time.Millisecond {
+		t.Errorf("q0.5 = %v, want 1ms (the upper edge of 999us's bucket)", got)
+	}
+}

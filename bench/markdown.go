@@ -1,0 +1,231 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// ParseBench is the Go benchmark of the client's per-chunk work, which the
+// bar on SSE parsing reads.
+type ParseBench struct {
+	NsPerChunk     float64 `json:"ns_per_chunk"`
+	AllocsPerChunk float64 `json:"allocs_per_chunk"`
+}
+
+var benchLine = regexp.MustCompile(`BenchmarkStreamPerChunk\S*\s+\d+\s+([\d.]+) ns/op.*?\s([\d.]+) allocs/op`)
+
+// RunParseBench runs BenchmarkStreamPerChunk in the module at dir.
+func RunParseBench(ctx context.Context, dir string) (*ParseBench, error) {
+	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "^BenchmarkStreamPerChunk$", "-benchmem", "-count", "1", "./probe/openai/")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("go test -bench: %w: %s", err, out)
+	}
+	m := benchLine.FindSubmatch(out)
+	if m == nil {
+		return nil, fmt.Errorf("no BenchmarkStreamPerChunk line in: %s", out)
+	}
+	ns, _ := strconv.ParseFloat(string(m[1]), 64)
+	allocs, _ := strconv.ParseFloat(string(m[2]), 64)
+	return &ParseBench{NsPerChunk: ns, AllocsPerChunk: allocs}, nil
+}
+
+// Markers delimit the harness's section of docs/BENCHMARKS.md.
+const (
+	BeginMarker = "<!-- make bench: begin -->"
+	EndMarker   = "<!-- make bench: end -->"
+)
+
+// WriteSection replaces the text between the markers in file with md,
+// keeping everything else; the markers must be there already.
+func WriteSection(file, md string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	b, e := bytes.Index(data, []byte(BeginMarker)), bytes.Index(data, []byte(EndMarker))
+	if b < 0 || e < b {
+		return fmt.Errorf("%s: no %q ... %q section to write into", file, BeginMarker, EndMarker)
+	}
+	var out bytes.Buffer
+	out.Write(data[:b+len(BeginMarker)])
+	out.WriteString("\n" + md)
+	out.Write(data[e:])
+	return os.WriteFile(file, out.Bytes(), 0o644)
+}
+
+func kib(b float64) string { return fmt.Sprintf("%.1f KiB", b/1024) }
+
+func ms(us float64) string { return fmt.Sprintf("%.3f", us/1000) }
+
+func quants(q *Quantiles) string {
+	if q == nil {
+		return "n/a"
+	}
+	return ms(q.P50) + " / " + ms(q.P99) + " / " + ms(q.Max) + " ms"
+}
+
+// floorOf is the floor client's measurement at the same load.
+func (r *Report) floorOf(l Load) *Measurement {
+	for i := range r.Results {
+		m := &r.Results[i]
+		if m.Client.Kind == KindFloor && m.Load.Streams == l.Streams && m.Load.Rate == l.Rate {
+			return m
+		}
+	}
+	return nil
+}
+
+func (r *Report) find(kind string, streams int, rate float64) *Measurement {
+	for i := range r.Results {
+		m := &r.Results[i]
+		if m.Client.Kind == kind && m.Load.Streams == streams && m.Load.Rate == rate {
+			return m
+		}
+	}
+	return nil
+}
+
+func (r *Report) ratio(m *Measurement) string {
+	f := r.floorOf(m.Load)
+	if f == nil || f.CPUPerMillionChunks() == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2fx", m.CPUPerMillionChunks()/f.CPUPerMillionChunks())
+}
+
+// Markdown renders the report for docs/BENCHMARKS.md.
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("## `make bench`: tokenprobe beside a floor client and k6\n\n")
+	w("Measured %s on %s; %s", r.Date.Format("2006-01-02 15:04 MST"), r.Machine, r.Go)
+	if r.K6 != "" {
+		w("; %s", r.K6)
+	}
+	w(".\nCommand: `%s`.\n\n", r.Command)
+	w("The simulator runs in its own process in bench mode (`tokenprobe sim --bench`): each answer is %d content\n", r.Tokens)
+	w("chunks (%d at the open-loop levels) sent %s apart after a random first wait of up to one interval, each\n", r.RateTokens, r.Interval)
+	w("stamped with its send time. Each client runs in a process of its own\n")
+	w("for %s per level, on the same two cores as the simulator. CPU is the client process's rusage\n", r.Duration)
+	w("(user + system, whole process); RSS per stream is peak RSS minus the RSS just before the load began, over the\n")
+	w("peak number of open streams (k6: peak RSS over its VUs, as its idle RSS is not known); timing error is\n")
+	w("the client's receive stamp minus the simulator's send stamp of the same chunk, for every chunk sent after\n")
+	w("the first fifth of the load (at most 3 s), when the streams are open; the chunks before (connections\n")
+	w("opening) are in the JSON (`startup_timing_error`).\n\n")
+
+	closed, open := false, false
+	for _, m := range r.Results {
+		closed = closed || m.Load.Streams > 0
+		open = open || m.Load.Streams == 0
+	}
+	if closed {
+		w("### Streams held open (closed loop)\n\n")
+		w("| streams | client | chunks/s | client CPU s per 1M chunks | vs floor | RSS per stream | timing error p50 / p99 / max | requests (errors) | simulator CPU s |\n")
+		w("| ---: | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |\n")
+		for i := range r.Results {
+			m := &r.Results[i]
+			if m.Load.Streams == 0 {
+				continue
+			}
+			w("| %d | %s | %.0f | %.2f | %s | %s | %s | %d (%d) | %.1f |\n", m.Load.Streams, m.Client.Kind, m.ChunksPerSecond(),
+				m.CPUPerMillionChunks(), r.ratio(m), kib(m.RSSPerStream()), quants(m.Client.TimingError), m.Client.Requests, m.Client.Errors, m.SimCPUSeconds)
+		}
+		w("\n")
+	}
+	if open {
+		w("### Arrivals at a rate (open loop, Poisson)\n\n")
+		w("| requests/s | client | chunks/s | client CPU s per 1M chunks | vs floor | dispatch lag p50 / p99 / max | timing error p50 / p99 / max | requests (errors, dropped) |\n")
+		w("| ---: | --- | ---: | ---: | ---: | --- | --- | ---: |\n")
+		for i := range r.Results {
+			m := &r.Results[i]
+			if m.Load.Streams > 0 {
+				continue
+			}
+			w("| %g | %s | %.0f | %.2f | %s | %s | %s | %d (%d, %d) |\n", m.Load.Rate, m.Client.Kind, m.ChunksPerSecond(),
+				m.CPUPerMillionChunks(), r.ratio(m), quants(m.Client.DispatchLag), quants(m.Client.TimingError), m.Client.Requests, m.Client.Errors, m.Client.Dropped)
+		}
+		w("\n")
+	}
+	if rows := r.Bars(); len(rows) > 0 {
+		w("### Against the bar of issue 10\n\n| bar | measured | |\n| --- | --- | --- |\n")
+		for _, row := range rows {
+			w("| %s | %s | %s |\n", row.Bar, row.Measured, row.Verdict)
+		}
+		w("\n")
+	}
+	if len(r.Problems) > 0 {
+		w("Problems during the run:\n\n")
+		for _, p := range r.Problems {
+			w("- %s\n", p)
+		}
+		w("\n")
+	}
+	return b.String()
+}
+
+// BarRow is one line of the issue's bar against what was measured.
+type BarRow struct{ Bar, Measured, Verdict string }
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "**missed**"
+}
+
+// Bars checks the measured figures against issue 10's bar, for the levels
+// that were measured.
+func (r *Report) Bars() []BarRow {
+	var rows []BarRow
+	if p := r.Parse; p != nil {
+		perCore := 1e9 / p.NsPerChunk
+		rows = append(rows, BarRow{"SSE parsing: 2M content chunks/s per core, no allocation per chunk",
+			fmt.Sprintf("%.2fM chunks/s (%.0f ns per chunk), %.0f allocations", perCore/1e6, p.NsPerChunk, p.AllocsPerChunk),
+			verdict(perCore >= 2e6 && p.AllocsPerChunk == 0)})
+	}
+	if tp, fl := r.find(KindTokenprobe, 1000, 0), r.find(KindFloor, 1000, 0); tp != nil && fl != nil && fl.CPUPerMillionChunks() > 0 {
+		x := tp.CPUPerMillionChunks() / fl.CPUPerMillionChunks()
+		rows = append(rows, BarRow{"client CPU per chunk within 1.5x of the floor at 1,000 streams",
+			fmt.Sprintf("%.2fx (%.2f vs %.2f CPU s per 1M chunks)", x, tp.CPUPerMillionChunks(), fl.CPUPerMillionChunks()), verdict(x <= 1.5)})
+	}
+	if tp := r.find(KindTokenprobe, 10000, 0); tp != nil {
+		held := tp.Client.PeakInFlight >= 10000 && tp.Client.Errors == 0
+		per := tp.RSSPerStream()
+		rows = append(rows, BarRow{"10,000 streams from one process, RSS per stream under 64 KiB",
+			fmt.Sprintf("%d open at peak, %d errors, %s per stream", tp.Client.PeakInFlight, tp.Client.Errors, kib(per)), verdict(held && per < 64<<10)})
+		if te := tp.Client.TimingError; te != nil {
+			rows = append(rows, BarRow{"timing error reported at 10,000 streams", quants(te) + " (p50 / p99 / max)", "reported"})
+		}
+	}
+	if tp := r.find(KindTokenprobe, 1000, 0); tp != nil && tp.Client.TimingError != nil {
+		rows = append(rows, BarRow{"timing error p99 under 1 ms at 1,000 streams", ms(tp.Client.TimingError.P99) + " ms", verdict(tp.Client.TimingError.P99 < 1000)})
+	}
+	if tp := r.find(KindTokenprobe, 0, 2000); tp != nil && tp.Client.DispatchLag != nil {
+		rows = append(rows, BarRow{"dispatch lag p99 under 1 ms at 2,000 requests/s", ms(tp.Client.DispatchLag.P99) + " ms", verdict(tp.Client.DispatchLag.P99 < 1000)})
+	}
+	if id := r.Idle; id != nil {
+		rows = append(rows, BarRow{"idle daemon (demo config, between runs): under 40 MiB RSS and 1% of a core",
+			fmt.Sprintf("%.1f MiB, %.2f%% of a core (%.0f s idle of %.0f s)", float64(id.RSS)/(1<<20), 100*id.CPUFraction, id.Seconds, id.Observed),
+			verdict(id.RSS < 40<<20 && id.CPUFraction < 0.01)})
+	}
+	return rows
+}
+
+var errNoResults = errors.New("the harness measured nothing")
+
+// Check reports an error when the harness measured nothing at all.
+func (r *Report) Check() error {
+	if len(r.Results) == 0 {
+		return errNoResults
+	}
+	return nil
+}

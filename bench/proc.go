@@ -1,0 +1,130 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// rssOf reads a process's resident set size in bytes from /proc.
+func rssOf(pid int) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range bytes.Lines(data) {
+		if rest, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(string(rest)), " kB"), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's CPU times; 100 on
+// every Linux architecture tokenprobe builds for.
+const clockTicks = 100
+
+// cpuOf reads a process's user plus system CPU time from /proc.
+func cpuOf(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name may hold spaces and parentheses; fields start after
+	// the last ')'.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	// After the name: state is field 3 of stat(5), utime 14, stime 15.
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	return time.Duration(ut+st) * time.Second / clockTicks, nil
+}
+
+// rusageCPU is a finished process's user plus system time.
+func rusageCPU(ru *syscall.Rusage) time.Duration {
+	if ru == nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// rssSampler follows a process's RSS every 50 ms and keeps the peak.
+type rssSampler struct {
+	peak atomic.Int64
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+func sampleRSS(pid int) *rssSampler {
+	s := &rssSampler{stop: make(chan struct{})}
+	s.wg.Go(func() {
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if v, err := rssOf(pid); err == nil && v > s.peak.Load() {
+				s.peak.Store(v)
+			}
+			select {
+			case <-t.C:
+			case <-s.stop:
+				return
+			}
+		}
+	})
+	return s
+}
+
+func (s *rssSampler) Stop() int64 {
+	close(s.stop)
+	s.wg.Wait()
+	return s.peak.Load()
+}
+
+// Machine describes the computer the figures were measured on.
+func Machine() string {
+	model, cores := "unknown CPU", 0
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			k, v, ok := strings.Cut(sc.Text(), ":")
+			if !ok {
+				continue
+			}
+			switch strings.TrimSpace(k) {
+			case "model name":
+				model = strings.TrimSpace(v)
+			case "processor":
+				cores++
+			}
+		}
+		f.Close()
+	}
+	mem := ""
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for line := range strings.Lines(string(data)) {
+			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				if kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64); err == nil {
+					mem = fmt.Sprintf(", %.0f GiB", float64(kb)/(1<<20))
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("%d x %s%s", cores, model, mem)
+}
