@@ -3,7 +3,10 @@ package openai
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // API is the kind of OpenAI-compatible endpoint.
@@ -47,40 +50,122 @@ type Message struct {
 	Content string `json:"content"`
 }
 
-// Body encodes the JSON request body.
+// Body encodes the JSON request body. It writes the JSON itself rather
+// than through encoding/json's reflection: a body is encoded for every
+// request, and reflection's deep call chain and allocations showed in the
+// load generator's stacks and collections (docs/BENCHMARKS.md). Extra
+// fields are encoded with encoding/json, sorted by name, and cannot
+// override the fields above.
 func Body(b RequestBody) ([]byte, error) {
-	m := make(map[string]any, len(b.Extra)+6)
-	for k, v := range b.Extra {
-		m[k] = v
-	}
-	m["model"] = b.Model
-	switch b.API {
-	case Chat:
-		msgs := make([]Message, 0, len(b.History)+1)
-		msgs = append(msgs, b.History...)
-		m["messages"] = append(msgs, Message{Role: "user", Content: b.Prompt})
-	case Completions:
-		prompt := b.Prompt
-		if len(b.History) > 0 {
-			var sb strings.Builder
-			for _, h := range b.History {
-				sb.WriteString(h.Content)
-				sb.WriteString("\n\n")
-			}
-			prompt = sb.String() + prompt
-		}
-		m["prompt"] = prompt
-	default:
+	if b.API != Chat && b.API != Completions {
 		return nil, fmt.Errorf("unknown API %q", b.API)
 	}
-	if b.MaxTokens > 0 {
-		m["max_tokens"] = b.MaxTokens
+	size := len(b.Prompt) + 128
+	for _, h := range b.History {
+		size += len(h.Content) + 32
 	}
-	m["stream"] = b.Stream
-	if b.Stream && b.IncludeUsage {
-		m["stream_options"] = map[string]bool{"include_usage": true}
+	out := make([]byte, 0, size)
+	out = append(out, `{"model":`...)
+	out = appendString(out, b.Model)
+	if b.API == Chat {
+		out = append(out, `,"messages":[`...)
+		for _, h := range b.History {
+			out = append(out, `{"role":`...)
+			out = appendString(out, h.Role)
+			out = append(out, `,"content":`...)
+			out = appendString(out, h.Content)
+			out = append(out, "},"...)
+		}
+		out = append(out, `{"role":"user","content":`...)
+		out = appendString(out, b.Prompt)
+		out = append(out, "}]"...)
 	} else {
-		delete(m, "stream_options")
+		out = append(out, `,"prompt":`...)
+		var sb strings.Builder
+		for _, h := range b.History {
+			sb.WriteString(h.Content)
+			sb.WriteString("\n\n")
+		}
+		sb.WriteString(b.Prompt)
+		out = appendString(out, sb.String())
 	}
-	return json.Marshal(m)
+	if b.MaxTokens > 0 {
+		out = append(out, `,"max_tokens":`...)
+		out = strconv.AppendInt(out, int64(b.MaxTokens), 10)
+	}
+	out = append(out, `,"stream":`...)
+	out = strconv.AppendBool(out, b.Stream)
+	if b.Stream && b.IncludeUsage {
+		out = append(out, `,"stream_options":{"include_usage":true}`...)
+	}
+	keys := make([]string, 0, len(b.Extra))
+	for k := range b.Extra {
+		switch k {
+		case "model", "messages", "prompt", "max_tokens", "stream", "stream_options":
+			continue // the fields above win
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v, err := json.Marshal(b.Extra[k])
+		if err != nil {
+			return nil, fmt.Errorf("extra field %q: %w", k, err)
+		}
+		out = append(out, ',')
+		out = appendString(out, k)
+		out = append(out, ':')
+		out = append(out, v...)
+	}
+	return append(out, '}'), nil
+}
+
+// appendString appends s as a JSON string, escaped as encoding/json
+// escapes it (invalid UTF-8 becomes U+FFFD), less the HTML escaping that
+// no server needs.
+func appendString(out []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	out = append(out, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			out = append(out, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				out = append(out, '\\', c)
+			case '\n':
+				out = append(out, '\\', 'n')
+			case '\r':
+				out = append(out, '\\', 'r')
+			case '\t':
+				out = append(out, '\\', 't')
+			default:
+				out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			out = append(out, s[start:i]...)
+			out = append(out, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			out = append(out, s[start:i]...)
+			out = append(out, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	out = append(out, s[start:]...)
+	return append(out, '"')
 }

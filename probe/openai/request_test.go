@@ -1,0 +1,69 @@
+package openai
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+)
+
+// The hand-written encoder must mean what encoding/json would have
+// written: decoded, the two bodies are equal.
+func TestBodyMatchesEncodingJSON(t *testing.T) {
+	texts := []string{"", "plain words", `quote " and \ backslash`, "tab\tnew\nline\rcarriage", "\x00\x01\x1f control",
+		"héllo wörld ✓ 🚀", "<html> & </html>", "line\u2028sep\u2029para", "bad \xff utf8 \xc3", "\x7f del"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		b := make([]byte, rng.IntN(40))
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+		}
+		texts = append(texts, string(b))
+	}
+	for _, text := range texts {
+		for _, api := range []API{Chat, Completions} {
+			rb := RequestBody{API: api, Model: "m\"odel", Prompt: text, MaxTokens: 7, Stream: true, IncludeUsage: true,
+				History: []Message{{Role: "user", Content: text}, {Role: "assistant", Content: "ok"}},
+				Extra:   map[string]any{"temperature": 0.5, "ignore_eos": true, "stream": false, "z": []int{1}, "a": map[string]string{"k": text}}}
+			got, err := Body(rb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]any{"model": rb.Model, "max_tokens": 7, "stream": true, "stream_options": map[string]bool{"include_usage": true},
+				"temperature": 0.5, "ignore_eos": true, "z": []int{1}, "a": map[string]string{"k": text}}
+			if api == Chat {
+				want["messages"] = append(append([]Message{}, rb.History...), Message{Role: "user", Content: text})
+			} else {
+				want["prompt"] = text + "\n\n" + "ok" + "\n\n" + text
+			}
+			wantJSON, _ := json.Marshal(want)
+			var g, w any
+			if err := json.Unmarshal(got, &g); err != nil {
+				t.Fatalf("%q: invalid JSON %s: %v", text, got, err)
+			}
+			_ = json.Unmarshal(wantJSON, &w)
+			if !reflect.DeepEqual(g, w) {
+				t.Fatalf("%s %q:\n got %s\nwant %s", api, text, got, wantJSON)
+			}
+		}
+	}
+}
+
+func TestBodyRejectsUnknownAPIAndBadExtras(t *testing.T) {
+	if _, err := Body(RequestBody{API: "embeddings"}); err == nil {
+		t.Error("an unknown API must fail")
+	}
+	if _, err := Body(RequestBody{API: Chat, Extra: map[string]any{"f": func() {}}}); err == nil {
+		t.Error("an extra field JSON cannot encode must fail")
+	}
+}
+
+func BenchmarkBody(b *testing.B) {
+	rb := RequestBody{API: Chat, Model: "meta-llama/Llama-3.1-8B-Instruct", Prompt: string(make([]byte, 0)) + "the quick brown fox jumps over the lazy dog again and again", MaxTokens: 128, Stream: true, IncludeUsage: true}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Body(rb); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
