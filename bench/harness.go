@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -249,7 +251,18 @@ const readyLine = "ready"
 
 // ClientMain is the `client` subcommand: it runs the load in this process
 // and prints readyLine, then the result as one JSON line.
+//
+// With TOKENPROBE_BENCH_PROFILE=DIR set it writes a CPU profile of the
+// whole load and a heap profile at its middle into DIR: the profiles
+// docs/BENCHMARKS.md explains its figures with.
 func ClientMain(ctx context.Context, kind string, l Load, stdout io.Writer) error {
+	if dir := os.Getenv("TOKENPROBE_BENCH_PROFILE"); dir != "" {
+		stop, err := profile(dir, kind, l)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	res, err := RunClient(ctx, kind, l, func() { fmt.Fprintln(stdout, readyLine) })
 	if err != nil {
 		return err
@@ -319,4 +332,34 @@ func FindK6() string {
 		}
 	}
 	return ""
+}
+
+// profile starts a CPU profile and schedules a heap profile at the middle
+// of the load.
+func profile(dir, kind string, l Load) (stop func(), err error) {
+	runtime.MemProfileRate = 4096 // fine enough to see a stream's few kilobytes
+	level := fmt.Sprintf("streams%d", l.Streams)
+	if l.Streams == 0 {
+		level = fmt.Sprintf("rate%g", l.Rate)
+	}
+	name := filepath.Join(dir, kind+"-"+level)
+	f, err := os.Create(name + ".cpu.pprof")
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return nil, err
+	}
+	heap := time.AfterFunc(l.Duration/2, func() {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		fmt.Fprintf(os.Stderr, "bench: %s at %s: heap in use %d KiB, stacks %d KiB, runtime total %d KiB, %d goroutines\n",
+			kind, l, ms.HeapInuse>>10, ms.StackInuse>>10, ms.Sys>>10, runtime.NumGoroutine())
+		if h, err := os.Create(name + ".heap.pprof"); err == nil {
+			_ = pprof.Lookup("heap").WriteTo(h, 0)
+			h.Close()
+		}
+	})
+	return func() { heap.Stop(); pprof.StopCPUProfile(); f.Close() }, nil
 }

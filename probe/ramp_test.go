@@ -138,3 +138,22 @@ func TestOpenRampAccelerates(t *testing.T) {
 		t.Errorf("%d then %d requests, want about 20 then 40", first, second)
 	}
 }
+
+// The waker ends every wait on time: woken by the timerfd when the
+// process is idle (the runtime timer alone can be a millisecond late).
+func TestWakerWaitsTheTime(t *testing.T) {
+	w := newWaker()
+	if w == nil {
+		t.Skip("no timerfd here")
+	}
+	defer w.close()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for _, d := range []time.Duration{50 * time.Microsecond, 300 * time.Microsecond, 2 * time.Millisecond} {
+		start := time.Now()
+		w.wait(timer, d)
+		if got := time.Since(start); got < d {
+			t.Errorf("wait(%v) returned after %v: early", d, got)
+		}
+	}
+}

@@ -410,6 +410,10 @@ func (r *Run) openLoop(stop, reqCtx context.Context, index int, st Stage, warmup
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
+	wake := newWaker()
+	if wake != nil {
+		defer wake.close()
+	}
 	start := time.Now()
 	r.stageStart.Store(start.UnixNano())
 	next := start
@@ -438,14 +442,7 @@ func (r *Run) openLoop(stop, reqCtx context.Context, index int, st Stage, warmup
 				return nil
 			}
 		}
-		if d := time.Until(next); d > 0 {
-			timer.Reset(d)
-			select {
-			case <-timer.C:
-			case <-stop.Done():
-				return nil
-			}
-		} else if stop.Err() != nil {
+		if !waitUntil(stop, timer, wake, next) {
 			return nil
 		}
 		if sem != nil {
@@ -474,6 +471,38 @@ func (r *Run) openLoop(stop, reqCtx context.Context, index int, st Stage, warmup
 		})
 	}
 	return nil
+}
+
+// fineWait is the last stretch before a send that waitUntil waits with
+// the waker rather than the runtime timer alone.
+const fineWait = 2 * time.Millisecond
+
+// waitUntil waits for t, or reports false when stop ends first. It waits
+// on timer until fineWait before t, where it can still be stopped, and the
+// rest with w when there is one: the dispatch lag an open loop adds is
+// then the kernel's wake-up, not the runtime timer's millisecond.
+func waitUntil(stop context.Context, timer *time.Timer, w *waker, t time.Time) bool {
+	coarse := time.Until(t)
+	if w != nil {
+		coarse -= fineWait
+	}
+	if coarse > 0 {
+		timer.Reset(coarse)
+		select {
+		case <-timer.C:
+		case <-stop.Done():
+			return false
+		}
+	}
+	if d := time.Until(t); d > 0 {
+		if w != nil {
+			w.wait(timer, d)
+		} else {
+			timer.Reset(d)
+			<-timer.C
+		}
+	}
+	return stop.Err() == nil
 }
 
 // rampTime maps the u-th unit of a unit-rate arrival process onto a rate
