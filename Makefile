@@ -5,7 +5,7 @@ LDFLAGS := -X github.com/prometheus/common/version.Version=$(VERSION) \
            -X github.com/prometheus/common/version.Revision=$(shell git rev-parse --short HEAD 2>/dev/null) \
            -X github.com/prometheus/common/version.Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
 
-.PHONY: grafana-push dashboards test-deploy help build run demo-once e2e rules soak manifests test race lint bench fuzz docs clean
+.PHONY: gobench grafana-push dashboards test-deploy help build run demo-once e2e rules soak manifests test race lint bench fuzz docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -33,7 +33,12 @@ lint: ## gofmt, go vet, and a build without cgo
 	$(GO) vet ./...
 	CGO_ENABLED=0 $(GO) build ./...
 
-bench: ## Go benchmarks of the hot paths
+bench: build ## the benchmark harness: tokenprobe beside a floor client and k6, 100 to 10,000 streams (about 12 minutes; writes docs/BENCHMARKS.md)
+	@command -v k6 >/dev/null || test -x "$$($(GO) env GOPATH)/bin/k6" || { echo "installing k6 v1.8.1 for the side-by-side figures"; $(GO) install go.k6.io/k6@v1.8.1; }
+	$(GO) build -o bin/tokenprobe-bench ./cmd/tokenprobe-bench
+	bin/tokenprobe-bench $(BENCHFLAGS)
+
+gobench: ## Go benchmarks of the hot paths
 	$(GO) test -run '^$$' -bench . -benchmem ./probe/... ./exporter/...
 
 fuzz: ## run each fuzz target for FUZZTIME (default 10s)

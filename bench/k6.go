@@ -100,8 +100,11 @@ func measureK6(ctx context.Context, k6 string, l Load) (Measurement, error) {
 		return m, fmt.Errorf("k6 wrote no summary: %w: %.500s", err, stderr.String())
 	}
 	var s struct {
-		Requests, Failed, Dropped, VUsMax float64
-		DurationMS                        float64 `json:"duration_ms"`
+		Requests   float64 `json:"requests"`
+		Failed     float64 `json:"failed"`
+		Dropped    float64 `json:"dropped"`
+		VUsMax     float64 `json:"vus_max"`
+		DurationMS float64 `json:"duration_ms"`
 	}
 	if err := json.Unmarshal(data, &s); err != nil {
 		return m, fmt.Errorf("k6 summary: %w", err)

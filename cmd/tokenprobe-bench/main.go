@@ -99,7 +99,10 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "tokenprobe-bench: %v\n", err)
 		return 1
 	}
-	rep.Command = "tokenprobe-bench " + strings.Join(args, " ")
+	rep.Command = strings.TrimSpace("make bench BENCHFLAGS='" + strings.Join(args, " ") + "'")
+	if len(args) == 0 {
+		rep.Command = "make bench"
+	}
 	md := rep.Markdown()
 	fmt.Println(md)
 	if *out != "" {
