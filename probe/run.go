@@ -547,7 +547,11 @@ func (r *Run) prepare(stop context.Context, limit int) (<-chan client.Prompt, fu
 		defer close(done)
 		for i := 0; limit == 0 || i < limit; i++ {
 			p := r.Workload.Next()
-			_ = client.Encode(r.Endpoint, &p) // on error Do encodes again and reports it
+			if client.Encode(r.Endpoint, &p) == nil {
+				// The body holds the text now; a long trace prompt need
+				// not be kept twice while it waits in the lookahead.
+				p.Text = ""
+			} // on error Do encodes again and reports it
 			select {
 			case out <- p:
 			case <-quit:

@@ -94,7 +94,13 @@ type Replay struct {
 	salt   uint64
 	mu     sync.Mutex
 	next   int
+	// blocks caches whole blocks' text by hash id: the trace's prefixes
+	// repeat, and building a block is most of building a prompt.
+	blocks map[uint64]string
 }
+
+// maxCachedBlocks bounds the block cache (about 2.5 KB a block).
+const maxCachedBlocks = 8192
 
 // NewReplay replays rows; salt changes every block's text (0 reproduces
 // the same prompts run after run, so caches warm as in production).
@@ -108,12 +114,37 @@ func (r *Replay) Next() client.Prompt {
 	row := r.rows[r.next%len(r.rows)]
 	r.next++
 	r.mu.Unlock()
-	return client.Prompt{Text: TracePrompt(row, r.salt), InputTokens: row.InputTokens, MaxTokens: row.OutputTokens, Stream: r.stream}
+	return client.Prompt{Text: tracePrompt(row, r.salt, r.block), InputTokens: row.InputTokens, MaxTokens: row.OutputTokens, Stream: r.stream}
+}
+
+// block is blockWords through the cache, for whole blocks.
+func (r *Replay) block(id uint64, n int) string {
+	if n != BlockTokens {
+		return blockWords(id, n)
+	}
+	r.mu.Lock()
+	text, ok := r.blocks[id]
+	r.mu.Unlock()
+	if ok {
+		return text
+	}
+	text = blockWords(id, n)
+	r.mu.Lock()
+	if r.blocks == nil || len(r.blocks) >= maxCachedBlocks {
+		r.blocks = make(map[uint64]string, 1024)
+	}
+	r.blocks[id] = text
+	r.mu.Unlock()
+	return text
 }
 
 // TracePrompt builds a row's prompt: one block of BlockTokens words per
 // hash id, the last cut to input_length.
 func TracePrompt(row TraceRow, salt uint64) string {
+	return tracePrompt(row, salt, blockWords)
+}
+
+func tracePrompt(row TraceRow, salt uint64, block func(id uint64, n int) string) string {
 	var b strings.Builder
 	b.Grow(row.InputTokens * 6)
 	left := row.InputTokens
@@ -122,7 +153,7 @@ func TracePrompt(row TraceRow, salt uint64) string {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteString(blockWords(uint64(id)^salt, n))
+		b.WriteString(block(uint64(id)^salt, n))
 		left -= n
 		// Building a 100k-token prompt is milliseconds of CPU; yield
 		// between blocks so the goroutine sending requests on schedule is

@@ -96,3 +96,25 @@ func FuzzReadMooncake(f *testing.F) {
 		}
 	})
 }
+
+// The replay's block cache changes nothing a server sees: prompts are the
+// ones TracePrompt builds, on the first pass through the trace and on
+// the second, from the cache.
+func TestReplayCacheGivesTheSamePrompts(t *testing.T) {
+	rows := []TraceRow{
+		{Timestamp: 0, InputTokens: 1200, OutputTokens: 4, HashIDs: []int{1, 2, 3}},
+		{Timestamp: 5, InputTokens: 700, OutputTokens: 4, HashIDs: []int{1, 9}},
+		{Timestamp: 9, InputTokens: 30, OutputTokens: 4},
+	}
+	r := NewReplay(rows, true, 7)
+	for pass := range 2 {
+		for _, row := range rows {
+			if got, want := r.Next().Text, TracePrompt(row, 7); got != want {
+				t.Fatalf("pass %d, row at %d: the cached prompt differs from TracePrompt", pass, row.Timestamp)
+			}
+		}
+	}
+	if len(r.blocks) != 2 { // 1 and 2 are whole blocks; 3 and 9 are cut short
+		t.Errorf("%d blocks cached, want 2", len(r.blocks))
+	}
+}
