@@ -61,6 +61,8 @@ func run(args []string) int {
 	runEndpoint := runCmd.Flag("endpoint", "Only run against this endpoint.").String()
 	runArtifacts := runCmd.Flag("artifacts-dir", "Folder for records.jsonl, summary.json and report.txt (empty: write none).").Default("artifacts").String()
 	runProgress := runCmd.Flag("progress-interval", "How often to print progress (0 turns it off).").Default("2s").Duration()
+	runCPUProfile := runCmd.Flag("debug.cpu-profile", "Write a CPU profile of the run to this file (go tool pprof reads it).").String()
+	runHeapProfile := runCmd.Flag("debug.heap-profile", "Write a heap profile (allocations included) to this file when the run ends.").String()
 
 	checkCmd := app.Command("check", "Validate a configuration file and exit 0 if it is valid.")
 	checkConfig := checkCmd.Flag("config.file", "Configuration file.").Short('c').Required().String()
@@ -111,6 +113,12 @@ func run(args []string) int {
 		defer signal.Stop(hup)
 		return serve(ctx, so, logger, hup)
 	case runCmd.FullCommand():
+		stopProfiles, err := startProfiles(*runCPUProfile, *runHeapProfile)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "tokenprobe: %v\n", err)
+			return runonce.ExitRuntime
+		}
+		defer stopProfiles()
 		return runonce.Run(ctx, runonce.Options{
 			ConfigFile: *runConfig, Profiles: *runProfiles, Endpoint: *runEndpoint,
 			ArtifactsDir: *runArtifacts, ProgressEvery: *runProgress, Out: os.Stdout, Progress: os.Stderr,

@@ -20,8 +20,11 @@ const DefaultMaxLineBytes = 1 << 20
 
 // readBufferSize is small on purpose: a probe holds thousands of streams, and
 // token chunks are a few hundred bytes. Longer lines spill into a side
-// buffer that grows only up to the line limit.
-const readBufferSize = 4096
+// buffer that grows only up to the line limit. The transport below has its
+// own 4 KiB buffer that the socket is read into, so a smaller one here
+// costs copies from memory, not system calls; 1 KiB rather than 4 saves 3
+// KiB of heap per stream (30 MB at 10,000 streams in the heap profile).
+const readBufferSize = 1024
 
 // ErrLineTooLong is returned when a line exceeds the reader's limit.
 var ErrLineTooLong = errors.New("sse: line exceeds the length limit")
