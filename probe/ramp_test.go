@@ -92,10 +92,20 @@ func TestClosedRampClimbs(t *testing.T) {
 			time.Sleep(2 * time.Millisecond)
 		}
 	}()
-	if _, err := run.Execute(context.Background()); err != nil {
+	sum, err := run.Execute(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
 	<-done
+	// The report reads the ramp like a sweep: one summary per step, in
+	// the order the ramp climbed.
+	var stepLevels []float64
+	for _, st := range sum.Stages {
+		stepLevels = append(stepLevels, st.Level)
+	}
+	if len(stepLevels) < 6 || !slices.IsSorted(stepLevels) || sum.Knee == nil {
+		t.Errorf("per-step summaries at levels %v (knee %v): want most of 1..8, ascending, with a knee", stepLevels, sum.Knee)
+	}
 	if peakEarly > 3 || peakLate < 6 {
 		t.Errorf("in flight: at most %d in the first 300 ms, %d after 1 s; want about 1-2 then 6-8", peakEarly, peakLate)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -141,6 +142,18 @@ func (p Plan) String() string {
 	return strings.Join(parts, ", then ")
 }
 
+// OneKind reports whether every stage's level counts the same thing
+// (concurrency, or rate): only then can levels be read as one scale for
+// capacity and the cliff.
+func (p Plan) OneKind() bool {
+	for _, st := range p.Stages {
+		if st.LevelName() != p.Stages[0].LevelName() {
+			return false
+		}
+	}
+	return true
+}
+
 // Level is the first stage's load, the run's nominal level.
 func (p Plan) Level() float64 {
 	if len(p.Stages) == 0 {
@@ -207,10 +220,7 @@ func (r *Run) Progress() Progress {
 // summary of what was measured is still returned with the context's error.
 func (r *Run) Execute(ctx context.Context) (stats.Summary, error) {
 	all := stats.NewAggregator(r.Profile, r.Endpoint.Name, r.Endpoint.Model, r.Plan.Level(), r.SLO.Objective)
-	perStage := make([]*stats.Aggregator, len(r.Plan.Stages))
-	for i, st := range r.Plan.Stages {
-		perStage[i] = stats.NewAggregator(r.Profile, r.Endpoint.Name, r.Endpoint.Model, st.Level(), r.SLO.Objective)
-	}
+	levels := newLevelGroups(r)
 	results := make(chan *result.Request, 1024)
 	collected := make(chan struct{})
 	go func() {
@@ -221,7 +231,7 @@ func (r *Run) Execute(ctx context.Context) (stats.Summary, error) {
 			}
 			v := r.SLO.Evaluate(res)
 			all.Add(res, v)
-			perStage[res.Stage].Add(res, v)
+			levels.add(res, v)
 			for _, s := range r.Sinks {
 				s.Observe(res, v)
 			}
@@ -255,12 +265,12 @@ func (r *Run) Execute(ctx context.Context) (stats.Summary, error) {
 		err = ctx.Err()
 	}
 	s := all.Summary()
-	if len(perStage) > 1 {
-		for _, a := range perStage {
-			s.Stages = append(s.Stages, a.Summary())
+	if per := levels.summaries(); len(per) > 1 {
+		s.Stages = per
+		if r.Plan.OneKind() {
+			k := stats.FindKnee(s.Stages, r.SLO.Objective)
+			s.Knee = &k
 		}
-		k := stats.FindKnee(s.Stages, r.SLO.Objective)
-		s.Knee = &k
 	}
 	return s, err
 }
@@ -341,6 +351,69 @@ func (r *Run) session(stop, ctx context.Context, index int, st Stage, scheduled 
 			openai.Message{Role: "assistant", Content: workload.Words(uint64(res.ID), res.OutputTokens)})
 		words += n + res.OutputTokens
 	}
+}
+
+// levelGroups summarises a run by load level: one group per stage, and
+// for a ramp one per step of the ramp (the level its results carry), so
+// that a ramp's report reads latency against load like a sweep's.
+type levelGroups struct {
+	r      *Run
+	groups []*levelGroup
+}
+
+type levelGroup struct {
+	stage int
+	level float64
+	first time.Time // the earliest scheduled request, for the ramp's order
+	agg   *stats.Aggregator
+}
+
+func newLevelGroups(r *Run) *levelGroups {
+	g := &levelGroups{r: r}
+	for i, st := range r.Plan.Stages {
+		if st.RampTo == 0 { // a fixed level: its group exists even if no request finished
+			g.groups = append(g.groups, &levelGroup{stage: i, level: st.Level(), agg: g.newAgg(st.Level())})
+		}
+	}
+	return g
+}
+
+func (g *levelGroups) newAgg(level float64) *stats.Aggregator {
+	return stats.NewAggregator(g.r.Profile, g.r.Endpoint.Name, g.r.Endpoint.Model, level, g.r.SLO.Objective)
+}
+
+func (g *levelGroups) add(res *result.Request, v slo.Verdict) {
+	var grp *levelGroup
+	for _, c := range g.groups {
+		if c.stage == res.Stage && (c.level == res.Level || g.r.Plan.Stages[res.Stage].RampTo == 0) {
+			grp = c
+			break
+		}
+	}
+	if grp == nil {
+		grp = &levelGroup{stage: res.Stage, level: res.Level, first: res.Scheduled, agg: g.newAgg(res.Level)}
+		g.groups = append(g.groups, grp)
+	}
+	if res.Scheduled.Before(grp.first) || grp.first.IsZero() {
+		grp.first = res.Scheduled
+	}
+	grp.agg.Add(res, v)
+}
+
+// summaries returns one summary per group, in the order of the plan and,
+// within a ramp, of time.
+func (g *levelGroups) summaries() []stats.Summary {
+	slices.SortStableFunc(g.groups, func(a, b *levelGroup) int {
+		if a.stage != b.stage {
+			return a.stage - b.stage
+		}
+		return a.first.Compare(b.first)
+	})
+	out := make([]stats.Summary, len(g.groups))
+	for i, grp := range g.groups {
+		out[i] = grp.agg.Summary()
+	}
+	return out
 }
 
 // closedRamp is a closed loop whose concurrency follows the stage's ramp:

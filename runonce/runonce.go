@@ -178,6 +178,9 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *targets.Target
 		return stats.Summary{}, "", err
 	}
 	levelName := run.Plan.Stages[0].LevelName()
+	if !run.Plan.OneKind() {
+		levelName = "load level"
+	}
 	fmt.Fprintf(o.Progress, "Running profile %s against %s (%s)...\n", p.Name, t.Endpoint.Name, run.Plan)
 	stop := progress(o, run)
 	if push != nil {
