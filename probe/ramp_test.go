@@ -65,6 +65,10 @@ func TestRampLevels(t *testing.T) {
 	if want := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}; !slices.Equal(levels, want) {
 		t.Errorf("reported levels %v, want %v: one per tenth of the ramp", levels, want)
 	}
+	rate := Stage{Rate: 2, RampTo: 30, Duration: time.Minute}
+	if got := rate.reportedLevel(13 * time.Second); got != 7.6 {
+		t.Errorf("rate ramp level at 13 s = %v, want 7.6 (2 + 28 x 0.2, to the hundredth)", got)
+	}
 	if s := st.String(); s != "concurrency 1 ramping to 11 for 10s" {
 		t.Errorf("String() = %q", s)
 	}

@@ -68,9 +68,9 @@ func (s Stage) LevelAt(elapsed time.Duration) float64 {
 	f := min(max(elapsed.Seconds()/s.Duration.Seconds(), 0), 1)
 	v := s.Level() + (s.RampTo-s.Level())*f
 	if s.Rate == 0 {
-		v = math.Round(v)
+		return math.Round(v) // whole requests in flight
 	}
-	return v
+	return math.Round(v*100) / 100 // a rate to the hundredth: labels and reports stay readable
 }
 
 // reportedLevel is the level a result carries: LevelAt at the start of
