@@ -58,6 +58,10 @@ func (ep *Endpoint) URL() string {
 // Prompt is one request's input from the workload.
 type Prompt struct {
 	Text string
+	// Parts, when set, is the prompt in pieces joined by single spaces, in
+	// place of Text: a trace's shared blocks, encoded straight into the
+	// body without first being copied into one long string.
+	Parts []string
 	// InputTokens is the intended prompt length in tokens.
 	InputTokens int
 	// MaxTokens caps the answer; 0 leaves it to the server.
@@ -74,7 +78,7 @@ type Prompt struct {
 // Encode fills p.Body for ep.
 func Encode(ep *Endpoint, p *Prompt) error {
 	body, err := openai.Body(openai.RequestBody{
-		API: ep.API, Model: ep.Model, Prompt: p.Text, History: p.History, MaxTokens: p.MaxTokens,
+		API: ep.API, Model: ep.Model, Prompt: p.Text, Parts: p.Parts, History: p.History, MaxTokens: p.MaxTokens,
 		Stream: p.Stream, IncludeUsage: ep.IncludeUsage, Extra: ep.Extra,
 	})
 	p.Body = body

@@ -31,6 +31,9 @@ type RequestBody struct {
 	API    API
 	Model  string
 	Prompt string
+	// Parts, when set, replaces Prompt: the prompt is Parts joined by
+	// single spaces.
+	Parts []string
 	// History is the conversation before Prompt (multi-turn sessions):
 	// earlier messages for chat, text before the prompt for completions.
 	History   []Message
@@ -61,6 +64,9 @@ func Body(b RequestBody) ([]byte, error) {
 		return nil, fmt.Errorf("unknown API %q", b.API)
 	}
 	size := len(b.Prompt) + 128
+	for _, p := range b.Parts {
+		size += len(p) + 1
+	}
 	for _, h := range b.History {
 		size += len(h.Content) + 32
 	}
@@ -77,7 +83,7 @@ func Body(b RequestBody) ([]byte, error) {
 			out = append(out, "},"...)
 		}
 		out = append(out, `{"role":"user","content":`...)
-		out = appendString(out, b.Prompt)
+		out = b.appendPrompt(out, "")
 		out = append(out, "}]"...)
 	} else {
 		out = append(out, `,"prompt":`...)
@@ -86,8 +92,7 @@ func Body(b RequestBody) ([]byte, error) {
 			sb.WriteString(h.Content)
 			sb.WriteString("\n\n")
 		}
-		sb.WriteString(b.Prompt)
-		out = appendString(out, sb.String())
+		out = b.appendPrompt(out, sb.String())
 	}
 	if b.MaxTokens > 0 {
 		out = append(out, `,"max_tokens":`...)
@@ -120,12 +125,34 @@ func Body(b RequestBody) ([]byte, error) {
 	return append(out, '}'), nil
 }
 
+// appendPrompt appends the prompt as one JSON string, after prefix.
+func (b *RequestBody) appendPrompt(out []byte, prefix string) []byte {
+	out = append(out, '"')
+	out = appendEscaped(out, prefix)
+	if b.Parts == nil {
+		out = appendEscaped(out, b.Prompt)
+	}
+	for i, p := range b.Parts {
+		if i > 0 {
+			out = append(out, ' ')
+		}
+		out = appendEscaped(out, p)
+	}
+	return append(out, '"')
+}
+
 // appendString appends s as a JSON string, escaped as encoding/json
 // escapes it (invalid UTF-8 becomes U+FFFD), less the HTML escaping that
 // no server needs.
 func appendString(out []byte, s string) []byte {
-	const hex = "0123456789abcdef"
 	out = append(out, '"')
+	out = appendEscaped(out, s)
+	return append(out, '"')
+}
+
+// appendEscaped appends s escaped for the inside of a JSON string.
+func appendEscaped(out []byte, s string) []byte {
+	const hex = "0123456789abcdef"
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -166,6 +193,5 @@ func appendString(out []byte, s string) []byte {
 		i += size
 		start = i
 	}
-	out = append(out, s[start:]...)
-	return append(out, '"')
+	return append(out, s[start:]...)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -45,6 +46,22 @@ func TestBodyMatchesEncodingJSON(t *testing.T) {
 			if !reflect.DeepEqual(g, w) {
 				t.Fatalf("%s %q:\n got %s\nwant %s", api, text, got, wantJSON)
 			}
+		}
+	}
+}
+
+// A prompt given in parts is the parts joined by spaces, escapes and all.
+func TestBodyParts(t *testing.T) {
+	parts := []string{"first block", `a "quoted" \ one`, "", "\x01 last \xff"}
+	for _, api := range []API{Chat, Completions} {
+		hist := []Message{{Role: "user", Content: "h"}}
+		got, err := Body(RequestBody{API: api, Model: "m", Parts: parts, History: hist})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := Body(RequestBody{API: api, Model: "m", Prompt: strings.Join(parts, " "), History: hist})
+		if string(got) != string(want) {
+			t.Errorf("%s:\n got %s\nwant %s", api, got, want)
 		}
 	}
 }

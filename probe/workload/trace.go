@@ -114,7 +114,7 @@ func (r *Replay) Next() client.Prompt {
 	row := r.rows[r.next%len(r.rows)]
 	r.next++
 	r.mu.Unlock()
-	return client.Prompt{Text: tracePrompt(row, r.salt, r.block), InputTokens: row.InputTokens, MaxTokens: row.OutputTokens, Stream: r.stream}
+	return client.Prompt{Parts: traceParts(row, r.salt, r.block), InputTokens: row.InputTokens, MaxTokens: row.OutputTokens, Stream: r.stream}
 }
 
 // block is blockWords through the cache, for whole blocks.
@@ -141,32 +141,28 @@ func (r *Replay) block(id uint64, n int) string {
 // TracePrompt builds a row's prompt: one block of BlockTokens words per
 // hash id, the last cut to input_length.
 func TracePrompt(row TraceRow, salt uint64) string {
-	return tracePrompt(row, salt, blockWords)
+	return strings.Join(traceParts(row, salt, blockWords), " ")
 }
 
-func tracePrompt(row TraceRow, salt uint64, block func(id uint64, n int) string) string {
-	var b strings.Builder
-	b.Grow(row.InputTokens * 6)
+// traceParts is a row's prompt as its blocks' texts, in order, to be
+// joined by spaces. Whole blocks come from block (a cache, in a replay)
+// and are shared, not copied: the request body is the one copy.
+func traceParts(row TraceRow, salt uint64, block func(id uint64, n int) string) []string {
+	parts := make([]string, 0, len(row.HashIDs)+1)
 	left := row.InputTokens
-	for i, id := range row.HashIDs {
+	for _, id := range row.HashIDs {
 		n := min(BlockTokens, left)
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(block(uint64(id)^salt, n))
+		parts = append(parts, block(uint64(id)^salt, n))
 		left -= n
-		// Building a 100k-token prompt is milliseconds of CPU; yield
-		// between blocks so the goroutine sending requests on schedule is
-		// never kept waiting for a processor.
+		// Building a block is tens of microseconds of CPU; yield between
+		// blocks so the goroutine sending requests on schedule is never
+		// kept waiting for a processor.
 		runtime.Gosched()
 	}
 	if left > 0 { // no hash ids: an unshared prompt
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(Words(uint64(row.Timestamp)^salt^0x5eed, left))
+		parts = append(parts, Words(uint64(row.Timestamp)^salt^0x5eed, left))
 	}
-	return b.String()
+	return parts
 }
 
 // blockWords is the first n words of a block: a block cut short is a

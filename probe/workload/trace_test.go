@@ -109,7 +109,7 @@ func TestReplayCacheGivesTheSamePrompts(t *testing.T) {
 	r := NewReplay(rows, true, 7)
 	for pass := range 2 {
 		for _, row := range rows {
-			if got, want := r.Next().Text, TracePrompt(row, 7); got != want {
+			if got, want := strings.Join(r.Next().Parts, " "), TracePrompt(row, 7); got != want {
 				t.Fatalf("pass %d, row at %d: the cached prompt differs from TracePrompt", pass, row.Timestamp)
 			}
 		}
