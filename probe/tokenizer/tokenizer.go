@@ -67,12 +67,14 @@ type Sizer struct {
 // NewSizer measures every word of vocabulary with c.
 func NewSizer(c Counter, vocabulary []string) (*Sizer, error) {
 	s := &Sizer{c: c, words: vocabulary}
+	// A word's cost is what it adds after another word, leading space
+	// included, as it will appear in a prompt.
+	base, err := c.Count("the")
+	if err != nil {
+		return nil, err
+	}
 	for i, w := range vocabulary {
 		n, err := c.Count("the " + w)
-		if err != nil {
-			return nil, err
-		}
-		base, err := c.Count("the")
 		if err != nil {
 			return nil, err
 		}
@@ -87,8 +89,9 @@ func NewSizer(c Counter, vocabulary []string) (*Sizer, error) {
 	return s, nil
 }
 
-// Text returns a text of n tokens starting from word start of the
-// vocabulary, and its token count as the tokenizer counts the whole text.
+// Text returns a text of n tokens of words chosen by pick (given a count,
+// it returns an index below it), and its token count as the tokenizer
+// counts the whole text.
 // The words' costs make a first draft; counting the whole text and adding
 // or removing one-token words corrects what joining them changed.
 func (s *Sizer) Text(pick func(int) int, n int) (string, int, error) {
