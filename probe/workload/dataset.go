@@ -22,6 +22,31 @@ type singleTurn struct {
 	OutputLength *int     `json:"output_length"`
 }
 
+// entry reads the prompt fields single_turn and multi_turn share: text
+// or texts (joined by newlines), and an optional output_length. what names
+// the text in the error when it is empty.
+func (st singleTurn) entry(what string) (Entry, error) {
+	var e Entry
+	switch {
+	case st.Text != nil && st.Texts != nil:
+		return e, fmt.Errorf("give text or texts, not both")
+	case st.Text != nil:
+		e.Text = *st.Text
+	default:
+		e.Text = strings.Join(st.Texts, "\n")
+	}
+	if strings.TrimSpace(e.Text) == "" {
+		return e, fmt.Errorf("%s is empty", what)
+	}
+	if st.OutputLength != nil {
+		if *st.OutputLength < 1 {
+			return e, fmt.Errorf("output_length must be at least 1")
+		}
+		e.OutputTokens = *st.OutputLength
+	}
+	return e, nil
+}
+
 // ReadSingleTurn reads a JSONL prompt file in AIPerf's single_turn shape:
 // "text" or "texts" (joined by newlines), and an optional "output_length".
 // Errors name the file and line.
@@ -32,23 +57,9 @@ func ReadSingleTurn(path string) ([]Entry, error) {
 		if err := decodeStrict(text, &st); err != nil {
 			return err
 		}
-		e := Entry{}
-		switch {
-		case st.Text != nil && st.Texts != nil:
-			return fmt.Errorf("give text or texts, not both")
-		case st.Text != nil:
-			e.Text = *st.Text
-		default:
-			e.Text = strings.Join(st.Texts, "\n")
-		}
-		if strings.TrimSpace(e.Text) == "" {
-			return fmt.Errorf("the prompt is empty")
-		}
-		if st.OutputLength != nil {
-			if *st.OutputLength < 1 {
-				return fmt.Errorf("output_length must be at least 1")
-			}
-			e.OutputTokens = *st.OutputLength
+		e, err := st.entry("the prompt")
+		if err != nil {
+			return err
 		}
 		out = append(out, e)
 		return nil

@@ -35,36 +35,21 @@ type multiTurnLine struct {
 }
 
 type turnLine struct {
-	Text         *string  `json:"text"`
-	Texts        []string `json:"texts"`
-	Delay        *float64 `json:"delay"` // milliseconds
-	OutputLength *int     `json:"output_length"`
+	singleTurn
+	Delay *float64 `json:"delay"` // milliseconds
 }
 
 func (t turnLine) turn() (Turn, error) {
-	var out Turn
-	switch {
-	case t.Text != nil && t.Texts != nil:
-		return out, fmt.Errorf("give text or texts, not both")
-	case t.Text != nil:
-		out.Text = *t.Text
-	default:
-		out.Text = strings.Join(t.Texts, "\n")
+	e, err := t.entry("the turn's text")
+	if err != nil {
+		return Turn{}, err
 	}
-	if strings.TrimSpace(out.Text) == "" {
-		return out, fmt.Errorf("the turn's text is empty")
-	}
+	out := Turn{Text: e.Text, OutputTokens: e.OutputTokens}
 	if t.Delay != nil {
 		if *t.Delay < 0 {
-			return out, fmt.Errorf("delay must not be negative")
+			return Turn{}, fmt.Errorf("delay must not be negative")
 		}
 		out.Delay = time.Duration(*t.Delay * float64(time.Millisecond))
-	}
-	if t.OutputLength != nil {
-		if *t.OutputLength < 1 {
-			return out, fmt.Errorf("output_length must be at least 1")
-		}
-		out.OutputTokens = *t.OutputLength
 	}
 	return out, nil
 }
