@@ -278,10 +278,6 @@ func (r *Run) Execute(ctx context.Context) (stats.Summary, error) {
 // phase issues requests until stop ends or limit requests were issued.
 func (r *Run) phase(stop, reqCtx context.Context, index int, st Stage, warmup bool, out chan<- *result.Request) error {
 	r.stageStart.Store(time.Now().UnixNano())
-	if st.RampTo != 0 && st.Rate == 0 {
-		r.closedRamp(stop, reqCtx, index, st, warmup, out)
-		return nil
-	}
 	if st.Rate > 0 || st.Offsets != nil {
 		return r.openLoop(stop, reqCtx, index, st, warmup, out)
 	}
@@ -289,13 +285,35 @@ func (r *Run) phase(stop, reqCtx context.Context, index int, st Stage, warmup bo
 	return nil
 }
 
+// closedLoop keeps the stage's concurrency in flight. A concurrency ramp
+// has one worker per request of its highest level, worker k sending only
+// while the level in force is above k; without a ramp that is every worker
+// all the time.
 func (r *Run) closedLoop(stop, reqCtx context.Context, index int, st Stage, warmup bool, out chan<- *result.Request) {
 	limit := st.Requests
 	var issued atomic.Int64
 	var wg sync.WaitGroup
-	for range st.Concurrency {
+	start := time.Now()
+	workers := int(math.Round(max(st.Level(), st.RampTo)))
+	for k := range workers {
 		wg.Go(func() {
+			var idle *time.Ticker // made only for a worker the ramp has not reached
+			defer func() {
+				if idle != nil {
+					idle.Stop()
+				}
+			}()
 			for stop.Err() == nil {
+				if st.RampTo != 0 && st.LevelAt(time.Since(start)) <= float64(k) {
+					if idle == nil {
+						idle = time.NewTicker(rampPoll)
+					}
+					select {
+					case <-idle.C:
+					case <-stop.Done():
+					}
+					continue
+				}
 				if limit > 0 && issued.Add(1) > int64(limit) {
 					return
 				}
@@ -414,37 +432,6 @@ func (g *levelGroups) summaries() []stats.Summary {
 		out[i] = grp.agg.Summary()
 	}
 	return out
-}
-
-// closedRamp is a closed loop whose concurrency follows the stage's ramp:
-// one worker per request of the ramp's highest level, worker k sending
-// only while the level in force is above k.
-func (r *Run) closedRamp(stop, reqCtx context.Context, index int, st Stage, warmup bool, out chan<- *result.Request) {
-	limit := st.Requests
-	var issued atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	top := int(math.Round(max(st.Level(), st.RampTo)))
-	for k := range top {
-		wg.Go(func() {
-			t := time.NewTicker(rampPoll)
-			defer t.Stop()
-			for stop.Err() == nil {
-				if st.LevelAt(time.Since(start)) <= float64(k) {
-					select {
-					case <-t.C:
-					case <-stop.Done():
-					}
-					continue
-				}
-				if limit > 0 && issued.Add(1) > int64(limit) {
-					return
-				}
-				r.next(stop, reqCtx, index, st, time.Now(), warmup, out)
-			}
-		})
-	}
-	wg.Wait()
 }
 
 // rampPoll is how often an idle worker of a concurrency ramp looks whether
