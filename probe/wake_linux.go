@@ -31,6 +31,8 @@ type armed struct {
 
 // newWaker returns a waker with its helper goroutine, or nil when timerfd
 // is not available (then the runtime timer alone is used).
+// TOKENPROBE_NO_TIMERFD=1 turns it off, to measure what it buys
+// (docs/BENCHMARKS.md).
 func newWaker() *waker {
 	if os.Getenv("TOKENPROBE_NO_TIMERFD") != "" {
 		return nil
