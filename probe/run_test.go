@@ -124,8 +124,11 @@ func TestOpenLoopRate(t *testing.T) {
 	if sum.Requests != 50 || elapsed < 490*time.Millisecond || elapsed > 2*time.Second {
 		t.Fatalf("%d requests in %v", sum.Requests, elapsed)
 	}
-	if sum.DispatchLag.P99 > 20 {
-		t.Errorf("dispatch lag p99 %.2f ms at 100 req/s", sum.DispatchLag.P99)
+	// Loose bounds: a broken schedule is late by whole gaps or more, and
+	// this VM's own timers overshoot by up to 30 ms when its host is busy
+	// (a 10 ms sleep: p99 13.6 ms late, max 31.6 ms, measured idle).
+	if sum.DispatchLag.P50 > 5 || sum.DispatchLag.P99 > 100 {
+		t.Errorf("dispatch lag p50 %.2f ms, p99 %.2f ms at 100 req/s", sum.DispatchLag.P50, sum.DispatchLag.P99)
 	}
 }
 

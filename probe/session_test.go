@@ -50,19 +50,23 @@ func TestSessionsCarryTheConversation(t *testing.T) {
 		}
 	}
 	// The second turn waited its delay after the first answer ended.
-	ends := map[uint64]time.Time{}
+	// Two sessions run at once and requests do not say which session
+	// instance they belong to, so pair the k-th earliest second turn with
+	// the k-th earliest first answer: if every turn waited for its own
+	// session's answer, the k earliest second turns waited for k answers,
+	// so this pairing keeps the delay too.
+	var ends, begins []time.Time
 	for _, r := range byTurn[0] {
-		ends[r.ID] = r.End
+		ends = append(ends, r.End)
 	}
-	starts := []time.Duration{}
 	for _, r := range byTurn[1] {
-		var gap time.Duration = time.Hour
-		for _, e := range ends {
-			if d := r.Start.Sub(e); d >= 0 && d < gap {
-				gap = d
-			}
-		}
-		starts = append(starts, gap)
+		begins = append(begins, r.Start)
+	}
+	slices.SortFunc(ends, time.Time.Compare)
+	slices.SortFunc(begins, time.Time.Compare)
+	starts := []time.Duration{}
+	for i := range begins {
+		starts = append(starts, begins[i].Sub(ends[i]))
 	}
 	if slices.Min(starts) < 60*time.Millisecond {
 		t.Errorf("second turns started %v after a first answer ended, want at least the 60 ms delay", starts)

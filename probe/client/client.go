@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tokenprobe/tokenprobe/probe/h1"
 	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/sse"
@@ -100,16 +101,37 @@ type Options struct {
 	// It must be quick and must not keep data. The benchmark harness uses
 	// it to compare each stamp with the time the server sent the chunk.
 	OnChunk func(data []byte, at time.Time)
+	// NetHTTP sends every request through net/http instead of tokenprobe's
+	// own HTTP/1.1 client (probe/h1), for servers that only speak HTTP/2.
+	// Requests through a proxy (HTTP_PROXY, HTTPS_PROXY) always take
+	// net/http.
+	NetHTTP bool
 }
 
 // Client measures requests. It is safe for concurrent use and is meant to
 // be shared by every request to the same endpoint so connections are reused.
 type Client struct {
+	h1      *h1.Client
 	http    *http.Client
+	netHTTP bool
 	maxLine int
 	maxBody int64
 	onChunk func([]byte, time.Time)
 	readers sync.Pool
+
+	mu      sync.RWMutex
+	targets map[targetKey]*target
+}
+
+type targetKey struct {
+	base string
+	api  openai.API
+}
+
+// target is where one base URL's requests for one API go, worked out once.
+type target struct {
+	url string
+	h1  *h1.Target // nil: through net/http
 }
 
 // New returns a Client with a transport sized for thousands of concurrent
@@ -144,16 +166,57 @@ func New(o Options) *Client {
 			// Redirects of a POST are a misconfigured base URL; report them.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
+		h1:      h1.New(h1.Options{ConnectTimeout: o.ConnectTimeout, TLS: o.TLS}),
+		netHTTP: o.NetHTTP,
 		maxLine: o.MaxLineBytes,
 		maxBody: o.MaxBodyBytes,
 		onChunk: o.OnChunk,
+		targets: map[targetKey]*target{},
 	}
 	c.readers.New = func() any { return sse.NewReader(nil, c.maxLine) }
 	return c
 }
 
 // CloseIdle closes idle connections (at the end of a run).
-func (c *Client) CloseIdle() { c.http.CloseIdleConnections() }
+func (c *Client) CloseIdle() {
+	c.h1.CloseIdle()
+	c.http.CloseIdleConnections()
+}
+
+// target returns where requests to base for api go.
+func (c *Client) target(base string, api openai.API) (*target, error) {
+	k := targetKey{base, api}
+	c.mu.RLock()
+	t := c.targets[k]
+	c.mu.RUnlock()
+	if t != nil {
+		return t, nil
+	}
+	t = &target{url: strings.TrimSuffix(base, "/") + api.Path()}
+	u, err := url.Parse(t.url)
+	if err != nil {
+		return nil, err
+	}
+	if !c.netHTTP {
+		if proxy, err := http.ProxyFromEnvironment(&http.Request{URL: u}); err == nil && proxy == nil {
+			if t.h1, err = c.h1.Target(t.url); err != nil {
+				return nil, err
+			}
+		}
+	}
+	c.mu.Lock()
+	c.targets[k] = t
+	c.mu.Unlock()
+	return t, nil
+}
+
+// response is what Do reads of either client's response.
+type response struct {
+	status      int
+	contentType []byte
+	retryAfter  []byte
+	body        io.ReadCloser
+}
 
 var errRequestTimeout = errors.New("request timeout")
 
@@ -175,24 +238,78 @@ func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Reque
 			return
 		}
 	}
-	body := p.Body
 	if ep.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, ep.Timeout, errRequestTimeout)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+ep.API.Path(), bytes.NewReader(body))
+	tg, err := c.target(base, ep.API)
 	if err != nil {
 		r.Start = time.Now()
 		c.fail(r, result.ReasonConnect, err)
 		return
 	}
+	r.Start = time.Now()
+	var resp response
+	if tg.h1 != nil {
+		resp, err = c.sendH1(ctx, ep, tg, p)
+	} else {
+		resp, err = c.sendNetHTTP(ctx, ep, tg, p)
+	}
+	if err != nil {
+		c.fail(r, c.classify(ctx, err), err)
+		return
+	}
+	defer resp.body.Close()
+	r.HTTPStatus = resp.status
+	if resp.status < 200 || resp.status > 299 {
+		c.failStatus(r, resp)
+		return
+	}
+	limited := &limitReader{r: resp.body, n: c.maxBody}
+	if p.Stream {
+		if ct := resp.contentType; !isEventStream(ct) {
+			c.fail(r, result.ReasonStream, fmt.Errorf("content type %q is not text/event-stream", ct))
+			return
+		}
+		c.readStream(ctx, limited, r, p)
+	} else {
+		c.readWhole(ctx, limited, r)
+	}
+	// Drain a little so the connection can be reused after a clean end.
+	_, _ = io.CopyN(io.Discard, resp.body, 4096)
+}
+
+var (
+	contentJSON = "application/json"
+	acceptSSE   = "text/event-stream"
+)
+
+// sendH1 sends p through tokenprobe's own HTTP/1.1 client.
+func (c *Client) sendH1(ctx context.Context, ep *Endpoint, tg *target, p Prompt) (response, error) {
+	req := h1.Request{Target: tg.h1, Header: ep.Headers, ContentType: contentJSON, BearerToken: ep.APIKey, Body: p.Body}
+	if p.Stream {
+		req.Accept = acceptSSE
+	}
+	resp, err := c.h1.Do(ctx, &req)
+	if err != nil {
+		return response{}, err
+	}
+	return response{status: resp.StatusCode, contentType: resp.ContentType, retryAfter: resp.RetryAfter, body: resp.Body}, nil
+}
+
+// sendNetHTTP sends p through net/http.
+func (c *Client) sendNetHTTP(ctx context.Context, ep *Endpoint, tg *target, p Prompt) (response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tg.url, bytes.NewReader(p.Body))
+	if err != nil {
+		return response{}, err
+	}
 	for k, vs := range ep.Headers {
 		req.Header[k] = vs
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentJSON)
 	if p.Stream {
-		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Accept", acceptSSE)
 	}
 	if ep.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+ep.APIKey)
@@ -203,31 +320,12 @@ func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Reque
 	// reused connection before any response, instead of reporting an error
 	// the server did not make.
 	req.Header["X-Idempotency-Key"] = nil
-
-	r.Start = time.Now()
 	resp, err := c.http.Do(req)
 	if err != nil {
-		c.fail(r, c.classify(ctx, err), err)
-		return
+		return response{}, err
 	}
-	defer resp.Body.Close()
-	r.HTTPStatus = resp.StatusCode
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		c.failStatus(r, resp)
-		return
-	}
-	limited := &limitReader{r: resp.Body, n: c.maxBody}
-	if p.Stream {
-		if ct := resp.Header.Get("Content-Type"); !isEventStream(ct) {
-			c.fail(r, result.ReasonStream, fmt.Errorf("content type %q is not text/event-stream", ct))
-			return
-		}
-		c.readStream(ctx, limited, r, p)
-	} else {
-		c.readWhole(ctx, limited, r)
-	}
-	// Drain a little so the connection can be reused after a clean end.
-	_, _ = io.CopyN(io.Discard, resp.Body, 4096)
+	return response{status: resp.StatusCode, contentType: []byte(resp.Header.Get("Content-Type")),
+		retryAfter: []byte(resp.Header.Get("Retry-After")), body: resp.Body}, nil
 }
 
 func (c *Client) readStream(ctx context.Context, body io.Reader, r *result.Request, p Prompt) {
@@ -380,10 +478,10 @@ func (c *Client) fail(r *result.Request, reason result.Reason, err error) {
 	}
 }
 
-func (c *Client) failStatus(r *result.Request, resp *http.Response) {
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+func (c *Client) failStatus(r *result.Request, resp response) {
+	snippet, _ := io.ReadAll(io.LimitReader(resp.body, 512))
 	var reason result.Reason
-	switch s := resp.StatusCode; {
+	switch s := resp.status; {
 	case s == http.StatusTooManyRequests:
 		reason = result.ReasonHTTP429
 	case s >= 500:
@@ -391,9 +489,9 @@ func (c *Client) failStatus(r *result.Request, resp *http.Response) {
 	default:
 		reason = result.ReasonHTTP4xx
 	}
-	msg := fmt.Sprintf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(snippet))
-	if ra := resp.Header.Get("Retry-After"); ra != "" {
-		msg += " (Retry-After: " + ra + ")"
+	msg := fmt.Sprintf("HTTP %d: %s", resp.status, bytes.TrimSpace(snippet))
+	if len(resp.retryAfter) > 0 {
+		msg += " (Retry-After: " + string(resp.retryAfter) + ")"
 	}
 	c.fail(r, reason, errors.New(msg))
 }
@@ -426,12 +524,18 @@ func (c *Client) classify(ctx context.Context, err error) result.Reason {
 	return result.ReasonStream
 }
 
-func isEventStream(ct string) bool {
-	if ct == "" {
+func isEventStream(ct []byte) bool {
+	ct = bytes.TrimSpace(ct)
+	if len(ct) == 0 {
 		return true // some servers omit it; the stream itself will tell
 	}
-	mt, _, err := mime.ParseMediaType(ct)
-	return err == nil && mt == "text/event-stream"
+	const want = "text/event-stream"
+	if len(ct) >= len(want) && bytes.EqualFold(ct[:len(want)], []byte(want)) &&
+		(len(ct) == len(want) || ct[len(want)] == ';' || ct[len(want)] == ' ') {
+		return true // the common case, without the allocations of a full parse
+	}
+	mt, _, err := mime.ParseMediaType(string(ct))
+	return err == nil && mt == want
 }
 
 // limitReader bounds a response body and says so when the bound is hit,

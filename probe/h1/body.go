@@ -1,0 +1,217 @@
+package h1
+
+import (
+	"errors"
+	"fmt"
+	"io"
+)
+
+type bodyMode uint8
+
+const (
+	modeNone    bodyMode = iota // no body (204, 304)
+	modeLength                  // Content-Length bytes
+	modeChunked                 // chunked transfer coding
+	modeClose                   // until the server closes the connection
+)
+
+// Body is a response body. Read it, then Close it: Close gives the
+// connection back for reuse when the body ended cleanly (after reading up
+// to 4 KiB that the caller left, such as the end of a chunked stream after
+// its last event), and closes it otherwise.
+type Body struct {
+	cn   *conn
+	mode bodyMode
+	// left is what remains of the body (modeLength) or of the current
+	// chunk (modeChunked).
+	left int64
+	// crlf is set when a chunk's data has been read and its line ending
+	// has not.
+	crlf   bool
+	eof    bool  // the body ended cleanly
+	err    error // the error that ended it otherwise
+	closed bool
+}
+
+// ErrBodyClosed is returned by Read after Close.
+var ErrBodyClosed = errors.New("read on a closed response body")
+
+// maxChunkLine bounds a chunk size line, extensions included.
+const maxChunkLine = 4096
+
+func (b *Body) Read(p []byte) (int, error) {
+	switch {
+	case b.closed:
+		return 0, ErrBodyClosed
+	case b.err != nil:
+		return 0, b.err
+	case b.eof:
+		return 0, io.EOF
+	case len(p) == 0:
+		return 0, nil
+	}
+	br := b.cn.br
+	switch b.mode {
+	case modeClose:
+		n, err := br.Read(p)
+		if err == io.EOF {
+			b.eof = true
+		} else if err != nil {
+			b.err = err
+		}
+		return n, err
+	case modeChunked:
+		if b.left == 0 {
+			if err := b.nextChunk(); err != nil {
+				b.err = err
+				return 0, err
+			}
+			if b.eof {
+				return 0, io.EOF
+			}
+		}
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := br.Read(p)
+	b.left -= int64(n)
+	if b.left == 0 {
+		if b.mode == modeLength {
+			b.eof = true
+			return n, nil
+		}
+		b.crlf = true
+	}
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		b.err = err
+	}
+	return n, err
+}
+
+// nextChunk reads the line ending of the chunk before, the next chunk's
+// size line and, for the last chunk, the trailer.
+func (b *Body) nextChunk() error {
+	budget := maxChunkLine
+	if b.crlf {
+		line, long, err := b.cn.readLine(&budget)
+		if err != nil || long || len(line) != 0 {
+			return chunkErr(err, "missing line ending after chunk data")
+		}
+		b.crlf = false
+	}
+	budget = maxChunkLine
+	line, long, err := b.cn.readLine(&budget)
+	if err != nil || long {
+		return chunkErr(err, "chunk size line too long")
+	}
+	var size int64
+	digits := 0
+	for _, c := range line {
+		var d byte
+		switch {
+		case '0' <= c && c <= '9':
+			d = c - '0'
+		case 'a' <= c && c <= 'f':
+			d = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			d = c - 'A' + 10
+		case c == ';' || c == ' ' || c == '\t':
+			goto parsed // extensions follow; they mean nothing here
+		default:
+			return fmt.Errorf("malformed chunk size line %q", truncate(line))
+		}
+		if digits++; digits > 15 {
+			return errors.New("chunk too large")
+		}
+		size = size<<4 | int64(d)
+	}
+parsed:
+	if digits == 0 {
+		return fmt.Errorf("malformed chunk size line %q", truncate(line))
+	}
+	if size > 0 {
+		b.left = size
+		return nil
+	}
+	// The last chunk: skip the trailer up to its blank line.
+	budget = maxHeadBytes
+	for {
+		line, long, err := b.cn.readLine(&budget)
+		if err != nil {
+			return chunkErr(err, "")
+		}
+		if len(line) == 0 && !long {
+			b.eof = true
+			return nil
+		}
+	}
+}
+
+func chunkErr(err error, what string) error {
+	switch {
+	case err == io.EOF:
+		return io.ErrUnexpectedEOF
+	case err != nil:
+		return err
+	}
+	return errors.New("malformed chunked body: " + what)
+}
+
+// drainBudget is how much of a body Close reads to keep the connection.
+const drainBudget = 4096
+
+// Close ends the body and gives its connection back or closes it.
+func (b *Body) Close() error {
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	cn := b.cn
+	reuse := !cn.closeAfter && b.err == nil
+	if reuse && !b.eof {
+		reuse = b.drain(drainBudget)
+	}
+	reuse = reuse && cn.br.Buffered() == 0
+	if !cn.disarm() {
+		reuse = false // the context fired; the connection's deadline is spent
+	}
+	if reuse {
+		cn.h.put(cn)
+	} else {
+		cn.close()
+	}
+	return nil
+}
+
+// drain skips what is left of the body if that is at most budget bytes,
+// and reports whether the body then ended cleanly.
+func (b *Body) drain(budget int) bool {
+	br := b.cn.br
+	for !b.eof {
+		if b.mode == modeChunked && b.left == 0 {
+			if err := b.nextChunk(); err != nil {
+				return false
+			}
+			continue
+		}
+		if b.left > int64(budget) {
+			return false
+		}
+		n, err := br.Discard(int(b.left))
+		budget -= n
+		b.left -= int64(n)
+		if err != nil {
+			return false
+		}
+		if b.mode == modeLength {
+			b.eof = true
+		} else {
+			b.crlf = true
+		}
+	}
+	return true
+}

@@ -1,0 +1,343 @@
+// Package h1 is a small HTTP/1.1 client made for measuring streamed
+// responses. The request is written and the response read on the caller's
+// goroutine, from buffers that belong to the connection or come from a pool,
+// so that once a connection is open a request allocates almost nothing and
+// a stream costs one goroutine.
+//
+// It exists because net/http, on a two-core machine, was the largest cost
+// left in tokenprobe's measurements: about 9 KB allocated per request (the
+// collections that follow held both processors for milliseconds, which is
+// what the open loop's dispatch lag and the chunk timing error showed at
+// their tails) and two goroutines with their stacks per connection, besides
+// the caller's. docs/BENCHMARKS.md has the figures before and after.
+//
+// It does only what probing an inference server needs: one request at a
+// time per connection, keep-alive, Content-Length, chunked and
+// close-delimited bodies, TLS with ALPN "http/1.1". Proxies and HTTP/2 are
+// left to net/http, which the caller keeps for them.
+package h1
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options configure a Client. Zero values take the defaults named.
+type Options struct {
+	// ConnectTimeout bounds dialling and the TLS handshake (10s).
+	ConnectTimeout time.Duration
+	// IdleTimeout is how long an unused connection is kept (90s).
+	IdleTimeout time.Duration
+	// MaxIdlePerHost caps the connections kept for reuse per host (16384).
+	MaxIdlePerHost int
+	// ReadBufferSize is each connection's read buffer (4096). A response
+	// header line longer than it is skipped, not an error, unless it is
+	// the status line.
+	ReadBufferSize int
+	// TLS configures https targets; nil uses the system roots.
+	TLS *tls.Config
+	// UserAgent is sent unless a request's headers name one ("tokenprobe").
+	UserAgent string
+}
+
+// Client holds connections for reuse, per host. It is safe for concurrent
+// use.
+type Client struct {
+	o      Options
+	dialer net.Dialer
+	mu     sync.Mutex
+	hosts  map[string]*host
+}
+
+// New returns a Client.
+func New(o Options) *Client {
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 10 * time.Second
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 90 * time.Second
+	}
+	if o.MaxIdlePerHost <= 0 {
+		o.MaxIdlePerHost = 16384
+	}
+	if o.ReadBufferSize <= 0 {
+		o.ReadBufferSize = 4096
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = "tokenprobe"
+	}
+	return &Client{o: o, dialer: net.Dialer{KeepAlive: 30 * time.Second}, hosts: map[string]*host{}}
+}
+
+// Target is one URL to send requests to, parsed once.
+type Target struct {
+	h *host
+	// path is the request target: the escaped path and the query.
+	path string
+	// hostHeader is the Host header.
+	hostHeader string
+	// basicAuth is the Authorization header's value for user:password in
+	// the URL, or empty.
+	basicAuth string
+}
+
+// Target parses rawURL (http or https) for use with Do.
+func (c *Client) Target(rawURL string) (*Target, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	var port string
+	switch u.Scheme {
+	case "http":
+		port = "80"
+	case "https":
+		port = "443"
+	default:
+		return nil, fmt.Errorf("unsupported scheme %q in %s", u.Scheme, rawURL)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("no host in %s", rawURL)
+	}
+	hostname := u.Hostname()
+	if p := u.Port(); p != "" {
+		port = p
+	}
+	addr := net.JoinHostPort(hostname, port)
+	t := &Target{path: u.EscapedPath(), hostHeader: u.Host}
+	if t.path == "" {
+		t.path = "/"
+	}
+	if u.RawQuery != "" {
+		t.path += "?" + u.RawQuery
+	}
+	if u.User != nil {
+		pw, _ := u.User.Password()
+		t.basicAuth = "Basic " + base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+pw))
+	}
+	key := u.Scheme + "://" + addr
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.hosts[key]
+	if h == nil {
+		h = &host{c: c, addr: addr}
+		if u.Scheme == "https" {
+			cfg := &tls.Config{}
+			if c.o.TLS != nil {
+				cfg = c.o.TLS.Clone()
+			}
+			if cfg.ServerName == "" {
+				cfg.ServerName = hostname
+			}
+			// Only HTTP/1.1 is spoken here; a server that insists on
+			// HTTP/2 fails the handshake and is reported as such.
+			cfg.NextProtos = []string{"http/1.1"}
+			h.tls = cfg
+		}
+		c.hosts[key] = h
+	}
+	t.h = h
+	return t, nil
+}
+
+// CloseIdle closes every connection kept for reuse.
+func (c *Client) CloseIdle() {
+	c.mu.Lock()
+	hosts := make([]*host, 0, len(c.hosts))
+	for _, h := range c.hosts {
+		hosts = append(hosts, h)
+	}
+	c.mu.Unlock()
+	for _, h := range hosts {
+		h.closeIdle()
+	}
+}
+
+// host is the connections kept for one scheme, host and port.
+type host struct {
+	c    *Client
+	addr string
+	tls  *tls.Config // nil for plain http
+
+	mu   sync.Mutex
+	idle []*conn // most recently used last
+}
+
+// get returns an idle connection that still looks open, or nil.
+func (h *host) get() *conn {
+	now := time.Now()
+	for {
+		h.mu.Lock()
+		n := len(h.idle)
+		if n == 0 {
+			h.mu.Unlock()
+			return nil
+		}
+		cn := h.idle[n-1]
+		h.idle[n-1] = nil
+		h.idle = h.idle[:n-1]
+		h.mu.Unlock()
+		if now.Sub(cn.idleSince) < h.c.o.IdleTimeout && cn.alive() {
+			return cn
+		}
+		cn.close()
+	}
+}
+
+// put keeps cn for reuse, and lets go of the oldest connection if it has
+// been idle too long (the newest are reused first, so stale ones sink).
+func (h *host) put(cn *conn) {
+	cn.idleSince = time.Now()
+	var drop *conn
+	h.mu.Lock()
+	if len(h.idle) >= h.c.o.MaxIdlePerHost {
+		h.mu.Unlock()
+		cn.close()
+		return
+	}
+	if len(h.idle) > 0 && cn.idleSince.Sub(h.idle[0].idleSince) >= h.c.o.IdleTimeout {
+		drop = h.idle[0]
+		copy(h.idle, h.idle[1:])
+		h.idle[len(h.idle)-1] = nil
+		h.idle = h.idle[:len(h.idle)-1]
+	}
+	h.idle = append(h.idle, cn)
+	h.mu.Unlock()
+	if drop != nil {
+		drop.close()
+	}
+}
+
+func (h *host) closeIdle() {
+	h.mu.Lock()
+	idle := h.idle
+	h.idle = nil
+	h.mu.Unlock()
+	for _, cn := range idle {
+		cn.close()
+	}
+}
+
+// dial opens a new connection, within the connect timeout.
+func (h *host) dial(ctx context.Context) (*conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, h.c.o.ConnectTimeout)
+	defer cancel()
+	nc, err := h.c.dialer.DialContext(ctx, "tcp", h.addr)
+	if err != nil {
+		return nil, err
+	}
+	if h.tls == nil {
+		return newConn(h, nc, nc), nil
+	}
+	tc := tls.Client(nc, h.tls)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return newConn(h, nc, tc), nil
+}
+
+// Request is one request to send.
+type Request struct {
+	Target *Target
+	Method string // POST if empty
+	// Header is sent as it is, its keys in canonical form (as
+	// http.Header.Set writes them). Host in it replaces the URL's host;
+	// Content-Length, Transfer-Encoding and Connection in it are ignored.
+	Header map[string][]string
+	// ContentType, Accept and BearerToken, when set, are sent as the
+	// Content-Type, Accept and "Authorization: Bearer" headers, in place
+	// of those in Header.
+	ContentType string
+	Accept      string
+	BearerToken string
+	Body        []byte
+}
+
+// Response is the head of a response and its body. It belongs to the
+// connection: its fields are valid until Body.Close, which must be called.
+type Response struct {
+	StatusCode int
+	// ContentType and RetryAfter are those headers' values, or empty.
+	ContentType []byte
+	RetryAfter  []byte
+	Body        *Body
+}
+
+// ErrHeaderTooLarge is returned for a response head over 1 MiB.
+var ErrHeaderTooLarge = errors.New("response header exceeds 1 MiB")
+
+// Do sends req and reads the response head. Cancelling ctx aborts the
+// request at any point, the body's reads included; the error is then the
+// connection's, and ctx says why. A request that fails on a reused
+// connection before any byte of a response is sent again once on a new
+// one: servers close idle connections while advertising keep-alive, and
+// that is not an error of the request.
+func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
+	if err := checkHeader(req.Header); err != nil {
+		return nil, err
+	}
+	h := req.Target.h
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		cn := h.get()
+		reused := cn != nil
+		if !reused {
+			var err error
+			if cn, err = h.dial(ctx); err != nil {
+				return nil, err
+			}
+		}
+		cn.arm(ctx)
+		err := cn.writeRequest(req)
+		var gotBytes bool
+		if err == nil {
+			gotBytes, err = cn.readHead()
+		}
+		if err == nil {
+			return &cn.resp, nil
+		}
+		cn.disarm()
+		cn.close()
+		if ctx.Err() == nil && reused && !gotBytes && attempt == 0 && retryable(err) {
+			continue
+		}
+		return nil, err
+	}
+}
+
+// retryable reports whether err on a reused connection, before any byte
+// of a response, means the server had closed it.
+func retryable(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false
+	}
+	return true
+}
+
+// checkHeader refuses header names and values that would break the
+// request's framing.
+func checkHeader(hdr map[string][]string) error {
+	for k, vs := range hdr {
+		if k == "" || strings.ContainsAny(k, " \t\r\n:") {
+			return fmt.Errorf("invalid header name %q", k)
+		}
+		for _, v := range vs {
+			if strings.ContainsAny(v, "\r\n\x00") {
+				return fmt.Errorf("invalid header value for %s", k)
+			}
+		}
+	}
+	return nil
+}

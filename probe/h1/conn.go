@@ -1,0 +1,364 @@
+package h1
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// conn is one connection and everything a request on it needs, reused
+// from one request to the next.
+type conn struct {
+	h  *host
+	nc net.Conn // the TCP connection, or TLS over it
+	br *bufio.Reader
+	// peer is the TCP connection's file descriptor access, for the
+	// liveness check of an idle connection (nil where unsupported).
+	peer      rawPeer
+	idleSince time.Time
+
+	// Cancelling the request's context sets a deadline in the past, which
+	// ends any read or write in progress. abortFn is cn.abort, made once.
+	abortFn func()
+	stop    func() bool
+
+	resp Response
+	body Body
+	// closeAfter is set when the response says the connection ends with it.
+	closeAfter bool
+	// ctype and retry hold the headers the caller reads.
+	ctype, retry []byte
+}
+
+// newConn wraps nc, which is raw or TLS over raw.
+func newConn(h *host, raw, nc net.Conn) *conn {
+	cn := &conn{h: h, nc: nc, br: bufio.NewReaderSize(nc, h.c.o.ReadBufferSize)}
+	cn.abortFn = cn.abort
+	cn.peer = peerOf(raw)
+	cn.body.cn = cn
+	cn.resp.Body = &cn.body
+	return cn
+}
+
+var aLongTimeAgo = time.Unix(1, 0)
+
+func (cn *conn) abort() { _ = cn.nc.SetDeadline(aLongTimeAgo) }
+
+// arm makes cancelling ctx abort the connection's reads and writes.
+func (cn *conn) arm(ctx context.Context) {
+	cn.stop = nil
+	if ctx.Done() != nil {
+		cn.stop = context.AfterFunc(ctx, cn.abortFn)
+	}
+}
+
+// disarm undoes arm and reports whether the connection is still usable:
+// false when the context fired and the connection's deadline is spent.
+func (cn *conn) disarm() bool {
+	if cn.stop == nil {
+		return true
+	}
+	ok := cn.stop()
+	cn.stop = nil
+	return ok
+}
+
+func (cn *conn) close() { _ = cn.nc.Close() }
+
+// writeBufs are request heads (and small bodies) being written; a
+// connection needs one only while it writes.
+var writeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+// inlineBody is the largest body written in one piece with its head.
+const inlineBody = 16 << 10
+
+func (cn *conn) writeRequest(req *Request) error {
+	bp := writeBufs.Get().(*[]byte)
+	b := (*bp)[:0]
+	method := req.Method
+	if method == "" {
+		method = "POST"
+	}
+	t := req.Target
+	b = append(b, method...)
+	b = append(b, ' ')
+	b = append(b, t.path...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	if hs := req.Header["Host"]; len(hs) > 0 {
+		b = append(b, hs[0]...)
+	} else {
+		b = append(b, t.hostHeader...)
+	}
+	b = append(b, "\r\n"...)
+	if _, ok := req.Header["User-Agent"]; !ok {
+		b = appendHeader(b, "User-Agent", cn.h.c.o.UserAgent)
+	}
+	for k, vs := range req.Header {
+		switch k {
+		case "Host", "Content-Length", "Transfer-Encoding", "Connection":
+			continue // framing is this client's
+		case "Content-Type", "Accept", "Authorization":
+			if req.ContentType != "" && k == "Content-Type" || req.Accept != "" && k == "Accept" ||
+				(req.BearerToken != "" || t.basicAuth != "") && k == "Authorization" {
+				continue // the request's own fields win
+			}
+		}
+		for _, v := range vs {
+			b = appendHeader(b, k, v)
+		}
+	}
+	if req.ContentType != "" {
+		b = appendHeader(b, "Content-Type", req.ContentType)
+	}
+	if req.Accept != "" {
+		b = appendHeader(b, "Accept", req.Accept)
+	}
+	switch {
+	case req.BearerToken != "":
+		b = append(b, "Authorization: Bearer "...)
+		b = append(b, req.BearerToken...)
+		b = append(b, "\r\n"...)
+	case t.basicAuth != "":
+		b = appendHeader(b, "Authorization", t.basicAuth)
+	}
+	b = append(b, "Content-Length: "...)
+	b = strconv.AppendInt(b, int64(len(req.Body)), 10)
+	b = append(b, "\r\n\r\n"...)
+	var err error
+	if len(req.Body) <= inlineBody {
+		b = append(b, req.Body...)
+		_, err = cn.nc.Write(b)
+	} else if _, err = cn.nc.Write(b); err == nil {
+		// Straight from the caller's buffer: a long prompt is not copied.
+		_, err = cn.nc.Write(req.Body)
+	}
+	if cap(b) <= 2*inlineBody {
+		*bp = b[:0]
+		writeBufs.Put(bp)
+	}
+	return err
+}
+
+func appendHeader(b []byte, k, v string) []byte {
+	b = append(b, k...)
+	b = append(b, ": "...)
+	b = append(b, v...)
+	return append(b, "\r\n"...)
+}
+
+const maxHeadBytes = 1 << 20
+
+// readHead reads the status line and headers and sets up the body.
+// gotBytes says whether any byte of a response arrived, which decides
+// whether a failed request may be sent again.
+func (cn *conn) readHead() (gotBytes bool, err error) {
+	budget := maxHeadBytes
+	for {
+		line, long, err := cn.readLine(&budget)
+		if len(line) > 0 || long {
+			gotBytes = true
+		}
+		if err != nil {
+			if gotBytes && err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return gotBytes, err
+		}
+		if long {
+			return true, errors.New("malformed HTTP status line: too long")
+		}
+		minor, code, ok := parseStatusLine(line)
+		if !ok {
+			return true, fmt.Errorf("malformed HTTP status line %q", truncate(line))
+		}
+		if err := cn.readHeaders(&budget, minor, code); err != nil {
+			return true, err
+		}
+		// 1xx answers are interim; the real one follows.
+		if code >= 100 && code < 200 && code != 101 {
+			continue
+		}
+		return true, nil
+	}
+}
+
+// parseStatusLine reads "HTTP/1.x NNN reason".
+func parseStatusLine(line []byte) (minor, code int, ok bool) {
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
+		return 0, 0, false
+	}
+	if line[7] < '0' || line[7] > '9' {
+		return 0, 0, false
+	}
+	for _, d := range line[9:12] {
+		if d < '0' || d > '9' {
+			return 0, 0, false
+		}
+		code = code*10 + int(d-'0')
+	}
+	if len(line) > 12 && line[12] != ' ' {
+		return 0, 0, false
+	}
+	return int(line[7] - '0'), code, true
+}
+
+// readHeaders reads header lines up to the blank line and decides how the
+// body is framed.
+func (cn *conn) readHeaders(budget *int, minor, code int) error {
+	cn.ctype, cn.retry = cn.ctype[:0], cn.retry[:0]
+	var (
+		length                  int64 = -1
+		chunked, close, keepAlv bool
+	)
+	for {
+		line, long, err := cn.readLine(budget)
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		if long {
+			continue // a header this client does not read
+		}
+		if len(line) == 0 {
+			break
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 {
+			return fmt.Errorf("malformed HTTP header line %q", truncate(line))
+		}
+		name, value := line[:colon], bytes.Trim(line[colon+1:], " \t")
+		switch {
+		case equalFold(name, "Content-Length"):
+			n, ok := parseLength(value)
+			if !ok || (length >= 0 && n != length) {
+				return fmt.Errorf("bad Content-Length %q", truncate(value))
+			}
+			length = n
+		case equalFold(name, "Transfer-Encoding"):
+			if !equalFold(value, "chunked") {
+				return fmt.Errorf("unsupported Transfer-Encoding %q", truncate(value))
+			}
+			chunked = true
+		case equalFold(name, "Connection"):
+			close = close || hasToken(value, "close")
+			keepAlv = keepAlv || hasToken(value, "keep-alive")
+		case equalFold(name, "Content-Type"):
+			cn.ctype = append(cn.ctype[:0], value...)
+		case equalFold(name, "Retry-After"):
+			cn.retry = append(cn.retry[:0], value...)
+		}
+	}
+	cn.closeAfter = close || (minor == 0 && !keepAlv)
+	if minor == 0 {
+		chunked = false // HTTP/1.0 has no transfer codings (RFC 9112 6.1)
+	}
+	cn.resp.StatusCode = code
+	cn.resp.ContentType, cn.resp.RetryAfter = cn.ctype, cn.retry
+	b := &cn.body
+	*b = Body{cn: cn}
+	switch {
+	case code == 204 || code == 304 || (code >= 100 && code < 200):
+		b.mode, b.eof = modeNone, true
+	case chunked:
+		b.mode = modeChunked
+	case length >= 0:
+		b.mode, b.left = modeLength, length
+		b.eof = length == 0
+	default:
+		b.mode = modeClose
+		cn.closeAfter = true
+	}
+	return nil
+}
+
+// readLine returns one line without its line ending, from the read buffer.
+// A line longer than the buffer is consumed and reported as long.
+func (cn *conn) readLine(budget *int) (line []byte, long bool, err error) {
+	line, err = cn.br.ReadSlice('\n')
+	for err == bufio.ErrBufferFull {
+		long = true
+		if *budget -= len(line); *budget < 0 {
+			return nil, true, ErrHeaderTooLarge
+		}
+		line, err = cn.br.ReadSlice('\n')
+	}
+	if *budget -= len(line); *budget < 0 {
+		return nil, long, ErrHeaderTooLarge
+	}
+	if err != nil {
+		return line, long, err
+	}
+	line = line[:len(line)-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, long, nil
+}
+
+// parseLength reads a decimal Content-Length, without the allocation of
+// converting it to a string.
+func parseLength(v []byte) (int64, bool) {
+	if len(v) == 0 || len(v) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, d := range v {
+		if d < '0' || d > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(d-'0')
+	}
+	return n, true
+}
+
+func equalFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(b) {
+		c, d := b[i], s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if 'A' <= d && d <= 'Z' {
+			d += 'a' - 'A'
+		}
+		if c != d {
+			return false
+		}
+	}
+	return true
+}
+
+// hasToken reports whether a comma-separated header value holds tok.
+func hasToken(v []byte, tok string) bool {
+	for len(v) > 0 {
+		i := bytes.IndexByte(v, ',')
+		item := v
+		if i >= 0 {
+			item, v = v[:i], v[i+1:]
+		} else {
+			v = nil
+		}
+		if equalFold(bytes.Trim(item, " \t"), tok) {
+			return true
+		}
+	}
+	return false
+}
+
+func truncate(b []byte) []byte {
+	if len(b) > 80 {
+		return b[:80]
+	}
+	return b
+}

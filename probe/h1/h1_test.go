@@ -1,0 +1,504 @@
+package h1
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// countingServer is an httptest server that counts the connections it
+// accepted, to see whether the client reused them.
+func countingServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var conns atomic.Int64
+	ts := httptest.NewUnstartedServer(h)
+	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return ts, &conns
+}
+
+func target(t *testing.T, c *Client, url string) *Target {
+	t.Helper()
+	tg, err := c.Target(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
+}
+
+// roundTrip sends req and returns the status and the whole body.
+func roundTrip(ctx context.Context, c *Client, req *Request) (int, string, error) {
+	resp, err := c.Do(ctx, req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+func TestBodiesAndReuse(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		h    http.HandlerFunc
+		want string
+	}{
+		{"chunked stream", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			for i := range 5 {
+				fmt.Fprintf(w, "data: %d\n\n", i)
+				w.(http.Flusher).Flush()
+			}
+		}, "data: 0\n\ndata: 1\n\ndata: 2\n\ndata: 3\n\ndata: 4\n\n"},
+		{"content length", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Length", "5")
+			io.WriteString(w, "hello")
+		}, "hello"},
+		{"empty", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(204) }, ""},
+		{"long chunks", func(w http.ResponseWriter, _ *http.Request) {
+			for range 3 {
+				io.WriteString(w, strings.Repeat("x", 10000))
+				w.(http.Flusher).Flush()
+			}
+		}, strings.Repeat("x", 30000)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts, conns := countingServer(t, tc.h)
+			c := New(Options{})
+			defer c.CloseIdle()
+			tg := target(t, c, ts.URL+"/v1/chat")
+			for i := range 3 {
+				_, body, err := roundTrip(t.Context(), c, &Request{Target: tg})
+				if err != nil {
+					t.Fatalf("request %d: %v", i, err)
+				}
+				if body != tc.want {
+					t.Fatalf("request %d: body %q, want %q", i, body, tc.want)
+				}
+			}
+			if n := conns.Load(); n != 1 {
+				t.Errorf("three requests opened %d connections, want 1 reused", n)
+			}
+		})
+	}
+}
+
+func TestRequestShape(t *testing.T) {
+	type seen struct {
+		method, uri, host, ua, ctype, accept, auth, custom string
+		length                                             int64
+		body                                               string
+	}
+	got := make(chan seen, 2)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- seen{r.Method, r.RequestURI, r.Host, r.UserAgent(), r.Header.Get("Content-Type"), r.Header.Get("Accept"),
+			r.Header.Get("Authorization"), r.Header.Get("X-Custom"), r.ContentLength, string(b)}
+	}))
+	defer ts.Close()
+	c := New(Options{})
+	defer c.CloseIdle()
+
+	tg := target(t, c, ts.URL+"/v1/chat/completions?api-version=1")
+	body := []byte(`{"model":"m"}`)
+	if _, _, err := roundTrip(t.Context(), c, &Request{Target: tg, Header: map[string][]string{"X-Custom": {"a"}},
+		ContentType: "application/json", Accept: "text/event-stream", BearerToken: "k3y", Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	want := seen{"POST", "/v1/chat/completions?api-version=1", strings.TrimPrefix(ts.URL, "http://"), "tokenprobe",
+		"application/json", "text/event-stream", "Bearer k3y", "a", int64(len(body)), string(body)}
+	if s := <-got; s != want {
+		t.Errorf("server saw\n%+v\nwant\n%+v", s, want)
+	}
+
+	// User and password in the URL are basic auth; a Host header replaces
+	// the URL's host; a User-Agent header replaces ours.
+	tg = target(t, c, strings.Replace(ts.URL, "http://", "http://u:p@", 1)+"/x")
+	if _, _, err := roundTrip(t.Context(), c, &Request{Target: tg, Method: "GET",
+		Header: map[string][]string{"Host": {"model.example"}, "User-Agent": {"probe/1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	s := <-got
+	if s.method != "GET" || s.host != "model.example" || s.ua != "probe/1" || s.auth != "Basic dTpw" || s.length != 0 {
+		t.Errorf("server saw %+v", s)
+	}
+}
+
+func TestLongBodyWrittenWhole(t *testing.T) {
+	n := make(chan int, 1)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		n <- len(b)
+	}))
+	defer ts.Close()
+	c := New(Options{})
+	body := bytes.Repeat([]byte("y"), 3*inlineBody+7)
+	if _, _, err := roundTrip(t.Context(), c, &Request{Target: target(t, c, ts.URL), Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-n; got != len(body) {
+		t.Errorf("server read %d bytes, want %d", got, len(body))
+	}
+}
+
+func TestRejectsHeaderInjection(t *testing.T) {
+	c := New(Options{})
+	tg := target(t, c, "http://127.0.0.1:1/")
+	for _, h := range []map[string][]string{{"X-A": {"v\r\nX-B: w"}}, {"X A": {"v"}}, {"": {"v"}}} {
+		if _, err := c.Do(t.Context(), &Request{Target: tg, Header: h}); err == nil || !strings.Contains(err.Error(), "invalid header") {
+			t.Errorf("header %q: error %v, want invalid header", h, err)
+		}
+	}
+}
+
+// rawServer answers each accepted connection with serve, for responses
+// net/http would not write.
+func rawServer(t *testing.T, serve func(n int, c net.Conn, br *bufio.Reader)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close() // ends serve functions waiting for a next request
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for n := 0; ; n++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Go(func() { defer c.Close(); serve(n, c, bufio.NewReader(c)) })
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// readRequest consumes one request (head and Content-Length body).
+func readRequest(br *bufio.Reader) error {
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(io.Discard, req.Body)
+	return err
+}
+
+func TestRawResponses(t *testing.T) {
+	for _, tc := range []struct {
+		name, resp, want, err string
+		status                int
+	}{
+		{name: "close delimited", resp: "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil close", status: 200, want: "until close"},
+		{name: "interim 100 skipped", resp: "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", status: 200, want: "ok"},
+		{name: "bare LF and odd case", resp: "HTTP/1.1 429 Too Many\ncontent-length: 1\nretry-after: 7\ntransfer-encoding: CHUNKED\n\n1;ext=1\nz\n0\ntrailer: x\n\n", status: 429, want: "z"},
+		{name: "long header skipped", resp: "HTTP/1.1 200 OK\r\nX-Long: " + strings.Repeat("a", 9000) + "\r\nContent-Length: 1\r\n\r\n!", status: 200, want: "!"},
+		{name: "truncated chunk", resp: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nshort", status: 200, want: "short", err: "unexpected EOF"},
+		{name: "truncated length", resp: "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", status: 200, want: "short", err: "unexpected EOF"},
+		{name: "bad chunk size", resp: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", status: 200, err: "malformed chunk size"},
+		{name: "bad status line", resp: "HTTP/2 200\r\n\r\n", err: "malformed HTTP status line"},
+		{name: "gzip coding refused", resp: "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", err: "unsupported Transfer-Encoding"},
+		{name: "conflicting lengths", resp: "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", err: "bad Content-Length"},
+		{name: "head cut short", resp: "HTTP/1.1 200 OK\r\nContent-", err: "unexpected EOF"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := rawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
+				if readRequest(br) == nil {
+					io.WriteString(c, tc.resp)
+				}
+			})
+			c := New(Options{})
+			resp, err := c.Do(t.Context(), &Request{Target: target(t, c, url)})
+			var body []byte
+			if err == nil {
+				if resp.StatusCode != tc.status {
+					t.Errorf("status %d, want %d", resp.StatusCode, tc.status)
+				}
+				if tc.status == 429 && string(resp.RetryAfter) != "7" {
+					t.Errorf("Retry-After %q, want 7", resp.RetryAfter)
+				}
+				body, err = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			if string(body) != tc.want {
+				t.Errorf("body %q, want %q", body, tc.want)
+			}
+			switch {
+			case tc.err == "" && err != nil:
+				t.Errorf("error %v", err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Errorf("error %v, want %q", err, tc.err)
+			}
+		})
+	}
+}
+
+func TestHeadTooLarge(t *testing.T) {
+	url := rawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
+		if readRequest(br) == nil {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+			line := "X-A: " + strings.Repeat("a", 1000) + "\r\n"
+			for range 1100 {
+				if _, err := io.WriteString(c, line); err != nil {
+					return
+				}
+			}
+		}
+	})
+	c := New(Options{})
+	if _, err := c.Do(t.Context(), &Request{Target: target(t, c, url)}); !errors.Is(err, ErrHeaderTooLarge) {
+		t.Errorf("error %v, want %v", err, ErrHeaderTooLarge)
+	}
+}
+
+// A server that closes a kept-alive connection as the next request is
+// written is not the request's fault: it is sent again on a new one. A
+// server that closed it while idle is noticed before the request is sent.
+func TestServerClosingKeptAliveConnections(t *testing.T) {
+	ok := "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+	for _, tc := range []struct {
+		name  string
+		serve func(c net.Conn, br *bufio.Reader)
+	}{
+		{"closed when the next request arrives", func(c net.Conn, br *bufio.Reader) {
+			if readRequest(br) == nil {
+				io.WriteString(c, ok)
+			}
+			readRequest(br)
+		}},
+		{"closed while idle", func(c net.Conn, br *bufio.Reader) {
+			if readRequest(br) == nil {
+				io.WriteString(c, ok)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var accepted atomic.Int64
+			url := rawServer(t, func(_ int, c net.Conn, br *bufio.Reader) { accepted.Add(1); tc.serve(c, br) })
+			c := New(Options{})
+			tg := target(t, c, url)
+			for i := range 4 {
+				if _, body, err := roundTrip(t.Context(), c, &Request{Target: tg}); err != nil || body != "ok" {
+					t.Fatalf("request %d: %q, %v", i, body, err)
+				}
+				time.Sleep(20 * time.Millisecond) // let the server's close arrive
+			}
+			if n := accepted.Load(); n != 4 {
+				t.Errorf("%d connections for 4 requests, want 4", n)
+			}
+		})
+	}
+}
+
+// A response that never comes must not be retried: the server may be
+// working on the request.
+func TestNoRetryAfterResponseBegan(t *testing.T) {
+	var accepted atomic.Int64
+	url := rawServer(t, func(n int, c net.Conn, br *bufio.Reader) {
+		accepted.Add(1)
+		if readRequest(br) == nil {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+		if readRequest(br) == nil {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+		}
+	})
+	c := New(Options{})
+	tg := target(t, c, url)
+	if _, _, err := roundTrip(t.Context(), c, &Request{Target: tg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := roundTrip(t.Context(), c, &Request{Target: tg}); err == nil {
+		t.Fatal("a response cut short after its status line succeeded")
+	}
+	if n := accepted.Load(); n != 1 {
+		t.Errorf("%d connections, want 1 (no retry)", n)
+	}
+}
+
+func TestCancelAbortsAStream(t *testing.T) {
+	release := make(chan struct{})
+	ts, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "GET" {
+			return
+		}
+		io.WriteString(w, "data: first\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	defer close(release)
+	c := New(Options{})
+	tg := target(t, c, ts.URL)
+	ctx, cancel := context.WithCancel(t.Context())
+	resp, err := c.Do(ctx, &Request{Target: tg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	if n, err := resp.Body.Read(buf); err != nil || string(buf[:n]) != "data: first\n\n" {
+		t.Fatalf("first read %q, %v", buf[:n], err)
+	}
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start := time.Now()
+	_, err = resp.Body.Read(buf)
+	if err == nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("read after cancel: %v after %v", err, time.Since(start))
+	}
+	resp.Body.Close()
+	// The aborted connection is not reused.
+	if _, _, err := roundTrip(t.Context(), c, &Request{Target: tg, Method: "GET"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2 (the cancelled one closed)", n)
+	}
+	if _, err := c.Do(ctx, &Request{Target: tg}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Do with a cancelled context: %v", err)
+	}
+}
+
+func TestDialErrors(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	c := New(Options{})
+	_, err := c.Do(t.Context(), &Request{Target: target(t, c, "http://"+addr)})
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "dial" {
+		t.Errorf("refused connection: %v, want a dial error", err)
+	}
+	for _, bad := range []string{"ftp://x/", "http:///nohost", "://"} {
+		if _, err := c.Target(bad); err == nil {
+			t.Errorf("target %q accepted", bad)
+		}
+	}
+}
+
+func TestTLS(t *testing.T) {
+	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "proto %s", r.Proto)
+	}))
+	defer ts.Close()
+	roots := ts.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+
+	c := New(Options{TLS: &tls.Config{RootCAs: roots}})
+	tg := target(t, c, ts.URL)
+	for range 2 {
+		if _, body, err := roundTrip(t.Context(), c, &Request{Target: tg}); err != nil || body != "proto HTTP/1.1" {
+			t.Fatalf("%q, %v", body, err)
+		}
+	}
+	// Without the test CA the handshake fails with a certificate error.
+	c = New(Options{})
+	_, err := c.Do(t.Context(), &Request{Target: target(t, c, ts.URL)})
+	var certErr *tls.CertificateVerificationError
+	if !errors.As(err, &certErr) {
+		t.Errorf("unknown CA: %v, want a certificate verification error", err)
+	}
+}
+
+func TestIdleConnectionsExpire(t *testing.T) {
+	ts, conns := countingServer(t, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
+	c := New(Options{IdleTimeout: 30 * time.Millisecond})
+	tg := target(t, c, ts.URL)
+	for range 2 {
+		if _, _, err := roundTrip(t.Context(), c, &Request{Target: tg}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(60 * time.Millisecond)
+	}
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2 (the idle one expired)", n)
+	}
+	c.CloseIdle()
+}
+
+// cannedServer answers every request on a connection with the same bytes,
+// allocating nothing itself, so that AllocsPerRun sees the client alone.
+func cannedServer(t *testing.T, resp string) string {
+	return rawServer(t, func(_ int, c net.Conn, _ *bufio.Reader) {
+		buf := make([]byte, 4096)
+		out := []byte(resp)
+		for {
+			// Requests here are small and arrive in one read.
+			if _, err := c.Read(buf); err != nil {
+				return
+			}
+			if _, err := c.Write(out); err != nil {
+				return
+			}
+		}
+	})
+}
+
+func TestAllocationsPerRequest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("counts allocations over many requests")
+	}
+	stream := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		"d\r\ndata: first\n\n\r\ne\r\ndata: second\n\n\r\n0\r\n\r\n"
+	c := New(Options{})
+	tg := target(t, c, cannedServer(t, stream))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req := &Request{Target: tg, ContentType: "application/json", Accept: "text/event-stream", BearerToken: "k", Body: []byte(`{"a":1}`)}
+	buf := make([]byte, 1024)
+	one := func(ctx context.Context) {
+		resp, err := c.Do(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if _, err := resp.Body.Read(buf); err != nil {
+				if err != io.EOF {
+					t.Fatal(err)
+				}
+				break
+			}
+		}
+		resp.Body.Close()
+	}
+	one(ctx) // opens the connection
+	if n := testing.AllocsPerRun(200, func() { one(context.Background()) }); n != 0 {
+		t.Errorf("%v allocations per request on a kept-alive connection, want none", n)
+	}
+	// The cancellation of a request on a cancellable context is
+	// context.AfterFunc's, which allocates twice.
+	if n := testing.AllocsPerRun(200, func() { one(ctx) }); n > 2 {
+		t.Errorf("%v allocations per request with a cancellable context, want at most 2", n)
+	}
+}
