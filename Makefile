@@ -43,7 +43,7 @@ gobench: ## Go benchmarks of the hot paths
 
 fuzz: ## run each fuzz target for FUZZTIME (default 10s)
 	for t in FuzzParseChunk:./probe/openai FuzzReader:./probe/sse FuzzParse:./config \
-	         FuzzReadMooncake:./probe/workload FuzzReadSingleTurn:./probe/workload FuzzReadMultiTurn:./probe/workload; do \
+	         FuzzReadMooncake:./probe/workload FuzzReadSingleTurn:./probe/workload FuzzReadMultiTurn:./probe/workload FuzzResponse:./probe/h1; do \
 	  $(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $${FUZZTIME:-10s} "$${t#*:}" || exit 1; done
 
 soak: ## the daemon with faults and reloads for SOAK (default 10m); heap, goroutines, files and series must stay flat

@@ -79,6 +79,12 @@ func Parse(file string, data []byte) (*Config, error) {
 	return cfg, nil
 }
 
+// The values of an endpoint's http_client.
+const (
+	HTTPClientTokenprobe = "tokenprobe"
+	HTTPClientNetHTTP    = "net/http"
+)
+
 func (c *Config) defaults() {
 	for _, e := range c.Endpoints {
 		if e == nil {
@@ -86,6 +92,9 @@ func (c *Config) defaults() {
 		}
 		if e.API == "" {
 			e.API = "chat"
+		}
+		if e.HTTPClient == "" {
+			e.HTTPClient = HTTPClientTokenprobe
 		}
 		if e.Timeout == 0 {
 			e.Timeout = Duration(120 * time.Second)
@@ -169,6 +178,9 @@ func (c *Config) validate(l *locator, dir string) {
 		}
 		if e.API != "chat" && e.API != "completions" {
 			l.errf(path+".api", "%q is not chat or completions", e.API)
+		}
+		if e.HTTPClient != HTTPClientTokenprobe && e.HTTPClient != HTTPClientNetHTTP {
+			l.errf(path+".http_client", "%q is not %s or %s", e.HTTPClient, HTTPClientTokenprobe, HTTPClientNetHTTP)
 		}
 		if e.Model == "" {
 			l.errf(path, "model is required")

@@ -107,6 +107,9 @@ type Endpoint struct {
 	Timeout Duration `yaml:"timeout"`
 	// ConnectTimeout bounds dialling and TLS (default 10s).
 	ConnectTimeout Duration `yaml:"connect_timeout"`
+	// HTTPClient is "tokenprobe" (default: its own HTTP/1.1 client) or
+	// "net/http" (Go's, which also speaks HTTP/2).
+	HTTPClient string `yaml:"http_client"`
 	// IncludeUsage asks for a usage chunk in streams (default true).
 	IncludeUsage *bool `yaml:"include_usage"`
 	// ExtraBody is merged into every request body (temperature, ignore_eos).

@@ -49,7 +49,7 @@ func OpenEndpoint(e *config.Endpoint) (*Target, error) {
 			Name: e.Name, BaseURL: e.BaseURL, BaseURLs: e.BaseURLs, API: openai.API(e.API), Model: e.Model,
 			APIKey: e.APIKey.Reveal(), Timeout: e.Timeout.D(), IncludeUsage: e.Usage(), Extra: e.ExtraBody,
 		},
-		Client: client.New(client.Options{ConnectTimeout: e.ConnectTimeout.D()}),
+		Client: client.New(client.Options{ConnectTimeout: e.ConnectTimeout.D(), NetHTTP: e.HTTPClient == config.HTTPClientNetHTTP}),
 	}
 	if len(e.Headers) > 0 {
 		t.Endpoint.Headers = http.Header{}

@@ -71,7 +71,9 @@ func within(t *testing.T, what string, got, want, tol time.Duration) {
 	}
 }
 
-func TestTimingAgainstScriptedServer(t *testing.T) {
+func TestTimingAgainstScriptedServer(t *testing.T) { bothClients(t, testTimingAgainstScriptedServer) }
+
+func testTimingAgainstScriptedServer(t *testing.T, newClient func(Options) *Client) {
 	// First token after 120 ms, then tokens 20 ms apart with a 90 ms stall
 	// before the fourth, then a finish chunk, a usage chunk and [DONE],
 	// none of which may move E2E.
@@ -88,7 +90,7 @@ func TestTimingAgainstScriptedServer(t *testing.T) {
 	}}
 	srv := httptest.NewServer(s)
 	defer srv.Close()
-	c := New(Options{})
+	c := newClient(Options{})
 	var r result.Request
 	r.Scheduled = time.Now()
 	c.Do(context.Background(), endpoint(srv.URL), Prompt{Text: "hi", InputTokens: 20, MaxTokens: 10, Stream: true}, &r)
@@ -124,12 +126,16 @@ func TestTimingAgainstScriptedServer(t *testing.T) {
 }
 
 func TestOSLFallsBackToChunksWithoutUsage(t *testing.T) {
+	bothClients(t, testOSLFallsBackToChunksWithoutUsage)
+}
+
+func testOSLFallsBackToChunksWithoutUsage(t *testing.T, newClient func(Options) *Client) {
 	srv := httptest.NewServer(&script{steps: []step{
 		{0, chunk("a"), false}, {0, chunk("b"), false}, {0, chunk("c"), false}, {0, finish, false},
 	}})
 	defer srv.Close()
 	var r result.Request
-	New(Options{}).Do(context.Background(), endpoint(srv.URL), Prompt{Text: "x", InputTokens: 9, Stream: true}, &r)
+	newClient(Options{}).Do(context.Background(), endpoint(srv.URL), Prompt{Text: "x", InputTokens: 9, Stream: true}, &r)
 	if r.Outcome != result.Success || r.OutputTokens != 3 || r.OutputSource != result.SourceChunks {
 		t.Fatalf("outcome %v, OSL %d from %v: %s", r.Outcome, r.OutputTokens, r.OutputSource, r.Err)
 	}
@@ -138,7 +144,9 @@ func TestOSLFallsBackToChunksWithoutUsage(t *testing.T) {
 	}
 }
 
-func TestReasoningCountsForTTFT(t *testing.T) {
+func TestReasoningCountsForTTFT(t *testing.T) { bothClients(t, testReasoningCountsForTTFT) }
+
+func testReasoningCountsForTTFT(t *testing.T, newClient func(Options) *Client) {
 	srv := httptest.NewServer(&script{steps: []step{
 		{0, `{"choices":[{"delta":{"reasoning_content":"hmm"}}]}`, false},
 		{50 * time.Millisecond, `{"choices":[{"delta":{"content":"42"},"finish_reason":"stop"}]}`, false},
@@ -146,7 +154,7 @@ func TestReasoningCountsForTTFT(t *testing.T) {
 	}})
 	defer srv.Close()
 	var r result.Request
-	New(Options{}).Do(context.Background(), endpoint(srv.URL), Prompt{Text: "x", Stream: true}, &r)
+	newClient(Options{}).Do(context.Background(), endpoint(srv.URL), Prompt{Text: "x", Stream: true}, &r)
 	if r.Outcome != result.Success || !r.HasTTFO {
 		t.Fatalf("outcome %v: %s", r.Outcome, r.Err)
 	}
@@ -155,7 +163,9 @@ func TestReasoningCountsForTTFT(t *testing.T) {
 	}
 }
 
-func TestOutcomes(t *testing.T) {
+func TestOutcomes(t *testing.T) { bothClients(t, testOutcomes) }
+
+func testOutcomes(t *testing.T, newClient func(Options) *Client) {
 	stream := func(steps ...step) http.Handler { return &script{steps: steps} }
 	status := func(code int, hdr ...string) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -219,7 +229,7 @@ func TestOutcomes(t *testing.T) {
 			fmt.Fprint(w, `{"choices":[{"message":{"content":"hi"}}]}`)
 		}), 0, result.Error, result.ReasonStream},
 	}
-	c := New(Options{})
+	c := newClient(Options{})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(tc.h)
@@ -237,30 +247,38 @@ func TestOutcomes(t *testing.T) {
 	}
 }
 
-func TestConnectionRefused(t *testing.T) {
+func TestConnectionRefused(t *testing.T) { bothClients(t, testConnectionRefused) }
+
+func testConnectionRefused(t *testing.T, newClient func(Options) *Client) {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := l.Addr().String()
 	l.Close()
 	var r result.Request
-	New(Options{}).Do(context.Background(), endpoint("http://"+addr), Prompt{Text: "x", Stream: true}, &r)
+	newClient(Options{}).Do(context.Background(), endpoint("http://"+addr), Prompt{Text: "x", Stream: true}, &r)
 	if r.Outcome != result.Error || r.Reason != result.ReasonConnect {
 		t.Fatalf("got %v/%v: %s", r.Outcome, r.Reason, r.Err)
 	}
 }
 
 func TestWorkloadCancellationIsNotAnError(t *testing.T) {
+	bothClients(t, testWorkloadCancellationIsNotAnError)
+}
+
+func testWorkloadCancellationIsNotAnError(t *testing.T, newClient func(Options) *Client) {
 	srv := httptest.NewServer(&script{steps: []step{{0, chunk("a"), false}, {2 * time.Second, chunk("b"), false}}})
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	var r result.Request
-	New(Options{}).Do(ctx, endpoint(srv.URL), Prompt{Text: "x", Stream: true}, &r)
+	newClient(Options{}).Do(ctx, endpoint(srv.URL), Prompt{Text: "x", Stream: true}, &r)
 	if r.Outcome != result.Cancelled {
 		t.Fatalf("got %v/%v (%s), want cancelled", r.Outcome, r.Reason, r.Err)
 	}
 }
 
-func TestNonStreaming(t *testing.T) {
+func TestNonStreaming(t *testing.T) { bothClients(t, testNonStreaming) }
+
+func testNonStreaming(t *testing.T, newClient func(Options) *Client) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		time.Sleep(30 * time.Millisecond)
 		w.Header().Set("Content-Type", "application/json")
@@ -268,7 +286,7 @@ func TestNonStreaming(t *testing.T) {
 	}))
 	defer srv.Close()
 	var r result.Request
-	New(Options{}).Do(context.Background(), endpoint(srv.URL), Prompt{Text: "x", Stream: false}, &r)
+	newClient(Options{}).Do(context.Background(), endpoint(srv.URL), Prompt{Text: "x", Stream: false}, &r)
 	if r.Outcome != result.Success || r.OutputTokens != 2 || r.E2E < 30*time.Millisecond {
 		t.Fatalf("got %v OSL %d E2E %v: %s", r.Outcome, r.OutputTokens, r.E2E, r.Err)
 	}
@@ -279,7 +297,9 @@ func TestNonStreaming(t *testing.T) {
 
 // The request asks for usage in the stream and carries the key as a bearer
 // token and the configured headers.
-func TestRequestShape(t *testing.T) {
+func TestRequestShape(t *testing.T) { bothClients(t, testRequestShape) }
+
+func testRequestShape(t *testing.T, newClient func(Options) *Client) {
 	var got *http.Request
 	var body string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -295,7 +315,7 @@ func TestRequestShape(t *testing.T) {
 	ep.Headers = http.Header{"X-Team": {"sre"}}
 	ep.Extra = map[string]any{"ignore_eos": true, "model": "not-this"}
 	var r result.Request
-	New(Options{}).Do(context.Background(), ep, Prompt{Text: "hello", MaxTokens: 7, Stream: true}, &r)
+	newClient(Options{}).Do(context.Background(), ep, Prompt{Text: "hello", MaxTokens: 7, Stream: true}, &r)
 	if got.URL.Path != "/v1/chat/completions" || got.Header.Get("Authorization") != "Bearer sk-test" || got.Header.Get("X-Team") != "sre" {
 		t.Fatalf("path %s, headers %v", got.URL.Path, got.Header)
 	}
@@ -310,7 +330,9 @@ func TestRequestShape(t *testing.T) {
 }
 
 // Replicas behind no load balancer are used in turn.
-func TestBaseURLsRoundRobin(t *testing.T) {
+func TestBaseURLsRoundRobin(t *testing.T) { bothClients(t, testBaseURLsRoundRobin) }
+
+func testBaseURLsRoundRobin(t *testing.T, newClient func(Options) *Client) {
 	var hits [2]int
 	var mu sync.Mutex
 	var urls []string
@@ -327,7 +349,7 @@ func TestBaseURLsRoundRobin(t *testing.T) {
 	}
 	ep := endpoint("http://unused")
 	ep.BaseURLs = urls
-	c := New(Options{})
+	c := newClient(Options{})
 	for range 6 {
 		var r result.Request
 		c.Do(context.Background(), ep, Prompt{Text: "x", Stream: true}, &r)
@@ -346,6 +368,10 @@ func TestBaseURLsRoundRobin(t *testing.T) {
 // retried on a new connection, not reported as an error the server did
 // not make. A raw TCP server, because net/http cannot misbehave this way.
 func TestServerThatClosesEveryConnection(t *testing.T) {
+	bothClients(t, testServerThatClosesEveryConnection)
+}
+
+func testServerThatClosesEveryConnection(t *testing.T, newClient func(Options) *Client) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -374,7 +400,7 @@ func TestServerThatClosesEveryConnection(t *testing.T) {
 			}()
 		}
 	}()
-	c := New(Options{})
+	c := newClient(Options{})
 	for i := range 100 {
 		var r result.Request
 		c.Do(context.Background(), endpoint("http://"+l.Addr().String()), Prompt{Text: "x", Stream: true}, &r)
@@ -387,8 +413,10 @@ func TestServerThatClosesEveryConnection(t *testing.T) {
 	}
 }
 
-func TestDNSAndTLSFailuresAreConnect(t *testing.T) {
-	c := New(Options{ConnectTimeout: 2 * time.Second})
+func TestDNSAndTLSFailuresAreConnect(t *testing.T) { bothClients(t, testDNSAndTLSFailuresAreConnect) }
+
+func testDNSAndTLSFailuresAreConnect(t *testing.T, newClient func(Options) *Client) {
+	c := newClient(Options{ConnectTimeout: 2 * time.Second})
 	var r result.Request
 	c.Do(context.Background(), endpoint("http://no-such-host.invalid"), Prompt{Text: "x", Stream: true}, &r)
 	if r.Outcome != result.Error || r.Reason != result.ReasonConnect {
@@ -401,5 +429,38 @@ func TestDNSAndTLSFailuresAreConnect(t *testing.T) {
 	c.Do(context.Background(), endpoint(srv.URL), Prompt{Text: "x", Stream: true}, &r)
 	if r.Outcome != result.Error || r.Reason != result.ReasonConnect {
 		t.Errorf("untrusted certificate: %v/%v %s", r.Outcome, r.Reason, r.Err)
+	}
+}
+
+// bothClients runs a test with the client sending through probe/h1 and
+// through net/http (http_client: net/http): both must measure alike.
+func bothClients(t *testing.T, test func(*testing.T, func(Options) *Client)) {
+	for _, netHTTP := range []bool{false, true} {
+		name := "h1"
+		if netHTTP {
+			name = "net-http"
+		}
+		t.Run(name, func(t *testing.T) {
+			test(t, func(o Options) *Client { o.NetHTTP = netHTTP; return New(o) })
+		})
+	}
+}
+
+// Requests go through probe/h1 unless net/http is asked for; the two tell
+// themselves apart by their User-Agent.
+func TestWhichHTTPClientSends(t *testing.T) {
+	agents := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		agents <- req.UserAgent()
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", chunk("a"))
+	}))
+	defer srv.Close()
+	for netHTTP, want := range map[bool]string{false: "tokenprobe", true: "Go-http-client/1.1"} {
+		var r result.Request
+		New(Options{NetHTTP: netHTTP}).Do(context.Background(), endpoint(srv.URL), Prompt{Text: "x", Stream: true}, &r)
+		if got := <-agents; got != want || r.Outcome != result.Success {
+			t.Errorf("NetHTTP %v: sent by %q (%s %s), want %q", netHTTP, got, r.Outcome, r.Err, want)
+		}
 	}
 }
