@@ -1,13 +1,10 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
-	"strings"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,7 +14,6 @@ import (
 	"github.com/tokenprobe/tokenprobe/exporter/prom"
 	"github.com/tokenprobe/tokenprobe/probe"
 	"github.com/tokenprobe/tokenprobe/probe/client"
-	"github.com/tokenprobe/tokenprobe/probe/load"
 	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
@@ -117,7 +113,9 @@ func runTokenprobe(ctx context.Context, l Load, ready func()) (ClientResult, err
 	var chunks, unstamped atomic.Int64
 	var settled atomic.Int64 // unix nanos from which chunks count as steady
 	settled.Store(math.MaxInt64)
-	c := client.New(client.Options{OnChunk: func(data []byte, at time.Time) {
+	// TOKENPROBE_BENCH_NET_HTTP=1 sends through net/http (http_client:
+	// net/http), to measure what probe/h1 changes.
+	c := client.New(client.Options{NetHTTP: os.Getenv("TOKENPROBE_BENCH_NET_HTTP") == "1", OnChunk: func(data []byte, at time.Time) {
 		chunks.Add(1)
 		sent, ok := sim.StampOf(data)
 		switch {
@@ -202,102 +200,4 @@ func watch(f func()) (stop func()) {
 		}
 	})
 	return func() { close(done); wg.Wait() }
-}
-
-// runFloor is the cost no real client can beat: the standard library's
-// HTTP client, a 4 KiB read loop, and a count of SSE events. It parses
-// nothing, stamps nothing and keeps nothing.
-func runFloor(ctx context.Context, l Load, ready func()) (ClientResult, error) {
-	hc := &http.Client{Transport: &http.Transport{
-		MaxIdleConnsPerHost: 16384, DisableCompression: true, ReadBufferSize: 4096, WriteBufferSize: 4096,
-	}}
-	defer hc.CloseIdleConnections()
-	body := []byte(fmt.Sprintf(`{"model":"tokenprobe-sim","messages":[{"role":"user","content":%q}],"max_tokens":%d,"stream":true}`,
-		strings.TrimSpace(workload.Words(1, 16)), l.Tokens))
-	url := strings.TrimSuffix(l.URL, "/") + "/chat/completions"
-	var requests, errs, events, inFlight, peak atomic.Int64
-	one := func() {
-		if n := inFlight.Add(1); n > peak.Load() {
-			peak.Store(n) // racy maximum, close enough for a peak
-		}
-		defer inFlight.Add(-1)
-		requests.Add(1)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := hc.Do(req)
-		if err != nil {
-			errs.Add(1)
-			return
-		}
-		defer resp.Body.Close()
-		n, err := countEvents(resp.Body)
-		events.Add(n)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			errs.Add(1)
-		}
-	}
-	ready()
-	start := time.Now()
-	stop, cancel := context.WithTimeout(ctx, l.Duration)
-	defer cancel()
-	var wg sync.WaitGroup
-	if l.Streams > 0 {
-		for range l.Streams {
-			wg.Go(func() {
-				for stop.Err() == nil {
-					one()
-				}
-			})
-		}
-	} else {
-		gaps, err := load.NewArrivals("poisson", l.Rate, 0, 1)
-		if err != nil {
-			return ClientResult{}, err
-		}
-		next := time.Now()
-		for stop.Err() == nil {
-			next = next.Add(gaps.Next())
-			if d := time.Until(next); d > 0 {
-				select {
-				case <-time.After(d):
-				case <-stop.Done():
-				}
-			}
-			if stop.Err() == nil {
-				wg.Go(one)
-			}
-		}
-	}
-	wg.Wait()
-	// Every answer is Tokens content chunks, one finishing chunk and [DONE].
-	done := requests.Load() - errs.Load()
-	return ClientResult{
-		Kind: KindFloor, Requests: requests.Load(), Errors: errs.Load(), Chunks: events.Load() - 2*done,
-		Seconds: time.Since(start).Seconds(), PeakInFlight: peak.Load(),
-	}, ctx.Err()
-}
-
-// countEvents reads r to its end and counts the blank lines that end SSE
-// events ("\n\n"), including one split across two reads.
-func countEvents(r io.Reader) (int64, error) {
-	buf := make([]byte, 4096)
-	var n int64
-	prevNL := false
-	for {
-		k, err := r.Read(buf)
-		if k > 0 {
-			b := buf[:k]
-			if prevNL && b[0] == '\n' {
-				n++
-			}
-			n += int64(bytes.Count(b, []byte("\n\n")))
-			prevNL = b[k-1] == '\n'
-		}
-		if err == io.EOF {
-			return n, nil
-		}
-		if err != nil {
-			return n, err
-		}
-	}
 }

@@ -2,7 +2,8 @@ package bench
 
 import (
 	"context"
-	"io"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,24 +86,26 @@ func TestTimingErrorNeedsStamps(t *testing.T) {
 }
 
 func TestCountEventsAcrossReads(t *testing.T) {
-	stream := strings.Repeat("data: {\"x\":1}\n\n", 1000) + "data: [DONE]\n\n"
-	// A reader that returns 7 bytes at a time splits many "\n\n" in two.
-	n, err := countEvents(&smallReader{s: stream, n: 7})
-	if err != nil || n != 1001 {
-		t.Fatalf("counted %d events (%v), want 1001", n, err)
+	var stream strings.Builder
+	stream.WriteString("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+	for _, ev := range append(slices.Repeat([]string{"data: {\"x\":1}\n\n"}, 1000), "data: [DONE]\n\n") {
+		fmt.Fprintf(&stream, "%x\r\n%s\r\n", len(ev), ev)
 	}
-}
-
-type smallReader struct {
-	s string
-	n int
-}
-
-func (r *smallReader) Read(p []byte) (int, error) {
-	if r.s == "" {
-		return 0, io.EOF
+	stream.WriteString("0\r\n\r\n")
+	// Pieces of 7 bytes split many "\n\n" and the last chunk in two.
+	for _, size := range []int{1, 7, 4096} {
+		var ec eventCounter
+		s, ended := stream.String(), false
+		for len(s) > 0 {
+			k := min(size, len(s))
+			if ended {
+				t.Fatalf("pieces of %d: ended with %d bytes left", size, len(s))
+			}
+			ended = ec.feed([]byte(s[:k]))
+			s = s[k:]
+		}
+		if !ended || ec.n != 1001 {
+			t.Errorf("pieces of %d: counted %d events (ended %v), want 1001 and the end", size, ec.n, ended)
+		}
 	}
-	k := copy(p[:min(len(p), r.n)], r.s)
-	r.s = r.s[k:]
-	return k, nil
 }
