@@ -71,6 +71,9 @@ type Measurement struct {
 	PeakRSS int64 `json:"peak_rss_bytes"`
 	// SimCPUSeconds is what the simulator spent meanwhile.
 	SimCPUSeconds float64 `json:"sim_cpu_seconds"`
+	// StealPercent is the machine's CPU steal during the level (-1 where
+	// unknown).
+	StealPercent float64 `json:"steal_percent"`
 }
 
 // ChunksPerSecond is the streamed content chunks per second of load.
@@ -127,6 +130,7 @@ type Report struct {
 	Idle       *Idle         `json:"idle,omitempty"`
 	Parse      *ParseBench   `json:"parse,omitempty"`
 	Problems   []string      `json:"problems,omitempty"`
+	Quietness  Quietness     `json:"quietness"`
 }
 
 // Run measures every level with every client against one simulator
@@ -153,6 +157,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := waitHealthy(ctx, "http://127.0.0.1:"+port+"/health"); err != nil {
 		return nil, fmt.Errorf("the simulator did not come up: %w", err)
 	}
+	steal := startSteal()
+	rep.Quietness.SleepBefore = sleepOvershoot(1000)
+	defer func() {
+		rep.Quietness.SleepAfter = sleepOvershoot(1000)
+		rep.Quietness.StealPercent = steal.Percent()
+	}()
 	var loads []Load
 	for _, n := range o.Streams {
 		loads = append(loads, Load{URL: url, Streams: n, Duration: o.Duration, Tokens: o.Tokens, Interval: o.Interval})
@@ -170,16 +180,18 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 			fmt.Fprintf(o.Progress, "bench: %s with %s for %s ...\n", l, kind, l.Duration)
 			simBefore, _ := cpuOf(simCmd.Process.Pid)
+			levelSteal := startSteal()
 			m, err := measure(ctx, o, kind, l)
 			simAfter, _ := cpuOf(simCmd.Process.Pid)
+			m.StealPercent = levelSteal.Percent()
 			if err != nil {
 				rep.Problems = append(rep.Problems, fmt.Sprintf("%s, %s: %v", l, kind, err))
 				fmt.Fprintf(o.Progress, "bench:   failed: %v\n", err)
 				continue
 			}
 			m.SimCPUSeconds = (simAfter - simBefore).Seconds()
-			fmt.Fprintf(o.Progress, "bench:   %.0f chunks/s, %.2f CPU s per 1M chunks, %.1f KiB per stream, %d errors\n",
-				m.ChunksPerSecond(), m.CPUPerMillionChunks(), m.RSSPerStream()/1024, m.Client.Errors)
+			fmt.Fprintf(o.Progress, "bench:   %.0f chunks/s, %.2f CPU s per 1M chunks, %.1f KiB per stream, %d errors, %.1f%% steal\n",
+				m.ChunksPerSecond(), m.CPUPerMillionChunks(), m.RSSPerStream()/1024, m.Client.Errors, m.StealPercent)
 			rep.Results = append(rep.Results, m)
 			// Let the simulator's closed connections and the kernel settle.
 			time.Sleep(time.Second)

@@ -71,6 +71,9 @@ func (r *Report) Markdown() string {
 		w("; %s", r.K6)
 	}
 	w(".\nCommand: `%s`.\n\n", r.Command)
+	if q := r.Quietness.String(); q != "" {
+		w("%s\n\n", q)
+	}
 	w("The simulator runs in its own process in bench mode (`tokenprobe sim --bench`): each answer is %d content\n", r.Tokens)
 	w("chunks (%d at the open-loop levels) sent %s apart after a random first wait of up to one interval, each\n", r.RateTokens, r.Interval)
 	w("stamped with its send time. Each client runs in a process of its own\n")

@@ -170,7 +170,7 @@ func TestRejectsHeaderInjection(t *testing.T) {
 
 // rawServer answers each accepted connection with serve, for responses
 // net/http would not write.
-func rawServer(t *testing.T, serve func(n int, c net.Conn, br *bufio.Reader)) string {
+func rawServer(t testing.TB, serve func(n int, c net.Conn, br *bufio.Reader)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -449,7 +449,7 @@ func TestIdleConnectionsExpire(t *testing.T) {
 
 // cannedServer answers every request on a connection with the same bytes,
 // allocating nothing itself, so that AllocsPerRun sees the client alone.
-func cannedServer(t *testing.T, resp string) string {
+func cannedServer(t testing.TB, resp string) string {
 	return rawServer(t, func(_ int, c net.Conn, _ *bufio.Reader) {
 		buf := make([]byte, 4096)
 		out := []byte(resp)
@@ -500,5 +500,37 @@ func TestAllocationsPerRequest(t *testing.T) {
 	// context.AfterFunc's, which allocates twice.
 	if n := testing.AllocsPerRun(200, func() { one(ctx) }); n > 2 {
 		t.Errorf("%v allocations per request with a cancellable context, want at most 2", n)
+	}
+}
+
+// BenchmarkRequest is one streamed request on a kept-alive connection:
+// the request written, the head parsed, a two-event chunked body read and
+// the connection given back. The canned server's side is included.
+func BenchmarkRequest(b *testing.B) {
+	stream := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		"d\r\ndata: first\n\n\r\ne\r\ndata: second\n\n\r\n0\r\n\r\n"
+	c := New(Options{})
+	defer c.CloseIdle()
+	tg, err := c.Target(cannedServer(b, stream) + "/v1/chat/completions")
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := &Request{Target: tg, ContentType: "application/json", Accept: "text/event-stream", Body: []byte(`{"model":"m","stream":true}`)}
+	buf := make([]byte, 1024)
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := c.Do(context.Background(), req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			if _, err := resp.Body.Read(buf); err != nil {
+				if err != io.EOF {
+					b.Fatal(err)
+				}
+				break
+			}
+		}
+		resp.Body.Close()
 	}
 }

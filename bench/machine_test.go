@@ -1,0 +1,38 @@
+package bench
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+)
+
+func TestStealMeter(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc/stat")
+	}
+	m := startSteal()
+	if m.total <= 0 || m.steal < 0 || m.steal > m.total {
+		t.Fatalf("steal %d of %d ticks", m.steal, m.total)
+	}
+	sleepOvershoot(50) // let some ticks pass
+	if p := m.Percent(); p < 0 || p > 100 {
+		t.Errorf("steal %.1f%%, want a share between 0 and 100", p)
+	}
+}
+
+func TestQuietnessSentence(t *testing.T) {
+	if (Quietness{}).String() != "" {
+		t.Error("an unmeasured machine got a sentence")
+	}
+	q := Quietness{StealPercent: 12.34, SleepBefore: &Quantiles{P50: 80, P99: 350}, SleepAfter: &Quantiles{P50: 750, P99: 10030}}
+	s := q.String()
+	for _, want := range []string{"0.08 / 0.35 ms (p50 / p99) before", "0.75 / 10.03 ms after", "12.3% of the CPU time (steal)"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("%q lacks %q", s, want)
+		}
+	}
+	q.StealPercent = -1
+	if strings.Contains(q.String(), "(steal)") {
+		t.Error("an unknown steal was reported")
+	}
+}
