@@ -61,6 +61,15 @@ func (r *Report) ratio(m *Measurement) string {
 	return fmt.Sprintf("%.2fx", m.CPUPerMillionChunks()/f.CPUPerMillionChunks())
 }
 
+// steal formats a level's CPU steal, which says whether its tail figures
+// were the client's or the host's.
+func steal(pct float64) string {
+	if pct < 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f%%", pct)
+}
+
 // Markdown renders the report for docs/BENCHMARKS.md.
 func (r *Report) Markdown() string {
 	var b strings.Builder
@@ -82,7 +91,8 @@ func (r *Report) Markdown() string {
 	w("peak number of open streams (k6: peak RSS over its VUs, as its idle RSS is not known); timing error is\n")
 	w("the client's receive stamp minus the simulator's send stamp of the same chunk, for every chunk sent after\n")
 	w("the first fifth of the load (at most 3 s), when the streams are open; the chunks before (connections\n")
-	w("opening) are in the JSON (`startup_timing_error`).\n\n")
+	w("opening) are in the JSON (`startup_timing_error`). Steal is the share of the machine's CPU time the hypervisor gave to\n")
+	w("others during the level (from `/proc/stat`): where it is more than a few percent, the tails are the host's.\n\n")
 
 	closed, open := false, false
 	for _, m := range r.Results {
@@ -91,29 +101,31 @@ func (r *Report) Markdown() string {
 	}
 	if closed {
 		w("### Streams held open (closed loop)\n\n")
-		w("| streams | client | chunks/s | client CPU s per 1M chunks | vs floor | RSS per stream | timing error p50 / p99 / max | requests (errors) | simulator CPU s |\n")
-		w("| ---: | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |\n")
+		w("| streams | client | chunks/s | client CPU s per 1M chunks | vs floor | RSS per stream | timing error p50 / p99 / max | requests (errors) | simulator CPU s | steal |\n")
+		w("| ---: | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |\n")
 		for i := range r.Results {
 			m := &r.Results[i]
 			if m.Load.Streams == 0 {
 				continue
 			}
-			w("| %d | %s | %.0f | %.2f | %s | %s | %s | %d (%d) | %.1f |\n", m.Load.Streams, m.Client.Kind, m.ChunksPerSecond(),
-				m.CPUPerMillionChunks(), r.ratio(m), kib(m.RSSPerStream()), quants(m.Client.TimingError), m.Client.Requests, m.Client.Errors, m.SimCPUSeconds)
+			w("| %d | %s | %.0f | %.2f | %s | %s | %s | %d (%d) | %.1f | %s |\n", m.Load.Streams, m.Client.Kind, m.ChunksPerSecond(),
+				m.CPUPerMillionChunks(), r.ratio(m), kib(m.RSSPerStream()), quants(m.Client.TimingError), m.Client.Requests, m.Client.Errors, m.SimCPUSeconds,
+				steal(m.StealPercent))
 		}
 		w("\n")
 	}
 	if open {
 		w("### Arrivals at a rate (open loop, Poisson)\n\n")
-		w("| requests/s | client | chunks/s | client CPU s per 1M chunks | vs floor | dispatch lag p50 / p99 / max | timing error p50 / p99 / max | requests (errors, dropped) |\n")
-		w("| ---: | --- | ---: | ---: | ---: | --- | --- | ---: |\n")
+		w("| requests/s | client | chunks/s | client CPU s per 1M chunks | vs floor | dispatch lag p50 / p99 / max | timing error p50 / p99 / max | requests (errors, dropped) | steal |\n")
+		w("| ---: | --- | ---: | ---: | ---: | --- | --- | ---: | ---: |\n")
 		for i := range r.Results {
 			m := &r.Results[i]
 			if m.Load.Streams > 0 {
 				continue
 			}
-			w("| %g | %s | %.0f | %.2f | %s | %s | %s | %d (%d, %d) |\n", m.Load.Rate, m.Client.Kind, m.ChunksPerSecond(),
-				m.CPUPerMillionChunks(), r.ratio(m), quants(m.Client.DispatchLag), quants(m.Client.TimingError), m.Client.Requests, m.Client.Errors, m.Client.Dropped)
+			w("| %g | %s | %.0f | %.2f | %s | %s | %s | %d (%d, %d) | %s |\n", m.Load.Rate, m.Client.Kind, m.ChunksPerSecond(),
+				m.CPUPerMillionChunks(), r.ratio(m), quants(m.Client.DispatchLag), quants(m.Client.TimingError), m.Client.Requests, m.Client.Errors, m.Client.Dropped,
+				steal(m.StealPercent))
 		}
 		w("\n")
 	}

@@ -290,7 +290,10 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		cn := h.get()
+		var cn *conn
+		if attempt == 0 {
+			cn = h.get() // the retry dials: other idle ones may be closed too
+		}
 		reused := cn != nil
 		if !reused {
 			var err error
