@@ -63,6 +63,7 @@ func run(args []string) int {
 	runProgress := runCmd.Flag("progress-interval", "How often to print progress (0 turns it off).").Default("2s").Duration()
 	runCPUProfile := runCmd.Flag("debug.cpu-profile", "Write a CPU profile of the run to this file (go tool pprof reads it).").String()
 	runHeapProfile := runCmd.Flag("debug.heap-profile", "Write a heap profile (allocations included) to this file when the run ends.").String()
+	runTrace := runCmd.Flag("debug.trace", "Write an execution trace of the run to this file (go tool trace reads it).").String()
 
 	checkCmd := app.Command("check", "Validate a configuration file and exit 0 if it is valid.")
 	checkConfig := checkCmd.Flag("config.file", "Configuration file.").Short('c').Required().String()
@@ -113,7 +114,7 @@ func run(args []string) int {
 		defer signal.Stop(hup)
 		return serve(ctx, so, logger, hup)
 	case runCmd.FullCommand():
-		stopProfiles, err := startProfiles(*runCPUProfile, *runHeapProfile)
+		stopProfiles, err := startProfiles(*runCPUProfile, *runHeapProfile, *runTrace)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "tokenprobe: %v\n", err)
 			return runonce.ExitRuntime
