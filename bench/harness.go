@@ -48,6 +48,12 @@ type Options struct {
 	// that what is measured is the dispatching of many requests, not
 	// thousands of long streams.
 	RateTokens int
+	// RetrySteal, when above 0, measures a level again (once) when the
+	// machine's CPU steal during it was above this percentage, and keeps
+	// the measurement taken under less steal: on a shared VM a level can
+	// lose half its CPU to other tenants. The report says which levels
+	// were measured again.
+	RetrySteal float64
 	// IdleConfig is the daemon's configuration for the idle measurement,
 	// held for IdleFor; an empty IdleConfig skips it.
 	IdleConfig string
@@ -74,6 +80,9 @@ type Measurement struct {
 	// StealPercent is the machine's CPU steal during the level (-1 where
 	// unknown).
 	StealPercent float64 `json:"steal_percent"`
+	// Remeasured, when not 0, is the steal of the other measurement of
+	// this level (RetrySteal): the one kept had the lesser.
+	Remeasured float64 `json:"remeasured_steal_percent,omitempty"`
 }
 
 // ChunksPerSecond is the streamed content chunks per second of load.
@@ -131,13 +140,16 @@ type Report struct {
 	Parse      *ParseBench   `json:"parse,omitempty"`
 	Problems   []string      `json:"problems,omitempty"`
 	Quietness  Quietness     `json:"quietness"`
+	// RetrySteal is Options.RetrySteal.
+	RetrySteal float64 `json:"retry_steal_percent,omitempty"`
 }
 
 // Run measures every level with every client against one simulator
 // process. A client that fails at a level is recorded as a problem and
 // the harness goes on: a figure that misses is reported, not hidden.
 func Run(ctx context.Context, o Options) (*Report, error) {
-	rep := &Report{Date: time.Now().UTC(), Machine: Machine(), Interval: o.Interval, Tokens: o.Tokens, RateTokens: o.RateTokens, Duration: o.Duration}
+	rep := &Report{Date: time.Now().UTC(), Machine: Machine(), Interval: o.Interval, Tokens: o.Tokens, RateTokens: o.RateTokens, Duration: o.Duration,
+		RetrySteal: o.RetrySteal}
 	rep.Go = goVersion()
 	if o.K6 != "" {
 		rep.K6 = k6Version(o.K6)
@@ -179,17 +191,31 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				return rep, ctx.Err()
 			}
 			fmt.Fprintf(o.Progress, "bench: %s with %s for %s ...\n", l, kind, l.Duration)
-			simBefore, _ := cpuOf(simCmd.Process.Pid)
-			levelSteal := startSteal()
-			m, err := measure(ctx, o, kind, l)
-			simAfter, _ := cpuOf(simCmd.Process.Pid)
-			m.StealPercent = levelSteal.Percent()
+			measureLevel := func() (Measurement, error) {
+				simBefore, _ := cpuOf(simCmd.Process.Pid)
+				levelSteal := startSteal()
+				m, err := measure(ctx, o, kind, l)
+				simAfter, _ := cpuOf(simCmd.Process.Pid)
+				m.StealPercent = levelSteal.Percent()
+				m.SimCPUSeconds = (simAfter - simBefore).Seconds()
+				return m, err
+			}
+			m, err := measureLevel()
+			if err == nil && o.RetrySteal > 0 && m.StealPercent > o.RetrySteal && ctx.Err() == nil {
+				fmt.Fprintf(o.Progress, "bench:   %.1f%% steal: measuring again ...\n", m.StealPercent)
+				time.Sleep(time.Second)
+				if again, err2 := measureLevel(); err2 == nil && again.StealPercent >= 0 && again.StealPercent < m.StealPercent {
+					again.Remeasured = m.StealPercent
+					m = again
+				} else if err2 == nil {
+					m.Remeasured = again.StealPercent
+				}
+			}
 			if err != nil {
 				rep.Problems = append(rep.Problems, fmt.Sprintf("%s, %s: %v", l, kind, err))
 				fmt.Fprintf(o.Progress, "bench:   failed: %v\n", err)
 				continue
 			}
-			m.SimCPUSeconds = (simAfter - simBefore).Seconds()
 			fmt.Fprintf(o.Progress, "bench:   %.0f chunks/s, %.2f CPU s per 1M chunks, %.1f KiB per stream, %d errors, %.1f%% steal\n",
 				m.ChunksPerSecond(), m.CPUPerMillionChunks(), m.RSSPerStream()/1024, m.Client.Errors, m.StealPercent)
 			rep.Results = append(rep.Results, m)

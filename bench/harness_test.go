@@ -98,3 +98,28 @@ func TestBarsJudgeTheFigures(t *testing.T) {
 		}
 	}
 }
+
+// A figure measured while the hypervisor took much of the CPU says so,
+// and a level measured twice shows both steals.
+func TestStealIsShownBesideTheFigures(t *testing.T) {
+	rep := &Report{RetrySteal: 5, Results: []Measurement{
+		{Load: Load{Rate: 2000}, Client: ClientResult{Kind: KindTokenprobe, Chunks: 1e5, DispatchLag: &Quantiles{P99: 617000}}, StealPercent: 38.8, Remeasured: 45.1},
+		{Load: Load{Streams: 1000}, Client: ClientResult{Kind: KindTokenprobe, Chunks: 1e6, TimingError: &Quantiles{P99: 400}}, StealPercent: 0.3},
+	}}
+	measured := map[string]string{}
+	for _, row := range rep.Bars() {
+		measured[row.Bar] = row.Measured
+	}
+	if got := measured["dispatch lag p99 under 1 ms at 2,000 requests/s"]; !strings.Contains(got, "(under 39% CPU steal)") {
+		t.Errorf("dispatch lag: %q, want the steal named", got)
+	}
+	if got := measured["timing error p99 under 1 ms at 1,000 streams"]; strings.Contains(got, "steal") {
+		t.Errorf("timing error: %q, a quiet level named steal", got)
+	}
+	md := rep.Markdown()
+	for _, want := range []string{"| 38.8% (again: 45.1%) |", "| 0.3% |", "measured again, once"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q", want)
+		}
+	}
+}

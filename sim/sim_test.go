@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"net/http"
 	"sort"
 	"strings"
@@ -193,5 +194,20 @@ func TestBadRequests(t *testing.T) {
 	}
 	if _, err := NewHandler(Config{Faults: Faults{Stall: 2}}); err == nil {
 		t.Error("a probability of 2 was accepted")
+	}
+}
+
+func TestCountFieldsIsLenOfFields(t *testing.T) {
+	pieces := []string{"a", "word", " ", "  ", "\t", "\n", "\v\f\r", "é", "\u00a0", "\u0085", "\u2003", "日本", "\xff", ""}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		s := b.String()
+		if got, want := countFields(s), len(strings.Fields(s)); got != want {
+			t.Fatalf("countFields(%q) = %d, strings.Fields has %d", s, got, want)
+		}
 	}
 }

@@ -34,6 +34,7 @@ func run(args []string) int {
 	streams := all.Flag("streams", "Closed-loop levels: streams held open.").Default("100,1000,5000,10000").String()
 	rates := all.Flag("rates", "Open-loop levels: requests per second (Poisson).").Default("500,1000,2000").String()
 	all.Flag("duration", "Load per level and client.").Default("15s").DurationVar(&o.Duration)
+	all.Flag("steal.retry", "Measure a level again (once) when the hypervisor took more than this percentage of the CPU during it, and keep the less disturbed measurement (0: never).").Default("5").Float64Var(&o.RetrySteal)
 	all.Flag("interval", "Time between one stream's chunks.").Default("100ms").DurationVar(&o.Interval)
 	all.Flag("tokens", "Content chunks per answer at the closed-loop levels.").Default("50").IntVar(&o.Tokens)
 	all.Flag("rate-tokens", "Content chunks per answer at the open-loop levels.").Default("5").IntVar(&o.RateTokens)
