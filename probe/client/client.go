@@ -276,8 +276,12 @@ func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Reque
 	} else {
 		c.readWhole(ctx, limited, r)
 	}
-	// Drain a little so the connection can be reused after a clean end.
-	_, _ = io.CopyN(io.Discard, resp.body, 4096)
+	// net/http reuses a connection only once its body has been read to
+	// the end: drain a little after a clean end. probe/h1's Body.Close
+	// does this itself.
+	if tg.h1 == nil {
+		_, _ = io.CopyN(io.Discard, resp.body, 4096)
+	}
 }
 
 var (
