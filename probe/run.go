@@ -242,7 +242,7 @@ func (r *Run) Execute(ctx context.Context) (stats.Summary, error) {
 	if r.Plan.Warmup > 0 && len(r.Plan.Stages) > 0 {
 		warm := r.Plan.Stages[0]
 		warm.Duration, warm.Requests, warm.RampTo = 0, r.Plan.Warmup, 0
-		err = r.phase(ctx, ctx, 0, warm, true, results)
+		err = r.phase(ctx, 0, warm, true, results)
 	}
 	r.started.Store(time.Now().UnixNano())
 	for i, st := range r.Plan.Stages {
@@ -250,14 +250,7 @@ func (r *Run) Execute(ctx context.Context) (stats.Summary, error) {
 			break
 		}
 		r.stage.Store(int64(i))
-		// Requests in flight when a stage's duration ends run to completion
-		// (their own timeout bounds them); only ctx cancels them.
-		stop, cancel := ctx, context.CancelFunc(func() {})
-		if st.Duration > 0 {
-			stop, cancel = context.WithTimeout(ctx, st.Duration)
-		}
-		err = r.phase(stop, ctx, i, st, false, results)
-		cancel()
+		err = r.phase(ctx, i, st, false, results)
 	}
 	close(results)
 	<-collected
@@ -275,13 +268,22 @@ func (r *Run) Execute(ctx context.Context) (stats.Summary, error) {
 	return s, err
 }
 
-// phase issues requests until stop ends or limit requests were issued.
-func (r *Run) phase(stop, reqCtx context.Context, index int, st Stage, warmup bool, out chan<- *result.Request) error {
+// phase issues a stage's requests until its duration ends, its request
+// limit is reached or ctx is cancelled. Requests in flight when the
+// duration ends run to completion (their own timeout bounds them); only
+// ctx cancels them.
+func (r *Run) phase(ctx context.Context, index int, st Stage, warmup bool, out chan<- *result.Request) error {
 	r.stageStart.Store(time.Now().UnixNano())
 	if st.Rate > 0 || st.Offsets != nil {
-		return r.openLoop(stop, reqCtx, index, st, warmup, out)
+		return r.openLoop(ctx, index, st, warmup, out)
 	}
-	r.closedLoop(stop, reqCtx, index, st, warmup, out)
+	stop := ctx
+	if st.Duration > 0 {
+		var cancel context.CancelFunc
+		stop, cancel = context.WithTimeout(ctx, st.Duration)
+		defer cancel()
+	}
+	r.closedLoop(stop, ctx, index, st, warmup, out)
 	return nil
 }
 
@@ -438,7 +440,12 @@ func (g *levelGroups) summaries() []stats.Summary {
 // the ramp has reached it.
 const rampPoll = 10 * time.Millisecond
 
-func (r *Run) openLoop(stop, reqCtx context.Context, index int, st Stage, warmup bool, out chan<- *result.Request) error {
+// openLoop sends every arrival its schedule puts inside the stage's
+// duration, however late the dispatcher reaches it: the duration is kept
+// on the schedule's clock, not the wall clock's, so a busy moment makes
+// requests late (dispatch lag) but never drops the last of them. Only a
+// concurrency cap's wait, and ctx, end the stage early.
+func (r *Run) openLoop(ctx context.Context, index int, st Stage, warmup bool, out chan<- *result.Request) error {
 	limit := st.Requests
 	var gaps load.Arrivals
 	if st.Offsets != nil {
@@ -459,12 +466,10 @@ func (r *Run) openLoop(stop, reqCtx context.Context, index int, st Stage, warmup
 	if st.MaxConcurrency > 0 {
 		sem = make(chan struct{}, st.MaxConcurrency)
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	var prompts <-chan client.Prompt
 	if r.Sessions == nil { // a session's later turns wait for its answers: nothing to prepare
 		var stopPrompts func()
-		prompts, stopPrompts = r.prepare(stop, limit)
+		prompts, stopPrompts = r.prepare(ctx, limit)
 		defer stopPrompts()
 	}
 	timer := time.NewTimer(0)
@@ -476,6 +481,16 @@ func (r *Run) openLoop(stop, reqCtx context.Context, index int, st Stage, warmup
 	}
 	start := time.Now()
 	r.stageStart.Store(start.UnixNano())
+	// stop is the stage's end for what may wait past it: a concurrency
+	// cap's slot and a session's later turns.
+	stop := ctx
+	if st.Duration > 0 {
+		var cancel context.CancelFunc
+		stop, cancel = context.WithDeadline(ctx, start.Add(st.Duration))
+		defer cancel()
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait() // before cancel: sessions end at the deadline, not when the last arrival was sent
 	next := start
 	var unit float64 // a ramp's arrivals, counted in the unit-rate process
 	for i := 0; limit == 0 || i < limit; i++ {
@@ -494,15 +509,18 @@ func (r *Run) openLoop(stop, reqCtx context.Context, index int, st Stage, warmup
 		case i > 0:
 			next = next.Add(gaps.Next())
 		}
+		if st.Duration > 0 && next.Sub(start) >= st.Duration {
+			return nil
+		}
 		var p client.Prompt
 		if prompts != nil {
 			select {
 			case p = <-prompts:
-			case <-stop.Done():
+			case <-ctx.Done():
 				return nil
 			}
 		}
-		if !waitUntil(stop, timer, wake, next) {
+		if !waitUntil(ctx, timer, wake, next) {
 			return nil
 		}
 		if sem != nil {
@@ -517,13 +535,13 @@ func (r *Run) openLoop(stop, reqCtx context.Context, index int, st Stage, warmup
 		scheduled := next
 		wg.Go(func() {
 			if r.Sessions != nil {
-				r.session(stop, reqCtx, index, st, scheduled, r.Sessions.NextSession(), warmup, out)
+				r.session(stop, ctx, index, st, scheduled, r.Sessions.NextSession(), warmup, out)
 				if sem != nil {
 					<-sem
 				}
 				return
 			}
-			res := r.one(reqCtx, index, st, scheduled, p, warmup)
+			res := r.one(ctx, index, st, scheduled, p, warmup)
 			if sem != nil {
 				<-sem
 			}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -108,20 +109,9 @@ profiles:
 	}
 	var s stats.Summary
 	readJSON(t, filepath.Join(runs[0], "summary.json"), &s)
-	f, err := os.Open(filepath.Join(runs[0], "records.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var n, success, good, errs int
 	reasons := map[string]int{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var r report.Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
+	for _, r := range records(t, filepath.Join(runs[0], "records.jsonl")) {
 		n++
 		switch r.Outcome {
 		case "success":
@@ -231,10 +221,13 @@ profiles:
 }
 
 // Replaying the first minutes of the shared Mooncake trace sends every
-// request on its schedule. The 5 ms dispatch-lag bar is measured by
-// `make bench` on a quiet machine (docs/BENCHMARKS.md); here, beside other
-// test packages on two cores, the bound only catches a broken schedule
-// (prompts built at send time put p99 at 15 ms at the trace's own pace).
+// request of the window at its timestamp divided by the speed-up, and the
+// report shows how late. The schedule is checked exactly, from the records
+// (scheduled = start - dispatch lag) against the trace file read here; the
+// lateness only against a bound that catches a dispatcher falling behind
+// for good (requests waiting on each other, a schedule drifting), as this
+// test shares two cores with other test binaries under the race detector.
+// The 5 ms dispatch-lag bar is measured by `make bench` (docs/BENCHMARKS.md).
 func TestMooncakeReplayKeepsToSchedule(t *testing.T) {
 	const trace = "../../shared/datasets/mooncake_conversation_trace.jsonl"
 	if _, err := os.Stat(trace); err != nil {
@@ -247,12 +240,19 @@ func TestMooncakeReplayKeepsToSchedule(t *testing.T) {
 		t.Skip("replays 60 s of trace")
 	}
 	abs, _ := filepath.Abs(trace)
+	stamps := traceTimestamps(t, abs)
 	for _, c := range []struct {
-		name           string
-		to             string
-		speedup, count int
-	}{{"own pace", "30s", 1, 87}, {"10x", "300s", 10, 918}} {
+		name    string
+		to      time.Duration
+		speedup int
+	}{{"own pace", 30 * time.Second, 1}, {"10x", 300 * time.Second, 10}} {
 		t.Run(c.name, func(t *testing.T) {
+			var want []time.Duration // send offsets, from the file
+			for _, ms := range stamps {
+				if at := time.Duration(ms) * time.Millisecond; at < c.to {
+					want = append(want, at/time.Duration(c.speedup))
+				}
+			}
 			cfg := writeConfig(t, fmt.Sprintf(`
 endpoints:
   - name: sim
@@ -267,19 +267,11 @@ profiles:
 			if code != ExitOK {
 				t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 			}
-			all, _ := summaries(t, dir)
+			all, folder := summaries(t, dir)
 			s := all[0]
 			t.Logf("%d requests, dispatch lag p50 %.3f ms p99 %.3f ms max %.3f ms, %d errors", s.Requests, s.DispatchLag.P50, s.DispatchLag.P99, s.DispatchLag.Max, s.Errors)
-			if s.Requests != c.count || s.Success != c.count {
-				t.Errorf("%d requests, %d successes; the window holds %d", s.Requests, s.Success, c.count)
-			}
-			switch {
-			case raceDetector && c.speedup > 1:
-				// Under -race, building 14,000-word prompts 30 times a second
-				// outruns the lookahead; the lag measures the detector.
-				t.Logf("race detector on: dispatch lag not held to a bound at %dx", c.speedup)
-			case s.DispatchLag.P99 >= 25:
-				t.Errorf("dispatch lag p99 %.3f ms: the schedule is not kept", s.DispatchLag.P99)
+			if s.Requests != len(want) || s.Success != len(want) {
+				t.Errorf("%d requests, %d successes; the window holds %d", s.Requests, s.Success, len(want))
 			}
 			if !strings.Contains(out, "Dispatch lag p99") {
 				t.Error("the report does not show the dispatch lag")
@@ -288,23 +280,100 @@ profiles:
 			if s.InputLengthError.Count == 0 || s.InputLengthError.Max != 0 || s.InputLengthError.Min != 0 {
 				t.Errorf("input length error %+v", s.InputLengthError)
 			}
+
+			var scheduled []time.Time
+			for _, r := range records(t, filepath.Join(folder, "mooncake-sim", "records.jsonl")) {
+				if r.DispatchLagMs < 0 {
+					t.Errorf("request %d sent %.3f ms before its time", r.ID, -r.DispatchLagMs)
+				}
+				scheduled = append(scheduled, r.Start.Add(-time.Duration(r.DispatchLagMs*float64(time.Millisecond))))
+			}
+			if len(scheduled) != len(want) {
+				t.Fatalf("%d records, want %d", len(scheduled), len(want))
+			}
+			slices.SortFunc(scheduled, time.Time.Compare)
+			for i, at := range want {
+				got := scheduled[i].Sub(scheduled[0])
+				if d := got - (at - want[0]); d < -10*time.Microsecond || d > 10*time.Microsecond {
+					t.Fatalf("request %d scheduled at %v, the trace says %v", i, got, at-want[0])
+				}
+			}
+			// Lateness that grows over the replay, or most requests late by
+			// a whole gap of the trace, is a broken dispatcher; a pause of
+			// the machine is neither.
+			if s.DispatchLag.P50 > 100 || s.DispatchLag.Max > 2000 {
+				t.Errorf("dispatch lag p50 %.1f ms, max %.1f ms: the schedule is not kept", s.DispatchLag.P50, s.DispatchLag.Max)
+			}
 		})
 	}
 }
 
+// traceTimestamps reads the timestamps (ms) of a Mooncake trace file.
+func traceTimestamps(t *testing.T, path string) []int64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []int64
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var row struct {
+			Timestamp int64 `json:"timestamp"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, row.Timestamp)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// records reads a run's records.jsonl.
+func records(t *testing.T, path string) []report.Record {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []report.Record
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var r report.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // A concurrency sweep against the simulator with 4 slots finds capacity at
 // SLO at the slot count (within one level), and the TTFT cliff just past it.
+// TTFT is about 10 ms up to 4 in flight and about 90 ms past them (a
+// request waits for a slot's 90 ms of work): the 60 ms SLO is 50 ms away
+// from the floor, more than a busy machine's pauses.
 func TestSweepFindsTheKnee(t *testing.T) {
 	cfg := writeConfig(t, `
 endpoints:
   - name: sim
-    simulator: {slots: 4, prefill_base: 1ms, prefill_per_token: 10us, decode_base: 3ms, seed: 1}
+    simulator: {slots: 4, prefill_base: 5ms, prefill_per_token: 50us, decode_base: 5ms, seed: 1}
 profiles:
   - name: sweep
     load:
       sweep: {concurrency: [1, 2, 4, 8, 16], requests: 24}
     workload: {input_tokens: {mean: 100}, output_tokens: {mean: 16}}
-    slo: {ttft: 25ms, objective: 0.9}
+    slo: {ttft: 60ms, objective: 0.9}
 `)
 	dir := t.TempDir()
 	code, out, errOut := runCLI(t, Options{ConfigFile: cfg, ArtifactsDir: dir})

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/tokenprobe/tokenprobe/internal/timingtest"
 	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/result"
@@ -41,21 +43,31 @@ func prompt(words, maxTokens int) client.Prompt {
 func TestStreamShapeAndTiming(t *testing.T) {
 	s := start(t, Config{Slots: 1, PrefillBase: time.Millisecond, PrefillPerToken: 100 * time.Microsecond, DecodeBase: 5 * time.Millisecond})
 	for _, api := range []openai.API{openai.Chat, openai.Completions} {
-		r := do(s, api, prompt(300, 20))
-		if r.Outcome != result.Success {
-			t.Fatalf("%s: %v/%v %s", api, r.Outcome, r.Reason, r.Err)
-		}
-		if r.OutputTokens != 20 || r.OutputSource != result.SourceUsage || r.InputTokens != 300 || r.ContentChunks != 20 {
-			t.Fatalf("%s: OSL %d (%v) ISL %d chunks %d", api, r.OutputTokens, r.OutputSource, r.InputTokens, r.ContentChunks)
-		}
-		// TTFT is at least the prefill: 1 ms + 300 x 0.1 ms.
-		if r.TTFT < 31*time.Millisecond {
-			t.Errorf("%s: TTFT %v is shorter than the prefill", api, r.TTFT)
-		}
-		itl, _ := r.ITL()
-		if itl < 5*time.Millisecond || itl > 15*time.Millisecond {
-			t.Errorf("%s: ITL %v, want about 5 ms", api, itl)
-		}
+		// The pace is checked on the median gap, over up to three
+		// requests: a test binary not scheduled for a while on a busy
+		// machine stretches a gap or two, not the simulator's pace.
+		timingtest.Retry(t, 3, func(a *timingtest.Attempt) {
+			r := do(s, api, prompt(300, 20))
+			if r.Outcome != result.Success {
+				t.Fatalf("%s: %v/%v %s", api, r.Outcome, r.Reason, r.Err)
+			}
+			if r.OutputTokens != 20 || r.OutputSource != result.SourceUsage || r.InputTokens != 300 || r.ContentChunks != 20 {
+				t.Fatalf("%s: OSL %d (%v) ISL %d chunks %d", api, r.OutputTokens, r.OutputSource, r.InputTokens, r.ContentChunks)
+			}
+			// TTFT is at least the prefill: 1 ms + 300 x 0.1 ms.
+			if r.TTFT < 31*time.Millisecond {
+				t.Errorf("%s: TTFT %v is shorter than the prefill", api, r.TTFT)
+			}
+			// No gap is much shorter than a decode step, unless the client
+			// read two chunks at once after a pause of its own.
+			gaps := slices.Sorted(slices.Values(r.Gaps))
+			if gaps[0] < 4*time.Millisecond {
+				a.Errorf("%s: a gap of %v, shorter than the 5 ms decode step", api, gaps[0])
+			}
+			if med := gaps[len(gaps)/2]; med > 10*time.Millisecond {
+				a.Errorf("%s: median gap %v, want about 5 ms", api, med)
+			}
+		})
 	}
 }
 

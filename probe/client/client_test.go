@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tokenprobe/tokenprobe/internal/timingtest"
 	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 )
@@ -64,65 +65,71 @@ func endpoint(url string) *Endpoint {
 	return &Endpoint{Name: "t", BaseURL: url + "/v1", API: openai.Chat, Model: "m", Timeout: 5 * time.Second, IncludeUsage: true}
 }
 
-func within(t *testing.T, what string, got, want, tol time.Duration) {
-	t.Helper()
+func within(a *timingtest.Attempt, what string, got, want, tol time.Duration) {
 	if d := got - want; d < -time.Millisecond || d > tol {
-		t.Errorf("%s = %v, want %v (+%v)", what, got, want, tol)
+		a.Errorf("%s = %v, want %v (+%v)", what, got, want, tol)
 	}
 }
 
 func TestTimingAgainstScriptedServer(t *testing.T) { bothClients(t, testTimingAgainstScriptedServer) }
 
+// The client's stamps match when the server's chunks left, within 5 ms.
+// A client goroutine that the machine does not schedule for a while
+// stamps late through no fault of its own, so the timing is checked over
+// up to three requests and holds if one of them holds it.
 func testTimingAgainstScriptedServer(t *testing.T, newClient func(Options) *Client) {
-	// First token after 120 ms, then tokens 20 ms apart with a 90 ms stall
-	// before the fourth, then a finish chunk, a usage chunk and [DONE],
-	// none of which may move E2E.
-	s := &script{steps: []step{
-		{0, `{"id":"x","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`, false},
-		{120 * time.Millisecond, chunk("Hello"), false},
-		{20 * time.Millisecond, chunk(" big"), false},
-		{20 * time.Millisecond, chunk(" wide"), false},
-		{90 * time.Millisecond, chunk(" world"), false},
-		{20 * time.Millisecond, chunk("!"), false},
-		{30 * time.Millisecond, finish, false},
-		{30 * time.Millisecond, `{"id":"x","choices":[],"usage":{"prompt_tokens":17,"completion_tokens":6,"total_tokens":23}}`, false},
-		{10 * time.Millisecond, "[DONE]", false},
-	}}
-	srv := httptest.NewServer(s)
-	defer srv.Close()
 	c := newClient(Options{})
-	var r result.Request
-	r.Scheduled = time.Now()
-	c.Do(context.Background(), endpoint(srv.URL), Prompt{Text: "hi", InputTokens: 20, MaxTokens: 10, Stream: true}, &r)
+	timingtest.Retry(t, 3, func(a *timingtest.Attempt) {
+		// First token after 120 ms, then tokens 20 ms apart with a 90 ms
+		// stall before the fourth, then a finish chunk, a usage chunk and
+		// [DONE], none of which may move E2E.
+		s := &script{steps: []step{
+			{0, `{"id":"x","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`, false},
+			{120 * time.Millisecond, chunk("Hello"), false},
+			{20 * time.Millisecond, chunk(" big"), false},
+			{20 * time.Millisecond, chunk(" wide"), false},
+			{90 * time.Millisecond, chunk(" world"), false},
+			{20 * time.Millisecond, chunk("!"), false},
+			{30 * time.Millisecond, finish, false},
+			{30 * time.Millisecond, `{"id":"x","choices":[],"usage":{"prompt_tokens":17,"completion_tokens":6,"total_tokens":23}}`, false},
+			{10 * time.Millisecond, "[DONE]", false},
+		}}
+		srv := httptest.NewServer(s)
+		defer srv.Close()
+		var r result.Request
+		r.Scheduled = time.Now()
+		c.Do(context.Background(), endpoint(srv.URL), Prompt{Text: "hi", InputTokens: 20, MaxTokens: 10, Stream: true}, &r)
 
-	if r.Outcome != result.Success {
-		t.Fatalf("outcome %v/%v: %s", r.Outcome, r.Reason, r.Err)
-	}
-	sent := s.sent
-	const tol = 5 * time.Millisecond
-	within(t, "TTFT", r.TTFT, sent[1].Sub(r.Start), tol)
-	within(t, "TTST", r.TTST, sent[2].Sub(sent[1]), tol)
-	within(t, "E2E", r.E2E, sent[5].Sub(r.Start), tol)
-	if len(r.Gaps) != 4 {
-		t.Fatalf("%d gaps, want 4: %v", len(r.Gaps), r.Gaps)
-	}
-	for i, g := range r.Gaps {
-		within(t, fmt.Sprintf("gap %d", i), g, sent[i+2].Sub(sent[i+1]), tol)
-	}
-	// And the schedule itself is what was meant (a sanity floor).
-	if r.TTFT < 120*time.Millisecond || r.Gaps[2] < 90*time.Millisecond {
-		t.Errorf("TTFT %v / stall gap %v shorter than the script", r.TTFT, r.Gaps[2])
-	}
-	if r.ContentChunks != 5 || r.OutputTokens != 6 || r.OutputSource != result.SourceUsage {
-		t.Errorf("chunks %d, OSL %d from %v; want 5, 6 from usage", r.ContentChunks, r.OutputTokens, r.OutputSource)
-	}
-	if r.InputTokens != 17 || r.InputSource != result.SourceUsage || r.IntendedInputTokens != 20 {
-		t.Errorf("ISL %d from %v (intended %d)", r.InputTokens, r.InputSource, r.IntendedInputTokens)
-	}
-	itl, ok := r.ITL()
-	if want := (r.E2E - r.TTFT) / 5; !ok || itl != want {
-		t.Errorf("ITL %v, want (E2E-TTFT)/(OSL-1) = %v", itl, want)
-	}
+		if r.Outcome != result.Success {
+			t.Fatalf("outcome %v/%v: %s", r.Outcome, r.Reason, r.Err)
+		}
+		if len(r.Gaps) != 4 {
+			t.Fatalf("%d gaps, want 4: %v", len(r.Gaps), r.Gaps)
+		}
+		// What the stream carried does not depend on timing.
+		if r.ContentChunks != 5 || r.OutputTokens != 6 || r.OutputSource != result.SourceUsage {
+			t.Errorf("chunks %d, OSL %d from %v; want 5, 6 from usage", r.ContentChunks, r.OutputTokens, r.OutputSource)
+		}
+		if r.InputTokens != 17 || r.InputSource != result.SourceUsage || r.IntendedInputTokens != 20 {
+			t.Errorf("ISL %d from %v (intended %d)", r.InputTokens, r.InputSource, r.IntendedInputTokens)
+		}
+		if itl, ok := r.ITL(); !ok || itl != (r.E2E-r.TTFT)/5 {
+			t.Errorf("ITL %v, want (E2E-TTFT)/(OSL-1) = %v", itl, (r.E2E-r.TTFT)/5)
+		}
+		// Nothing arrives before it was sent: the script's waits are floors.
+		if r.TTFT < 120*time.Millisecond || r.E2E < 270*time.Millisecond {
+			t.Errorf("TTFT %v / E2E %v shorter than the script", r.TTFT, r.E2E)
+		}
+
+		sent := s.sent
+		const tol = 5 * time.Millisecond
+		within(a, "TTFT", r.TTFT, sent[1].Sub(r.Start), tol)
+		within(a, "TTST", r.TTST, sent[2].Sub(sent[1]), tol)
+		within(a, "E2E", r.E2E, sent[5].Sub(r.Start), tol)
+		for i, g := range r.Gaps {
+			within(a, fmt.Sprintf("gap %d", i), g, sent[i+2].Sub(sent[i+1]), tol)
+		}
+	})
 }
 
 func TestOSLFallsBackToChunksWithoutUsage(t *testing.T) {

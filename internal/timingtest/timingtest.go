@@ -1,0 +1,53 @@
+// Package timingtest lets a test check what it measured in real time
+// without failing because the machine was busy for a moment.
+//
+// A test on two shared cores, beside other test binaries under the race
+// detector, is sometimes not scheduled for tens of milliseconds. A check
+// that a stream's gaps are what the server sent, or that TTFT grows under
+// load, then sees that pause instead of the code under test. Retry runs
+// such a check again, up to a few times, and fails only when every
+// attempt failed: a client that mismeasures does so every time, a busy
+// machine does not. Checks that do not depend on timing use the
+// *testing.T directly and fail at once.
+package timingtest
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// Attempt collects one attempt's timing failures.
+type Attempt struct {
+	N    int // 1, 2, ...
+	errs []string
+}
+
+// Errorf records a timing failure of this attempt.
+func (a *Attempt) Errorf(format string, args ...any) {
+	a.errs = append(a.errs, fmt.Sprintf(format, args...))
+}
+
+// Failed reports whether this attempt recorded a failure so far.
+func (a *Attempt) Failed() bool { return len(a.errs) > 0 }
+
+// Retry runs f up to attempts times, until one attempt records no timing
+// failure. When all fail, the test fails with every attempt's failures.
+func Retry(t testing.TB, attempts int, f func(a *Attempt)) {
+	t.Helper()
+	var all []string
+	for n := 1; n <= attempts; n++ {
+		a := &Attempt{N: n}
+		f(a)
+		if t.Failed() || !a.Failed() {
+			if n > 1 {
+				t.Logf("timing held on attempt %d of %d; before it:\n%s", n, attempts, strings.Join(all, "\n"))
+			}
+			return
+		}
+		for _, e := range a.errs {
+			all = append(all, fmt.Sprintf("attempt %d: %s", n, e))
+		}
+	}
+	t.Errorf("timing failed in all %d attempts:\n%s", attempts, strings.Join(all, "\n"))
+}
