@@ -58,6 +58,8 @@ type Options struct {
 	// held for IdleFor; an empty IdleConfig skips it.
 	IdleConfig string
 	IdleFor    time.Duration
+	// Replay is the trace replay of issue 3's bar, after the levels.
+	Replay ReplayOptions
 	// ModuleDir, when set, is where the Go benchmark of per-chunk parsing
 	// runs (`go test -bench`).
 	ModuleDir string
@@ -136,10 +138,13 @@ type Report struct {
 	Duration   time.Duration `json:"duration_ns"`
 	K6         string        `json:"k6,omitempty"`
 	Results    []Measurement `json:"results"`
-	Idle       *Idle         `json:"idle,omitempty"`
-	Parse      *ParseBench   `json:"parse,omitempty"`
-	Problems   []string      `json:"problems,omitempty"`
-	Quietness  Quietness     `json:"quietness"`
+	Replays    []Replay      `json:"replays,omitempty"`
+	// ReplayTrace is the trace file the replays read.
+	ReplayTrace string      `json:"replay_trace,omitempty"`
+	Idle        *Idle       `json:"idle,omitempty"`
+	Parse       *ParseBench `json:"parse,omitempty"`
+	Problems    []string    `json:"problems,omitempty"`
+	Quietness   Quietness   `json:"quietness"`
 	// RetrySteal is Options.RetrySteal.
 	RetrySteal float64 `json:"retry_steal_percent,omitempty"`
 }
@@ -221,6 +226,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			rep.Results = append(rep.Results, m)
 			// Let the simulator's closed connections and the kernel settle.
 			time.Sleep(time.Second)
+		}
+	}
+	if o.Replay.Trace != "" && ctx.Err() == nil {
+		progress := func(format string, args ...any) { fmt.Fprintf(o.Progress, format+"\n", args...) }
+		rep.ReplayTrace = o.Replay.Trace
+		rep.Replays, err = RunReplays(ctx, o.Tokenprobe, o.Replay, progress)
+		if err != nil {
+			rep.Problems = append(rep.Problems, err.Error())
+			fmt.Fprintf(o.Progress, "bench:   failed: %v\n", err)
 		}
 	}
 	if o.ModuleDir != "" && ctx.Err() == nil {

@@ -40,6 +40,10 @@ func run(args []string) int {
 	all.Flag("rate-tokens", "Content chunks per answer at the open-loop levels.").Default("5").IntVar(&o.RateTokens)
 	all.Flag("idle.config", "Daemon configuration for the idle measurement ('' skips it).").Default("configs/demo.yaml").StringVar(&o.IdleConfig)
 	all.Flag("idle.for", "How long to watch the idle daemon.").Default("150s").DurationVar(&o.IdleFor)
+	all.Flag("replay.trace", "Mooncake trace the replays read ('' skips them).").Default("../shared/datasets/mooncake_conversation_trace.jsonl").StringVar(&o.Replay.Trace)
+	speedups := all.Flag("replay.speedups", "Speed-ups to replay the trace at, comma-separated.").Default("1,10").String()
+	all.Flag("replay.for", "How long each replay sends: the trace's first replay.for x speed-up.").Default("30s").DurationVar(&o.Replay.For)
+	all.Flag("replay.runs", "Replays at each speed-up.").Default("3").IntVar(&o.Replay.Runs)
 	gobench := all.Flag("gobench", "Run the per-chunk parsing Go benchmark in this module.").Default("true").Bool()
 	out := all.Flag("out", "Markdown file whose 'make bench' section is replaced ('' prints only).").Default("docs/BENCHMARKS.md").String()
 	jsonOut := all.Flag("json", "Where the raw figures go ('' for nowhere).").Default("docs/bench/latest.json").String()
@@ -74,7 +78,9 @@ func run(args []string) int {
 		return 1
 	}
 	if o.Streams, err = ints(*streams); err == nil {
-		o.Rates, err = floats(*rates)
+		if o.Rates, err = floats("rates", *rates); err == nil {
+			o.Replay.Speedups, err = floats("replay.speedups", *speedups)
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "tokenprobe-bench: %v\n", err)
@@ -145,7 +151,7 @@ func ints(s string) ([]int, error) {
 	return out, nil
 }
 
-func floats(s string) ([]float64, error) {
+func floats(flag, s string) ([]float64, error) {
 	var out []float64
 	for f := range strings.SplitSeq(s, ",") {
 		if f = strings.TrimSpace(f); f == "" {
@@ -153,7 +159,7 @@ func floats(s string) ([]float64, error) {
 		}
 		n, err := strconv.ParseFloat(f, 64)
 		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("--rates: %q is not a positive number", f)
+			return nil, fmt.Errorf("--%s: %q is not a positive number", flag, f)
 		}
 		out = append(out, n)
 	}
