@@ -18,6 +18,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tokenprobe/tokenprobe/internal/schedslice"
 )
 
 // Options say what the harness measures and with which programs.
@@ -58,6 +60,10 @@ type Options struct {
 	// held for IdleFor; an empty IdleConfig skips it.
 	IdleConfig string
 	IdleFor    time.Duration
+	// SchedSlice is the scheduling slice tokenprobe's processes ask for
+	// (`--sched.slice`, 100 µs by default in the daemon too); the floor
+	// client, k6 and the simulator run with the kernel's.
+	SchedSlice time.Duration
 	// Replay is the trace replay of issue 3's bar, after the levels.
 	Replay ReplayOptions
 	// ModuleDir, when set, is where the Go benchmark of per-chunk parsing
@@ -139,6 +145,8 @@ type Report struct {
 	K6         string        `json:"k6,omitempty"`
 	Results    []Measurement `json:"results"`
 	Replays    []Replay      `json:"replays,omitempty"`
+	// SchedSlice is Options.SchedSlice.
+	SchedSlice time.Duration `json:"sched_slice_ns"`
 	// ReplayTrace is the trace file the replays read.
 	ReplayTrace string      `json:"replay_trace,omitempty"`
 	Idle        *Idle       `json:"idle,omitempty"`
@@ -154,7 +162,7 @@ type Report struct {
 // the harness goes on: a figure that misses is reported, not hidden.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	rep := &Report{Date: time.Now().UTC(), Machine: Machine(), Interval: o.Interval, Tokens: o.Tokens, RateTokens: o.RateTokens, Duration: o.Duration,
-		RetrySteal: o.RetrySteal}
+		RetrySteal: o.RetrySteal, SchedSlice: o.SchedSlice}
 	rep.Go = goVersion()
 	if o.K6 != "" {
 		rep.K6 = k6Version(o.K6)
@@ -231,7 +239,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Replay.Trace != "" && ctx.Err() == nil {
 		progress := func(format string, args ...any) { fmt.Fprintf(o.Progress, format+"\n", args...) }
 		rep.ReplayTrace = o.Replay.Trace
-		rep.Replays, err = RunReplays(ctx, o.Tokenprobe, o.Replay, progress)
+		rep.Replays, err = RunReplays(ctx, o.Tokenprobe, o.Replay, o.SchedSlice, progress)
 		if err != nil {
 			rep.Problems = append(rep.Problems, err.Error())
 			fmt.Fprintf(o.Progress, "bench:   failed: %v\n", err)
@@ -263,6 +271,9 @@ func measure(ctx context.Context, o Options, kind string, l Load) (Measurement, 
 		return measureK6(ctx, o.K6, l)
 	}
 	args := []string{"client", "--kind", kind, "--url", l.URL, "--duration", l.Duration.String(), "--tokens", strconv.Itoa(l.Tokens)}
+	if kind == KindTokenprobe {
+		args = append(args, "--sched.slice", o.SchedSlice.String())
+	}
 	if l.Streams > 0 {
 		args = append(args, "--streams", strconv.Itoa(l.Streams))
 	} else {
@@ -307,7 +318,12 @@ const readyLine = "ready"
 // With TOKENPROBE_BENCH_PROFILE=DIR set it writes a CPU profile of the
 // whole load and a heap profile at its middle into DIR: the profiles
 // docs/BENCHMARKS.md explains its figures with.
-func ClientMain(ctx context.Context, kind string, l Load, stdout io.Writer) error {
+//
+// slice is the scheduling slice the process asks for (0: the kernel's).
+func ClientMain(ctx context.Context, kind string, l Load, slice time.Duration, stdout io.Writer) error {
+	if _, err := schedslice.Apply(slice); err != nil && !errors.Is(err, schedslice.ErrUnsupported) {
+		return err
+	}
 	if dir := os.Getenv("TOKENPROBE_BENCH_PROFILE"); dir != "" {
 		stop, err := profile(dir, kind, l)
 		if err != nil {

@@ -37,7 +37,7 @@ func TestHarnessEndToEnd(t *testing.T) {
 		Tokenprobe: filepath.Join(dir, "tokenprobe"), Self: filepath.Join(dir, "tokenprobe-bench"),
 		Clients: []string{KindFloor, KindTokenprobe}, Streams: []int{5, 20}, Rates: []float64{40},
 		Duration: time.Second, Interval: 20 * time.Millisecond, Tokens: 10, RateTokens: 3, Progress: &progress,
-		Replay: replay,
+		Replay: replay, SchedSlice: 100 * time.Microsecond,
 	})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, progress.String())

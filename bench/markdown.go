@@ -105,6 +105,10 @@ func (r *Report) Markdown() string {
 	w("The simulator runs in its own process in bench mode (`tokenprobe sim --bench`): each answer is %d content\n", r.Tokens)
 	w("chunks (%d at the open-loop levels) sent %s apart after a random first wait of up to one interval, each\n", r.RateTokens, r.Interval)
 	w("stamped with its send time. Each client runs in a process of its own\n")
+	if r.SchedSlice > 0 {
+		w("(tokenprobe's asks Linux for %s scheduling slices, `--sched.slice`, as the daemon does by default; the floor,\n", r.SchedSlice)
+		w("k6 and the simulator run with the kernel's)\n")
+	}
 	w("for %s per level, on the same two cores as the simulator. CPU is the client process's rusage\n", r.Duration)
 	w("(user + system, whole process); RSS per stream is peak RSS minus the RSS just before the load began, over the\n")
 	w("peak number of open streams (k6: peak RSS over its VUs, as its idle RSS is not known); timing error is\n")

@@ -50,7 +50,7 @@ var replaySim = []string{"--slots", "1024", "--prefill-base", "1ms", "--prefill-
 
 // RunReplays replays the trace at each speed-up, Runs times, each in a
 // `tokenprobe run` process of its own against one simulator process.
-func RunReplays(ctx context.Context, tokenprobe string, o ReplayOptions, progress func(format string, args ...any)) ([]Replay, error) {
+func RunReplays(ctx context.Context, tokenprobe string, o ReplayOptions, slice time.Duration, progress func(format string, args ...any)) ([]Replay, error) {
 	trace, err := filepath.Abs(o.Trace)
 	if err != nil {
 		return nil, err
@@ -98,7 +98,7 @@ profiles:
 				return out, ctx.Err()
 			}
 			progress("bench: replaying the trace's first %s at %gx (run %d of %d) ...", window, speedup, run, o.Runs)
-			r, err := replayOnce(ctx, tokenprobe, cfg, filepath.Join(dir, fmt.Sprintf("run-%g-%d", speedup, run)), sim.Process.Pid)
+			r, err := replayOnce(ctx, tokenprobe, cfg, filepath.Join(dir, fmt.Sprintf("run-%g-%d", speedup, run)), slice, sim.Process.Pid)
 			if err != nil {
 				return out, err
 			}
@@ -112,10 +112,10 @@ profiles:
 	return out, nil
 }
 
-func replayOnce(ctx context.Context, tokenprobe, cfg, artifacts string, simPid int) (Replay, error) {
+func replayOnce(ctx context.Context, tokenprobe, cfg, artifacts string, slice time.Duration, simPid int) (Replay, error) {
 	simBefore, _ := cpuOf(simPid)
 	steal := startSteal()
-	cmd := exec.CommandContext(ctx, tokenprobe, "run", "-c", cfg, "--artifacts-dir", artifacts, "--progress-interval", "0")
+	cmd := exec.CommandContext(ctx, tokenprobe, "run", "-c", cfg, "--artifacts-dir", artifacts, "--progress-interval", "0", "--sched.slice", slice.String())
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return Replay{}, fmt.Errorf("tokenprobe run: %w\n%s", err, out)
 	}

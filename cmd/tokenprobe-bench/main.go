@@ -40,6 +40,7 @@ func run(args []string) int {
 	all.Flag("rate-tokens", "Content chunks per answer at the open-loop levels.").Default("5").IntVar(&o.RateTokens)
 	all.Flag("idle.config", "Daemon configuration for the idle measurement ('' skips it).").Default("configs/demo.yaml").StringVar(&o.IdleConfig)
 	all.Flag("idle.for", "How long to watch the idle daemon.").Default("150s").DurationVar(&o.IdleFor)
+	all.Flag("sched.slice", "Scheduling slice tokenprobe's processes ask for, as tokenprobe's --sched.slice (0: the kernel's).").Default("100us").DurationVar(&o.SchedSlice)
 	all.Flag("replay.trace", "Mooncake trace the replays read ('' skips them).").Default("../shared/datasets/mooncake_conversation_trace.jsonl").StringVar(&o.Replay.Trace)
 	speedups := all.Flag("replay.speedups", "Speed-ups to replay the trace at, comma-separated.").Default("1,10").String()
 	all.Flag("replay.for", "How long each replay sends: the trace's first replay.for x speed-up.").Default("30s").DurationVar(&o.Replay.For)
@@ -56,6 +57,7 @@ func run(args []string) int {
 	cl.Flag("rate", "Requests per second.").Float64Var(&l.Rate)
 	cl.Flag("duration", "How long.").Required().DurationVar(&l.Duration)
 	cl.Flag("tokens", "Content chunks per answer.").Required().IntVar(&l.Tokens)
+	clSlice := cl.Flag("sched.slice", "Scheduling slice to ask for (0: the kernel's).").Default("0").Duration()
 
 	cmd, err := app.Parse(args)
 	if err != nil {
@@ -65,7 +67,7 @@ func run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if cmd == cl.FullCommand() {
-		if err := bench.ClientMain(ctx, *kind, l, os.Stdout); err != nil {
+		if err := bench.ClientMain(ctx, *kind, l, *clSlice, os.Stdout); err != nil {
 			fmt.Fprintf(os.Stderr, "tokenprobe-bench client: %v\n", err)
 			return 1
 		}

@@ -3,10 +3,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/promslog"
@@ -17,6 +20,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/alerts"
 	"github.com/tokenprobe/tokenprobe/config"
 	"github.com/tokenprobe/tokenprobe/dashboards"
+	"github.com/tokenprobe/tokenprobe/internal/schedslice"
 	"github.com/tokenprobe/tokenprobe/runonce"
 	"github.com/tokenprobe/tokenprobe/sim"
 )
@@ -37,6 +41,33 @@ func wrote(files []string, err error) int {
 	return runonce.ExitOK
 }
 
+// schedSliceFlag is --sched.slice of the commands that measure.
+func schedSliceFlag(cmd *kingpin.CmdClause) *time.Duration {
+	return cmd.Flag("sched.slice", "Ask Linux (6.12 or later) to run tokenprobe's threads in slices this short, so that a thread woken by a chunk or a send time runs at once on a shared machine instead of after another process's slice; its CPU share is unchanged (0: the kernel's default).").
+		Default("100us").Duration()
+}
+
+// applySchedSlice sets the scheduling slice, or reports false for a slice
+// out of the kernel's bounds. A kernel without custom slices is no error:
+// tokenprobe runs as before.
+func applySchedSlice(logger *slog.Logger, d time.Duration) bool {
+	if err := schedslice.Validate(d); err != nil {
+		fmt.Fprintf(os.Stderr, "tokenprobe: --sched.slice: %v\n", err)
+		return false
+	}
+	n, err := schedslice.Apply(d)
+	switch {
+	case d == 0:
+	case errors.Is(err, schedslice.ErrUnsupported):
+		logger.Debug("scheduling slice left to the kernel", "reason", err)
+	case err != nil:
+		logger.Warn("scheduling slice left to the kernel", "err", err)
+	default:
+		logger.Debug("scheduling slice set", "slice", d, "threads", n)
+	}
+	return true
+}
+
 func run(args []string) int {
 	app := kingpin.New("tokenprobe", "Synthetic monitoring and load testing of LLM inference endpoints: TTFT, ITL, goodput and SLO attainment.")
 	app.Version(version.Print("tokenprobe"))
@@ -53,6 +84,7 @@ func run(args []string) int {
 	serveCmd.Flag("scheduler.max-concurrent-runs", "At most this many runs at once across all profiles (0: no limit).").Default("0").IntVar(&so.maxConcurrentRuns)
 	serveCmd.Flag("shard.count", "Replicas sharing the configuration: each runs the profiles whose name hashes to its index, and its share of split profiles.").Default("1").IntVar(&so.shardCount)
 	serveCmd.Flag("shard.index", "This replica's index among --shard.count (default: the StatefulSet ordinal at the end of the hostname).").Default("-1").IntVar(&so.shardIndex)
+	serveSlice := schedSliceFlag(serveCmd)
 	serveCmd.Flag("shutdown.timeout", "How long to wait for runs to stop and metrics to flush on SIGTERM.").Default("30s").DurationVar(&so.shutdownTimeout)
 
 	runCmd := app.Command("run", "Run profiles once, print a report, and exit non-zero when SLO attainment is below the objective.")
@@ -64,6 +96,7 @@ func run(args []string) int {
 	runCPUProfile := runCmd.Flag("debug.cpu-profile", "Write a CPU profile of the run to this file (go tool pprof reads it).").String()
 	runHeapProfile := runCmd.Flag("debug.heap-profile", "Write a heap profile (allocations included) to this file when the run ends.").String()
 	runTrace := runCmd.Flag("debug.trace", "Write an execution trace of the run to this file (go tool trace reads it).").String()
+	runSlice := schedSliceFlag(runCmd)
 
 	checkCmd := app.Command("check", "Validate a configuration file and exit 0 if it is valid.")
 	checkConfig := checkCmd.Flag("config.file", "Configuration file.").Short('c').Required().String()
@@ -109,11 +142,17 @@ func run(args []string) int {
 
 	switch cmd {
 	case serveCmd.FullCommand():
+		if !applySchedSlice(logger, *serveSlice) {
+			return runonce.ExitConfig
+		}
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
 		defer signal.Stop(hup)
 		return serve(ctx, so, logger, hup)
 	case runCmd.FullCommand():
+		if !applySchedSlice(logger, *runSlice) {
+			return runonce.ExitConfig
+		}
 		stopProfiles, err := startProfiles(*runCPUProfile, *runHeapProfile, *runTrace)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "tokenprobe: %v\n", err)

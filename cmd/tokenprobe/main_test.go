@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
+	"github.com/tokenprobe/tokenprobe/internal/schedslice"
 	"github.com/tokenprobe/tokenprobe/sim"
 
 	"github.com/tokenprobe/tokenprobe/runonce"
@@ -28,6 +29,38 @@ func TestCheckExitCodes(t *testing.T) {
 	}
 	if code := run([]string{"run"}); code != runonce.ExitConfig {
 		t.Errorf("missing flag: exit %d, want %d", code, runonce.ExitConfig)
+	}
+}
+
+// --sched.slice out of the kernel's bounds is a usage error; within them,
+// `tokenprobe run` leaves its threads with that slice.
+func TestSchedSliceFlag(t *testing.T) {
+	if code := run([]string{"run", "-c", "../../configs/demo.yaml", "--sched.slice", "1s"}); code != runonce.ExitConfig {
+		t.Errorf("--sched.slice 1s: exit %d, want %d", code, runonce.ExitConfig)
+	}
+	cfg := filepath.Join(t.TempDir(), "tokenprobe.yaml")
+	if err := os.WriteFile(cfg, []byte(`
+endpoints:
+  - name: sim
+    simulator: {decode_base: 1ms}
+profiles:
+  - name: one
+    load: {concurrency: 1, requests: 2}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := run([]string{"run", "-c", cfg, "--artifacts-dir", "", "--progress-interval", "0", "--sched.slice", "300us"}); code != runonce.ExitOK {
+		t.Fatalf("run: exit %d", code)
+	}
+	got, err := schedslice.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == 0 {
+		t.Skip("this kernel has no custom scheduling slices")
+	}
+	if got != 300*time.Microsecond {
+		t.Errorf("slice %v after --sched.slice 300us", got)
 	}
 }
 
