@@ -33,7 +33,7 @@ lint: ## gofmt, go vet, and a build without cgo
 	$(GO) vet ./...
 	CGO_ENABLED=0 $(GO) build ./...
 
-bench: build ## the benchmark harness: tokenprobe beside a floor client and k6, 100 to 10,000 streams (about 13 minutes, more when a level is measured again for CPU steal; writes docs/BENCHMARKS.md)
+bench: build ## the benchmark harness: tokenprobe beside a floor client and k6, 100 to 10,000 streams, and the Mooncake trace replays (about 17 minutes, more when a level is measured again for CPU steal; writes docs/BENCHMARKS.md)
 	@command -v k6 >/dev/null || test -x "$$($(GO) env GOPATH)/bin/k6" || { echo "installing k6 v1.8.1 for the side-by-side figures"; $(GO) install go.k6.io/k6@v1.8.1; }
 	$(GO) build -o bin/tokenprobe-bench ./cmd/tokenprobe-bench
 	bin/tokenprobe-bench $(BENCHFLAGS)
