@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tokenprobe/tokenprobe/internal/timingtest"
 	"github.com/tokenprobe/tokenprobe/probe/load"
 	"github.com/tokenprobe/tokenprobe/sim"
 )
@@ -77,51 +78,55 @@ func TestRampLevels(t *testing.T) {
 // A concurrency ramp against the simulator: requests in flight climb with
 // the ramp and every result carries the level in force when it was sent.
 func TestClosedRampClimbs(t *testing.T) {
-	plan := Plan{Stages: []Stage{{Concurrency: 1, RampTo: 8, Duration: 1500 * time.Millisecond}}, Seed: 1}
-	run, _ := newRun(t, sim.Config{Slots: 16, DecodeBase: 2 * time.Millisecond, PrefillBase: time.Millisecond}, plan, 8, 10)
-	rec := &recorder{}
-	run.Sinks = []Sink{rec}
-	var peakEarly, peakLate int64
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		start := time.Now()
-		for time.Since(start) < 1400*time.Millisecond {
-			n := run.Progress().InFlight
-			if time.Since(start) < 300*time.Millisecond {
-				peakEarly = max(peakEarly, n)
-			} else if time.Since(start) > time.Second {
-				peakLate = max(peakLate, n)
+	// Steps and levels hold on a busy machine too; how many are in flight
+	// when is real time, checked over up to two runs.
+	timingtest.Retry(t, 2, func(a *timingtest.Attempt) {
+		plan := Plan{Stages: []Stage{{Concurrency: 1, RampTo: 8, Duration: 1500 * time.Millisecond}}, Seed: 1}
+		run, _ := newRun(t, sim.Config{Slots: 16, DecodeBase: 2 * time.Millisecond, PrefillBase: time.Millisecond}, plan, 8, 10)
+		rec := &recorder{}
+		run.Sinks = []Sink{rec}
+		var peakEarly, peakLate int64
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			start := time.Now()
+			for time.Since(start) < 1400*time.Millisecond {
+				n := run.Progress().InFlight
+				if time.Since(start) < 300*time.Millisecond {
+					peakEarly = max(peakEarly, n)
+				} else if time.Since(start) > time.Second {
+					peakLate = max(peakLate, n)
+				}
+				time.Sleep(2 * time.Millisecond)
 			}
-			time.Sleep(2 * time.Millisecond)
+		}()
+		sum, err := run.Execute(context.Background())
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
-	sum, err := run.Execute(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-done
-	// The report reads the ramp like a sweep: one summary per step, in
-	// the order the ramp climbed.
-	var stepLevels []float64
-	for _, st := range sum.Stages {
-		stepLevels = append(stepLevels, st.Level)
-	}
-	if len(stepLevels) < 6 || !slices.IsSorted(stepLevels) || sum.Knee == nil {
-		t.Errorf("per-step summaries at levels %v (knee %v): want most of 1..8, ascending, with a knee", stepLevels, sum.Knee)
-	}
-	if peakEarly > 3 || peakLate < 6 {
-		t.Errorf("in flight: at most %d in the first 300 ms, %d after 1 s; want about 1-2 then 6-8", peakEarly, peakLate)
-	}
-	var levels []float64
-	for _, r := range rec.seen {
-		levels = append(levels, r.Level)
-	}
-	slices.Sort(levels)
-	levels = slices.Compact(levels)
-	if len(levels) < 6 || levels[0] != 1 || levels[len(levels)-1] > 8 {
-		t.Errorf("levels carried by results: %v, want most of 1..8", levels)
-	}
+		<-done
+		// The report reads the ramp like a sweep: one summary per step, in
+		// the order the ramp climbed.
+		var stepLevels []float64
+		for _, st := range sum.Stages {
+			stepLevels = append(stepLevels, st.Level)
+		}
+		if len(stepLevels) < 6 || !slices.IsSorted(stepLevels) || sum.Knee == nil {
+			a.Errorf("per-step summaries at levels %v (knee %v): want most of 1..8, ascending, with a knee", stepLevels, sum.Knee)
+		}
+		if peakEarly > 3 || peakLate < 6 {
+			a.Errorf("in flight: at most %d in the first 300 ms, %d after 1 s; want about 1-2 then 6-8", peakEarly, peakLate)
+		}
+		var levels []float64
+		for _, r := range rec.seen {
+			levels = append(levels, r.Level)
+		}
+		slices.Sort(levels)
+		levels = slices.Compact(levels)
+		if len(levels) < 6 || levels[0] != 1 || levels[len(levels)-1] > 8 {
+			a.Errorf("levels carried by results: %v, want most of 1..8", levels)
+		}
+	})
 }
 
 // A rate ramp's requests arrive faster as it climbs.

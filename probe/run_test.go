@@ -155,20 +155,29 @@ func TestOpenLoopCapShowsAsDispatchLag(t *testing.T) {
 	}
 }
 
+// A stage's duration ends the issuing of requests; those in flight at the
+// end finish rather than being cancelled.
 func TestDurationStopsIssuing(t *testing.T) {
-	run, _ := newRun(t, sim.Config{DecodeBase: 5 * time.Millisecond}, Plan{Stages: []Stage{{Concurrency: 2, Duration: 300 * time.Millisecond}}}, 10, 10)
-	start := time.Now()
-	sum, err := run.Execute(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if el := time.Since(start); el < 300*time.Millisecond || el > 1500*time.Millisecond {
-		t.Fatalf("run took %v for a 300 ms duration", el)
-	}
-	// Requests in flight at the end finish rather than being cancelled.
-	if sum.Cancelled != 0 || sum.Success < 4 {
-		t.Fatalf("success %d cancelled %d", sum.Success, sum.Cancelled)
-	}
+	timingtest.Retry(t, 3, func(a *timingtest.Attempt) {
+		run, _ := newRun(t, sim.Config{DecodeBase: 5 * time.Millisecond}, Plan{Stages: []Stage{{Concurrency: 2, Duration: 300 * time.Millisecond}}}, 10, 10)
+		start := time.Now()
+		sum, err := run.Execute(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		el := time.Since(start)
+		if el < 300*time.Millisecond {
+			t.Fatalf("run took %v for a 300 ms duration", el)
+		}
+		if sum.Cancelled != 0 || sum.Errors != 0 || sum.Success < 2 {
+			t.Fatalf("success %d cancelled %d errors %d", sum.Success, sum.Cancelled, sum.Errors)
+		}
+		// About 12 requests of 50 ms in 300 ms on two workers; a machine
+		// that stops the test for a while gets fewer, and ends later.
+		if el > 1500*time.Millisecond || sum.Success < 4 {
+			a.Errorf("%d requests in %v for a 300 ms duration", sum.Success, el)
+		}
+	})
 }
 
 // slowAfter is a workload whose prompts take a while to build after the

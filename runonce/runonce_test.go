@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
+	"github.com/tokenprobe/tokenprobe/internal/timingtest"
 	"github.com/tokenprobe/tokenprobe/probe/report"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 )
@@ -175,24 +176,29 @@ func TestDemoShowsTheCliff(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo for about 20 s")
 	}
-	dir := t.TempDir()
-	code, out, errOut := runCLI(t, Options{ConfigFile: "../configs/demo.yaml", Profiles: []string{"baseline", "overload"}, ArtifactsDir: dir})
-	if code != ExitSLOFailed {
-		t.Fatalf("exit %d, want %d (overload misses its objective)\n%s\n%s", code, ExitSLOFailed, out, errOut)
-	}
-	all, _ := summaries(t, dir)
-	if len(all) != 2 || all[0].Profile != "baseline" || all[1].Profile != "overload" {
-		t.Fatalf("summaries: %+v", all)
-	}
-	low, high := all[0], all[1]
-	t.Logf("baseline: TTFT p50 %.0f ms, ITL p50 %.1f ms, %.2f req/s, goodput %.2f", low.TTFT.P50, low.ITL.P50, low.RequestThroughput, low.Goodput)
-	t.Logf("overload: TTFT p50 %.0f ms, ITL p50 %.1f ms, %.2f req/s, goodput %.2f", high.TTFT.P50, high.ITL.P50, high.RequestThroughput, high.Goodput)
-	if high.TTFT.P50 < 5*low.TTFT.P50 || high.ITL.P50 > 1.5*low.ITL.P50 {
-		t.Errorf("no cliff: TTFT %.0f -> %.0f ms, ITL %.1f -> %.1f ms", low.TTFT.P50, high.TTFT.P50, low.ITL.P50, high.ITL.P50)
-	}
-	if !low.Passed || high.Passed || high.Goodput > 0.5*low.Goodput || high.RequestThroughput < low.RequestThroughput {
-		t.Errorf("goodput %.2f -> %.2f, throughput %.2f -> %.2f", low.Goodput, high.Goodput, low.RequestThroughput, high.RequestThroughput)
-	}
+	timingtest.Retry(t, 2, func(a *timingtest.Attempt) {
+		dir := t.TempDir()
+		code, out, errOut := runCLI(t, Options{ConfigFile: "../configs/demo.yaml", Profiles: []string{"baseline", "overload"}, ArtifactsDir: dir})
+		if code != ExitSLOFailed && code != ExitOK {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+		}
+		all, _ := summaries(t, dir)
+		if len(all) != 2 || all[0].Profile != "baseline" || all[1].Profile != "overload" {
+			t.Fatalf("summaries: %+v", all)
+		}
+		low, high := all[0], all[1]
+		t.Logf("baseline: TTFT p50 %.0f ms, ITL p50 %.1f ms, %.2f req/s, goodput %.2f", low.TTFT.P50, low.ITL.P50, low.RequestThroughput, low.Goodput)
+		t.Logf("overload: TTFT p50 %.0f ms, ITL p50 %.1f ms, %.2f req/s, goodput %.2f", high.TTFT.P50, high.ITL.P50, high.RequestThroughput, high.Goodput)
+		if code != ExitSLOFailed {
+			a.Errorf("exit %d, want %d (overload misses its objective)", code, ExitSLOFailed)
+		}
+		if high.TTFT.P50 < 5*low.TTFT.P50 || high.ITL.P50 > 1.5*low.ITL.P50 {
+			a.Errorf("no cliff: TTFT %.0f -> %.0f ms, ITL %.1f -> %.1f ms", low.TTFT.P50, high.TTFT.P50, low.ITL.P50, high.ITL.P50)
+		}
+		if !low.Passed || high.Passed || high.Goodput > 0.5*low.Goodput || high.RequestThroughput < low.RequestThroughput {
+			a.Errorf("goodput %.2f -> %.2f, throughput %.2f -> %.2f", low.Goodput, high.Goodput, low.RequestThroughput, high.RequestThroughput)
+		}
+	})
 }
 
 // With an otlp block, a one-shot run pushes every measured request before
@@ -301,7 +307,13 @@ profiles:
 			// Lateness that grows over the replay, or most requests late by
 			// a whole gap of the trace, is a broken dispatcher; a pause of
 			// the machine is neither.
-			if s.DispatchLag.P50 > 100 || s.DispatchLag.Max > 2000 {
+			switch {
+			case raceDetector && c.speedup > 1:
+				// Under -race, building 14,000-word prompts 30 times a second
+				// outruns the lookahead (a CI run: p50 262 ms, max 8.5 s); the
+				// lag measures the detector.
+				t.Logf("race detector on: dispatch lag not held to a bound at %dx", c.speedup)
+			case s.DispatchLag.P50 > 100 || s.DispatchLag.Max > 2000:
 				t.Errorf("dispatch lag p50 %.1f ms, max %.1f ms: the schedule is not kept", s.DispatchLag.P50, s.DispatchLag.Max)
 			}
 		})
@@ -375,25 +387,32 @@ profiles:
     workload: {input_tokens: {mean: 100}, output_tokens: {mean: 16}}
     slo: {ttft: 60ms, objective: 0.9}
 `)
-	dir := t.TempDir()
-	code, out, errOut := runCLI(t, Options{ConfigFile: cfg, ArtifactsDir: dir})
-	if code != ExitSLOFailed {
-		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
-	}
-	all, runDir := summaries(t, dir)
-	k := all[0].Knee
-	if k == nil || len(all[0].Stages) != 5 {
-		t.Fatalf("no knee, %d stages", len(all[0].Stages))
-	}
-	t.Logf("capacity at SLO %g, cliff at %g (TTFT x%.1f, ITL x%.2f)", k.CapacityAtSLO, k.CliffLevel, k.TTFTRatio, k.ITLRatio)
-	if k.CapacityAtSLO < 2 || k.CapacityAtSLO > 8 {
-		t.Errorf("capacity at SLO %g, want 4 (the slot count) within one level", k.CapacityAtSLO)
-	}
-	if k.CliffLevel < 4 || k.CliffLevel > 16 {
-		t.Errorf("cliff at %g, want just past the 4 slots", k.CliffLevel)
-	}
-	if !strings.Contains(out, "Capacity at SLO") || !strings.Contains(out, "TTFT cliff") {
-		t.Errorf("the report does not show the knee:\n%s", out)
+	var runDir string
+	timingtest.Retry(t, 3, func(a *timingtest.Attempt) {
+		dir := t.TempDir()
+		code, out, errOut := runCLI(t, Options{ConfigFile: cfg, ArtifactsDir: dir})
+		if code != ExitSLOFailed {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+		}
+		var all []stats.Summary
+		all, runDir = summaries(t, dir)
+		k := all[0].Knee
+		if k == nil || len(all[0].Stages) != 5 {
+			t.Fatalf("no knee, %d stages", len(all[0].Stages))
+		}
+		t.Logf("capacity at SLO %g, cliff at %g (TTFT x%.1f, ITL x%.2f)", k.CapacityAtSLO, k.CliffLevel, k.TTFTRatio, k.ITLRatio)
+		if k.CapacityAtSLO < 2 || k.CapacityAtSLO > 8 {
+			a.Errorf("capacity at SLO %g, want 4 (the slot count) within one level", k.CapacityAtSLO)
+		}
+		if k.CliffLevel < 4 || k.CliffLevel > 16 {
+			a.Errorf("cliff at %g, want just past the 4 slots", k.CliffLevel)
+		}
+		if !a.Failed() && (!strings.Contains(out, "Capacity at SLO") || !strings.Contains(out, "TTFT cliff")) {
+			t.Errorf("the report does not show the knee:\n%s", out)
+		}
+	})
+	if t.Failed() {
+		return
 	}
 
 	// The HTML report, rendered by a real browser, has the curves against
