@@ -239,7 +239,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Replay.Trace != "" && ctx.Err() == nil {
 		progress := func(format string, args ...any) { fmt.Fprintf(o.Progress, format+"\n", args...) }
 		rep.ReplayTrace = o.Replay.Trace
-		rep.Replays, err = RunReplays(ctx, o.Tokenprobe, o.Replay, o.SchedSlice, progress)
+		replay := o.Replay
+		replay.RetrySteal = o.RetrySteal
+		rep.Replays, err = RunReplays(ctx, o.Tokenprobe, replay, o.SchedSlice, progress)
 		if err != nil {
 			rep.Problems = append(rep.Problems, err.Error())
 			fmt.Fprintf(o.Progress, "bench:   failed: %v\n", err)

@@ -72,7 +72,7 @@ func TestHarnessEndToEnd(t *testing.T) {
 		if q := p.DispatchLag; q.P50 < 0 || q.P99 < q.P50 || q.Max < q.P99 {
 			t.Errorf("replay dispatch lag %+v: want ordered, non-negative quantiles", q)
 		}
-		wantMD = append(wantMD, "| 20x | first 10s |", "issue 3: trace replay")
+		wantMD = append(wantMD, "| 20x | first 10 s |", "issue 3: trace replay")
 	}
 	md := rep.Markdown()
 	for _, want := range wantMD {

@@ -106,7 +106,7 @@ func (r *Report) Markdown() string {
 	w("chunks (%d at the open-loop levels) sent %s apart after a random first wait of up to one interval, each\n", r.RateTokens, r.Interval)
 	w("stamped with its send time. Each client runs in a process of its own\n")
 	if r.SchedSlice > 0 {
-		w("(tokenprobe's asks Linux for %s scheduling slices, `--sched.slice`, as the daemon does by default; the floor,\n", r.SchedSlice)
+		w("(tokenprobe's process asks Linux for %s scheduling slices, `--sched.slice`, as the daemon does by default; the floor,\n", r.SchedSlice)
 		w("k6 and the simulator run with the kernel's)\n")
 	}
 	w("for %s per level, on the same two cores as the simulator. CPU is the client process's rusage\n", r.Duration)
@@ -165,8 +165,12 @@ func (r *Report) Markdown() string {
 		w("| speed-up | trace window | requests (errors) | dispatch lag p50 / p99 / max | tokenprobe CPU s | simulator CPU s | steal |\n")
 		w("| ---: | ---: | ---: | --- | ---: | ---: | ---: |\n")
 		for _, p := range r.Replays {
-			w("| %gx | first %s | %d (%d) | %s | %.1f | %.1f | %s |\n", p.Speedup, p.Window, p.Requests, p.Errors, quants(&p.DispatchLag),
-				p.CPUSeconds, p.SimCPUSeconds, steal(p.StealPercent))
+			st := steal(p.StealPercent)
+			if p.Remeasured != 0 {
+				st += fmt.Sprintf(" (again: %s)", steal(p.Remeasured))
+			}
+			w("| %gx | first %g s | %d (%d) | %s | %.1f | %.1f | %s |\n", p.Speedup, p.Window.Seconds(), p.Requests, p.Errors, quants(&p.DispatchLag),
+				p.CPUSeconds, p.SimCPUSeconds, st)
 		}
 		w("\n")
 	}

@@ -27,6 +27,10 @@ type ReplayOptions struct {
 	For time.Duration
 	// Runs of each speed-up, one after the other.
 	Runs int
+	// RetrySteal, when above 0, replays a run again (once) when the
+	// machine's CPU steal during it was above this percentage, and keeps
+	// the less disturbed one, as the harness does for its levels.
+	RetrySteal float64
 }
 
 // Replay is one `tokenprobe run` of a trace window.
@@ -41,6 +45,9 @@ type Replay struct {
 	CPUSeconds    float64   `json:"cpu_seconds"`
 	SimCPUSeconds float64   `json:"sim_cpu_seconds"`
 	StealPercent  float64   `json:"steal_percent"`
+	// Remeasured, when not 0, is the steal of the other run of this
+	// replay (Options.RetrySteal): the one kept had the lesser.
+	Remeasured float64 `json:"remeasured_steal_percent,omitempty"`
 }
 
 // replaySim is the simulator the replays run against: every request gets
@@ -97,10 +104,23 @@ profiles:
 			if ctx.Err() != nil {
 				return out, ctx.Err()
 			}
-			progress("bench: replaying the trace's first %s at %gx (run %d of %d) ...", window, speedup, run, o.Runs)
+			progress("bench: replaying the trace's first %g s at %gx (run %d of %d) ...", window.Seconds(), speedup, run, o.Runs)
 			r, err := replayOnce(ctx, tokenprobe, cfg, filepath.Join(dir, fmt.Sprintf("run-%g-%d", speedup, run)), slice, sim.Process.Pid)
 			if err != nil {
 				return out, err
+			}
+			if o.RetrySteal > 0 && r.StealPercent > o.RetrySteal {
+				progress("bench:   %.1f%% steal: replaying again ...", r.StealPercent)
+				time.Sleep(time.Second)
+				again, err := replayOnce(ctx, tokenprobe, cfg, filepath.Join(dir, fmt.Sprintf("run-%g-%d-again", speedup, run)), slice, sim.Process.Pid)
+				switch {
+				case err != nil:
+					return out, err
+				case again.StealPercent >= 0 && again.StealPercent < r.StealPercent:
+					again.Remeasured, r = r.StealPercent, again
+				default:
+					r.Remeasured = again.StealPercent
+				}
 			}
 			r.Speedup, r.Window = speedup, window
 			progress("bench:   %d requests, dispatch lag p50 %s p99 %s max %s ms, %.1f%% steal",
