@@ -31,9 +31,22 @@ func Apply(d time.Duration) (int, error) {
 			if err != nil || set[tid] {
 				continue
 			}
-			attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL, Runtime: uint64(d)}
+			// Keep the thread's policy and nice value (a user's `nice`
+			// stays, and an unprivileged process could not undo it);
+			// real-time threads are left as they are.
+			cur, err := unix.SchedGetAttr(tid, 0)
+			if err == unix.ESRCH { // the thread ended meanwhile
+				continue
+			}
+			if err != nil {
+				return len(set), fmt.Errorf("sched_getattr: %w", err)
+			}
+			if cur.Policy != unix.SCHED_NORMAL && cur.Policy != unix.SCHED_BATCH {
+				continue
+			}
+			attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: cur.Policy, Nice: cur.Nice, Runtime: uint64(d)}
 			if err := unix.SchedSetAttr(tid, &attr, 0); err != nil {
-				if err == unix.ESRCH { // the thread ended meanwhile
+				if err == unix.ESRCH {
 					continue
 				}
 				return len(set), fmt.Errorf("sched_setattr: %w", err)

@@ -2,9 +2,12 @@ package schedslice
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -67,6 +70,33 @@ func TestApplySetsEveryThreadAndNewOnes(t *testing.T) {
 	}
 	if newThreads == 0 {
 		t.Error("no new thread was started: inheritance not checked")
+	}
+}
+
+// A process started with `nice` keeps its nice value: an unprivileged
+// process could not lower it again, and must not raise its priority.
+func TestApplyKeepsNice(t *testing.T) {
+	if os.Getenv("SCHEDSLICE_CHILD") == "1" {
+		if _, err := Apply(200 * time.Microsecond); err != nil && !errors.Is(err, ErrUnsupported) {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		attr, _ := unix.SchedGetAttr(0, 0)
+		fmt.Printf("nice=%d slice=%d\n", attr.Nice, attr.Runtime)
+		os.Exit(0)
+	}
+	nice, err := exec.LookPath("nice")
+	if err != nil {
+		t.Skip("no nice(1)")
+	}
+	cmd := exec.Command(nice, "-n", "5", os.Args[0], "-test.run=^TestApplyKeepsNice$")
+	cmd.Env = append(os.Environ(), "SCHEDSLICE_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !strings.Contains(string(out), "nice=5 ") {
+		t.Errorf("after Apply under nice -n 5: %s", out)
 	}
 }
 
