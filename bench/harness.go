@@ -61,8 +61,8 @@ type Options struct {
 	IdleConfig string
 	IdleFor    time.Duration
 	// SchedSlice is the scheduling slice tokenprobe's processes ask for
-	// (`--sched.slice`, 100 µs by default in the daemon too); the floor
-	// client, k6 and the simulator run with the kernel's.
+	// (`--sched.slice`; 0, the kernel's, by default as in the daemon); the
+	// floor client, k6 and the simulator always run with the kernel's.
 	SchedSlice time.Duration
 	// Replay is the trace replay of issue 3's bar, after the levels.
 	Replay ReplayOptions

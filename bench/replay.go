@@ -117,7 +117,8 @@ profiles:
 				case err != nil:
 					return out, err
 				case again.StealPercent >= 0 && again.StealPercent < r.StealPercent:
-					again.Remeasured, r = r.StealPercent, again
+					again.Remeasured = r.StealPercent
+					r = again
 				default:
 					r.Remeasured = again.StealPercent
 				}

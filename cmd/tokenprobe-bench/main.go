@@ -40,7 +40,7 @@ func run(args []string) int {
 	all.Flag("rate-tokens", "Content chunks per answer at the open-loop levels.").Default("5").IntVar(&o.RateTokens)
 	all.Flag("idle.config", "Daemon configuration for the idle measurement ('' skips it).").Default("configs/demo.yaml").StringVar(&o.IdleConfig)
 	all.Flag("idle.for", "How long to watch the idle daemon.").Default("150s").DurationVar(&o.IdleFor)
-	all.Flag("sched.slice", "Scheduling slice tokenprobe's processes ask for, as tokenprobe's --sched.slice (0: the kernel's).").Default("100us").DurationVar(&o.SchedSlice)
+	all.Flag("sched.slice", "Scheduling slice tokenprobe's processes ask for, as tokenprobe's --sched.slice (0: the kernel's).").Default("0").DurationVar(&o.SchedSlice)
 	all.Flag("replay.trace", "Mooncake trace the replays read ('' skips them).").Default("../shared/datasets/mooncake_conversation_trace.jsonl").StringVar(&o.Replay.Trace)
 	speedups := all.Flag("replay.speedups", "Speed-ups to replay the trace at, comma-separated.").Default("1,10").String()
 	all.Flag("replay.for", "How long each replay sends: the trace's first replay.for x speed-up.").Default("30s").DurationVar(&o.Replay.For)

@@ -43,8 +43,8 @@ func wrote(files []string, err error) int {
 
 // schedSliceFlag is --sched.slice of the commands that measure.
 func schedSliceFlag(cmd *kingpin.CmdClause) *time.Duration {
-	return cmd.Flag("sched.slice", "Ask Linux (6.12 or later) to run tokenprobe's threads in slices this short, so that a thread woken by a chunk or a send time runs at once on a shared machine instead of after another process's slice; its CPU share is unchanged (0: the kernel's default).").
-		Default("100us").Duration()
+	return cmd.Flag("sched.slice", "Ask Linux (6.12 or later) to run tokenprobe's threads in slices this short (100us to 100ms), so that a thread woken by a chunk or a send time preempts another process's sooner on a shared machine; the CPU share is unchanged, the CPU cost a little higher (0: the kernel's default; docs/BENCHMARKS.md has what it bought).").
+		Default("0").Duration()
 }
 
 // applySchedSlice sets the scheduling slice, or reports false for a slice
