@@ -85,12 +85,8 @@ type Measurement struct {
 	PeakRSS int64 `json:"peak_rss_bytes"`
 	// SimCPUSeconds is what the simulator spent meanwhile.
 	SimCPUSeconds float64 `json:"sim_cpu_seconds"`
-	// StealPercent is the machine's CPU steal during the level (-1 where
-	// unknown).
-	StealPercent float64 `json:"steal_percent"`
-	// Remeasured, when not 0, is the steal of the other measurement of
-	// this level (RetrySteal): the one kept had the lesser.
-	Remeasured float64 `json:"remeasured_steal_percent,omitempty"`
+	// Disturbance is the machine's CPU steal during the level.
+	Disturbance
 }
 
 // ChunksPerSecond is the streamed content chunks per second of load.
@@ -214,15 +210,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				return m, err
 			}
 			m, err := measureLevel()
-			if err == nil && o.RetrySteal > 0 && m.StealPercent > o.RetrySteal && ctx.Err() == nil {
-				fmt.Fprintf(o.Progress, "bench:   %.1f%% steal: measuring again ...\n", m.StealPercent)
-				time.Sleep(time.Second)
-				if again, err2 := measureLevel(); err2 == nil && again.StealPercent >= 0 && again.StealPercent < m.StealPercent {
-					again.Remeasured = m.StealPercent
-					m = again
-				} else if err2 == nil {
-					m.Remeasured = again.StealPercent
-				}
+			if err == nil && ctx.Err() == nil {
+				// A failed second measurement leaves the first.
+				m, _ = lessDisturbed(o.RetrySteal, m, measureLevel, func(pct float64) {
+					fmt.Fprintf(o.Progress, "bench:   %.1f%% steal: measuring again ...\n", pct)
+				})
 			}
 			if err != nil {
 				rep.Problems = append(rep.Problems, fmt.Sprintf("%s, %s: %v", l, kind, err))

@@ -128,8 +128,8 @@ func TestBarsJudgeTheFigures(t *testing.T) {
 // and a level measured twice shows both steals.
 func TestStealIsShownBesideTheFigures(t *testing.T) {
 	rep := &Report{RetrySteal: 5, Results: []Measurement{
-		{Load: Load{Rate: 2000}, Client: ClientResult{Kind: KindTokenprobe, Chunks: 1e5, DispatchLag: &Quantiles{P99: 617000}}, StealPercent: 38.8, Remeasured: 45.1},
-		{Load: Load{Streams: 1000}, Client: ClientResult{Kind: KindTokenprobe, Chunks: 1e6, TimingError: &Quantiles{P99: 400}}, StealPercent: 0.3},
+		{Load: Load{Rate: 2000}, Client: ClientResult{Kind: KindTokenprobe, Chunks: 1e5, DispatchLag: &Quantiles{P99: 617000}}, Disturbance: Disturbance{StealPercent: 38.8, Remeasured: 45.1}},
+		{Load: Load{Streams: 1000}, Client: ClientResult{Kind: KindTokenprobe, Chunks: 1e6, TimingError: &Quantiles{P99: 400}}, Disturbance: Disturbance{StealPercent: 0.3}},
 	}}
 	measured := map[string]string{}
 	for _, row := range rep.Bars() {

@@ -23,6 +23,52 @@ type Quietness struct {
 	SleepAfter  *Quantiles `json:"sleep_overshoot_after,omitempty"`
 }
 
+// Disturbance is how much of the machine's CPU the hypervisor gave to
+// others while something was measured.
+type Disturbance struct {
+	// StealPercent is the steal during the measurement (-1 where unknown).
+	StealPercent float64 `json:"steal_percent"`
+	// Remeasured, when not 0, is the steal of the other measurement of the
+	// same thing (RetrySteal): the one kept had the lesser.
+	Remeasured float64 `json:"remeasured_steal_percent,omitempty"`
+}
+
+func (d *Disturbance) disturbance() *Disturbance { return d }
+
+// String is the steal, and the other measurement's when there were two.
+func (d Disturbance) String() string {
+	if d.Remeasured != 0 {
+		return fmt.Sprintf("%s (again: %s)", steal(d.StealPercent), steal(d.Remeasured))
+	}
+	return steal(d.StealPercent)
+}
+
+// lessDisturbed measures again, once, when first was taken under more
+// than retry percent of steal (retry 0: never), and keeps the less
+// disturbed of the two, marked with the other's steal. When the second
+// measurement fails, first is returned with its error.
+func lessDisturbed[T any, P interface {
+	*T
+	disturbance() *Disturbance
+}](retry float64, first T, again func() (T, error), announce func(steal float64)) (T, error) {
+	d := P(&first).disturbance()
+	if retry <= 0 || d.StealPercent <= retry {
+		return first, nil
+	}
+	announce(d.StealPercent)
+	time.Sleep(time.Second)
+	second, err := again()
+	if err != nil {
+		return first, err
+	}
+	if d2 := P(&second).disturbance(); d2.StealPercent >= 0 && d2.StealPercent < d.StealPercent {
+		d2.Remeasured = d.StealPercent
+		return second, nil
+	}
+	d.Remeasured = P(&second).disturbance().StealPercent
+	return first, nil
+}
+
 // cpuTimes reads the machine's steal and total CPU time, in ticks.
 func cpuTimes() (steal, total int64, err error) {
 	data, err := os.ReadFile("/proc/stat")

@@ -71,15 +71,6 @@ func steal(pct float64) string {
 	return fmt.Sprintf("%.1f%%", pct)
 }
 
-// stealCell is a level's steal, and the other measurement's when the
-// level was measured twice.
-func stealCell(m *Measurement) string {
-	if m.Remeasured != 0 {
-		return fmt.Sprintf("%s (again: %s)", steal(m.StealPercent), steal(m.Remeasured))
-	}
-	return steal(m.StealPercent)
-}
-
 // stealNote says when a level's figures were measured under enough steal
 // to be the host's more than the client's.
 func stealNote(pct float64) string {
@@ -138,7 +129,7 @@ func (r *Report) Markdown() string {
 			}
 			w("| %d | %s | %.0f | %.2f | %s | %s | %s | %d (%d) | %.1f | %s |\n", m.Load.Streams, m.Client.Kind, m.ChunksPerSecond(),
 				m.CPUPerMillionChunks(), r.ratio(m), kib(m.RSSPerStream()), quants(m.Client.TimingError), m.Client.Requests, m.Client.Errors, m.SimCPUSeconds,
-				stealCell(m))
+				m.Disturbance.String())
 		}
 		w("\n")
 	}
@@ -153,7 +144,7 @@ func (r *Report) Markdown() string {
 			}
 			w("| %g | %s | %.0f | %.2f | %s | %s | %s | %d (%d, %d) | %s |\n", m.Load.Rate, m.Client.Kind, m.ChunksPerSecond(),
 				m.CPUPerMillionChunks(), r.ratio(m), quants(m.Client.DispatchLag), quants(m.Client.TimingError), m.Client.Requests, m.Client.Errors, m.Client.Dropped,
-				stealCell(m))
+				m.Disturbance.String())
 		}
 		w("\n")
 	}
@@ -165,12 +156,8 @@ func (r *Report) Markdown() string {
 		w("| speed-up | trace window | requests (errors) | dispatch lag p50 / p99 / max | tokenprobe CPU s | simulator CPU s | steal |\n")
 		w("| ---: | ---: | ---: | --- | ---: | ---: | ---: |\n")
 		for _, p := range r.Replays {
-			st := steal(p.StealPercent)
-			if p.Remeasured != 0 {
-				st += fmt.Sprintf(" (again: %s)", steal(p.Remeasured))
-			}
 			w("| %gx | first %g s | %d (%d) | %s | %.1f | %.1f | %s |\n", p.Speedup, p.Window.Seconds(), p.Requests, p.Errors, quants(&p.DispatchLag),
-				p.CPUSeconds, p.SimCPUSeconds, st)
+				p.CPUSeconds, p.SimCPUSeconds, p.Disturbance.String())
 		}
 		w("\n")
 	}

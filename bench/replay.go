@@ -44,10 +44,7 @@ type Replay struct {
 	DispatchLag   Quantiles `json:"dispatch_lag"`
 	CPUSeconds    float64   `json:"cpu_seconds"`
 	SimCPUSeconds float64   `json:"sim_cpu_seconds"`
-	StealPercent  float64   `json:"steal_percent"`
-	// Remeasured, when not 0, is the steal of the other run of this
-	// replay (Options.RetrySteal): the one kept had the lesser.
-	Remeasured float64 `json:"remeasured_steal_percent,omitempty"`
+	Disturbance
 }
 
 // replaySim is the simulator the replays run against: every request gets
@@ -109,19 +106,12 @@ profiles:
 			if err != nil {
 				return out, err
 			}
-			if o.RetrySteal > 0 && r.StealPercent > o.RetrySteal {
-				progress("bench:   %.1f%% steal: replaying again ...", r.StealPercent)
-				time.Sleep(time.Second)
-				again, err := replayOnce(ctx, tokenprobe, cfg, filepath.Join(dir, fmt.Sprintf("run-%g-%d-again", speedup, run)), slice, sim.Process.Pid)
-				switch {
-				case err != nil:
-					return out, err
-				case again.StealPercent >= 0 && again.StealPercent < r.StealPercent:
-					again.Remeasured = r.StealPercent
-					r = again
-				default:
-					r.Remeasured = again.StealPercent
-				}
+			again := func() (Replay, error) {
+				return replayOnce(ctx, tokenprobe, cfg, filepath.Join(dir, fmt.Sprintf("run-%g-%d-again", speedup, run)), slice, sim.Process.Pid)
+			}
+			r, err = lessDisturbed(o.RetrySteal, r, again, func(pct float64) { progress("bench:   %.1f%% steal: replaying again ...", pct) })
+			if err != nil {
+				return out, err
 			}
 			r.Speedup, r.Window = speedup, window
 			progress("bench:   %d requests, dispatch lag p50 %s p99 %s max %s ms, %.1f%% steal",
@@ -140,7 +130,7 @@ func replayOnce(ctx context.Context, tokenprobe, cfg, artifacts string, slice ti
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return Replay{}, fmt.Errorf("tokenprobe run: %w\n%s", err, out)
 	}
-	r := Replay{StealPercent: steal.Percent()}
+	r := Replay{Disturbance: Disturbance{StealPercent: steal.Percent()}}
 	simAfter, _ := cpuOf(simPid)
 	r.SimCPUSeconds = (simAfter - simBefore).Seconds()
 	r.CPUSeconds = rusageCPU(cmd.ProcessState.SysUsage().(*syscall.Rusage)).Seconds()
