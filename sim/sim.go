@@ -22,8 +22,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 )
 
 // Config is the simulated server's model.
@@ -211,27 +209,12 @@ func (r *request) promptTokens() int {
 // and the simulator shares the benchmark machine with the client it
 // serves.
 func countFields(s string) int {
-	n, inField := 0, false
-	for i := 0; i < len(s); {
-		c := s[i]
-		var space bool
-		if c < utf8.RuneSelf {
-			space = asciiSpace[c]
-			i++
-		} else {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			space = unicode.IsSpace(r)
-			i += size
-		}
-		if !space && !inField {
-			n++
-		}
-		inField = !space
+	n := 0
+	for range strings.FieldsSeq(s) {
+		n++
 	}
 	return n
 }
-
-var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
 func (h *Handler) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	h.requests.Add(1)
