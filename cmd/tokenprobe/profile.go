@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"runtime/trace"
@@ -11,24 +12,17 @@ import (
 // tr, and arranges a heap profile into heap, each when named; stop writes
 // and closes them.
 func startProfiles(cpu, heap, tr string) (stop func(), err error) {
-	var cpuFile, traceFile *os.File
-	if tr != "" {
-		if traceFile, err = os.Create(tr); err != nil {
-			return nil, fmt.Errorf("--debug.trace: %w", err)
-		}
-		if err = trace.Start(traceFile); err != nil {
-			traceFile.Close()
-			return nil, fmt.Errorf("--debug.trace: %w", err)
-		}
+	traceFile, err := startInto(tr, "--debug.trace", trace.Start)
+	if err != nil {
+		return nil, err
 	}
-	if cpu != "" {
-		if cpuFile, err = os.Create(cpu); err != nil {
-			return nil, fmt.Errorf("--debug.cpu-profile: %w", err)
+	cpuFile, err := startInto(cpu, "--debug.cpu-profile", pprof.StartCPUProfile)
+	if err != nil {
+		if traceFile != nil {
+			trace.Stop()
+			traceFile.Close()
 		}
-		if err = pprof.StartCPUProfile(cpuFile); err != nil {
-			cpuFile.Close()
-			return nil, fmt.Errorf("--debug.cpu-profile: %w", err)
-		}
+		return nil, err
 	}
 	return func() {
 		if traceFile != nil {
@@ -52,4 +46,22 @@ func startProfiles(cpu, heap, tr string) (stop func(), err error) {
 			fmt.Fprintf(os.Stderr, "tokenprobe: --debug.heap-profile: %v\n", err)
 		}
 	}, nil
+}
+
+// startInto creates path and starts writing into it with start; an empty
+// path starts nothing and returns no file.
+func startInto(path, flag string, start func(io.Writer) error) (*os.File, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		if err = start(f); err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	return f, nil
 }
