@@ -163,21 +163,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.K6 != "" {
 		rep.K6 = k6Version(o.K6)
 	}
-	port, err := freePort()
+	sim, err := startSimulator(ctx, o.Tokenprobe, o.Progress, "--bench", "--decode-base", o.Interval.String())
 	if err != nil {
 		return nil, err
 	}
-	simCmd := exec.CommandContext(ctx, o.Tokenprobe, "sim", "--bench", "--listen", "127.0.0.1:"+port,
-		"--decode-base", o.Interval.String(), "--log.level", "warn")
-	simCmd.Stderr = o.Progress
-	if err := simCmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting the simulator: %w", err)
-	}
-	defer func() { _ = simCmd.Process.Signal(syscall.SIGTERM); _ = simCmd.Wait() }()
-	url := "http://127.0.0.1:" + port + "/v1"
-	if err := waitHealthy(ctx, "http://127.0.0.1:"+port+"/health"); err != nil {
-		return nil, fmt.Errorf("the simulator did not come up: %w", err)
-	}
+	defer sim.stop()
+	url := sim.base + "/v1"
 	steal := startSteal()
 	rep.Quietness.SleepBefore = sleepOvershoot(1000)
 	defer func() {
@@ -201,10 +192,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 			fmt.Fprintf(o.Progress, "bench: %s with %s for %s ...\n", l, kind, l.Duration)
 			measureLevel := func() (Measurement, error) {
-				simBefore, _ := cpuOf(simCmd.Process.Pid)
+				simBefore, _ := cpuOf(sim.cmd.Process.Pid)
 				levelSteal := startSteal()
 				m, err := measure(ctx, o, kind, l)
-				simAfter, _ := cpuOf(simCmd.Process.Pid)
+				simAfter, _ := cpuOf(sim.cmd.Process.Pid)
 				m.StealPercent = levelSteal.Percent()
 				m.SimCPUSeconds = (simAfter - simBefore).Seconds()
 				return m, err
@@ -331,6 +322,35 @@ func ClientMain(ctx context.Context, kind string, l Load, slice time.Duration, s
 	}
 	return json.NewEncoder(stdout).Encode(res)
 }
+
+// simulator is a `tokenprobe sim` process the harness started.
+type simulator struct {
+	cmd  *exec.Cmd
+	base string // http://127.0.0.1:PORT
+}
+
+// startSimulator starts `tokenprobe sim` with args on a free loopback
+// port and waits until it answers its health check.
+func startSimulator(ctx context.Context, tokenprobe string, stderr io.Writer, args ...string) (*simulator, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, tokenprobe, append([]string{"sim", "--listen", "127.0.0.1:" + port, "--log.level", "warn"}, args...)...)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the simulator: %w", err)
+	}
+	s := &simulator{cmd: cmd, base: "http://127.0.0.1:" + port}
+	if err := waitHealthy(ctx, s.base+"/health"); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("the simulator did not come up: %w", err)
+	}
+	return s, nil
+}
+
+// stop ends the simulator and waits for it.
+func (s *simulator) stop() { _ = s.cmd.Process.Signal(syscall.SIGTERM); _ = s.cmd.Wait() }
 
 func freePort() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

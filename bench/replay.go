@@ -62,18 +62,11 @@ func RunReplays(ctx context.Context, tokenprobe string, o ReplayOptions, slice t
 	if _, err := os.Stat(trace); err != nil {
 		return nil, fmt.Errorf("trace replay: %w", err)
 	}
-	port, err := freePort()
+	sim, err := startSimulator(ctx, tokenprobe, nil, replaySim...)
 	if err != nil {
 		return nil, err
 	}
-	sim := exec.CommandContext(ctx, tokenprobe, append([]string{"sim", "--listen", "127.0.0.1:" + port, "--log.level", "warn"}, replaySim...)...)
-	if err := sim.Start(); err != nil {
-		return nil, fmt.Errorf("starting the simulator: %w", err)
-	}
-	defer func() { _ = sim.Process.Signal(syscall.SIGTERM); _ = sim.Wait() }()
-	if err := waitHealthy(ctx, "http://127.0.0.1:"+port+"/health"); err != nil {
-		return nil, fmt.Errorf("the simulator did not come up: %w", err)
-	}
+	defer sim.stop()
 	dir, err := os.MkdirTemp("", "tokenprobe-bench-replay")
 	if err != nil {
 		return nil, err
@@ -86,14 +79,14 @@ func RunReplays(ctx context.Context, tokenprobe string, o ReplayOptions, slice t
 		cfg := filepath.Join(dir, "replay-"+strconv.FormatFloat(speedup, 'f', -1, 64)+".yaml")
 		body := fmt.Sprintf(`endpoints:
   - name: sim
-    base_url: http://127.0.0.1:%s/v1
+    base_url: %s/v1
     model: tokenprobe-sim
 profiles:
   - name: replay
     endpoints: [sim]
     workload:
       trace: {file: %q, format: mooncake, speedup: %g, to: %s}
-`, port, trace, speedup, window)
+`, sim.base, trace, speedup, window)
 		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 			return out, err
 		}
@@ -102,12 +95,12 @@ profiles:
 				return out, ctx.Err()
 			}
 			progress("bench: replaying the trace's first %g s at %gx (run %d of %d) ...", window.Seconds(), speedup, run, o.Runs)
-			r, err := replayOnce(ctx, tokenprobe, cfg, filepath.Join(dir, fmt.Sprintf("run-%g-%d", speedup, run)), slice, sim.Process.Pid)
+			r, err := replayOnce(ctx, tokenprobe, cfg, filepath.Join(dir, fmt.Sprintf("run-%g-%d", speedup, run)), slice, sim.cmd.Process.Pid)
 			if err != nil {
 				return out, err
 			}
 			again := func() (Replay, error) {
-				return replayOnce(ctx, tokenprobe, cfg, filepath.Join(dir, fmt.Sprintf("run-%g-%d-again", speedup, run)), slice, sim.Process.Pid)
+				return replayOnce(ctx, tokenprobe, cfg, filepath.Join(dir, fmt.Sprintf("run-%g-%d-again", speedup, run)), slice, sim.cmd.Process.Pid)
 			}
 			r, err = lessDisturbed(o.RetrySteal, r, again, func(pct float64) { progress("bench:   %.1f%% steal: replaying again ...", pct) })
 			if err != nil {
