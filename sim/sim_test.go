@@ -223,3 +223,13 @@ func TestCountFieldsIsLenOfFields(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCountFields is the simulator's word count of a 20,000-word
+// trace prompt (docs/BENCHMARKS.md, trace replay).
+func BenchmarkCountFields(b *testing.B) {
+	s := strings.Repeat("word ", 20000)
+	b.ReportAllocs()
+	for b.Loop() {
+		countFields(s)
+	}
+}
