@@ -46,18 +46,22 @@ func TestApplySetsEveryThreadAndNewOnes(t *testing.T) {
 	if n < 1 || n > len(before)+1 {
 		t.Errorf("set %d threads, the process has %d", n, len(before))
 	}
-	// More goroutines locked to threads in blocking sleeps than the
-	// process has threads make the runtime start new ones.
-	var wg sync.WaitGroup
+	// More goroutines locked to threads than the process has threads,
+	// all holding theirs at once, make the runtime start new ones.
+	var wg, locked sync.WaitGroup
+	release := make(chan struct{})
 	for range len(before) + 4 {
+		locked.Add(1)
 		wg.Go(func() {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			_ = unix.Nanosleep(&unix.Timespec{Nsec: int64(30 * time.Millisecond)}, nil)
+			locked.Done()
+			<-release
 		})
 	}
-	time.Sleep(10 * time.Millisecond)
+	locked.Wait()
 	after := slices(t)
+	close(release)
 	wg.Wait()
 	newThreads := 0
 	for tid, got := range after {

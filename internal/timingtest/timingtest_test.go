@@ -8,10 +8,13 @@ import (
 // recordingTB captures what Retry reports instead of failing this test.
 type recordingTB struct {
 	testing.TB
-	failed bool
-	errs   []string
-	logs   []string
+	failed  bool
+	skipped bool
+	errs    []string
+	logs    []string
 }
+
+func (r *recordingTB) Skipf(format string, args ...any) { r.skipped = true }
 
 func (r *recordingTB) Helper()      {}
 func (r *recordingTB) Failed() bool { return r.failed }
@@ -58,5 +61,23 @@ func TestRetryStopsOnAPlainFailure(t *testing.T) {
 	})
 	if runs != 1 || len(rec.errs) != 1 || !strings.Contains(rec.errs[0], "wrong outcome") {
 		t.Fatalf("%d runs, errors %v", runs, rec.errs)
+	}
+}
+
+// When every attempt ran under heavy CPU steal, the timing could not be
+// checked: the test is skipped, not failed. Under light steal it fails.
+func TestRetrySkipsWhenTheHostTookTheCPU(t *testing.T) {
+	defer func(orig func() cpuTicks) { readTicks = orig }(readTicks)
+	for _, c := range []struct {
+		stealPerRead int64
+		skip         bool
+	}{{50, true}, {5, false}} {
+		var clock cpuTicks
+		readTicks = func() cpuTicks { clock.steal += c.stealPerRead; clock.total += 100; return clock }
+		rec := &recordingTB{TB: t}
+		Retry(rec, 2, func(a *Attempt) { a.Errorf("late") })
+		if rec.skipped != c.skip || rec.failed == c.skip {
+			t.Errorf("steal %d%%: skipped %v failed %v", c.stealPerRead, rec.skipped, rec.failed)
+		}
 	}
 }
