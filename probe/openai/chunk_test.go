@@ -262,3 +262,49 @@ func TestParseChunkDoesNotAllocate(t *testing.T) {
 		t.Fatalf("%v allocations per chunk, want 0", n)
 	}
 }
+
+// TestStrStopsAtTheFirstSpecialByte holds the eight-bytes-at-a-time string
+// scan to a byte-at-a-time one: for every byte value that can end a run of
+// plain bytes, at every offset across two words, after plain bytes of every
+// kind (ASCII on either side of the special ones, UTF-8, 0x7f, 0xff), the
+// scan must stop at that byte and not at a later or an earlier one.
+func TestStrStopsAtTheFirstSpecialByte(t *testing.T) {
+	// want is what str returns by the definition: the raw bytes up to the
+	// first unescaped quote, nil at a control character or the end.
+	want := func(b []byte) []byte {
+		for i := 1; i < len(b); i++ {
+			switch c := b[i]; {
+			case c == '"':
+				return b[1:i]
+			case c == '\\':
+				i++
+			case c < 0x20:
+				return nil
+			}
+		}
+		return nil
+	}
+	fills := []byte{' ', '!', '#', '[', ']', 'a', 0x7f, 0x80, 0xc3, 0xff}
+	stops := []byte{'"', '\\', 0x00, 0x01, 0x1f}
+	for _, fill := range fills {
+		for _, stop := range stops {
+			for off := 0; off < 20; off++ {
+				for tail := 0; tail < 10; tail++ {
+					b := []byte{'"'}
+					b = append(b, bytes.Repeat([]byte{fill}, off)...)
+					b = append(b, stop)
+					b = append(b, bytes.Repeat([]byte{fill}, tail)...)
+					b = append(b, '"') // a scan that missed the stop ends here
+					s := scanner{b: b}
+					got, exp := s.str(), want(b)
+					if (got == nil) != (exp == nil) || !bytes.Equal(got, exp) {
+						t.Fatalf("str(%q) = %q, want %q", b, got, exp)
+					}
+					if exp != nil && s.i != len(exp)+2 {
+						t.Fatalf("str(%q) left the scanner at %d, want %d", b, s.i, len(exp)+2)
+					}
+				}
+			}
+		}
+	}
+}
