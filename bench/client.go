@@ -89,6 +89,9 @@ type ClientResult struct {
 	StartupTimingError *Quantiles `json:"startup_timing_error,omitempty"`
 	// DispatchLag is send time minus scheduled time (open loop, tokenprobe).
 	DispatchLag *Quantiles `json:"dispatch_lag,omitempty"`
+	// SchedWait is how long the process waited to be run (open loop,
+	// tokenprobe): where its dispatch lag was spent.
+	SchedWait *SchedWait `json:"sched_wait,omitempty"`
 	// Dropped counts arrivals k6 could not start (k6 only).
 	Dropped int64 `json:"dropped,omitempty"`
 }
@@ -154,10 +157,12 @@ func runTokenprobe(ctx context.Context, l Load, ready func()) (ClientResult, err
 		}
 	})
 	ready()
+	sched := takeSchedSnapshot()
 	start := time.Now()
 	settled.Store(start.Add(settleTime(l)).UnixNano())
 	sum, err := run.Execute(ctx)
 	secs := time.Since(start).Seconds()
+	wait := schedWaitSince(sched)
 	stopPeak()
 	if err != nil {
 		return ClientResult{}, err
@@ -170,7 +175,7 @@ func runTokenprobe(ctx context.Context, l Load, ready func()) (ClientResult, err
 		Seconds: secs, PeakInFlight: peak.Load(), TimingError: quantilesOf(timing), StartupTimingError: quantilesOf(startup),
 	}
 	if l.Streams <= 0 {
-		res.DispatchLag = quantilesOf(lag.h)
+		res.DispatchLag, res.SchedWait = quantilesOf(lag.h), wait
 	}
 	return res, nil
 }

@@ -66,6 +66,13 @@ func TestOpenLoopReportsDispatchLag(t *testing.T) {
 	if res.DispatchLag == nil || res.Requests < 50 {
 		t.Fatalf("%+v: want about 100 requests and a dispatch lag", res)
 	}
+	sw := res.SchedWait
+	if sw == nil || sw.Goroutines == nil || sw.ThreadSlices <= 0 || sw.ThreadMeanUS < 0 {
+		t.Fatalf("sched wait %+v: want the goroutines' wait and the threads' time slices of a run that sent %d requests", sw, res.Requests)
+	}
+	if q := sw.Goroutines; q.P50 < 0 || q.P99 < q.P50 || q.Max < q.P99 {
+		t.Errorf("goroutines' wait %+v: want ordered, non-negative quantiles", q)
+	}
 	if res.Chunks != res.Requests*4 {
 		t.Errorf("chunks %d, want %d", res.Chunks, res.Requests*4)
 	}

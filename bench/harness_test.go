@@ -60,7 +60,7 @@ func TestHarnessEndToEnd(t *testing.T) {
 			t.Errorf("%s: no dispatch lag for an open loop", m.Load)
 		}
 	}
-	wantMD := []string{"| 20 | tokenprobe |", "| 40 | floor |", "vs floor", "1.00x"}
+	wantMD := []string{"| 20 | tokenprobe |", "| 40 | floor |", "vs floor", "1.00x", "Where tokenprobe's dispatch lag was spent: at 40 req/s its goroutines waited runnable"}
 	if replay.Trace != "" {
 		if len(rep.Replays) != 1 {
 			t.Fatalf("%d replays, want 1\n%s", len(rep.Replays), progress.String())

@@ -148,6 +148,17 @@ func (r *Report) Markdown() string {
 		}
 		w("\n")
 	}
+	var waits []string
+	for i := range r.Results {
+		if m := &r.Results[i]; m.Load.Streams <= 0 && m.Client.SchedWait != nil {
+			sw := m.Client.SchedWait
+			waits = append(waits, fmt.Sprintf("at %g req/s its goroutines waited runnable %s, its threads %.0f µs per time slice on average (%d slices)",
+				m.Load.Rate, quants(sw.Goroutines), sw.ThreadMeanUS, sw.ThreadSlices))
+		}
+	}
+	if len(waits) > 0 {
+		w("Where tokenprobe's dispatch lag was spent: %s. The goroutines' wait (p50 / p99 / max, each rounded up to its bucket of Go's `/sched/latencies:seconds`) is the runtime's share; a dispatch lag p99 far above it was spent before the dispatcher was runnable, waiting for the operating system to run the thread that would wake it (the threads' wait is the kernel's schedstat run delay, a mean: the kernel keeps no distribution).\n\n", strings.Join(waits, "; "))
+	}
 	if len(r.Replays) > 0 {
 		w("### Trace replay (`tokenprobe run`, issue 3)\n\n")
 		w("`tokenprobe run` replays the first minutes of the Mooncake trace (`%s`) against a simulator in its own\n", filepath.Base(r.ReplayTrace))
