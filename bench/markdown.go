@@ -157,7 +157,7 @@ func (r *Report) Markdown() string {
 		}
 	}
 	if len(waits) > 0 {
-		w("Where tokenprobe's dispatch lag was spent: %s. The goroutines' wait (p50 / p99 / max, each rounded up to its bucket of Go's `/sched/latencies:seconds`) is the runtime's share; a dispatch lag p99 far above it was spent before the dispatcher was runnable, waiting for the operating system to run the thread that would wake it (the threads' wait is the kernel's schedstat run delay, a mean: the kernel keeps no distribution).\n\n", strings.Join(waits, "; "))
+		w("Where tokenprobe's dispatch lag was spent: %s. The goroutines' wait (p50 / p99 / max, each rounded up to its bucket of Go's `/sched/latencies:seconds`) is the runtime's share, over all its goroutines; a dispatch lag p99 far above it points to the time before the dispatcher was runnable, the operating system running the thread that would wake it (the threads' wait is the kernel's schedstat run delay, a mean: the kernel keeps no distribution).\n\n", strings.Join(waits, "; "))
 	}
 	if len(r.Replays) > 0 {
 		w("### Trace replay (`tokenprobe run`, issue 3)\n\n")

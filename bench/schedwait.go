@@ -16,8 +16,8 @@ import (
 // waiting runnable for a CPU (the kernel's schedstat run delay, a mean per
 // time slice, as the kernel keeps no distribution of it). Set beside the
 // open loop's dispatch lag, it says where a late send waited: a dispatch
-// lag far above the goroutines' wait was spent before the dispatcher was
-// runnable, on the operating system's side.
+// lag far above the goroutines' wait points to the time before the
+// dispatcher was runnable, on the operating system's side.
 type SchedWait struct {
 	Goroutines *Quantiles `json:"goroutine_runnable"`
 	// ThreadMeanUS is the threads' run-queue wait per time slice, in µs,
