@@ -88,6 +88,9 @@ func (r *Reader) Next() (Event, error) {
 			return Event{}, ErrLineTooLong
 		}
 		if len(line) > 0 {
+			if ev, ok := r.single(line); ok {
+				return ev, nil
+			}
 			if ferr := r.field(line); ferr != nil {
 				return Event{}, ferr
 			}
@@ -108,6 +111,38 @@ func (r *Reader) Next() (Event, error) {
 			}
 		}
 	}
+}
+
+// single returns the event of line when line is an event's only data line
+// and the blank line that ends the event is already buffered, which is how
+// servers write a chunk ("data: {...}\n\n" in one write): Data is then a
+// view of line itself, not a copy, valid until the next read. Anything
+// else (a second data line, a field, an end not yet received) takes the
+// general path.
+func (r *Reader) single(line []byte) (Event, bool) {
+	if r.hasData || len(line) < 5 || string(line[:5]) != "data:" {
+		return Event{}, false
+	}
+	n := r.br.Buffered()
+	if n == 0 {
+		return Event{}, false
+	}
+	next, _ := r.br.Peek(min(n, 2)) // buffered bytes: no read, line stays valid
+	switch {
+	case next[0] == '\n':
+		_, _ = r.br.Discard(1)
+	case len(next) == 2 && next[0] == '\r' && next[1] == '\n':
+		_, _ = r.br.Discard(2)
+	default:
+		return Event{}, false
+	}
+	value := line[5:]
+	if len(value) > 0 && value[0] == ' ' {
+		value = value[1:]
+	}
+	ev := Event{Name: r.name, Data: value}
+	r.name = r.name[:0]
+	return ev, true
 }
 
 // readLine returns the next line with its terminator, or what is left

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 type ev struct{ name, data string }
@@ -148,13 +149,22 @@ func FuzzReader(f *testing.F) {
 	f.Add([]byte("data: {\"a\":1}\n\ndata: [DONE]\n\n"), 64)
 	f.Add([]byte("event: error\r\ndata: x\r\n\r\n: ping\n"), 16)
 	f.Add([]byte("data"), 1)
+	f.Add([]byte("event: a\ndata: x\n\ndata: y\r\n\r\ndata: z\ndata: w\n\ndata: v\n\rdata: u\n\n"), 64)
 	f.Fuzz(func(t *testing.T, data []byte, max int) {
 		if max < 1 || max > 1<<16 {
 			max = 64
 		}
+		// The same bytes arriving one at a time never leave an event's end
+		// buffered, so they take the general path where whole reads take
+		// the single-line one: both must see the same events.
 		r := NewReader(strings.NewReader(string(data)), max)
+		slow := NewReader(iotest.OneByteReader(strings.NewReader(string(data))), max)
 		for i := 0; i <= len(data)+1; i++ {
 			ev, err := r.Next()
+			sev, serr := slow.Next()
+			if !errors.Is(err, serr) || string(ev.Name) != string(sev.Name) || string(ev.Data) != string(sev.Data) {
+				t.Fatalf("event %d: read whole %q %q %v, byte by byte %q %q %v", i, ev.Name, ev.Data, err, sev.Name, sev.Data, serr)
+			}
 			if err != nil {
 				return
 			}
