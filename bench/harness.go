@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/tokenprobe/tokenprobe/internal/schedslice"
+	"github.com/tokenprobe/tokenprobe/internal/steal"
 )
 
 // Options say what the harness measures and with which programs.
@@ -169,11 +170,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	defer sim.stop()
 	url := sim.base + "/v1"
-	steal := startSteal()
+	runSteal := steal.Start()
 	rep.Quietness.SleepBefore = sleepOvershoot(1000)
 	defer func() {
 		rep.Quietness.SleepAfter = sleepOvershoot(1000)
-		rep.Quietness.StealPercent = steal.Percent()
+		rep.Quietness.StealPercent = runSteal.Percent()
 	}()
 	var loads []Load
 	for _, n := range o.Streams {
@@ -193,7 +194,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			fmt.Fprintf(o.Progress, "bench: %s with %s for %s ...\n", l, kind, l.Duration)
 			measureLevel := func() (Measurement, error) {
 				simBefore, _ := cpuOf(sim.cmd.Process.Pid)
-				levelSteal := startSteal()
+				levelSteal := steal.Start()
 				m, err := measure(ctx, o, kind, l)
 				simAfter, _ := cpuOf(sim.cmd.Process.Pid)
 				m.StealPercent = levelSteal.Percent()

@@ -1,9 +1,7 @@
 package bench
 
 import (
-	"bytes"
 	"fmt"
-	"os"
 	"strconv"
 	"time"
 )
@@ -38,9 +36,9 @@ func (d *Disturbance) disturbance() *Disturbance { return d }
 // String is the steal, and the other measurement's when there were two.
 func (d Disturbance) String() string {
 	if d.Remeasured != 0 {
-		return fmt.Sprintf("%s (again: %s)", steal(d.StealPercent), steal(d.Remeasured))
+		return fmt.Sprintf("%s (again: %s)", stealText(d.StealPercent), stealText(d.Remeasured))
 	}
-	return steal(d.StealPercent)
+	return stealText(d.StealPercent)
 }
 
 // lessDisturbed measures again, once, when first was taken under more
@@ -67,52 +65,6 @@ func lessDisturbed[T any, P interface {
 	}
 	d.Remeasured = P(&second).disturbance().StealPercent
 	return first, nil
-}
-
-// cpuTimes reads the machine's steal and total CPU time, in ticks.
-func cpuTimes() (steal, total int64, err error) {
-	data, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, 0, err
-	}
-	line, _, _ := bytes.Cut(data, []byte("\n"))
-	f := bytes.Fields(line)
-	if len(f) < 9 || string(f[0]) != "cpu" {
-		return 0, 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
-	}
-	// cpu user nice system idle iowait irq softirq steal [guest guest_nice]:
-	// guest time is already counted in user.
-	for i, v := range f[1:9] {
-		n, err := strconv.ParseInt(string(v), 10, 64)
-		if err != nil {
-			return 0, 0, fmt.Errorf("/proc/stat: %w", err)
-		}
-		total += n
-		if i == 7 {
-			steal = n
-		}
-	}
-	return steal, total, nil
-}
-
-// stealMeter measures the steal share between its start and Percent.
-type stealMeter struct{ steal, total int64 }
-
-func startSteal() stealMeter {
-	s, t, err := cpuTimes()
-	if err != nil {
-		return stealMeter{-1, -1}
-	}
-	return stealMeter{s, t}
-}
-
-// Percent is the steal share since the meter started, or -1.
-func (m stealMeter) Percent() float64 {
-	s, t, err := cpuTimes()
-	if err != nil || m.total < 0 || t <= m.total {
-		return -1
-	}
-	return 100 * float64(s-m.steal) / float64(t-m.total)
 }
 
 // sleepOvershoot sleeps 1 ms n times and returns how late each woke.

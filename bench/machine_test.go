@@ -1,24 +1,9 @@
 package bench
 
 import (
-	"runtime"
 	"strings"
 	"testing"
 )
-
-func TestStealMeter(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("reads /proc/stat")
-	}
-	m := startSteal()
-	if m.total <= 0 || m.steal < 0 || m.steal > m.total {
-		t.Fatalf("steal %d of %d ticks", m.steal, m.total)
-	}
-	sleepOvershoot(50) // let some ticks pass
-	if p := m.Percent(); p < 0 || p > 100 {
-		t.Errorf("steal %.1f%%, want a share between 0 and 100", p)
-	}
-}
 
 func TestQuietnessSentence(t *testing.T) {
 	if (Quietness{}).String() != "" {

@@ -62,9 +62,9 @@ func (r *Report) ratio(m *Measurement) string {
 	return fmt.Sprintf("%.2fx", m.CPUPerMillionChunks()/f.CPUPerMillionChunks())
 }
 
-// steal formats a level's CPU steal, which says whether its tail figures
+// stealText formats a level's CPU steal, which says whether its tail figures
 // were the client's or the host's.
-func steal(pct float64) string {
+func stealText(pct float64) string {
 	if pct < 0 {
 		return "n/a"
 	}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tokenprobe/tokenprobe/internal/steal"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 )
 
@@ -118,12 +119,12 @@ profiles:
 
 func replayOnce(ctx context.Context, tokenprobe, cfg, artifacts string, slice time.Duration, simPid int) (Replay, error) {
 	simBefore, _ := cpuOf(simPid)
-	steal := startSteal()
+	runSteal := steal.Start()
 	cmd := exec.CommandContext(ctx, tokenprobe, "run", "-c", cfg, "--artifacts-dir", artifacts, "--progress-interval", "0", "--sched.slice", slice.String())
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return Replay{}, fmt.Errorf("tokenprobe run: %w\n%s", err, out)
 	}
-	r := Replay{Disturbance: Disturbance{StealPercent: steal.Percent()}}
+	r := Replay{Disturbance: Disturbance{StealPercent: runSteal.Percent()}}
 	simAfter, _ := cpuOf(simPid)
 	r.SimCPUSeconds = (simAfter - simBefore).Seconds()
 	r.CPUSeconds = rusageCPU(cmd.ProcessState.SysUsage().(*syscall.Rusage)).Seconds()

@@ -13,10 +13,10 @@ package timingtest
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/tokenprobe/tokenprobe/internal/steal"
 )
 
 // Attempt collects one attempt's timing failures.
@@ -49,18 +49,18 @@ func Retry(t testing.TB, attempts int, f func(a *Attempt)) {
 	disturbed := true
 	for n := 1; n <= attempts; n++ {
 		a := &Attempt{N: n}
-		before := stealNow()
+		stealSince := measureSteal()
 		f(a)
-		steal := before.since()
+		pct := stealSince()
 		if t.Failed() || !a.Failed() {
 			if n > 1 {
 				t.Logf("timing held on attempt %d of %d; before it:\n%s", n, attempts, strings.Join(all, "\n"))
 			}
 			return
 		}
-		disturbed = disturbed && steal > Disturbed
+		disturbed = disturbed && pct > Disturbed
 		for _, e := range a.errs {
-			all = append(all, fmt.Sprintf("attempt %d (%.0f%% CPU steal): %s", n, steal, e))
+			all = append(all, fmt.Sprintf("attempt %d (%.0f%% CPU steal): %s", n, pct, e))
 		}
 	}
 	if disturbed {
@@ -70,41 +70,6 @@ func Retry(t testing.TB, attempts int, f func(a *Attempt)) {
 	t.Errorf("timing failed in all %d attempts:\n%s", attempts, strings.Join(all, "\n"))
 }
 
-// cpuTicks is the machine's steal and total CPU time; -1 where unknown.
-type cpuTicks struct{ steal, total int64 }
-
-// readTicks reads /proc/stat's first line; a variable for tests.
-var readTicks = func() cpuTicks {
-	data, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return cpuTicks{-1, -1}
-	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	f := strings.Fields(line)
-	if len(f) < 9 || f[0] != "cpu" {
-		return cpuTicks{-1, -1}
-	}
-	var c cpuTicks
-	for i, v := range f[1:9] { // user nice system idle iowait irq softirq steal
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return cpuTicks{-1, -1}
-		}
-		c.total += n
-		if i == 7 {
-			c.steal = n
-		}
-	}
-	return c
-}
-
-func stealNow() cpuTicks { return readTicks() }
-
-// since is the steal share from c to now, in percent (0 where unknown).
-func (c cpuTicks) since() float64 {
-	now := readTicks()
-	if c.total < 0 || now.total <= c.total {
-		return 0
-	}
-	return 100 * float64(now.steal-c.steal) / float64(now.total-c.total)
-}
+// measureSteal starts measuring the machine's CPU steal and returns what
+// reads it, in percent (-1 where unknown); a variable for tests.
+var measureSteal = func() func() float64 { return steal.Start().Percent }

@@ -67,17 +67,16 @@ func TestRetryStopsOnAPlainFailure(t *testing.T) {
 // When every attempt ran under heavy CPU steal, the timing could not be
 // checked: the test is skipped, not failed. Under light steal it fails.
 func TestRetrySkipsWhenTheHostTookTheCPU(t *testing.T) {
-	defer func(orig func() cpuTicks) { readTicks = orig }(readTicks)
+	defer func(orig func() func() float64) { measureSteal = orig }(measureSteal)
 	for _, c := range []struct {
-		stealPerRead int64
-		skip         bool
+		steal float64
+		skip  bool
 	}{{50, true}, {5, false}} {
-		var clock cpuTicks
-		readTicks = func() cpuTicks { clock.steal += c.stealPerRead; clock.total += 100; return clock }
+		measureSteal = func() func() float64 { return func() float64 { return c.steal } }
 		rec := &recordingTB{TB: t}
 		Retry(rec, 2, func(a *Attempt) { a.Errorf("late") })
 		if rec.skipped != c.skip || rec.failed == c.skip {
-			t.Errorf("steal %d%%: skipped %v failed %v", c.stealPerRead, rec.skipped, rec.failed)
+			t.Errorf("steal %.0f%%: skipped %v failed %v", c.steal, rec.skipped, rec.failed)
 		}
 	}
 }
