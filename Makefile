@@ -28,22 +28,25 @@ test-deploy: ## render the Helm chart and decode every object with the Kubernete
 race: ## the test suite under the race detector (needs a C compiler)
 	GOFLAGS="$(shell $(GO) env GOFLAGS) -race" $(GO) test ./...
 
-lint: ## gofmt, go vet, and a build without cgo
+lint: ## gofmt, go vet, golangci-lint (.golangci.yml; installed at the pinned version if missing), and a build without cgo
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@lint=$$($(GO) env GOPATH)/bin/golangci-lint; $$lint version 2>/dev/null | grep -q ' 2\.15\.0 ' || $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0; \
+	  $$lint run ./... && (cd deploy && $$lint run --config ../.golangci.yml ./...) && cd tools/bench && $$lint run --config ../../.golangci.yml ./...
 	CGO_ENABLED=0 $(GO) build ./...
 
 bench: build ## the benchmark harness: tokenprobe beside a floor client and k6, 100 to 10,000 streams, and the Mooncake trace replays (about 17 minutes, more when a level is measured again for CPU steal; writes docs/BENCHMARKS.md)
 	@command -v k6 >/dev/null || test -x "$$($(GO) env GOPATH)/bin/k6" || { echo "installing k6 v1.8.1 for the side-by-side figures"; $(GO) install go.k6.io/k6@v1.8.1; }
-	$(GO) build -o bin/tokenprobe-bench ./cmd/tokenprobe-bench
+	cd tools/bench && $(GO) build -o ../../bin/tokenprobe-bench ./cmd/tokenprobe-bench
 	bin/tokenprobe-bench $(BENCHFLAGS)
 
 gobench: ## Go benchmarks of the hot paths
-	$(GO) test -run '^$$' -bench . -benchmem ./probe/... ./exporter/...
+	$(GO) test -run '^$$' -bench . -benchmem ./probe/... ./sink/...
 
 fuzz: ## run each fuzz target for FUZZTIME (default 10s)
 	for t in FuzzParseChunk:./probe/openai FuzzReader:./probe/sse FuzzParse:./config \
-	         FuzzReadMooncake:./probe/workload FuzzReadSingleTurn:./probe/workload FuzzReadMultiTurn:./probe/workload FuzzResponse:./probe/h1; do \
+	         FuzzReadMooncake:./probe/workload FuzzReadSingleTurn:./probe/workload FuzzReadMultiTurn:./probe/workload FuzzResponse:./probe/h1 \
+	         FuzzWholeResponse:./probe/client; do \
 	  $(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $${FUZZTIME:-10s} "$${t#*:}" || exit 1; done
 
 soak: ## the daemon with faults and reloads for SOAK (default 10m); heap, goroutines, files and series must stay flat
@@ -71,7 +74,7 @@ manifests: rules dashboards ## copy the rules and dashboards into the Helm chart
 	cd deploy && $(GO) run ./cmd/render
 
 docs: ## regenerate docs/METRICS.md from the metric catalog
-	$(GO) test ./exporter/catalog -run Docs -update
+	$(GO) test ./catalog -run Docs -update
 
 clean:
 	rm -rf bin artifacts

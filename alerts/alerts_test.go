@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tokenprobe/tokenprobe/exporter/catalog"
+	"github.com/tokenprobe/tokenprobe/catalog"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated rule files")

@@ -21,11 +21,6 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
-
-	"github.com/tokenprobe/tokenprobe/exporter/dcgm"
-	"github.com/tokenprobe/tokenprobe/probe/tokenizer"
-	"github.com/tokenprobe/tokenprobe/probe/workload"
-	"github.com/tokenprobe/tokenprobe/scheduler"
 )
 
 // LoadFile reads and validates the file at path.
@@ -40,19 +35,36 @@ func LoadFile(path string) (*Config, error) {
 // Parse validates data as read from file (used for messages and for
 // resolving relative api_key_file paths).
 func Parse(file string, data []byte) (*Config, error) {
-	l := &locator{file: file, pos: map[string]position{}}
+	cfg, _, err := parse(file, data, false)
+	return cfg, err
+}
+
+// CheckFile validates the file at path as LoadFile does, except that a
+// secret it cannot read (an unset variable, a missing key file) is a
+// warning, not an error: a CI job can check a configuration without the
+// production secrets. serve and run still refuse such a file.
+func CheckFile(path string) (*Config, Errors, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return parse(path, data, true)
+}
+
+func parse(file string, data []byte, lenient bool) (*Config, Errors, error) {
+	l := &locator{file: file, pos: map[string]position{}, lenient: lenient}
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, Errors{{File: file, Msg: "the file is empty: it needs at least one endpoint and one profile"}}
+			return nil, nil, Errors{{File: file, Msg: "the file is empty: it needs at least one endpoint and one profile"}}
 		}
 		l.decodeError(err)
-		return nil, l.errs
+		return nil, nil, l.errs
 	}
 	var extra yaml.Node
 	if dec.Decode(&extra) == nil {
-		return nil, Errors{{File: file, Line: extra.Line, Msg: "a second YAML document; tokenprobe reads one per file"}}
+		return nil, nil, Errors{{File: file, Line: extra.Line, Msg: "a second YAML document; tokenprobe reads one per file"}}
 	}
 	doc := &root
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
@@ -64,19 +76,37 @@ func Parse(file string, data []byte) (*Config, error) {
 		l.decodeError(err)
 	}
 	if len(l.errs) > 0 {
-		return nil, l.errs
+		return nil, nil, l.errs
 	}
 	cfg.defaults()
 	cfg.validate(l, filepath.Dir(file))
 	if len(l.errs) > 0 {
-		// Validation visits maps in random order; report in file order.
-		sort.SliceStable(l.errs, func(i, j int) bool {
-			a, b := l.errs[i], l.errs[j]
-			return a.Line < b.Line || a.Line == b.Line && a.Column < b.Column
-		})
-		return nil, l.errs
+		l.errs.Sort()
+		return nil, nil, l.errs
 	}
-	return cfg, nil
+	l.warns.Sort()
+	cfg.loc = l
+	return cfg, l.warns, nil
+}
+
+// Errorf returns an error at a field path as the file writes it
+// ("profiles[0].workload.tokenizer"), located at its line and column: for
+// the checks made beyond this package (files a configuration names, the
+// GPU fields tokenprobe knows).
+func (c *Config) Errorf(path, format string, args ...any) *Error {
+	if c.loc == nil {
+		return &Error{Field: path, Msg: fmt.Sprintf(format, args...)}
+	}
+	field, pos := c.loc.at(path)
+	return &Error{File: c.loc.file, Line: pos.line, Column: pos.col, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Sort puts errors in file order (validation visits maps in random order).
+func (es Errors) Sort() {
+	sort.SliceStable(es, func(i, j int) bool {
+		a, b := es[i], es[j]
+		return a.Line < b.Line || a.Line == b.Line && a.Column < b.Column
+	})
 }
 
 // The values of an endpoint's http_client.
@@ -188,12 +218,16 @@ func (c *Config) validate(l *locator, dir string) {
 		if e.Timeout < 0 || e.ConnectTimeout < 0 {
 			l.errf(path+".timeout", "timeouts must be positive")
 		}
+		e.Headers.validate(l, path+".headers", dir, "; a bearer token takes api_key_file or api_key_env")
+		e.resolveKey(l, path, dir)
 		for k := range e.Headers {
-			if strings.EqualFold(k, "authorization") {
-				l.errf(path+".headers."+k, "an inline Authorization header would leak: use api_key_file or api_key_env")
+			if strings.EqualFold(k, "authorization") && (e.APIKeyFile != "" || e.APIKeyEnv != "") {
+				l.errf(path+".headers."+k, "give api_key_file or api_key_env, or an Authorization header, not both")
 			}
 		}
-		e.resolveKey(l, path, dir)
+		if e.TLS != nil {
+			e.TLS.validate(l, path+".tls", dir, e)
+		}
 	}
 	if o := c.OTLP; o != nil {
 		if o.Protocol != "" && o.Protocol != "http" && o.Protocol != "grpc" {
@@ -202,11 +236,7 @@ func (c *Config) validate(l *locator, dir string) {
 		if o.Interval < 0 || o.Timeout < 0 {
 			l.errf("otlp.interval", "interval and timeout must be positive")
 		}
-		for k := range o.Headers {
-			if strings.EqualFold(k, "authorization") || strings.Contains(strings.ToLower(k), "key") {
-				l.errf("otlp.headers."+k, "a credential in the file would leak: set it in OTEL_EXPORTER_OTLP_HEADERS")
-			}
-		}
+		o.Headers.validate(l, "otlp.headers", dir, ", or set it in OTEL_EXPORTER_OTLP_HEADERS")
 	}
 	if g := c.GPU; g != nil {
 		switch g.Source {
@@ -221,11 +251,6 @@ func (c *Config) validate(l *locator, dir string) {
 			}
 		default:
 			l.errf("gpu.source", "%q is not dcgm or dcgm-exporter", g.Source)
-		}
-		for i, f := range g.Fields {
-			if !knownGPUField(f) {
-				l.errf(fmt.Sprintf("gpu.fields[%d]", i), "%q is not a DCGM field tokenprobe exports", f)
-			}
 		}
 		if g.Interval < 0 {
 			l.errf("gpu.interval", "must be positive")
@@ -257,8 +282,6 @@ func (c *Config) validate(l *locator, dir string) {
 	}
 }
 
-func knownGPUField(name string) bool { _, ok := dcgm.ByName(name); return ok }
-
 func checkURL(l *locator, path, raw string) {
 	if raw == "" {
 		return
@@ -288,26 +311,96 @@ func (e *Endpoint) resolveKey(l *locator, path, dir string) {
 	case e.APIKeyFile != "" && e.APIKeyEnv != "":
 		l.errf(path+".api_key_env", "give api_key_file or api_key_env, not both")
 	case e.APIKeyFile != "":
-		f := e.APIKeyFile
-		if !filepath.IsAbs(f) {
-			f = filepath.Join(dir, f)
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			// The path is no secret; the content would be, and is never read into a message.
-			l.errf(path+".api_key_file", "cannot read %s: %v", f, errors.Unwrap(err))
-			return
-		}
-		e.APIKey = Secret(strings.TrimSpace(string(b)))
-		if e.APIKey == "" {
-			l.errf(path+".api_key_file", "%s is empty", f)
-		}
+		e.APIKey, _ = readSecretFile(l, path+".api_key_file", dir, e.APIKeyFile)
 	case e.APIKeyEnv != "":
-		v, ok := os.LookupEnv(e.APIKeyEnv)
-		if !ok || v == "" {
-			l.errf(path+".api_key_env", "environment variable %s is not set", e.APIKeyEnv)
+		e.APIKey, _ = readSecretEnv(l, path+".api_key_env", e.APIKeyEnv)
+	}
+}
+
+// readSecretFile reads a secret from file (relative to dir), trimmed of
+// surrounding white space. The path is no secret; the content is, and is
+// never read into a message.
+func readSecretFile(l *locator, path, dir, file string) (Secret, bool) {
+	f := resolve(dir, file)
+	b, err := os.ReadFile(f)
+	if err != nil {
+		l.missing(path, "cannot read %s: %v", f, errors.Unwrap(err))
+		return "", false
+	}
+	v := Secret(strings.TrimSpace(string(b)))
+	if v == "" {
+		l.missing(path, "%s is empty", f)
+		return "", false
+	}
+	return v, true
+}
+
+func readSecretEnv(l *locator, path, name string) (Secret, bool) {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		l.missing(path, "environment variable %s is not set", name)
+		return "", false
+	}
+	return Secret(v), true
+}
+
+// resolve makes a path relative to the configuration's folder absolute.
+func resolve(dir, file string) string {
+	if filepath.IsAbs(file) {
+		return file
+	}
+	return filepath.Join(dir, file)
+}
+
+// headerName is what RFC 9110 allows in a field name (a token).
+var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+// validate checks header names, refuses credentials written inline (hint
+// ends that error), and reads the values given as files or variables.
+func (hs Headers) validate(l *locator, path, dir, hint string) {
+	for k, h := range hs {
+		p := path + "." + k
+		switch {
+		case !headerName.MatchString(k):
+			l.errf(p, "%q is not a valid header name", k)
+		case !h.IsSecret() && IsCredentialHeader(k):
+			l.errf(p, "%s carries a credential, which is never written in the file: read it from a file or an environment variable, as {file: /run/secrets/NAME} or {env: VARIABLE}%s", k, hint)
+		case !h.IsSecret() && strings.ContainsAny(h.Inline, "\r\n\x00"):
+			l.errf(p, "a header value cannot hold a line break or a NUL")
+		case h.File != "":
+			h.Secret, _ = readSecretFile(l, p+".file", dir, h.File)
+		case h.Env != "":
+			h.Secret, _ = readSecretEnv(l, p+".env", h.Env)
 		}
-		e.APIKey = Secret(v)
+		hs[k] = h
+	}
+}
+
+func (t *TLS) validate(l *locator, path, dir string, e *Endpoint) {
+	https := strings.HasPrefix(e.BaseURL, "https://")
+	for _, u := range e.BaseURLs {
+		https = https || strings.HasPrefix(u, "https://")
+	}
+	if !https {
+		l.errf(path, "tls applies to https base URLs; this endpoint has none")
+		return
+	}
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		l.errf(path, "give cert_file and key_file together (a client certificate and its key)")
+		return
+	}
+	if t.CAFile != "" {
+		t.caPath = resolve(dir, t.CAFile)
+	}
+	if t.CertFile != "" {
+		t.certPath, t.keyPath = resolve(dir, t.CertFile), resolve(dir, t.KeyFile)
+	}
+	if _, err := t.Config(); err != nil {
+		field := ".ca_file"
+		if ce := (*certError)(nil); errors.As(err, &ce) {
+			field = ".cert_file"
+		}
+		l.errf(path+field, "%v", err)
 	}
 }
 
@@ -342,7 +435,7 @@ func (s *Schedule) validate(l *locator, path string) {
 		l.errf(path+".jitter", "must be at least 0 and less than every")
 	}
 	if s.Window != "" || s.Timezone != "" {
-		if _, err := scheduler.ParseWindow(s.Window, s.Timezone); err != nil {
+		if _, err := ParseWindow(s.Window, s.Timezone); err != nil {
 			l.errf(path+".window", "%v", err)
 		}
 	}
@@ -398,59 +491,51 @@ func (ld *Load) validate(l *locator, path string, trace bool) {
 	}
 }
 
-func (ld *Stage) validate(l *locator, path string) {
+func (st *Stage) validate(l *locator, path string) {
 	switch {
-	case ld.Concurrency < 0:
+	case st.Concurrency < 0:
 		l.errf(path+".concurrency", "must be positive")
-	case ld.Rate < 0:
+	case st.Rate < 0:
 		l.errf(path+".rate", "must be positive")
-	case ld.Concurrency > 0 && ld.Rate > 0:
+	case st.Concurrency > 0 && st.Rate > 0:
 		l.errf(path+".rate", "give concurrency (closed loop) or rate (open loop), not both; cap an open loop with max_concurrency")
 	}
-	if ld.Rate == 0 && (ld.Arrival != "" || ld.MaxConcurrency != 0) {
+	if st.Rate == 0 && (st.Arrival != "" || st.MaxConcurrency != 0) {
 		l.errf(path+".arrival", "arrival and max_concurrency apply to an open loop (rate)")
 	}
-	if ld.Rate > 0 && ld.Arrival != "constant" && ld.Arrival != "poisson" && ld.Arrival != "gamma" {
-		l.errf(path+".arrival", "%q is not constant, poisson or gamma", ld.Arrival)
+	if st.Rate > 0 && st.Arrival != "constant" && st.Arrival != "poisson" && st.Arrival != "gamma" {
+		l.errf(path+".arrival", "%q is not constant, poisson or gamma", st.Arrival)
 	}
 	switch {
-	case ld.Arrival == "gamma" && ld.Smoothness <= 0:
+	case st.Arrival == "gamma" && st.Smoothness <= 0:
 		l.errf(path+".smoothness", "gamma arrivals need a positive smoothness (1 is Poisson, below 1 burstier)")
-	case ld.Arrival != "gamma" && ld.Smoothness != 0:
+	case st.Arrival != "gamma" && st.Smoothness != 0:
 		l.errf(path+".smoothness", "smoothness applies to gamma arrivals only")
 	}
-	if ld.MaxConcurrency < 0 {
+	if st.MaxConcurrency < 0 {
 		l.errf(path+".max_concurrency", "must not be negative")
 	}
-	if ld.Duration < 0 {
+	if st.Duration < 0 {
 		l.errf(path+".duration", "must be positive")
 	}
-	if ld.Requests < 0 {
+	if st.Requests < 0 {
 		l.errf(path+".requests", "must not be negative")
 	}
 	switch {
-	case ld.RampTo < 0:
+	case st.RampTo < 0:
 		l.errf(path+".ramp_to", "must be positive")
-	case ld.RampTo > 0 && ld.Duration <= 0:
+	case st.RampTo > 0 && st.Duration <= 0:
 		l.errf(path+".ramp_to", "a ramp needs a duration to ramp over")
-	case ld.RampTo > 0 && ld.Rate == 0 && ld.RampTo != math.Trunc(ld.RampTo):
-		l.errf(path+".ramp_to", "a concurrency ramp ends at a whole number of requests in flight, not %g", ld.RampTo)
+	case st.RampTo > 0 && st.Rate == 0 && st.RampTo != math.Trunc(st.RampTo):
+		l.errf(path+".ramp_to", "a concurrency ramp ends at a whole number of requests in flight, not %g", st.RampTo)
 	}
 }
 
 func (w *Workload) validate(l *locator, path, dir string) {
 	if w.Tokenizer != "" {
-		w.TokenizerPath = w.Tokenizer
-		if !filepath.IsAbs(w.TokenizerPath) {
-			w.TokenizerPath = filepath.Join(dir, w.TokenizerPath)
-		}
-		switch {
-		case w.Trace != nil || w.Dataset != nil:
+		w.TokenizerPath = resolve(dir, w.Tokenizer)
+		if w.Trace != nil || w.Dataset != nil {
 			l.errf(path+".tokenizer", "a tokenizer sizes synthetic prompts; a trace or dataset brings its own")
-		default:
-			if _, err := tokenizer.Shared(w.TokenizerPath); err != nil {
-				l.errf(path+".tokenizer", "%v", err)
-			}
 		}
 	}
 	if d := w.Dataset; d != nil {
@@ -464,17 +549,7 @@ func (w *Workload) validate(l *locator, path, dir string) {
 		case d.Sampling != "" && d.Sampling != "sequential" && d.Sampling != "random":
 			l.errf(path+".dataset.sampling", "%q is not sequential or random", d.Sampling)
 		default:
-			d.Path = d.File
-			if !filepath.IsAbs(d.Path) {
-				d.Path = filepath.Join(dir, d.Path)
-			}
-			read := func(p string) error { _, err := workload.ReadSingleTurn(p); return err }
-			if d.Format == "multi_turn" {
-				read = func(p string) error { _, err := workload.ReadMultiTurn(p); return err }
-			}
-			if err := read(d.Path); err != nil {
-				l.errf(path+".dataset.file", "%v", err)
-			}
+			d.Path = resolve(dir, d.File)
 		}
 	}
 	if c := w.Cancel; c.Fraction < 0 || c.Fraction > 1 {
@@ -491,13 +566,7 @@ func (w *Workload) validate(l *locator, path, dir string) {
 		case t.Speedup < 0 || t.From < 0 || t.To < 0 || t.To > 0 && t.To <= t.From:
 			l.errf(path+".trace", "speedup, from and to must be positive, and to after from")
 		default:
-			t.Path = t.File
-			if !filepath.IsAbs(t.Path) {
-				t.Path = filepath.Join(dir, t.Path)
-			}
-			if _, err := workload.ReadMooncake(t.Path); err != nil {
-				l.errf(path+".trace.file", "%v", err)
-			}
+			t.Path = resolve(dir, t.File)
 		}
 	}
 	for name, t := range map[string]Tokens{"input_tokens": w.InputTokens, "output_tokens": w.OutputTokens} {

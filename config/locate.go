@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -20,6 +21,11 @@ type locator struct {
 	file string
 	pos  map[string]position
 	errs Errors
+	// lenient makes a secret that cannot be read (an unset variable, a
+	// missing key file) a warning instead of an error: `tokenprobe check`
+	// runs where the production secrets are not.
+	lenient bool
+	warns   Errors
 }
 
 // walk records the position of every path under n and reports keys that
@@ -174,13 +180,24 @@ func (l *locator) errf(path, format string, args ...any) {
 	l.errs = append(l.errs, &Error{File: l.file, Line: pos.line, Column: pos.col, Field: field, Msg: fmt.Sprintf(format, args...)})
 }
 
+// missing records a secret that cannot be read at path: an error, or in
+// lenient mode a warning.
+func (l *locator) missing(path, format string, args ...any) {
+	if !l.lenient {
+		l.errf(path, format, args...)
+		return
+	}
+	field, pos := l.at(path)
+	l.warns = append(l.warns, &Error{File: l.file, Line: pos.line, Column: pos.col, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
 var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 
 // decodeError turns a yaml.v3 error into located Errors, naming the field
 // written on that line where there is one.
 func (l *locator) decodeError(err error) {
 	var msgs []string
-	if te, ok := err.(*yaml.TypeError); ok {
+	if te := (*yaml.TypeError)(nil); errors.As(err, &te) {
 		msgs = te.Errors
 	} else {
 		msgs = []string{err.Error()}

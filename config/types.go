@@ -1,7 +1,11 @@
 package config
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -42,10 +46,115 @@ func (s Secret) MarshalYAML() (any, error)       { return redacted, nil }
 func (s Secret) MarshalJSON() ([]byte, error)    { return []byte(`"` + redacted + `"`), nil }
 func (s Secret) MarshalText() ([]byte, error)    { return []byte(redacted), nil }
 func (s Secret) Reveal() string                  { return string(s) }
-func (s Secret) Format(f fmt.State, verb rune)   { _, _ = f.Write([]byte(redacted)) }
+func (s Secret) Format(f fmt.State, _ rune)      { _, _ = f.Write([]byte(redacted)) }
 func (s *Secret) UnmarshalYAML(*yaml.Node) error { return errInlineSecret }
 
 var errInlineSecret = fmt.Errorf("secrets are never written inline: use api_key_file or api_key_env")
+
+// HeaderValue is a header's value: written inline (`X-Tenant: acme`), or
+// read at load time from a file or an environment variable
+// (`Api-Key: {file: /run/secrets/azure-key}`, `Cookie: {env: GW_COOKIE}`).
+// A value read from a file or a variable is a secret: it never prints, and
+// is redacted from whatever a server sends back.
+type HeaderValue struct {
+	Inline string
+	File   string
+	Env    string
+	// Secret is the value read from File or Env.
+	Secret Secret
+}
+
+func (h *HeaderValue) UnmarshalYAML(n *yaml.Node) error {
+	fail := func(format string, args ...any) error {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: ", n.Line) + fmt.Sprintf(format, args...)}}
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		h.Inline = n.Value
+		return nil
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if v.Kind != yaml.ScalarNode {
+				return fail("a header's %s is a path or a variable name", k.Value)
+			}
+			switch k.Value {
+			case "file":
+				h.File = v.Value
+			case "env":
+				h.Env = v.Value
+			default:
+				return fail("unknown field %q in a header's value: give file or env", k.Value)
+			}
+		}
+		if (h.File == "") == (h.Env == "") {
+			return fail("a header's value is a string, {file: PATH} or {env: VARIABLE}")
+		}
+		return nil
+	}
+	return fail("a header's value is a string, {file: PATH} or {env: VARIABLE}")
+}
+
+// MarshalYAML writes where the value comes from, never a secret value.
+func (h HeaderValue) MarshalYAML() (any, error) {
+	switch {
+	case h.File != "":
+		return map[string]string{"file": h.File}, nil
+	case h.Env != "":
+		return map[string]string{"env": h.Env}, nil
+	}
+	return h.Inline, nil
+}
+
+// IsSecret reports whether the value is read from a file or a variable.
+func (h HeaderValue) IsSecret() bool { return h.File != "" || h.Env != "" }
+
+// Value is the value to send.
+func (h HeaderValue) Value() string {
+	if h.IsSecret() {
+		return h.Secret.Reveal()
+	}
+	return h.Inline
+}
+
+// Headers are request headers by name.
+type Headers map[string]HeaderValue
+
+// Secrets lists the values read from files or variables.
+func (hs Headers) Secrets() []string {
+	var out []string
+	for _, h := range hs {
+		if h.IsSecret() {
+			out = append(out, h.Secret.Reveal())
+		}
+	}
+	return out
+}
+
+// CredentialHeaders are the header names that always carry a credential;
+// any name containing one of CredentialWords does too. Such headers take
+// their value from a file or a variable, never inline.
+var (
+	CredentialHeaders = []string{"authorization", "proxy-authorization", "api-key", "x-api-key", "cookie"}
+	CredentialWords   = []string{"key", "token", "secret", "auth"}
+)
+
+// IsCredentialHeader reports whether a header's name says it carries a
+// credential (case-insensitive).
+func IsCredentialHeader(name string) bool {
+	n := strings.ToLower(name)
+	for _, h := range CredentialHeaders {
+		if n == h {
+			return true
+		}
+	}
+	for _, w := range CredentialWords {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
 
 // Config is a whole configuration file.
 type Config struct {
@@ -57,6 +166,9 @@ type Config struct {
 	// GPU puts DCGM GPU series beside the probe's and GPU figures into run
 	// reports. Absent GPUs are normal: the source reports itself down.
 	GPU *GPU `yaml:"gpu"`
+
+	// loc knows where each field was written, for Errorf.
+	loc *locator
 }
 
 // GPU is where GPU figures come from.
@@ -74,14 +186,15 @@ type GPU struct {
 
 // OTLP is where metrics are pushed. Empty fields fall back to the
 // standard OTEL_EXPORTER_OTLP_* variables; headers that hold credentials
-// belong in OTEL_EXPORTER_OTLP_HEADERS, not in this file.
+// are read from a file or a variable (or set in OTEL_EXPORTER_OTLP_HEADERS),
+// never written in this file.
 type OTLP struct {
-	Protocol string            `yaml:"protocol"`
-	Endpoint string            `yaml:"endpoint"`
-	Insecure bool              `yaml:"insecure"`
-	Headers  map[string]string `yaml:"headers"`
-	Interval Duration          `yaml:"interval"`
-	Timeout  Duration          `yaml:"timeout"`
+	Protocol string   `yaml:"protocol"`
+	Endpoint string   `yaml:"endpoint"`
+	Insecure bool     `yaml:"insecure"`
+	Headers  Headers  `yaml:"headers"`
+	Interval Duration `yaml:"interval"`
+	Timeout  Duration `yaml:"timeout"`
 }
 
 // Endpoint is one OpenAI-compatible server, real or simulated.
@@ -98,8 +211,9 @@ type Endpoint struct {
 	// API is "chat" (default) or "completions".
 	API   string `yaml:"api"`
 	Model string `yaml:"model"`
-	// Headers are sent with every request.
-	Headers map[string]string `yaml:"headers"`
+	// Headers are sent with every request; their values are inline or read
+	// from a file or a variable.
+	Headers Headers `yaml:"headers"`
 	// APIKeyFile and APIKeyEnv name where the bearer token is read from.
 	APIKeyFile string `yaml:"api_key_file"`
 	APIKeyEnv  string `yaml:"api_key_env"`
@@ -114,9 +228,91 @@ type Endpoint struct {
 	IncludeUsage *bool `yaml:"include_usage"`
 	// ExtraBody is merged into every request body (temperature, ignore_eos).
 	ExtraBody map[string]any `yaml:"extra_body"`
+	// TLS configures HTTPS: a private CA, a client certificate.
+	TLS *TLS `yaml:"tls"`
 
 	// APIKey is resolved from APIKeyFile or APIKeyEnv at load time.
 	APIKey Secret `yaml:"-"`
+}
+
+// TLS is how an endpoint's HTTPS is checked and answered. Paths are
+// relative to the configuration file.
+type TLS struct {
+	// CAFile is a PEM bundle of the CAs to trust, in place of the system's.
+	CAFile string `yaml:"ca_file"`
+	// CertFile and KeyFile are a client certificate and its key (mutual TLS).
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// ServerName is the name the server's certificate must carry, when it
+	// is not the URL's host (and the SNI sent).
+	ServerName string `yaml:"server_name"`
+	// InsecureSkipVerify accepts any certificate. For tests only: it is
+	// logged as a warning when the endpoint is opened.
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
+
+	caPath, certPath, keyPath string
+}
+
+// Config builds the crypto/tls configuration, reading the files.
+func (t *TLS) Config() (*tls.Config, error) {
+	c := &tls.Config{ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify} //nolint:gosec // the user's explicit choice, warned about
+	if t.caPath != "" {
+		pem, err := os.ReadFile(t.caPath)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read %s: %w", t.caPath, errors.Unwrap(err))
+		}
+		c.RootCAs = x509.NewCertPool()
+		if !c.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s holds no PEM certificate", t.caPath)
+		}
+	}
+	if t.certPath != "" {
+		cert, err := tls.LoadX509KeyPair(t.certPath, t.keyPath)
+		if err != nil {
+			// The error names files and PEM blocks, never key material.
+			return nil, &certError{err}
+		}
+		c.Certificates = []tls.Certificate{cert}
+	}
+	return c, nil
+}
+
+// Material is the content of the files the block names, for telling a
+// rotated certificate from the one in use (a reload reopens an endpoint
+// whose material changed). A file that cannot be read counts as empty.
+func (t *TLS) Material() []string {
+	var out []string
+	for _, p := range []string{t.caPath, t.certPath, t.keyPath} {
+		b, _ := os.ReadFile(p)
+		out = append(out, string(b))
+	}
+	return out
+}
+
+// certError is a client certificate or key that cannot be loaded.
+type certError struct{ err error }
+
+func (e *certError) Error() string { return "client certificate: " + e.err.Error() }
+func (e *certError) Unwrap() error { return e.err }
+
+// Secrets lists what the endpoint sends that must never be shown: its API
+// key and the header values read from files or variables.
+func (e *Endpoint) Secrets() []string {
+	return append(e.Headers.Secrets(), e.APIKey.Reveal())
+}
+
+// Secrets lists every secret of the configuration.
+func (c *Config) Secrets() []string {
+	var out []string
+	for _, e := range c.Endpoints {
+		if e != nil {
+			out = append(out, e.Secrets()...)
+		}
+	}
+	if c.OTLP != nil {
+		out = append(out, c.OTLP.Headers.Secrets()...)
+	}
+	return out
 }
 
 // Simulator configures the built-in simulated server (see sim.Config).

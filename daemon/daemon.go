@@ -21,15 +21,17 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/tokenprobe/tokenprobe/config"
-	"github.com/tokenprobe/tokenprobe/exporter"
-	"github.com/tokenprobe/tokenprobe/exporter/dcgm"
-	"github.com/tokenprobe/tokenprobe/exporter/otlp"
-	"github.com/tokenprobe/tokenprobe/exporter/prom"
+	"github.com/tokenprobe/tokenprobe/gpu"
+	"github.com/tokenprobe/tokenprobe/internal/redact"
 	"github.com/tokenprobe/tokenprobe/probe"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
+	"github.com/tokenprobe/tokenprobe/runner"
 	"github.com/tokenprobe/tokenprobe/scheduler"
-	"github.com/tokenprobe/tokenprobe/targets"
+	"github.com/tokenprobe/tokenprobe/setup"
+	"github.com/tokenprobe/tokenprobe/sink"
+	"github.com/tokenprobe/tokenprobe/sink/otlp"
+	"github.com/tokenprobe/tokenprobe/sink/prom"
 )
 
 // Options configure a Daemon.
@@ -56,12 +58,15 @@ type Daemon struct {
 	sched   *scheduler.Scheduler
 	history *History
 	otlp    *otlp.Exporter
-	queue   *exporter.Queue
+	queue   *sink.Queue
 	// gpu is the GPU source (nil without a gpu block); gpuC exports it.
-	gpu         dcgm.Source
-	gpuC        *dcgm.Collector
+	gpu         gpu.Source
+	gpuC        *gpu.Collector
 	gpuInterval time.Duration
 	ready       atomic.Bool
+	// secrets are every secret of every configuration loaded, taken out
+	// of log lines, run records and request errors.
+	secrets *redact.Set
 
 	// mu serialises (re)loads and guards what they change.
 	mu         sync.Mutex
@@ -78,12 +83,12 @@ type job struct {
 	key, identity string
 	profile       *config.Profile
 	endpoint      string
-	target        *targets.Target
+	target        *setup.Target
 }
 
 type target struct {
 	identity string
-	t        *targets.Target
+	t        *setup.Target
 }
 
 // New loads the configuration and starts scheduling. An invalid file is an
@@ -105,27 +110,30 @@ func New(o Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{o: o, log: o.Logger, prom: p, history: NewHistory(o.History, 20), jobs: map[string]*job{}, targets: map[string]*target{}}
+	secrets := redact.New(otlp.EnvHeaderValues()...)
+	d := &Daemon{o: o, log: slog.New(redact.Handler(o.Logger.Handler(), secrets)), secrets: secrets, prom: p,
+		history: NewHistory(o.History, 20), jobs: map[string]*job{}, targets: map[string]*target{}}
 	d.sched = scheduler.New(o.Clock, o.MaxConcurrentRuns, d.hooks())
 	// The OTLP block must be known before the first job starts: runs read
 	// the queue without a lock.
-	first, err := config.LoadFile(o.ConfigFile)
+	first, err := setup.LoadFile(o.ConfigFile)
 	if err != nil {
 		p.ConfigReloaded(false)
 		return nil, err
 	}
 	if first.OTLP != nil || otlp.EnvEnabled() {
-		exp, err := otlp.New(context.Background(), otlp.FromConfig(first.OTLP, o.Version))
+		otlp.LogErrors(d.log)
+		exp, err := otlp.New(context.Background(), setup.OTLP(first.OTLP, o.Version))
 		if err != nil {
 			return nil, fmt.Errorf("otlp: %w", err)
 		}
 		d.otlp = exp
-		d.queue = exporter.NewQueue(exp, 1<<16, p.DroppedCounter("otlp"))
+		d.queue = sink.NewQueue(exp, 1<<16, p.DroppedCounter("otlp"))
 	}
 	if g := first.GPU; g != nil {
-		var fields []dcgm.Field
-		d.gpu, fields = targets.OpenGPU(g)
-		d.gpuC, d.gpuInterval = dcgm.NewCollector(d.gpu, fields, o.Logger), g.Interval.D()
+		var fields []gpu.Field
+		d.gpu, fields = setup.OpenGPU(g)
+		d.gpuC, d.gpuInterval = gpu.NewCollector(d.gpu, fields, d.log), g.Interval.D()
 		if err := o.Registerer.Register(d.gpuC); err != nil {
 			return nil, err
 		}
@@ -167,9 +175,11 @@ func (d *Daemon) Reload() error {
 	data, err := os.ReadFile(d.o.ConfigFile)
 	var cfg *config.Config
 	if err == nil {
-		cfg, err = config.Parse(d.o.ConfigFile, data)
+		cfg, err = setup.Parse(d.o.ConfigFile, data)
 	}
 	if err == nil {
+		// Before any target opens: its client redacts with this set.
+		d.secrets.Add(cfg.Secrets()...)
 		err = d.apply(cfg)
 	}
 	d.prom.ConfigReloaded(err == nil)
@@ -193,11 +203,16 @@ func sameOTLP(a, b *config.OTLP) bool {
 }
 
 // identity is what makes two versions of a thing the same for a reload:
-// its YAML, and the key it resolved (which never marshals).
-func identity(v any, secret config.Secret) string {
+// its YAML, and what it read from files and variables (secrets, TLS
+// certificates), which never marshals.
+func identity(v any, secrets ...string) string {
 	b, _ := yaml.Marshal(v)
-	sum := sha256.Sum256([]byte(secret.Reveal()))
-	return string(b) + fmt.Sprintf("%x", sum[:8])
+	h := sha256.New()
+	for _, s := range secrets {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return string(b) + fmt.Sprintf("%x", h.Sum(nil)[:8])
 }
 
 // apply moves from the running configuration to cfg by difference:
@@ -205,14 +220,18 @@ func identity(v any, secret config.Secret) string {
 // stop and lose their series, new ones start. Callers hold d.mu.
 func (d *Daemon) apply(cfg *config.Config) error {
 	newTargets := map[string]*target{}
-	var opened []*targets.Target
+	var opened []*setup.Target
 	for _, e := range cfg.Endpoints {
-		id := identity(e, e.APIKey)
+		material := e.Secrets()
+		if e.TLS != nil {
+			material = append(material, e.TLS.Material()...) // a rotated certificate reopens the endpoint
+		}
+		id := identity(e, material...)
 		if old := d.targets[e.Name]; old != nil && old.identity == id {
 			newTargets[e.Name] = old
 			continue
 		}
-		t, err := targets.OpenEndpoint(e)
+		t, err := setup.OpenEndpoint(e, d.secrets)
 		if err != nil {
 			for _, o := range opened {
 				_ = o.Close()
@@ -221,10 +240,13 @@ func (d *Daemon) apply(cfg *config.Config) error {
 		}
 		opened = append(opened, t)
 		newTargets[e.Name] = &target{identity: id, t: t}
+		if e.TLS != nil && e.TLS.InsecureSkipVerify {
+			d.log.Warn("tls.insecure_skip_verify is set: the endpoint's certificate is not checked, so anyone in between can read its API key", "endpoint", e.Name)
+		}
 	}
 	newJobs := map[string]*job{}
 	for _, p := range cfg.Profiles {
-		pid := identity(p, "")
+		pid := identity(p)
 		for _, name := range p.Endpoints {
 			tg := newTargets[name]
 			j := &job{key: p.Name + "/" + name, identity: pid + tg.identity, profile: p, endpoint: name, target: tg.t}
@@ -275,7 +297,8 @@ func (d *Daemon) schedulerJob(j *job) scheduler.Job {
 		RequestsPerHour: s.Budget.RequestsPerHour, TokensPerHour: s.Budget.TokensPerHour,
 	}
 	if s.Window != "" {
-		spec.Window, _ = scheduler.ParseWindow(s.Window, s.Timezone) // validated at load
+		w, _ := config.ParseWindow(s.Window, s.Timezone) // validated at load
+		spec.Window = &scheduler.Window{Start: w.Start, End: w.End, Loc: w.Loc}
 	}
 	return scheduler.Job{Key: j.key, Endpoint: j.endpoint, Spec: spec, Run: func(ctx context.Context, manual bool) scheduler.Usage {
 		return d.execute(ctx, j, manual)
@@ -289,63 +312,50 @@ func (d *Daemon) execute(ctx context.Context, j *job, manual bool) scheduler.Usa
 		trigger = "manual"
 	}
 	rec := d.history.start(j.profile.Name, j.endpoint, trigger)
-	log := slog.New(&runLog{next: d.log.Handler(), h: d.history, r: rec}).With("profile", j.profile.Name, "endpoint", j.endpoint, "run", rec.ID)
+	log := slog.New(redact.Handler(&runLog{next: d.log.Handler(), h: d.history, r: rec}, d.secrets)).With("profile", j.profile.Name, "endpoint", j.endpoint, "run", rec.ID)
 	sinks := []probe.Sink{d.prom, &failureLog{log: log, limit: 10}}
 	if d.queue != nil {
 		sinks = append(sinks, d.queue)
 	}
-	run, err := probe.NewRun(j.profile, j.target.Endpoint, j.target.Client, sinks...)
+	run, err := setup.NewRun(j.profile, j.target.Endpoint, j.target.Client, sinks...)
 	if err != nil {
 		log.Error("run not started", "err", err)
-		d.history.finish(rec, nil, ResultError, err)
+		d.history.finish(rec, nil, ResultError, d.secrets.Error(err))
 		return scheduler.Usage{}
 	}
 	if j.profile.Shard.Split && d.o.ShardCount > 1 {
 		run.Plan = run.Plan.Split(d.o.ShardIndex, d.o.ShardCount)
 	}
 	log.Info("run started", "trigger", trigger, "load", run.Plan.String())
-	d.prom.RunStarted(run)
-	if d.otlp != nil {
-		d.otlp.RunStarted(run)
-	}
-	var gpu *dcgm.Sampler
-	if d.gpu != nil {
-		gpu = dcgm.Start(d.gpu, d.gpuInterval)
-	}
-	s, err := run.Execute(ctx)
-	if gpu != nil {
-		g := gpu.Stop(s.OutputTokens)
-		s.GPU = &g
-	}
-	d.prom.RunFinished(run, s, err)
-	if d.otlp != nil {
-		d.otlp.RunFinished(run)
-	}
-	res := ResultPassed
-	switch {
-	case errors.Is(err, context.Canceled):
-		res = ResultCancelled
-	case err != nil:
-		res = ResultError
-	case !s.Passed:
-		res = ResultFailed
-	}
-	log.Info("run finished", "result", res, "requests", s.Requests, "errors", s.Errors,
+	f := runner.Execute(ctx, run, runner.Options{GPU: d.gpu, GPUInterval: d.gpuInterval})
+	s := f.Summary
+	log.Info("run finished", "result", f.Verdict, "requests", s.Requests, "errors", s.Errors,
 		"goodput", fmt.Sprintf("%.3f/s", s.Goodput), "slo_attainment", fmt.Sprintf("%.1f%%", 100*s.Attainment),
 		"ttft_p50_ms", fmt.Sprintf("%.1f", s.TTFT.P50), "itl_p50_ms", fmt.Sprintf("%.2f", s.ITL.P50))
-	d.history.finish(rec, &s, res, err)
+	d.history.finish(rec, s, string(f.Verdict), d.secrets.Error(f.Err))
 	return scheduler.Usage{Requests: s.Requests, Tokens: s.InputTokens + s.OutputTokens}
 }
 
-// failureLog writes the first few failed requests of a run to its log, so
-// the run's page says what went wrong without a log line per request.
+// failureLog writes the first few failed requests of a run, and the first
+// few server anomalies, to its log, so the run's page says what went wrong
+// without a log line per request.
 type failureLog struct {
-	log   *slog.Logger
-	limit int
-	n     int
+	log          *slog.Logger
+	limit        int
+	n, anomalies int
 }
 
 func (f *failureLog) Observe(r *result.Request, _ slo.Verdict) {
+	if r.Anomaly != result.AnomalyNone {
+		f.anomalies++
+		switch {
+		case f.anomalies <= f.limit:
+			f.log.Warn("server anomaly", "request", r.ID, "anomaly", r.Anomaly.String(), "outcome", r.Outcome.String(),
+				"detail", "the response body did not end within 100ms of the stream's end; the connection was closed, the request's measurements stand")
+		case f.anomalies == f.limit+1:
+			f.log.Warn("further server anomalies of this run are counted, not logged")
+		}
+	}
 	if r.Outcome != result.Error {
 		return
 	}
@@ -386,29 +396,51 @@ func (d *Daemon) RunNow(profile, endpoint string) ([]string, error) {
 }
 
 // Watch reloads the configuration when the file's checksum changes,
-// checking every interval until ctx ends. A file refused once is not
-// tried again until it changes.
+// checking every interval until ctx ends. A change is applied only once
+// the file reads the same at two checks in a row, so that a file caught
+// mid-write (still valid YAML, cut at a line) is never applied. A file
+// refused once is not tried again until it changes.
 func (d *Daemon) Watch(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var w watch
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		data, err := os.ReadFile(d.o.ConfigFile)
-		if err != nil {
-			continue
-		}
-		sum := sha256.Sum256(data)
-		d.mu.Lock()
-		stale := sum != d.loaded && sum != d.failed
-		d.mu.Unlock()
-		if stale {
-			d.log.Info("configuration file changed; reloading", "file", d.o.ConfigFile)
-			_ = d.Reload()
-		}
+		d.check(&w)
+	}
+}
+
+// watch is what the file watcher remembers between checks.
+type watch struct {
+	pending [32]byte // the checksum of a change seen once, not yet applied
+	seen    bool     // pending is set
+}
+
+// check is one check of the file watcher.
+func (d *Daemon) check(w *watch) {
+	data, err := os.ReadFile(d.o.ConfigFile)
+	if err != nil {
+		return
+	}
+	sum := sha256.Sum256(data)
+	d.mu.Lock()
+	stale := sum != d.loaded && sum != d.failed
+	d.mu.Unlock()
+	switch {
+	case !stale:
+		w.seen = false
+	case !w.seen || w.pending != sum:
+		// Changed since the last check: it may still be being written.
+		w.pending, w.seen = sum, true
+		d.log.Debug("configuration file changed; applying it once it reads the same at the next check", "file", d.o.ConfigFile)
+	default:
+		w.seen = false
+		d.log.Info("configuration file changed; reloading", "file", d.o.ConfigFile)
+		_ = d.Reload()
 	}
 }
 

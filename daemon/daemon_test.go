@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
+
+	"github.com/tokenprobe/tokenprobe/config"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -208,6 +210,55 @@ func TestWatchReloadsOnChange(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	writeFile(t, path, endpoints+"profiles:\n"+profile("b", "{concurrency: 1, requests: 1}"))
 	eventually(t, "profile b", func() bool { j := d.Jobs(); return len(j) == 1 && j[0].Profile == "b" })
+}
+
+// A file caught mid-write, still valid YAML, is not applied: the watcher
+// applies a change only once the file reads the same at two checks in a
+// row. Here a writer truncates six profiles to three between two checks
+// and completes the file before the third.
+func TestWatchWaitsForTheFileToSettle(t *testing.T) {
+	full := endpoints + "profiles:\n"
+	for _, name := range []string{"a", "b", "c", "d", "e", "f"} {
+		full += profile(name, "{concurrency: 1, requests: 1}")
+	}
+	d, path, _ := start(t, full)
+	var w watch
+	names := func() string {
+		var out []string
+		for _, j := range d.Jobs() {
+			out = append(out, j.Profile)
+		}
+		return strings.Join(out, ",")
+	}
+	half := full[:strings.Index(full, "  - name: d")]
+	if _, err := config.Parse(path, []byte(half)); err != nil {
+		t.Fatalf("the half-written file must be valid for this test: %v", err)
+	}
+	writeFile(t, path, half)
+	d.check(&w) // the change is seen, not applied
+	if got := names(); got != "a,b,c,d,e,f" {
+		t.Fatalf("a half-written file was applied: %s", got)
+	}
+	edited := strings.Replace(full, "every: 1h", "every: 2h", 1)
+	writeFile(t, path, edited)
+	d.check(&w) // changed again: still being written
+	if got := names(); got != "a,b,c,d,e,f" {
+		t.Fatalf("jobs %s", got)
+	}
+	d.check(&w) // the same twice: applied
+	d.mu.Lock()
+	every := d.cfg.Profile("a").Schedule.Every.D()
+	d.mu.Unlock()
+	if every != 2*time.Hour || names() != "a,b,c,d,e,f" {
+		t.Fatalf("the settled file was not applied: %s, every %v", names(), every)
+	}
+	// A truncated file that stays truncated is what the writer meant.
+	writeFile(t, path, half)
+	d.check(&w)
+	d.check(&w)
+	if got := names(); got != "a,b,c" {
+		t.Fatalf("a settled file was not applied: %s", got)
+	}
 }
 
 // A GPU source that cannot start (no DCGM here) leaves the daemon probing,

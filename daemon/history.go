@@ -7,16 +7,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tokenprobe/tokenprobe/probe"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 )
 
 // Run results as the status page and the API show them.
 const (
 	ResultRunning   = "running"
-	ResultPassed    = "passed"
-	ResultFailed    = "failed"
-	ResultError     = "error"
-	ResultCancelled = "cancelled"
+	ResultPassed    = string(probe.Passed)
+	ResultFailed    = string(probe.Failed)
+	ResultError     = string(probe.Errored)
+	ResultCancelled = string(probe.Cancelled)
 )
 
 // RunRecord is one run kept for the status page and /api/v1/runs.

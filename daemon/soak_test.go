@@ -10,12 +10,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/tokenprobe/tokenprobe/internal/syncbuf"
 )
 
 var soakFor = flag.Duration("soak.duration", 25*time.Second, "how long TestSoak runs (make soak sets minutes)")
@@ -73,7 +74,7 @@ func TestSoak(t *testing.T) {
 		t.Skip("soak")
 	}
 	t.Setenv("TOKENPROBE_SOAK_KEY", soakKey)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	path := filepath.Join(t.TempDir(), "tokenprobe.yaml")
 	writeFile(t, path, soakConfig(2))
 	reg := prometheus.NewRegistry()
@@ -167,21 +168,4 @@ func sumWhere(t *testing.T, reg *prometheus.Registry, name, profile string) floa
 		}
 	}
 	return total
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -90,7 +90,7 @@ func Dashboards() (map[string]dashboard.Dashboard, error) {
 	builders := map[string]*dashboard.DashboardBuilder{
 		"tokenprobe-slo.json":    slo(),
 		"tokenprobe-cliff.json":  cliff(),
-		"tokenprobe-gpu.json":    gpu(),
+		"tokenprobe-gpu.json":    gpuDashboard(),
 		"tokenprobe-health.json": health(),
 	}
 	out := map[string]dashboard.Dashboard{}
@@ -166,7 +166,7 @@ func cliff() *dashboard.DashboardBuilder {
 	return b
 }
 
-func gpu() *dashboard.DashboardBuilder {
+func gpuDashboard() *dashboard.DashboardBuilder {
 	b := base("tokenprobe-gpu", "tokenprobe / GPU", "DCGM GPU series (from tokenprobe or dcgm-exporter) aligned with TTFT and goodput.")
 	g := func(title, metric, unit string) *timeseries.PanelBuilder {
 		return ts(title, fmt.Sprintf("%s per GPU (DCGM series %s, dcgm-exporter names).", title, metric), unit, q(metric, "{{Hostname}} GPU {{gpu}}"))

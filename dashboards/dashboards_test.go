@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/tokenprobe/tokenprobe/alerts"
-	"github.com/tokenprobe/tokenprobe/exporter/catalog"
-	"github.com/tokenprobe/tokenprobe/exporter/dcgm"
+	"github.com/tokenprobe/tokenprobe/catalog"
+	"github.com/tokenprobe/tokenprobe/gpu"
 )
 
 func TestCheckedInDashboardsAreGenerated(t *testing.T) {
@@ -78,7 +78,7 @@ var metricRef = regexp.MustCompile(`\b(tokenprobe[_:][a-z0-9_:]+|DCGM_[A-Z0-9_]+
 // or a recording rule: a renamed metric breaks this test, not a panel.
 func TestQueriesReadMetricsThatExist(t *testing.T) {
 	known := catalog.Names()
-	for _, f := range dcgm.Fields {
+	for _, f := range gpu.Fields {
 		known[f.Name] = catalog.Metric{}
 	}
 	for _, g := range alerts.Generate(alerts.Defaults()).Groups {

@@ -9,20 +9,26 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/common/version"
 
 	"github.com/tokenprobe/tokenprobe/config"
-	"github.com/tokenprobe/tokenprobe/exporter"
-	"github.com/tokenprobe/tokenprobe/exporter/dcgm"
-	"github.com/tokenprobe/tokenprobe/exporter/otlp"
+	"github.com/tokenprobe/tokenprobe/gpu"
+	"github.com/tokenprobe/tokenprobe/internal/redact"
 	"github.com/tokenprobe/tokenprobe/probe"
-	"github.com/tokenprobe/tokenprobe/probe/report"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
-	"github.com/tokenprobe/tokenprobe/targets"
+	"github.com/tokenprobe/tokenprobe/report"
+	"github.com/tokenprobe/tokenprobe/runner"
+	"github.com/tokenprobe/tokenprobe/setup"
+	"github.com/tokenprobe/tokenprobe/sink"
+	"github.com/tokenprobe/tokenprobe/sink/otlp"
+	"github.com/tokenprobe/tokenprobe/sink/records"
 )
 
 // Exit codes of `tokenprobe run`.
@@ -49,7 +55,7 @@ type Options struct {
 // Run executes the selected profiles one after another and returns the exit
 // code. Errors are written to Progress.
 func Run(ctx context.Context, o Options) int {
-	cfg, err := config.LoadFile(o.ConfigFile)
+	cfg, err := setup.LoadFile(o.ConfigFile)
 	if err != nil {
 		fmt.Fprintln(o.Progress, err)
 		return ExitConfig
@@ -59,36 +65,46 @@ func Run(ctx context.Context, o Options) int {
 		fmt.Fprintf(o.Progress, "%s: %v\n", o.ConfigFile, err)
 		return ExitConfig
 	}
-	ts, err := targets.Open(cfg)
+	secrets := redact.New(append(cfg.Secrets(), otlp.EnvHeaderValues()...)...)
+	ts, err := setup.Open(cfg, secrets)
 	if err != nil {
 		fmt.Fprintln(o.Progress, err)
 		return ExitRuntime
 	}
 	defer ts.Close()
+	for _, e := range cfg.Endpoints {
+		if e.TLS != nil && e.TLS.InsecureSkipVerify {
+			fmt.Fprintf(o.Progress, "warning: endpoint %s: tls.insecure_skip_verify is set: its certificate is not checked, so anyone in between can read its API key\n", e.Name)
+		}
+	}
 
 	var push *pusher
 	if cfg.OTLP != nil || otlp.EnvEnabled() {
+		otlp.LogErrors(slog.New(redact.Handler(slog.NewTextHandler(o.Progress, nil), secrets)))
 		if push, err = startPush(ctx, cfg); err != nil {
 			fmt.Fprintf(o.Progress, "%s: otlp: %v\n", o.ConfigFile, err)
 			return ExitConfig
 		}
 		defer func() {
 			if err := push.stop(); err != nil {
-				fmt.Fprintf(o.Progress, "otlp: pushing the last metrics: %v\n", err)
+				fmt.Fprintf(o.Progress, "otlp: pushing the last metrics: %v\n", secrets.Error(err))
 			}
 		}()
 	}
 
-	var gpu *gpuSource
+	var gpus *gpuSource
 	if cfg.GPU != nil {
-		src, _ := targets.OpenGPU(cfg.GPU)
+		src, _ := setup.OpenGPU(cfg.GPU)
 		defer src.Close()
-		gpu = &gpuSource{src: src, interval: cfg.GPU.Interval.D()}
+		gpus = &gpuSource{src: src, interval: cfg.GPU.Interval.D()}
 	}
 
 	var dir string
 	if o.ArtifactsDir != "" {
-		dir = filepath.Join(o.ArtifactsDir, time.Now().Format("20060102-150405"))
+		if dir, err = newRunDir(o.ArtifactsDir, time.Now()); err != nil {
+			fmt.Fprintln(o.Progress, err)
+			return ExitRuntime
+		}
 	}
 	code := ExitOK
 	var all []stats.Summary
@@ -100,7 +116,7 @@ func Run(ctx context.Context, o Options) int {
 				continue
 			}
 			ran++
-			s, levelName, err := runOne(ctx, o, p, ts.Get(name), dir, push, gpu)
+			s, levelName, err := runOne(ctx, o, p, ts.Get(name), dir, push, gpus)
 			all = append(all, s)
 			levelNames = append(levelNames, levelName)
 			switch {
@@ -113,6 +129,9 @@ func Run(ctx context.Context, o Options) int {
 		}
 	}
 	if ran == 0 {
+		if dir != "" {
+			_ = os.Remove(dir) // made for runs that did not happen
+		}
 		fmt.Fprintf(o.Progress, "%s: no profile runs on endpoint %q\n", o.ConfigFile, o.Endpoint)
 		return ExitConfig
 	}
@@ -128,6 +147,26 @@ func Run(ctx context.Context, o Options) int {
 		fmt.Fprintf(o.Out, "Artifacts: %s\n", dir)
 	}
 	return code
+}
+
+// newRunDir makes a run's own folder under parent, named for its start
+// time; a run started in the same second as another gets the next free
+// suffix (-2, -3, ...), so that no run overwrites another's artifacts.
+func newRunDir(parent string, start time.Time) (string, error) {
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", err
+	}
+	base := filepath.Join(parent, start.Format("20060102-150405"))
+	for i := 1; ; i++ {
+		dir := base
+		if i > 1 {
+			dir = fmt.Sprintf("%s-%d", base, i)
+		}
+		err := os.Mkdir(dir, 0o755) // atomic: two runs never get the same folder
+		if err == nil || !errors.Is(err, fs.ErrExist) {
+			return dir, err
+		}
+	}
 }
 
 func selectProfiles(cfg *config.Config, names []string) ([]*config.Profile, error) {
@@ -147,14 +186,15 @@ func selectProfiles(cfg *config.Config, names []string) ([]*config.Profile, erro
 
 // gpuSource is the GPU source sampled over each run.
 type gpuSource struct {
-	src      dcgm.Source
+	src      gpu.Source
 	interval time.Duration
 }
 
 // runOne runs one profile against one endpoint and returns its summary and
 // what its load level counts (concurrency or rate).
-func runOne(ctx context.Context, o Options, p *config.Profile, t *targets.Target, dir string, push *pusher, gpu *gpuSource) (stats.Summary, string, error) {
-	var records *report.Records
+func runOne(ctx context.Context, o Options, p *config.Profile, t *setup.Target, dir string, push *pusher, gpus *gpuSource) (stats.Summary, string, error) {
+	var recs *records.Writer
+	var recordsQueue *sink.Queue
 	var sinks []probe.Sink
 	if push != nil {
 		sinks = append(sinks, push.queue)
@@ -170,10 +210,13 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *targets.Target
 			return stats.Summary{}, "", err
 		}
 		defer f.Close()
-		records = report.NewRecords(f)
-		sinks = append(sinks, records)
+		// Records are written behind a queue, off the measuring path.
+		recs = records.New(f)
+		recordsQueue = sink.NewQueue(recs, 1<<16, &dropped{name: "records.jsonl", out: o.Progress})
+		defer recordsQueue.Close() // on every return; closing twice is no harm
+		sinks = append(sinks, recordsQueue)
 	}
-	run, err := probe.NewRun(p, t.Endpoint, t.Client, sinks...)
+	run, err := setup.NewRun(p, t.Endpoint, t.Client, sinks...)
 	if err != nil {
 		return stats.Summary{}, "", err
 	}
@@ -183,24 +226,16 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *targets.Target
 	}
 	fmt.Fprintf(o.Progress, "Running profile %s against %s (%s)...\n", p.Name, t.Endpoint.Name, run.Plan)
 	stop := progress(o, run)
-	if push != nil {
-		push.exp.RunStarted(run)
+	var ro runner.Options
+	if gpus != nil {
+		ro.GPU, ro.GPUInterval = gpus.src, gpus.interval
 	}
-	var sampler *dcgm.Sampler
-	if gpu != nil {
-		sampler = dcgm.Start(gpu.src, gpu.interval)
-	}
-	s, err := run.Execute(ctx)
-	if sampler != nil {
-		g := sampler.Stop(s.OutputTokens)
-		s.GPU = &g
-	}
-	if push != nil {
-		push.exp.RunFinished(run)
-	}
+	f := runner.Execute(ctx, run, ro)
+	s, err := *f.Summary, f.Err
 	stop()
-	if records != nil {
-		if ferr := records.Flush(); ferr != nil && err == nil {
+	if recs != nil {
+		recordsQueue.Close()
+		if ferr := recs.Flush(); ferr != nil && err == nil {
 			err = ferr
 		}
 	}
@@ -212,19 +247,33 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *targets.Target
 	return s, levelName, err
 }
 
+// dropped counts results a queue could not take and says so once on the
+// progress output: a one-shot run tells when its records are incomplete.
+type dropped struct {
+	name string
+	out  io.Writer
+	n    atomic.Int64
+}
+
+func (d *dropped) Inc() {
+	if d.n.Add(1) == 1 {
+		fmt.Fprintf(d.out, "warning: %s is incomplete: results came faster than it was written, and are counted, not written\n", d.name)
+	}
+}
+
 // pusher is OTLP export behind a queue, so a slow collector never holds up
 // a run.
 type pusher struct {
 	exp   *otlp.Exporter
-	queue *exporter.Queue
+	queue *sink.Queue
 }
 
 func startPush(ctx context.Context, cfg *config.Config) (*pusher, error) {
-	exp, err := otlp.New(ctx, otlp.FromConfig(cfg.OTLP, version.Version))
+	exp, err := otlp.New(ctx, setup.OTLP(cfg.OTLP, version.Version))
 	if err != nil {
 		return nil, err
 	}
-	return &pusher{exp: exp, queue: exporter.NewQueue(exp, 1<<16, nil)}, nil
+	return &pusher{exp: exp, queue: sink.NewQueue(exp, 1<<16, nil)}, nil
 }
 
 // stop delivers every queued result and pushes them, within 10 seconds.

@@ -18,10 +18,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
+	"github.com/tokenprobe/tokenprobe/internal/hostile"
+	"github.com/tokenprobe/tokenprobe/internal/redact"
 	"github.com/tokenprobe/tokenprobe/internal/timingtest"
-	"github.com/tokenprobe/tokenprobe/probe/report"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
+	"github.com/tokenprobe/tokenprobe/sink/otlp/otlptest"
+	"github.com/tokenprobe/tokenprobe/sink/records"
 )
 
 const fastSim = `
@@ -112,7 +114,7 @@ profiles:
 	readJSON(t, filepath.Join(runs[0], "summary.json"), &s)
 	var n, success, good, errs int
 	reasons := map[string]int{}
-	for _, r := range records(t, filepath.Join(runs[0], "records.jsonl")) {
+	for _, r := range readRecords(t, filepath.Join(runs[0], "records.jsonl")) {
 		n++
 		switch r.Outcome {
 		case "success":
@@ -288,7 +290,7 @@ profiles:
 			}
 
 			var scheduled []time.Time
-			for _, r := range records(t, filepath.Join(folder, "mooncake-sim", "records.jsonl")) {
+			for _, r := range readRecords(t, filepath.Join(folder, "mooncake-sim", "records.jsonl")) {
 				if r.DispatchLagMs < 0 {
 					t.Errorf("request %d sent %.3f ms before its time", r.ID, -r.DispatchLagMs)
 				}
@@ -347,18 +349,18 @@ func traceTimestamps(t *testing.T, path string) []int64 {
 }
 
 // records reads a run's records.jsonl.
-func records(t *testing.T, path string) []report.Record {
+func readRecords(t *testing.T, path string) []records.Record {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var out []report.Record
+	var out []records.Record
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var r report.Record
+		var r records.Record
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatal(err)
 		}
@@ -489,6 +491,60 @@ profiles:
 	}
 }
 
+// Keys that hostile endpoints echo back (in a 401 body, an error event, a
+// good stream's content) appear in no output of a one-shot run either:
+// console, progress, records, summaries, reports.
+func TestEchoedKeyAppearsInNoOutput(t *testing.T) {
+	const key, headerSecret = "sk-echoed-planted-4d2c8b", "gw-cookie-planted-e1f07a"
+	t.Setenv("TOKENPROBE_RUNONCE_KEY", key)
+	t.Setenv("TOKENPROBE_RUNONCE_COOKIE", headerSecret)
+	h, err := hostile.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	var b strings.Builder
+	b.WriteString("endpoints:\n")
+	names := []string{hostile.Echo401, hostile.EchoEvent, hostile.EchoContent}
+	for _, n := range names {
+		fmt.Fprintf(&b, "  - {name: %s, base_url: '%s', model: m, api_key_env: TOKENPROBE_RUNONCE_KEY, headers: {Cookie: {env: TOKENPROBE_RUNONCE_COOKIE}}}\n", n, h.URL(n))
+	}
+	b.WriteString("profiles:\n  - name: p\n    endpoints: [" + strings.Join(names, ", ") + "]\n    load: {concurrency: 2, requests: 6}\n")
+	dir := t.TempDir()
+	_, out, errOut := runCLI(t, Options{ConfigFile: writeConfig(t, b.String()), ArtifactsDir: dir, ProgressEvery: 10 * time.Millisecond})
+	texts := outputs(dir, out, errOut)
+	redacted := 0
+	for name, text := range texts {
+		if strings.HasSuffix(name, "records.jsonl") && strings.Contains(text, redact.Marker) {
+			redacted++
+		}
+	}
+	if !strings.Contains(out, "http_4xx") || redacted != 2 {
+		t.Fatalf("the echoed errors were not recorded (%d records files with redacted errors, want 2):\n%s", redacted, out)
+	}
+	for name, text := range texts {
+		for _, secret := range []string{key, headerSecret, key[:10], headerSecret[:10]} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s contains %q", name, secret)
+			}
+		}
+	}
+}
+
+// outputs is every text a one-shot run wrote: its console, its progress
+// and every file under its artifacts folder, by name.
+func outputs(dir, out, errOut string) map[string]string {
+	texts := map[string]string{"stdout": out, "stderr": errOut}
+	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			b, _ := os.ReadFile(p)
+			texts[p] = string(b)
+		}
+		return nil
+	})
+	return texts
+}
+
 // A planted API key appears in none of a one-shot run's outputs: records,
 // summaries, report, progress and console, with failures to log.
 func TestKeyAppearsInNoOutput(t *testing.T) {
@@ -506,14 +562,7 @@ profiles:
 `)
 	dir := t.TempDir()
 	_, out, errOut := runCLI(t, Options{ConfigFile: cfg, ArtifactsDir: dir, ProgressEvery: 10 * time.Millisecond})
-	texts := map[string]string{"stdout": out, "stderr": errOut}
-	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-		if err == nil && !info.IsDir() {
-			b, _ := os.ReadFile(p)
-			texts[p] = string(b)
-		}
-		return nil
-	})
+	texts := outputs(dir, out, errOut)
 	if len(texts) < 5 || !strings.Contains(out, "http_429") {
 		t.Fatalf("%d outputs; errors not reported: %s", len(texts), out)
 	}
@@ -521,5 +570,23 @@ profiles:
 		if strings.Contains(text, key) {
 			t.Errorf("%s contains the API key", name)
 		}
+	}
+}
+
+// Runs started in the same second keep their own artifacts: the second
+// gets the next folder instead of overwriting the first's summary.
+func TestRunsInTheSameSecondDoNotShareAFolder(t *testing.T) {
+	parent := t.TempDir()
+	start := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	var dirs []string
+	for range 3 {
+		dir, err := newRunDir(parent, start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, filepath.Base(dir))
+	}
+	if dirs[0] != "20261123-100000" || dirs[1] != "20261123-100000-2" || dirs[2] != "20261123-100000-3" {
+		t.Fatalf("folders %v", dirs)
 	}
 }

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -163,11 +164,8 @@ func TestTicksOffsetsAndJitter(t *testing.T) {
 }
 
 func TestWindow(t *testing.T) {
-	w, err := ParseWindow("22:00-06:00", "Europe/Berlin")
-	if err != nil {
-		t.Fatal(err)
-	}
 	berlin, _ := time.LoadLocation("Europe/Berlin")
+	w := &Window{Start: 22 * time.Hour, End: 6 * time.Hour, Loc: berlin} // "22:00-06:00", Europe/Berlin
 	at := func(h, m int) time.Time { return time.Date(2026, 1, 15, h, m, 0, 0, berlin) }
 	for _, c := range []struct {
 		t    time.Time
@@ -175,11 +173,6 @@ func TestWindow(t *testing.T) {
 	}{{at(23, 0), true}, {at(5, 59), true}, {at(6, 0), false}, {at(12, 0), false}, {at(22, 0), true}} {
 		if w.Contains(c.t) != c.want {
 			t.Errorf("%v: %v", c.t, !c.want)
-		}
-	}
-	for _, bad := range []string{"9-17", "09:00-09:00", "25:00-01:00", "09:00"} {
-		if _, err := ParseWindow(bad, ""); err == nil {
-			t.Errorf("%q accepted", bad)
 		}
 	}
 }
@@ -203,7 +196,7 @@ func TestNoOverlapAndSkipsCounted(t *testing.T) {
 	if b.started.Load() != 1 {
 		t.Fatal("a second run started on top of the first")
 	}
-	if err := s.RunNow("p/e"); err != ErrBusy {
+	if err := s.RunNow("p/e"); !errors.Is(err, ErrBusy) {
 		t.Fatalf("RunNow while running: %v", err)
 	}
 	b.release <- struct{}{}

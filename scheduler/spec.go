@@ -1,11 +1,8 @@
 package scheduler
 
 import (
-	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -48,52 +45,19 @@ func NextTick(now time.Time, every, offset time.Duration) time.Time {
 	return time.Unix(0, 0).Add(offset + (k+1)*every)
 }
 
-// JitterFor draws a delay in [0, max) from rng.
-func JitterFor(rng *rand.Rand, max time.Duration) time.Duration {
-	if max <= 0 {
+// JitterFor draws a delay in [0, limit) from rng.
+func JitterFor(rng *rand.Rand, limit time.Duration) time.Duration {
+	if limit <= 0 {
 		return 0
 	}
-	return time.Duration(rng.Int64N(int64(max)))
+	return time.Duration(rng.Int64N(int64(limit)))
 }
 
-// Window is a daily time-of-day window, possibly across midnight.
+// Window is a daily time-of-day window, possibly across midnight
+// (config.ParseWindow reads it from a profile's schedule).
 type Window struct {
 	Start, End time.Duration // since midnight
 	Loc        *time.Location
-}
-
-// ParseWindow reads "HH:MM-HH:MM" in the named time zone ("" is UTC).
-func ParseWindow(s, tz string) (*Window, error) {
-	loc := time.UTC
-	if tz != "" {
-		var err error
-		if loc, err = time.LoadLocation(tz); err != nil {
-			return nil, fmt.Errorf("unknown time zone %q", tz)
-		}
-	}
-	from, to, ok := strings.Cut(s, "-")
-	if !ok {
-		return nil, fmt.Errorf("%q is not HH:MM-HH:MM", s)
-	}
-	a, err1 := clock(from)
-	b, err2 := clock(to)
-	switch {
-	case err1 != nil || err2 != nil:
-		return nil, fmt.Errorf("%q is not HH:MM-HH:MM", s)
-	case a == b:
-		return nil, fmt.Errorf("%q starts and ends at the same time", s)
-	}
-	return &Window{Start: a, End: b, Loc: loc}, nil
-}
-
-func clock(s string) (time.Duration, error) {
-	h, m, ok := strings.Cut(strings.TrimSpace(s), ":")
-	hh, err1 := strconv.Atoi(h)
-	mm, err2 := strconv.Atoi(m)
-	if !ok || err1 != nil || err2 != nil || hh < 0 || hh > 24 || mm < 0 || mm > 59 || hh == 24 && mm > 0 {
-		return 0, fmt.Errorf("bad time %q", s)
-	}
-	return time.Duration(hh)*time.Hour + time.Duration(mm)*time.Minute, nil
 }
 
 // Contains reports whether t falls in the window.

@@ -200,7 +200,7 @@ func TestBadRequests(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != 400 {
+		if resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("%s: status %d, want 400", body, resp.StatusCode)
 		}
 	}

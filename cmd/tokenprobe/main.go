@@ -18,10 +18,10 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/tokenprobe/tokenprobe/alerts"
-	"github.com/tokenprobe/tokenprobe/config"
 	"github.com/tokenprobe/tokenprobe/dashboards"
 	"github.com/tokenprobe/tokenprobe/internal/schedslice"
 	"github.com/tokenprobe/tokenprobe/runonce"
+	"github.com/tokenprobe/tokenprobe/setup"
 	"github.com/tokenprobe/tokenprobe/sim"
 )
 
@@ -98,7 +98,7 @@ func run(args []string) int {
 	runTrace := runCmd.Flag("debug.trace", "Write an execution trace of the run to this file (go tool trace reads it).").String()
 	runSlice := schedSliceFlag(runCmd)
 
-	checkCmd := app.Command("check", "Validate a configuration file and exit 0 if it is valid.")
+	checkCmd := app.Command("check", "Validate a configuration file and exit 0 if it is valid. A secret it cannot read (an unset variable, a missing key file) is a warning here, so CI can check without the production secrets; serve and run refuse it.")
 	checkConfig := checkCmd.Flag("config.file", "Configuration file.").Short('c').Required().String()
 
 	genCmd := app.Command("generate", "Generate files from the metric catalog.")
@@ -170,10 +170,13 @@ func run(args []string) int {
 	case genDash.FullCommand():
 		return wrote(dashboards.Write(*genDashOut))
 	case checkCmd.FullCommand():
-		cfg, err := config.LoadFile(*checkConfig)
+		cfg, warnings, err := setup.CheckFile(*checkConfig)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return runonce.ExitConfig
+		}
+		for _, w := range warnings {
+			fmt.Fprintf(os.Stderr, "warning: %v (serve and run refuse this)\n", w)
 		}
 		fmt.Printf("%s: valid (%d endpoints, %d profiles)\n", *checkConfig, len(cfg.Endpoints), len(cfg.Profiles))
 		return 0

@@ -13,9 +13,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
 	"github.com/tokenprobe/tokenprobe/internal/schedslice"
 	"github.com/tokenprobe/tokenprobe/sim"
+	"github.com/tokenprobe/tokenprobe/sink/otlp/otlptest"
 
 	"github.com/tokenprobe/tokenprobe/runonce"
 )
@@ -29,6 +29,14 @@ func TestCheckExitCodes(t *testing.T) {
 	}
 	if code := run([]string{"run"}); code != runonce.ExitConfig {
 		t.Errorf("missing flag: exit %d, want %d", code, runonce.ExitConfig)
+	}
+	// A CI job checks without the production secrets: an unset key
+	// variable is a warning for check, and an error for run.
+	if code := run([]string{"check", "-c", "../../config/testdata/invalid/missing_env.yaml"}); code != 0 {
+		t.Errorf("check with a missing secret: exit %d, want 0", code)
+	}
+	if code := run([]string{"run", "-c", "../../config/testdata/invalid/missing_env.yaml", "--artifacts-dir", ""}); code != runonce.ExitConfig {
+		t.Errorf("run with a missing secret: exit %d, want %d", code, runonce.ExitConfig)
 	}
 }
 
@@ -95,7 +103,7 @@ profiles:
 	base := "http://" + addr
 	waitFor(t, "ready", func() bool { return get(base+"/-/ready") == 200 })
 	resp, err := http.Post(base+"/api/v1/runs?profile=long", "", nil)
-	if err != nil || resp.StatusCode != 202 {
+	if err != nil || resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("run now: %v %v", err, resp)
 	}
 	resp.Body.Close()

@@ -17,6 +17,7 @@ import (
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/common/version"
 	toolkitweb "github.com/prometheus/exporter-toolkit/web"
+	"gopkg.in/yaml.v3"
 
 	"github.com/tokenprobe/tokenprobe/daemon"
 	"github.com/tokenprobe/tokenprobe/runonce"
@@ -48,6 +49,38 @@ func ordinal() (int, error) {
 	return n, nil
 }
 
+// checkWebConfig refuses a --web.config.file that would serve plain HTTP
+// with no authentication: an empty file, or one that sets neither TLS nor
+// basic auth. Such a file is a mistake (a secret mount that came up empty),
+// and the exporter toolkit would fail open on it. Without the flag, plain
+// HTTP is what was asked for.
+func checkWebConfig(path *string) error {
+	if path == nil || *path == "" {
+		return nil
+	}
+	if err := toolkitweb.Validate(*path); err != nil {
+		return fmt.Errorf("%s: %w", *path, err)
+	}
+	data, err := os.ReadFile(*path)
+	if err != nil {
+		return err
+	}
+	var c struct {
+		TLS struct {
+			Cert     string `yaml:"cert"`
+			CertFile string `yaml:"cert_file"`
+		} `yaml:"tls_server_config"`
+		Users map[string]any `yaml:"basic_auth_users"`
+	}
+	if err := yaml.Unmarshal(data, &c); err != nil {
+		return fmt.Errorf("%s: %w", *path, err)
+	}
+	if c.TLS.Cert == "" && c.TLS.CertFile == "" && len(c.Users) == 0 {
+		return fmt.Errorf("%s sets neither tls_server_config nor basic_auth_users, so every endpoint would be served in plain HTTP without authentication; give TLS or users, or leave the flag out to mean plain HTTP", *path)
+	}
+	return nil
+}
+
 // serve runs the daemon until ctx ends (SIGTERM, SIGINT), reloading on
 // every value from hup (SIGHUP). It returns the process exit code.
 func serve(ctx context.Context, o serveOptions, logger *slog.Logger, hup <-chan os.Signal) int {
@@ -72,6 +105,10 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger, hup <-chan 
 	}
 	if o.shardCount > 1 && o.shardIndex >= o.shardCount {
 		logger.Error("shard index out of range", "index", o.shardIndex, "count", o.shardCount)
+		return runonce.ExitConfig
+	}
+	if err := checkWebConfig(o.web.WebConfigFile); err != nil {
+		logger.Error("--web.config.file", "err", err)
 		return runonce.ExitConfig
 	}
 	d, err := daemon.New(daemon.Options{

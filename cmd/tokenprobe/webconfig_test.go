@@ -63,7 +63,7 @@ func TestWebConfigTLSAndBasicAuth(t *testing.T) {
 	}()
 	tlsClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 5 * time.Second}
 	status := func(user, pass string) int {
-		req, _ := http.NewRequest("GET", "https://"+addr+"/metrics", nil)
+		req, _ := http.NewRequest(http.MethodGet, "https://"+addr+"/metrics", nil)
 		if user != "" {
 			req.SetBasicAuth(user, pass)
 		}
@@ -92,7 +92,7 @@ func TestWebConfigTLSAndBasicAuth(t *testing.T) {
 	}
 	if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
 		resp.Body.Close()
-		if resp.StatusCode == 200 {
+		if resp.StatusCode == http.StatusOK {
 			t.Error("plain HTTP was served")
 		}
 	}
@@ -100,5 +100,38 @@ func TestWebConfigTLSAndBasicAuth(t *testing.T) {
 	_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
 	if code := <-exit; code != 0 {
 		t.Fatalf("exit %d", code)
+	}
+}
+
+// A web configuration file that is empty, or sets neither TLS nor users,
+// is refused at start: the daemon must not fail open into plain HTTP
+// without authentication because a secret mount came up empty.
+func TestWebConfigThatWouldFailOpenIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tokenprobe.yaml")
+	_ = os.WriteFile(cfg, []byte("endpoints:\n  - {name: sim, simulator: {}}\nprofiles:\n  - {name: p, schedule: {every: 1h}}\n"), 0o644)
+	for name, content := range map[string]string{
+		"empty":     "",
+		"comments":  "# tls_server_config and basic_auth_users to come\n",
+		"http only": "http_server_config:\n  http2: false\n",
+		"empty tls": "tls_server_config: {}\n",
+		"no users":  "basic_auth_users: {}\n",
+	} {
+		web := filepath.Join(dir, "web.yml")
+		_ = os.WriteFile(web, []byte(content), 0o600)
+		done := make(chan int, 1)
+		go func() {
+			done <- run([]string{"serve", "-c", cfg, "--web.listen-address=127.0.0.1:0", "--web.config.file=" + web, "--log.level=error"})
+		}()
+		select {
+		case code := <-done:
+			if code != 2 {
+				t.Errorf("%s: exit %d, want 2", name, code)
+			}
+		case <-time.After(20 * time.Second):
+			_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
+			<-done
+			t.Fatalf("%s: the daemon started", name)
+		}
 	}
 }

@@ -22,7 +22,7 @@ import (
 
 // The kernel's bounds for a custom slice.
 const (
-	Min = 100 * time.Microsecond
+	Min = 100 * time.Microsecond //nolint:revive // the least, not minutes
 	Max = 100 * time.Millisecond
 )
 

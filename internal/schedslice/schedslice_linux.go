@@ -1,6 +1,7 @@
 package schedslice
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -35,7 +36,7 @@ func Apply(d time.Duration) (int, error) {
 			// stays, and an unprivileged process could not undo it);
 			// real-time threads are left as they are.
 			cur, err := unix.SchedGetAttr(tid, 0)
-			if err == unix.ESRCH { // the thread ended meanwhile
+			if errors.Is(err, unix.ESRCH) { // the thread ended meanwhile
 				continue
 			}
 			if err != nil {
@@ -46,7 +47,7 @@ func Apply(d time.Duration) (int, error) {
 			}
 			attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: cur.Policy, Nice: cur.Nice, Runtime: uint64(d)}
 			if err := unix.SchedSetAttr(tid, &attr, 0); err != nil {
-				if err == unix.ESRCH {
+				if errors.Is(err, unix.ESRCH) {
 					continue
 				}
 				return len(set), fmt.Errorf("sched_setattr: %w", err)

@@ -14,15 +14,15 @@ type recordingTB struct {
 	logs    []string
 }
 
-func (r *recordingTB) Skipf(format string, args ...any) { r.skipped = true }
+func (r *recordingTB) Skipf(string, ...any) { r.skipped = true }
 
 func (r *recordingTB) Helper()      {}
 func (r *recordingTB) Failed() bool { return r.failed }
-func (r *recordingTB) Errorf(format string, args ...any) {
+func (r *recordingTB) Errorf(format string, _ ...any) {
 	r.failed = true
 	r.errs = append(r.errs, format)
 }
-func (r *recordingTB) Logf(format string, args ...any) { r.logs = append(r.logs, format) }
+func (r *recordingTB) Logf(format string, _ ...any) { r.logs = append(r.logs, format) }
 
 func TestRetryPassesOnALaterAttempt(t *testing.T) {
 	rec := &recordingTB{TB: t}

@@ -41,7 +41,7 @@ type step struct {
 
 func (s *script) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(200)
+	w.WriteHeader(http.StatusOK)
 	w.(http.Flusher).Flush()
 	for _, st := range s.steps {
 		select {
@@ -185,7 +185,7 @@ func testOutcomes(t *testing.T, newClient func(Options) *Client) {
 	}
 	reset := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(200)
+		w.WriteHeader(http.StatusOK)
 		fmt.Fprintf(w, "data: %s\n\n", chunk("partial"))
 		w.(http.Flusher).Flush()
 		conn, _, _ := w.(http.Hijacker).Hijack()
@@ -217,7 +217,7 @@ func testOutcomes(t *testing.T, newClient func(Options) *Client) {
 		{"line too long", stream(step{0, "data: " + strings.Repeat("x", 2<<20) + "\n\n", true}), 0, result.Error, result.ReasonStream},
 		{"reset mid-stream", reset, 0, result.Error, result.ReasonStream},
 		{"stall past timeout", stream(step{0, chunk("a"), false}, step{2 * time.Second, chunk("b"), false}), 300 * time.Millisecond, result.Error, result.ReasonTimeout},
-		{"slow headers", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		{"slow headers", http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 			select {
 			case <-time.After(2 * time.Second):
 			case <-r.Context().Done():
@@ -430,7 +430,7 @@ func testDNSAndTLSFailuresAreConnect(t *testing.T, newClient func(Options) *Clie
 		t.Errorf("DNS failure: %v/%v %s", r.Outcome, r.Reason, r.Err)
 	}
 	// A TLS server whose certificate the client does not trust.
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer srv.Close()
 	r = result.Request{}
 	c.Do(context.Background(), endpoint(srv.URL), Prompt{Text: "x", Stream: true}, &r)

@@ -1,6 +1,7 @@
 package h1
 
 import (
+	"errors"
 	"net"
 	"syscall"
 )
@@ -43,5 +44,5 @@ func (cn *conn) alive() bool {
 	if err := p.rc.Read(p.peek); err != nil {
 		return false
 	}
-	return p.err == syscall.EAGAIN
+	return errors.Is(p.err, syscall.EAGAIN)
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"time"
 )
 
 type bodyMode uint8
@@ -122,7 +124,7 @@ func (b *Body) nextChunk() error {
 		case c == ';' || c == ' ' || c == '\t':
 			goto parsed // extensions follow; they mean nothing here
 		default:
-			return fmt.Errorf("malformed chunk size line %q", truncate(line))
+			return fmt.Errorf("malformed chunk size line %q", b.cn.excerpt(line))
 		}
 		if digits++; digits > 15 {
 			return errors.New("chunk too large")
@@ -131,7 +133,7 @@ func (b *Body) nextChunk() error {
 	}
 parsed:
 	if digits == 0 {
-		return fmt.Errorf("malformed chunk size line %q", truncate(line))
+		return fmt.Errorf("malformed chunk size line %q", b.cn.excerpt(line))
 	}
 	if size > 0 {
 		b.left = size
@@ -153,7 +155,7 @@ parsed:
 
 func chunkErr(err error, what string) error {
 	switch {
-	case err == io.EOF:
+	case errors.Is(err, io.EOF):
 		return io.ErrUnexpectedEOF
 	case err != nil:
 		return err
@@ -164,7 +166,20 @@ func chunkErr(err error, what string) error {
 // drainBudget is how much of a body Close reads to keep the connection.
 const drainBudget = 4096
 
-// Close ends the body and gives its connection back or closes it.
+// DrainTimeout is how long Close waits for the rest of a body the caller
+// left unread (the end of a chunked stream after its last event). Servers
+// send it right after the last event; one that sends neither it nor a
+// close would otherwise hold the request, and its load slot, until the
+// request's timeout.
+const DrainTimeout = 100 * time.Millisecond
+
+// ErrDrainTimeout is returned by Close when the rest of the body did not
+// come within DrainTimeout. The connection is closed; what was read
+// before stands.
+var ErrDrainTimeout = errors.New("the response body did not end within 100ms of the stream's end; connection closed")
+
+// Close ends the body and gives its connection back or closes it. Its
+// only error is ErrDrainTimeout.
 func (b *Body) Close() error {
 	if b.closed {
 		return nil
@@ -172,40 +187,59 @@ func (b *Body) Close() error {
 	b.closed = true
 	cn := b.cn
 	reuse := !cn.closeAfter && b.err == nil
+	var drainErr error
 	if reuse && !b.eof {
-		reuse = b.drain(drainBudget)
+		drainErr = b.drain(drainBudget)
+		reuse = drainErr == nil
 	}
 	reuse = reuse && cn.br.Buffered() == 0
 	if !cn.disarm() {
 		reuse = false // the context fired; the connection's deadline is spent
+		drainErr = nil
 	}
 	if reuse {
 		cn.h.put(cn)
 	} else {
 		cn.close()
 	}
+	if drainErr != nil && isTimeout(drainErr) {
+		return ErrDrainTimeout
+	}
 	return nil
 }
 
-// drain skips what is left of the body if that is at most budget bytes,
-// and reports whether the body then ended cleanly.
-func (b *Body) drain(budget int) bool {
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// errNotDrained is drain's answer for a body it would not wait for.
+var errNotDrained = errors.New("body left unread")
+
+// drain skips what is left of the body if that is at most budget bytes
+// and comes within DrainTimeout, and returns nil when the body then ended
+// cleanly.
+func (b *Body) drain(budget int) error {
 	br := b.cn.br
+	nc := b.cn.nc
+	if err := nc.SetReadDeadline(time.Now().Add(DrainTimeout)); err != nil {
+		return err
+	}
 	for !b.eof {
 		if b.mode == modeChunked && b.left == 0 {
 			if err := b.nextChunk(); err != nil {
-				return false
+				return err
 			}
 			continue
 		}
 		if b.left > int64(budget) {
-			return false
+			return errNotDrained
 		}
 		n, err := br.Discard(int(b.left))
 		budget -= n
 		b.left -= int64(n)
 		if err != nil {
-			return false
+			return err
 		}
 		if b.mode == modeLength {
 			b.eof = true
@@ -213,5 +247,5 @@ func (b *Body) drain(budget int) bool {
 			b.crlf = true
 		}
 	}
-	return true
+	return nc.SetReadDeadline(time.Time{})
 }

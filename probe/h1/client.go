@@ -4,12 +4,9 @@
 // so that once a connection is open a request allocates almost nothing and
 // a stream costs one goroutine.
 //
-// It exists because net/http, on a two-core machine, was the largest cost
-// left in tokenprobe's measurements: about 9 KB allocated per request (the
-// collections that follow held both processors for milliseconds, which is
-// what the open loop's dispatch lag and the chunk timing error showed at
-// their tails) and two goroutines with their stacks per connection, besides
-// the caller's. docs/BENCHMARKS.md has the figures before and after.
+// It exists because net/http's allocations and goroutines per request were
+// the largest cost left in tokenprobe's measurements on a small machine
+// (docs/BENCHMARKS.md has the figures before and after).
 //
 // It does only what probing an inference server needs: one request at a
 // time per connection, keep-alive, Content-Length, chunked and
@@ -46,6 +43,9 @@ type Options struct {
 	TLS *tls.Config
 	// UserAgent is sent unless a request's headers name one ("tokenprobe").
 	UserAgent string
+	// Redact, when set, returns at most n bytes of b with every secret
+	// taken out first; error messages quote what a server sent through it.
+	Redact func(b []byte, n int) string
 }
 
 // Client holds connections for reuse, per host. It is safe for concurrent
@@ -266,14 +266,21 @@ type Request struct {
 // connection: its fields are valid until Body.Close, which must be called.
 type Response struct {
 	StatusCode int
-	// ContentType and RetryAfter are those headers' values, or empty.
-	ContentType []byte
-	RetryAfter  []byte
-	Body        *Body
+	// ContentType, RetryAfter and ContentEncoding are those headers'
+	// values, or empty. The client asks for no content coding and decodes
+	// none: a body with one is the caller's to refuse.
+	ContentType     []byte
+	RetryAfter      []byte
+	ContentEncoding []byte
+	Body            *Body
 }
 
 // ErrHeaderTooLarge is returned for a response head over 1 MiB.
 var ErrHeaderTooLarge = errors.New("response header exceeds 1 MiB")
+
+// ErrSwitchingProtocols is returned for a 101 answer, which no request of
+// this client asks for.
+var ErrSwitchingProtocols = errors.New("HTTP 101 Switching Protocols to a request that asked for no upgrade; connection closed")
 
 // Do sends req and reads the response head. Cancelling ctx aborts the
 // request at any point, the body's reads included; the error is then the
@@ -321,13 +328,7 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 
 // retryable reports whether err on a reused connection, before any byte
 // of a response, means the server had closed it.
-func retryable(err error) bool {
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return false
-	}
-	return true
-}
+func retryable(err error) bool { return !isTimeout(err) }
 
 // checkHeader refuses header names and values that would break the
 // request's framing.

@@ -33,8 +33,8 @@ type conn struct {
 	body Body
 	// closeAfter is set when the response says the connection ends with it.
 	closeAfter bool
-	// ctype and retry hold the headers the caller reads.
-	ctype, retry []byte
+	// ctype, retry and encoding hold the headers the caller reads.
+	ctype, retry, encoding []byte
 }
 
 // newConn wraps nc, which is raw or TLS over raw.
@@ -102,8 +102,8 @@ func (cn *conn) writeRequest(req *Request) error {
 	}
 	for k, vs := range req.Header {
 		switch k {
-		case "Host", "Content-Length", "Transfer-Encoding", "Connection":
-			continue // framing is this client's
+		case "Host", "Content-Length", "Transfer-Encoding", "Connection", "Accept-Encoding":
+			continue // framing and coding are this client's
 		case "Content-Type", "Accept", "Authorization":
 			if req.ContentType != "" && k == "Content-Type" || req.Accept != "" && k == "Accept" ||
 				(req.BearerToken != "" || t.basicAuth != "") && k == "Authorization" {
@@ -128,7 +128,9 @@ func (cn *conn) writeRequest(req *Request) error {
 	case t.basicAuth != "":
 		b = appendHeader(b, "Authorization", t.basicAuth)
 	}
-	b = append(b, "Content-Length: "...)
+	// This client decodes no content coding: ask for none, so that a
+	// compressing proxy in between sends the stream as it is.
+	b = append(b, "Accept-Encoding: identity\r\nContent-Length: "...)
 	b = strconv.AppendInt(b, int64(len(req.Body)), 10)
 	b = append(b, "\r\n\r\n"...)
 	var err error
@@ -166,7 +168,7 @@ func (cn *conn) readHead() (gotBytes bool, err error) {
 			gotBytes = true
 		}
 		if err != nil {
-			if gotBytes && err == io.EOF {
+			if gotBytes && errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
 			return gotBytes, err
@@ -176,13 +178,19 @@ func (cn *conn) readHead() (gotBytes bool, err error) {
 		}
 		minor, code, ok := parseStatusLine(line)
 		if !ok {
-			return true, fmt.Errorf("malformed HTTP status line %q", truncate(line))
+			return true, fmt.Errorf("malformed HTTP status line %q", cn.excerpt(line))
 		}
 		if err := cn.readHeaders(&budget, minor, code); err != nil {
 			return true, err
 		}
-		// 1xx answers are interim; the real one follows.
-		if code >= 100 && code < 200 && code != 101 {
+		// 101 switches the connection to a protocol nobody asked for: what
+		// follows is not HTTP/1.1, so the connection is closed (Do closes
+		// it on any error). Other 1xx answers are interim, as RFC 9110
+		// 15.2 requires of a client: the real one follows.
+		if code == 101 {
+			return true, ErrSwitchingProtocols
+		}
+		if code >= 100 && code < 200 {
 			continue
 		}
 		return true, nil
@@ -212,15 +220,15 @@ func parseStatusLine(line []byte) (minor, code int, ok bool) {
 // readHeaders reads header lines up to the blank line and decides how the
 // body is framed.
 func (cn *conn) readHeaders(budget *int, minor, code int) error {
-	cn.ctype, cn.retry = cn.ctype[:0], cn.retry[:0]
+	cn.ctype, cn.retry, cn.encoding = cn.ctype[:0], cn.retry[:0], cn.encoding[:0]
 	var (
-		length                  int64 = -1
-		chunked, close, keepAlv bool
+		length                   int64 = -1
+		chunked, closes, keepAlv bool
 	)
 	for {
 		line, long, err := cn.readLine(budget)
 		if err != nil {
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
 			return err
@@ -233,40 +241,42 @@ func (cn *conn) readHeaders(budget *int, minor, code int) error {
 		}
 		colon := bytes.IndexByte(line, ':')
 		if colon <= 0 {
-			return fmt.Errorf("malformed HTTP header line %q", truncate(line))
+			return fmt.Errorf("malformed HTTP header line %q", cn.excerpt(line))
 		}
 		name, value := line[:colon], bytes.Trim(line[colon+1:], " \t")
 		switch {
 		case equalFold(name, "Content-Length"):
 			n, ok := parseLength(value)
 			if !ok || (length >= 0 && n != length) {
-				return fmt.Errorf("bad Content-Length %q", truncate(value))
+				return fmt.Errorf("bad Content-Length %q", cn.excerpt(value))
 			}
 			length = n
 		case equalFold(name, "Transfer-Encoding"):
 			if !equalFold(value, "chunked") {
-				return fmt.Errorf("unsupported Transfer-Encoding %q", truncate(value))
+				return fmt.Errorf("unsupported Transfer-Encoding %q", cn.excerpt(value))
 			}
 			chunked = true
 		case equalFold(name, "Connection"):
-			close = close || hasToken(value, "close")
+			closes = closes || hasToken(value, "close")
 			keepAlv = keepAlv || hasToken(value, "keep-alive")
 		case equalFold(name, "Content-Type"):
 			cn.ctype = append(cn.ctype[:0], value...)
 		case equalFold(name, "Retry-After"):
 			cn.retry = append(cn.retry[:0], value...)
+		case equalFold(name, "Content-Encoding"):
+			cn.encoding = append(cn.encoding[:0], value...)
 		}
 	}
-	cn.closeAfter = close || (minor == 0 && !keepAlv)
+	cn.closeAfter = closes || (minor == 0 && !keepAlv)
 	if minor == 0 {
 		chunked = false // HTTP/1.0 has no transfer codings (RFC 9112 6.1)
 	}
 	cn.resp.StatusCode = code
-	cn.resp.ContentType, cn.resp.RetryAfter = cn.ctype, cn.retry
+	cn.resp.ContentType, cn.resp.RetryAfter, cn.resp.ContentEncoding = cn.ctype, cn.retry, cn.encoding
 	b := &cn.body
 	*b = Body{cn: cn}
 	switch {
-	case code == 204 || code == 304 || (code >= 100 && code < 200):
+	case code == 204 || code == 304 || code < 200:
 		b.mode, b.eof = modeNone, true
 	case chunked:
 		b.mode = modeChunked
@@ -284,7 +294,7 @@ func (cn *conn) readHeaders(budget *int, minor, code int) error {
 // A line longer than the buffer is consumed and reported as long.
 func (cn *conn) readLine(budget *int) (line []byte, long bool, err error) {
 	line, err = cn.br.ReadSlice('\n')
-	for err == bufio.ErrBufferFull {
+	for err == bufio.ErrBufferFull { //nolint:errorlint // bufio's sentinel, never wrapped; this runs per line
 		long = true
 		if *budget -= len(line); *budget < 0 {
 			return nil, true, ErrHeaderTooLarge
@@ -356,9 +366,12 @@ func hasToken(v []byte, tok string) bool {
 	return false
 }
 
-func truncate(b []byte) []byte {
-	if len(b) > 80 {
-		return b[:80]
+// excerpt is at most 80 bytes of what a server sent, for an error
+// message: redacted first (Options.Redact), then cut, so that no part of a
+// secret the server echoed survives at the edge.
+func (cn *conn) excerpt(b []byte) string {
+	if r := cn.h.c.o.Redact; r != nil {
+		return r(b, 80)
 	}
-	return b
+	return string(b[:min(len(b), 80)])
 }

@@ -19,6 +19,9 @@ func FuzzResponse(f *testing.F) {
 		"HTTP/1.1 204 No Content\r\n\r\n",
 		"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nContent-Length: 0\r\n\r\n",
 		"HTTP/1.1 200 OK\nTransfer-Encoding: chunked\n\nA\n0123456789\n0\n\n",
+		"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n\x81\x05hello",
+		"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 3\r\n\r\nabc",
 	} {
 		f.Add([]byte(s))
 	}
@@ -31,7 +34,7 @@ func FuzzResponse(f *testing.F) {
 		if err == nil {
 			ours, err = io.ReadAll(&cn.body)
 		}
-		theirs, err2 := http.ReadResponse(bufio.NewReader(bytes.NewReader(data)), &http.Request{Method: "POST"})
+		theirs, err2 := http.ReadResponse(bufio.NewReader(bytes.NewReader(data)), &http.Request{Method: http.MethodPost})
 		if err != nil || err2 != nil || theirs.StatusCode < 200 {
 			return
 		}

@@ -69,12 +69,12 @@ func TestBodiesAndReuse(t *testing.T) {
 		}, "data: 0\n\ndata: 1\n\ndata: 2\n\ndata: 3\n\ndata: 4\n\n"},
 		{"content length", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Length", "5")
-			io.WriteString(w, "hello")
+			_, _ = io.WriteString(w, "hello")
 		}, "hello"},
-		{"empty", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(204) }, ""},
+		{"empty", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }, ""},
 		{"long chunks", func(w http.ResponseWriter, _ *http.Request) {
 			for range 3 {
-				io.WriteString(w, strings.Repeat("x", 10000))
+				_, _ = io.WriteString(w, strings.Repeat("x", 10000))
 				w.(http.Flusher).Flush()
 			}
 		}, strings.Repeat("x", 30000)},
@@ -107,7 +107,7 @@ func TestRequestShape(t *testing.T) {
 		body                                               string
 	}
 	got := make(chan seen, 2)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ts := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		got <- seen{r.Method, r.RequestURI, r.Host, r.UserAgent(), r.Header.Get("Content-Type"), r.Header.Get("Accept"),
 			r.Header.Get("Authorization"), r.Header.Get("X-Custom"), r.ContentLength, string(b)}
@@ -143,7 +143,7 @@ func TestRequestShape(t *testing.T) {
 
 func TestLongBodyWrittenWhole(t *testing.T) {
 	n := make(chan int, 1)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ts := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		n <- len(b)
 	}))
@@ -235,7 +235,7 @@ func TestRawResponses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			url := rawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
 				if readRequest(br) == nil {
-					io.WriteString(c, tc.resp)
+					_, _ = io.WriteString(c, tc.resp)
 				}
 			})
 			c := New(Options{})
@@ -267,7 +267,7 @@ func TestRawResponses(t *testing.T) {
 func TestHeadTooLarge(t *testing.T) {
 	url := rawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
 		if readRequest(br) == nil {
-			io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\n")
 			line := "X-A: " + strings.Repeat("a", 1000) + "\r\n"
 			for range 1100 {
 				if _, err := io.WriteString(c, line); err != nil {
@@ -293,13 +293,13 @@ func TestServerClosingKeptAliveConnections(t *testing.T) {
 	}{
 		{"closed when the next request arrives", func(c net.Conn, br *bufio.Reader) {
 			if readRequest(br) == nil {
-				io.WriteString(c, ok)
+				_, _ = io.WriteString(c, ok)
 			}
-			readRequest(br)
+			_ = readRequest(br)
 		}},
 		{"closed while idle", func(c net.Conn, br *bufio.Reader) {
 			if readRequest(br) == nil {
-				io.WriteString(c, ok)
+				_, _ = io.WriteString(c, ok)
 			}
 		}},
 	} {
@@ -325,13 +325,13 @@ func TestServerClosingKeptAliveConnections(t *testing.T) {
 // working on the request.
 func TestNoRetryAfterResponseBegan(t *testing.T) {
 	var accepted atomic.Int64
-	url := rawServer(t, func(n int, c net.Conn, br *bufio.Reader) {
+	url := rawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
 		accepted.Add(1)
 		if readRequest(br) == nil {
-			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		}
 		if readRequest(br) == nil {
-			io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\n")
 		}
 	})
 	c := New(Options{})
@@ -350,10 +350,10 @@ func TestNoRetryAfterResponseBegan(t *testing.T) {
 func TestCancelAbortsAStream(t *testing.T) {
 	release := make(chan struct{})
 	ts, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == "GET" {
+		if r.Method == http.MethodGet {
 			return
 		}
-		io.WriteString(w, "data: first\n\n")
+		_, _ = io.WriteString(w, "data: first\n\n")
 		w.(http.Flusher).Flush()
 		select {
 		case <-release:
@@ -432,7 +432,7 @@ func TestTLS(t *testing.T) {
 }
 
 func TestIdleConnectionsExpire(t *testing.T) {
-	ts, conns := countingServer(t, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
+	ts, conns := countingServer(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 	c := New(Options{IdleTimeout: 30 * time.Millisecond})
 	tg := target(t, c, ts.URL)
 	for range 2 {
@@ -484,7 +484,7 @@ func TestAllocationsPerRequest(t *testing.T) {
 		}
 		for {
 			if _, err := resp.Body.Read(buf); err != nil {
-				if err != io.EOF {
+				if !errors.Is(err, io.EOF) {
 					t.Fatal(err)
 				}
 				break
@@ -525,7 +525,7 @@ func BenchmarkRequest(b *testing.B) {
 		}
 		for {
 			if _, err := resp.Body.Read(buf); err != nil {
-				if err != io.EOF {
+				if !errors.Is(err, io.EOF) {
 					b.Fatal(err)
 				}
 				break

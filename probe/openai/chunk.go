@@ -6,6 +6,7 @@ package openai
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/bits"
 )
 
@@ -35,6 +36,16 @@ type Chunk struct {
 // ErrMalformed reports a chunk that is not a JSON object of the expected shape.
 var ErrMalformed = errors.New("malformed JSON chunk")
 
+// MaxDepth bounds how deeply objects and arrays may nest in one chunk or
+// response. Real payloads nest a handful of levels; the bound keeps the
+// scanner's stack small whatever a server sends (each level is one frame
+// of skip), where unbounded recursion let a body of nested brackets
+// overflow the stack and kill the process.
+const MaxDepth = 256
+
+// ErrTooDeep reports a payload nested deeper than MaxDepth.
+var ErrTooDeep = fmt.Errorf("%w: nested deeper than %d levels", ErrMalformed, MaxDepth)
+
 // ParseChunk reads one `data:` payload into c. Unknown members are skipped,
 // so servers that add their own fields (timings, logprobs) parse the same.
 func ParseChunk(data []byte, c *Chunk) error {
@@ -53,6 +64,8 @@ func ParseChunk(data []byte, c *Chunk) error {
 type scanner struct {
 	b []byte
 	i int
+	// depth counts the objects and arrays open around s.i.
+	depth int
 }
 
 func (s *scanner) ws() {
@@ -239,37 +252,8 @@ func (s *scanner) skip() error {
 			return ErrMalformed
 		}
 		return nil
-	case c == '{':
-		empty, err := s.objectStart()
-		if err != nil || empty {
-			return err
-		}
-		for {
-			if s.key() == nil {
-				return ErrMalformed
-			}
-			if err := s.skip(); err != nil {
-				return err
-			}
-			more, err := s.more('}')
-			if err != nil || !more {
-				return err
-			}
-		}
-	case c == '[':
-		s.i++
-		if s.expect(']') {
-			return nil
-		}
-		for {
-			if err := s.skip(); err != nil {
-				return err
-			}
-			more, err := s.more(']')
-			if err != nil || !more {
-				return err
-			}
-		}
+	case c == '{' || c == '[':
+		return s.skipNested(c)
 	case c == 't':
 		return s.literal("true")
 	case c == 'f':
@@ -293,6 +277,59 @@ func (s *scanner) skip() error {
 		return nil
 	}
 	return ErrMalformed
+}
+
+// skipNested skips an object or array, one level deeper. It is apart from
+// skip so that skip's frame, which scalars (most members) pass through,
+// stays small.
+func (s *scanner) skipNested(c byte) error {
+	if s.depth >= MaxDepth {
+		return ErrTooDeep
+	}
+	s.depth++
+	var err error
+	if c == '{' {
+		err = s.skipObject()
+	} else {
+		err = s.skipArray()
+	}
+	s.depth--
+	return err
+}
+
+func (s *scanner) skipObject() error {
+	empty, err := s.objectStart()
+	if err != nil || empty {
+		return err
+	}
+	for {
+		if s.key() == nil {
+			return ErrMalformed
+		}
+		if err := s.skip(); err != nil {
+			return err
+		}
+		more, err := s.more('}')
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
+func (s *scanner) skipArray() error {
+	s.i++
+	if s.expect(']') {
+		return nil
+	}
+	for {
+		if err := s.skip(); err != nil {
+			return err
+		}
+		more, err := s.more(']')
+		if err != nil || !more {
+			return err
+		}
+	}
 }
 
 func (s *scanner) literal(lit string) error {

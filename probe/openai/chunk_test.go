@@ -3,9 +3,11 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,7 +35,7 @@ func readTranscript(t *testing.T, path string) transcript {
 	var c Chunk
 	for {
 		ev, err := r.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return sum
 		}
 		if err != nil {
@@ -171,6 +173,25 @@ func reference(data []byte) (c Chunk, ok bool) {
 	return c, true
 }
 
+// depth is how deeply valid JSON nests its objects and arrays.
+func depth(data []byte) int {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	d, deepest := 0, 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return deepest
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			d++
+			deepest = max(deepest, d)
+		case json.Delim('}'), json.Delim(']'):
+			d--
+		}
+	}
+}
+
 // hasDuplicateKeys reports whether any object in valid JSON repeats a key.
 func hasDuplicateKeys(data []byte) bool {
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -228,7 +249,11 @@ func agree(t *testing.T, data []byte) {
 		return // invalid for encoding/json: the scanner may be more lenient
 	}
 	var got Chunk
-	if err := ParseChunk(data, &got); err != nil {
+	err := ParseChunk(data, &got)
+	if errors.Is(err, ErrTooDeep) && depth(data) > MaxDepth {
+		return // encoding/json allows 10,000 levels; the scanner MaxDepth
+	}
+	if err != nil {
 		t.Fatalf("ParseChunk(%q): %v; encoding/json accepts it", data, err)
 	}
 	got.ContentBytes = 0
@@ -250,6 +275,9 @@ func FuzzParseChunk(f *testing.F) {
 	}
 	f.Add([]byte(`{"choices":[{"message":{"content":"x"}},{"delta":{"reasoning":""},"text":"y"}],"error":null}`))
 	f.Add([]byte(`{"choices":null,"usage":{"prompt_tokens":3.0,"completion_tokens":null}}`))
+	f.Add(nested(MaxDepth))
+	f.Add(nested(MaxDepth + 1))
+	f.Add(append([]byte(`{"error":`), bytes.Repeat([]byte(`{"a":[`), 300)...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		agree(t, data)
 	})
@@ -306,5 +334,39 @@ func TestStrStopsAtTheFirstSpecialByte(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// nested returns a chunk whose "x" member opens depth arrays.
+func nested(depth int) []byte {
+	b := []byte(`{"choices":[{"delta":{"content":"hi"}}],"x":`)
+	b = append(b, bytes.Repeat([]byte("["), depth)...)
+	b = append(b, bytes.Repeat([]byte("]"), depth)...)
+	return append(b, '}')
+}
+
+// A server can nest a payload as deeply as its body allows. The scanner
+// must answer with an error, on a small stack: this test bounds the stack
+// of the whole test binary, so that recursion without a bound fails here
+// (as a crash of the test) instead of exhausting the machine.
+func TestDeepNestingIsAnErrorOnABoundedStack(t *testing.T) {
+	old := debug.SetMaxStack(4 << 20)
+	defer debug.SetMaxStack(old)
+
+	var c Chunk
+	if err := ParseChunk(nested(MaxDepth), &c); err != nil || !c.Content {
+		t.Fatalf("nesting of %d levels: %v, content %v; want it parsed", MaxDepth, err, c.Content)
+	}
+	for _, depth := range []int{MaxDepth + 1, 10_000, 1 << 20, 20 << 20} {
+		err := ParseChunk(nested(depth), &c)
+		if !errors.Is(err, ErrTooDeep) || !errors.Is(err, ErrMalformed) {
+			t.Fatalf("nesting of %d levels: %v, want ErrTooDeep", depth, err)
+		}
+	}
+	// Objects nest through skip as arrays do, and a truncated body that
+	// never closes its brackets is refused the same way.
+	obj := append([]byte(`{"x":`), bytes.Repeat([]byte(`{"a":`), 1<<20)...)
+	if err := ParseChunk(obj, &c); !errors.Is(err, ErrTooDeep) {
+		t.Fatalf("nested objects: %v, want ErrTooDeep", err)
 	}
 }

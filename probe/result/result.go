@@ -60,6 +60,32 @@ func (r Reason) String() string {
 // Reasons lists every error reason, in label order.
 var Reasons = []Reason{ReasonTimeout, ReasonConnect, ReasonHTTP4xx, ReasonHTTP429, ReasonHTTP5xx, ReasonStream, ReasonEmpty, ReasonValidation}
 
+// Anomaly is something a server did wrong that did not change the
+// request's outcome: the request was measured in full, but the server
+// misbehaved after it, and an operator should see that. The set is closed
+// so that it can be a metric label.
+type Anomaly uint8
+
+const (
+	AnomalyNone Anomaly = iota
+	// AnomalyDrain: the body did not end within the client's drain
+	// timeout after the stream's end ([DONE]); the connection was closed
+	// instead of kept.
+	AnomalyDrain
+)
+
+var anomalyNames = [...]string{AnomalyNone: "", AnomalyDrain: "drain"}
+
+func (a Anomaly) String() string {
+	if int(a) < len(anomalyNames) {
+		return anomalyNames[a]
+	}
+	return "unknown"
+}
+
+// Anomalies lists every anomaly, in label order.
+var Anomalies = []Anomaly{AnomalyDrain}
+
 // TokenSource says where a token count came from.
 type TokenSource uint8
 
@@ -115,6 +141,9 @@ type Request struct {
 	// Err is the error text for logs and debugging; never a label.
 	Err        string
 	HTTPStatus int
+	// Anomaly is what the server did wrong after the request was
+	// measured, if anything; it leaves Outcome as it is.
+	Anomaly Anomaly
 
 	// ContentChunks counts content chunks (output and reasoning).
 	ContentChunks int

@@ -79,10 +79,10 @@ func (r *Reader) Reset(src io.Reader) {
 func (r *Reader) Next() (Event, error) {
 	for {
 		line, err := r.readLine()
-		if err != nil && err != io.EOF {
+		if err != nil && !errors.Is(err, io.EOF) {
 			return Event{}, err
 		}
-		eof := err == io.EOF
+		eof := err == io.EOF //nolint:errorlint // the reader's own sentinel, never wrapped; this runs per line
 		line = trimEOL(line)
 		if len(line) > r.max {
 			return Event{}, ErrLineTooLong
@@ -149,7 +149,7 @@ func (r *Reader) single(line []byte) (Event, bool) {
 // before EOF. It never holds more than the line limit in memory.
 func (r *Reader) readLine() ([]byte, error) {
 	line, err := r.br.ReadSlice('\n')
-	if err != bufio.ErrBufferFull {
+	if err != bufio.ErrBufferFull { //nolint:errorlint // bufio's sentinel, never wrapped; this runs per line
 		return line, err
 	}
 	r.long = append(r.long[:0], line...)
@@ -159,7 +159,7 @@ func (r *Reader) readLine() ([]byte, error) {
 		}
 		line, err = r.br.ReadSlice('\n')
 		r.long = append(r.long, line...)
-		if err != bufio.ErrBufferFull {
+		if err != bufio.ErrBufferFull { //nolint:errorlint // as above
 			return r.long, err
 		}
 	}

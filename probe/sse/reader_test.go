@@ -10,14 +10,14 @@ import (
 
 type ev struct{ name, data string }
 
-func readAll(t *testing.T, in string, max int) ([]ev, error) {
+func readAll(t *testing.T, in string, limit int) ([]ev, error) {
 	t.Helper()
-	r := NewReader(strings.NewReader(in), max)
+	r := NewReader(strings.NewReader(in), limit)
 	var out []ev
 	for {
 		e, err := r.Next()
 		if err != nil {
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				return out, nil
 			}
 			return out, err
@@ -150,15 +150,15 @@ func FuzzReader(f *testing.F) {
 	f.Add([]byte("event: error\r\ndata: x\r\n\r\n: ping\n"), 16)
 	f.Add([]byte("data"), 1)
 	f.Add([]byte("event: a\ndata: x\n\ndata: y\r\n\r\ndata: z\ndata: w\n\ndata: v\n\rdata: u\n\n"), 64)
-	f.Fuzz(func(t *testing.T, data []byte, max int) {
-		if max < 1 || max > 1<<16 {
-			max = 64
+	f.Fuzz(func(t *testing.T, data []byte, limit int) {
+		if limit < 1 || limit > 1<<16 {
+			limit = 64
 		}
 		// The same bytes arriving one at a time never leave an event's end
 		// buffered, so they take the general path where whole reads take
 		// the single-line one: both must see the same events.
-		r := NewReader(strings.NewReader(string(data)), max)
-		slow := NewReader(iotest.OneByteReader(strings.NewReader(string(data))), max)
+		r := NewReader(strings.NewReader(string(data)), limit)
+		slow := NewReader(iotest.OneByteReader(strings.NewReader(string(data))), limit)
 		for i := 0; i <= len(data)+1; i++ {
 			ev, err := r.Next()
 			sev, serr := slow.Next()
@@ -168,8 +168,8 @@ func FuzzReader(f *testing.F) {
 			if err != nil {
 				return
 			}
-			if len(ev.Data) > max {
-				t.Fatalf("event of %d bytes over the limit %d", len(ev.Data), max)
+			if len(ev.Data) > limit {
+				t.Fatalf("event of %d bytes over the limit %d", len(ev.Data), limit)
 			}
 		}
 		t.Fatalf("more events than input bytes")

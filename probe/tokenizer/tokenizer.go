@@ -38,8 +38,11 @@ func Load(path string) (_ *HF, err error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	h := &HF{tk: tk}
-	if n, err := h.Count("the"); err != nil || n < 1 {
-		return nil, fmt.Errorf("%s: the tokenizer does not encode plain text (%d tokens, %v)", path, n, err)
+	switch n, err := h.Count("the"); {
+	case err != nil:
+		return nil, fmt.Errorf("%s: the tokenizer does not encode plain text: %w", path, err)
+	case n < 1:
+		return nil, fmt.Errorf("%s: the tokenizer does not encode plain text (%d tokens)", path, n)
 	}
 	return h, nil
 }

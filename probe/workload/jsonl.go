@@ -26,11 +26,11 @@ func eachLine(path string, fn func(text string) error) error {
 			continue
 		}
 		if err := fn(text); err != nil {
-			return fmt.Errorf("%s:%d: %v", path, line, err)
+			return fmt.Errorf("%s:%d: %w", path, line, err)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s:%d: %v", path, line+1, err)
+		return fmt.Errorf("%s:%d: %w", path, line+1, err)
 	}
 	return nil
 }

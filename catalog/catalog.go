@@ -1,0 +1,169 @@
+// Package catalog is the one list of the metrics tokenprobe exports to
+// Prometheus: name, type, unit, labels and meaning. The exporter registers
+// its collectors from it, docs/METRICS.md is generated from it, and the
+// dashboard and alert generators check their queries against it, so a
+// renamed metric breaks a test instead of a dashboard.
+package catalog
+
+import "slices"
+
+// Type is a Prometheus metric type.
+type Type string
+
+const (
+	Counter   Type = "counter"
+	Gauge     Type = "gauge"
+	Histogram Type = "histogram"
+)
+
+// Metric describes one metric family.
+type Metric struct {
+	Name   string
+	Type   Type
+	Unit   string // base unit: seconds, tokens, requests, ratio, ...
+	Labels []string
+	Help   string
+	// Buckets are the classic bucket boundaries of a histogram (native
+	// buckets are kept beside them).
+	Buckets []float64
+}
+
+// The labels every request metric carries. They come from the
+// configuration, so their values are bounded: never a URL, a prompt, a
+// request id or an error text.
+var (
+	RequestLabels = []string{"profile", "endpoint", "model", "load_level"}
+	RunLabels     = []string{"profile", "endpoint"}
+)
+
+func with(base []string, more ...string) []string { return append(slices.Clone(base), more...) }
+
+// Bucket boundaries: the OpenTelemetry GenAI semantic-convention advice
+// merged with the usual SLO thresholds (TTFT 200 ms, 500 ms, 1 s, 2 s; ITL
+// 20, 50, 100 ms; request latency 1 to 60 s), so a threshold reads straight
+// off a bucket.
+var (
+	// gen_ai.server.time_to_first_token advice, plus 0.2, 0.3, 2 and longer.
+	TTFTBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.2, 0.25, 0.3, 0.5, 0.75, 1, 2, 2.5, 5, 7.5, 10, 20, 30, 60}
+	// gen_ai.server.time_per_output_token advice, plus finer steps below 10 ms.
+	TokenGapBuckets = []float64{0.001, 0.002, 0.005, 0.01, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5}
+	// gen_ai.client.operation.duration advice, plus round thresholds.
+	DurationBuckets = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.5, 0.64, 1, 1.28, 2, 2.56, 5, 5.12, 10, 10.24, 20.48, 30, 40.96, 60, 81.92, 120}
+	// Dispatch lag: the probe's own lateness, from 50 us up.
+	LagBuckets = []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1}
+)
+
+// The request metrics.
+var (
+	TTFT = Metric{Name: "tokenprobe_time_to_first_token_seconds", Type: Histogram, Unit: "seconds", Labels: RequestLabels, Buckets: TTFTBuckets,
+		Help: "Time from sending a request to its first content chunk (TTFT), successful streamed requests."}
+	TTST = Metric{Name: "tokenprobe_time_to_second_token_seconds", Type: Histogram, Unit: "seconds", Labels: RequestLabels, Buckets: TokenGapBuckets,
+		Help: "Time from the first to the second content chunk (TTST), successful streamed requests with two chunks or more."}
+	ITL = Metric{Name: "tokenprobe_inter_token_latency_seconds", Type: Histogram, Unit: "seconds", Labels: RequestLabels, Buckets: TokenGapBuckets,
+		Help: "Per-request inter-token latency, (E2E - TTFT) / (output tokens - 1), successful streamed requests with two tokens or more."}
+	InterChunk = Metric{Name: "tokenprobe_inter_chunk_latency_seconds", Type: Histogram, Unit: "seconds", Labels: RequestLabels, Buckets: TokenGapBuckets,
+		Help: "Every gap between two consecutive content chunks of successful streamed requests; shows stalls a per-request mean hides."}
+	Duration = Metric{Name: "tokenprobe_request_duration_seconds", Type: Histogram, Unit: "seconds", Labels: RequestLabels, Buckets: DurationBuckets,
+		Help: "Request latency (E2E): from sending a request to its last content chunk, successful requests."}
+	DispatchLag = Metric{Name: "tokenprobe_dispatch_lag_seconds", Type: Histogram, Unit: "seconds", Labels: RequestLabels, Buckets: LagBuckets,
+		Help: "How late the probe sent each request against its schedule: the probe's own health, never the server's."}
+	Requests = Metric{Name: "tokenprobe_requests_total", Type: Counter, Unit: "requests", Labels: with(RequestLabels, "outcome"),
+		Help: "Requests finished, by outcome: success, error or cancelled."}
+	Errors = Metric{Name: "tokenprobe_request_errors_total", Type: Counter, Unit: "requests", Labels: with(RequestLabels, "reason"),
+		Help: "Failed requests by reason: timeout, connect, http_4xx, http_429, http_5xx, stream, empty, validation."}
+	Anomalies = Metric{Name: "tokenprobe_server_anomalies_total", Type: Counter, Unit: "requests", Labels: with(RequestLabels, "kind"),
+		Help: "Requests during which the server misbehaved without changing the request's outcome, by kind: drain (the body did not end within 100ms of the stream's end, so the connection was closed)."}
+	Good = Metric{Name: "tokenprobe_good_requests_total", Type: Counter, Unit: "requests", Labels: RequestLabels,
+		Help: "Requests that succeeded and met every SLO of their profile (goodput is its rate). Attainment is this over success + error outcomes."}
+	SLORequests = Metric{Name: "tokenprobe_slo_requests_total", Type: Counter, Unit: "requests", Labels: with(RequestLabels, "slo", "result"),
+		Help: "Requests counted against one SLO threshold, result met or missed; errors count as missed, cancellations not at all."}
+	InputTokens = Metric{Name: "tokenprobe_input_tokens_total", Type: Counter, Unit: "tokens", Labels: RequestLabels,
+		Help: "Input tokens of successful requests (the server's usage count, or the intended length)."}
+	OutputTokens = Metric{Name: "tokenprobe_output_tokens_total", Type: Counter, Unit: "tokens", Labels: RequestLabels,
+		Help: "Output tokens of successful requests (the server's usage count, or content chunks)."}
+)
+
+// The live load metrics, read from runs in progress at scrape time.
+var (
+	InFlight = Metric{Name: "tokenprobe_in_flight_requests", Type: Gauge, Unit: "requests", Labels: RunLabels,
+		Help: "Requests sent and not yet finished."}
+	TargetConcurrency = Metric{Name: "tokenprobe_target_concurrency", Type: Gauge, Unit: "requests", Labels: RunLabels,
+		Help: "Concurrency the load generator is asked for right now (closed loop; the cap of an open loop); 0 when idle."}
+	TargetRate = Metric{Name: "tokenprobe_target_request_rate", Type: Gauge, Unit: "requests per second", Labels: RunLabels,
+		Help: "Request rate the load generator is asked for right now (open loop); 0 when idle."}
+)
+
+// The run metrics, updated when a run ends.
+var (
+	Runs = Metric{Name: "tokenprobe_runs_total", Type: Counter, Unit: "runs", Labels: with(RunLabels, "result"),
+		Help: "Runs finished, by result: passed (met the SLO objective or had none), failed (missed it), error (could not run), cancelled (stopped by a reload or shutdown)."}
+	RunsSkipped = Metric{Name: "tokenprobe_runs_skipped_total", Type: Counter, Unit: "runs", Labels: with(RunLabels, "reason"),
+		Help: "Scheduled ticks that started no run, by reason: overlap (the previous run was still going), max_concurrent, exclusive (the endpoint was held), budget (the hourly budget was spent)."}
+	RunNext = Metric{Name: "tokenprobe_run_next_timestamp_seconds", Type: Gauge, Unit: "seconds", Labels: RunLabels,
+		Help: "Unix time of the next scheduled run."}
+	RunLastTimestamp = Metric{Name: "tokenprobe_run_last_timestamp_seconds", Type: Gauge, Unit: "seconds", Labels: RunLabels,
+		Help: "Unix time the last run ended."}
+	RunLastSuccess = Metric{Name: "tokenprobe_run_last_success_timestamp_seconds", Type: Gauge, Unit: "seconds", Labels: RunLabels,
+		Help: "Unix time the last run that passed ended."}
+	RunLastPassed = Metric{Name: "tokenprobe_run_last_passed", Type: Gauge, Unit: "boolean", Labels: RunLabels,
+		Help: "1 when the last run met its SLO objective (or had none), 0 otherwise."}
+	RunLastDuration = Metric{Name: "tokenprobe_run_last_duration_seconds", Type: Gauge, Unit: "seconds", Labels: RunLabels,
+		Help: "Benchmark duration of the last run: last end minus first start of its measured requests."}
+	RunLastAttainment = Metric{Name: "tokenprobe_run_last_slo_attainment_ratio", Type: Gauge, Unit: "ratio", Labels: RunLabels,
+		Help: "SLO attainment of the last run: good / (success + error)."}
+	RunLastGoodput = Metric{Name: "tokenprobe_run_last_goodput_requests_per_second", Type: Gauge, Unit: "requests per second", Labels: RunLabels,
+		Help: "Goodput of the last run: good requests per second of benchmark duration."}
+	RunLastThroughput = Metric{Name: "tokenprobe_run_last_throughput_requests_per_second", Type: Gauge, Unit: "requests per second", Labels: RunLabels,
+		Help: "Request throughput of the last run: successful requests per second."}
+	RunLastCapacity = Metric{Name: "tokenprobe_run_last_capacity_at_slo", Type: Gauge, Unit: "load level", Labels: RunLabels,
+		Help: "Capacity at SLO from the last multi-stage run (a sweep): the highest load level whose attainment met the objective; 0 when none did. Absent for single-level profiles."}
+	RunLastCliff = Metric{Name: "tokenprobe_run_last_ttft_cliff_level", Type: Gauge, Unit: "load level", Labels: RunLabels,
+		Help: "The load level where the last multi-stage run's TTFT p50 reached 3x its first level's while ITL p50 stayed under 1.5x (a queue); 0 when there was no cliff."}
+	RunObjective = Metric{Name: "tokenprobe_slo_objective_ratio", Type: Gauge, Unit: "ratio", Labels: RunLabels,
+		Help: "The profile's SLO objective (fraction of requests that must be good); 0 when none."}
+	ProfileInfo = Metric{Name: "tokenprobe_profile_info", Type: Gauge, Unit: "info", Labels: []string{"profile", "endpoint", "model", "url", "api"},
+		Help: "Always 1: descriptive labels of a profile and endpoint, joined to other series with group_left."}
+)
+
+// Self metrics.
+var (
+	ConfigReloadOK = Metric{Name: "tokenprobe_config_last_reload_successful", Type: Gauge, Unit: "boolean",
+		Help: "1 when the last configuration (re)load succeeded; 0 while a bad file is being refused and the previous configuration runs on."}
+	ConfigReloadTime = Metric{Name: "tokenprobe_config_last_reload_success_timestamp_seconds", Type: Gauge, Unit: "seconds",
+		Help: "Unix time of the last successful configuration (re)load."}
+	Dropped = Metric{Name: "tokenprobe_observations_dropped_total", Type: Counter, Unit: "observations", Labels: []string{"sink"},
+		Help: "Request results a sink could not take because its queue was full; the load generator never waits for a sink."}
+)
+
+// All lists the catalog in documentation order. Build info
+// (tokenprobe_build_info) comes from client_golang's version collector.
+var All = []Metric{
+	TTFT, TTST, ITL, InterChunk, Duration, DispatchLag,
+	Requests, Errors, Anomalies, Good, SLORequests, InputTokens, OutputTokens,
+	InFlight, TargetConcurrency, TargetRate,
+	Runs, RunsSkipped, RunNext, RunLastTimestamp, RunLastSuccess, RunLastPassed, RunLastDuration,
+	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunLastCapacity, RunLastCliff, RunObjective, ProfileInfo,
+	ConfigReloadOK, ConfigReloadTime, Dropped,
+}
+
+// Extra names metrics registered outside this list (by client_golang's own
+// collectors, or by the daemon) so that generators can check them too.
+var Extra = []string{"tokenprobe_build_info", "tokenprobe_gpu_source_up"}
+
+// Names returns every exported metric name, with the _bucket, _sum and
+// _count series of histograms.
+func Names() map[string]Metric {
+	out := map[string]Metric{}
+	for _, m := range All {
+		out[m.Name] = m
+		if m.Type == Histogram {
+			for _, s := range []string{"_bucket", "_sum", "_count"} {
+				out[m.Name+s] = m
+			}
+		}
+	}
+	for _, n := range Extra {
+		out[n] = Metric{Name: n, Type: Gauge}
+	}
+	return out
+}

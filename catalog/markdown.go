@@ -1,0 +1,93 @@
+package catalog
+
+import (
+	"fmt"
+
+	"github.com/tokenprobe/tokenprobe/gpu"
+	"strconv"
+	"strings"
+)
+
+// Markdown renders docs/METRICS.md from the catalog.
+func Markdown() string {
+	var b strings.Builder
+	b.WriteString(`# Metrics reference
+
+Generated from ` + "`catalog`" + ` by ` + "`make docs`" + `; a test keeps it equal to the code.
+What each measurement means is in [MEASUREMENT.md](MEASUREMENT.md).
+
+## Prometheus
+
+Request metrics carry ` + "`" + strings.Join(RequestLabels, "`, `") + "`" + `: values from the
+configuration, never a URL, a prompt, a request id or an error text. ` + "`load_level`" + ` is the
+concurrency (closed loop) or request rate (open loop) of the run, so latency can be read
+against load. Descriptive labels live on ` + "`tokenprobe_profile_info`" + `; join them with
+` + "`group_left`" + `. A profile removed from the configuration loses all its series.
+
+Histograms have classic buckets (listed) and native buckets (factor 1.1) side by side: a
+server that scrapes protobuf with native histograms enabled gets both. TTFT and request
+duration observations carry a ` + "`request_id`" + ` exemplar (OpenMetrics) at most once a second per
+series, matching the ` + "`id`" + ` of ` + "`records.jsonl`" + `.
+
+| metric | type | unit | labels | meaning |
+| --- | --- | --- | --- | --- |
+`)
+	for _, m := range All {
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", m.Name, m.Type, m.Unit, labels(m.Labels), m.Help)
+	}
+	b.WriteString("| `tokenprobe_build_info` | gauge | info | version, revision, branch, goversion, goos, goarch, tags | Always 1: the build, from client_golang's version collector. |\n")
+	b.WriteString("| `tokenprobe_gpu_source_up` | gauge | boolean | `source` | 1 when the GPU source (dcgm, dcgm-exporter) read its GPUs at the last scrape; 0 when it is missing or failing, and the DCGM series below are absent. Only with a `gpu` block. |\n")
+	b.WriteString("\nClassic bucket boundaries (seconds):\n\n")
+	for _, m := range All {
+		if m.Type == Histogram {
+			fmt.Fprintf(&b, "- `%s`: %s\n", m.Name, floats(m.Buckets))
+		}
+	}
+	b.WriteString(`
+## OpenTelemetry (OTLP push)
+
+GenAI semantic conventions v1.41.0 for the ` + "`gen_ai.*`" + ` instruments; resource attributes
+` + "`service.name=tokenprobe`" + `, ` + "`service.version`" + `, ` + "`service.instance.id`" + ` (hostname unless set) and
+those of ` + "`OTEL_RESOURCE_ATTRIBUTES`" + `.
+
+| instrument | kind | unit | attributes | meaning |
+| --- | --- | --- | --- | --- |
+`)
+	for _, i := range OTel {
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", i.Name, i.Kind, i.Unit, i.Attributes, i.Help)
+	}
+	b.WriteString(`
+## GPU series (DCGM)
+
+With a ` + "`gpu`" + ` block, ` + "`/metrics`" + ` also carries these DCGM series with exactly the names, help texts and
+labels of NVIDIA dcgm-exporter (` + "`" + strings.Join(dcgmLabels, "`, `") + "`" + `), so a dashboard works the same
+with either source. Profiling fields (` + "`DCGM_FI_PROF_*`" + `) appear on GPUs that support them.
+
+| metric | type | meaning |
+| --- | --- | --- |
+`)
+	for _, f := range dcgmFields {
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", f.Name, f.Type, f.Help)
+	}
+	return b.String()
+}
+
+var (
+	dcgmFields = gpu.Fields
+	dcgmLabels = gpu.Labels
+)
+
+func labels(ls []string) string {
+	if len(ls) == 0 {
+		return ""
+	}
+	return "`" + strings.Join(ls, "`, `") + "`"
+}
+
+func floats(fs []float64) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return strings.Join(parts, ", ")
+}

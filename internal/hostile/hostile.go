@@ -1,0 +1,182 @@
+// Package hostile is an OpenAI-compatible endpoint that misbehaves on
+// purpose, over raw TCP so that it can break HTTP as well as JSON: the
+// servers tokenprobe must survive (deeply nested answers, a body left open
+// after [DONE], an echoed API key, a content coding, a protocol switch).
+// Tests point endpoints at it; the first path segment of the base URL
+// picks the behaviour: http://ADDR/echo-401/v1 answers 401 echoing the
+// request's headers.
+package hostile
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The behaviours, by the first path segment.
+const (
+	// Echo401 answers 401 with a JSON body that echoes every request header.
+	Echo401 = "echo-401"
+	// EchoEvent streams one content chunk, then an `event: error` quoting
+	// the Authorization header.
+	EchoEvent = "echo-event"
+	// EchoContent streams a good answer whose content quotes the
+	// Authorization header, then [DONE].
+	EchoContent = "echo-content"
+	// Nested answers with 1 MB of nested arrays: in an SSE line when the
+	// request streams, else as a JSON body of 4 MB (the client's own tests
+	// send 40 MB).
+	Nested = "nested"
+	// Drain streams a good answer and [DONE], then leaves the chunked body
+	// open and the connection silent.
+	Drain = "drain"
+	// Gzip answers with Content-Encoding: gzip.
+	Gzip = "gzip"
+	// Switch answers 101 Switching Protocols and then WebSocket bytes.
+	Switch = "switch"
+)
+
+// Server is a running hostile endpoint.
+type Server struct {
+	l        net.Listener
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	conns    map[net.Conn]struct{}
+	accepted atomic.Int64
+	answer   func(conn net.Conn, req *http.Request) bool
+}
+
+// Start serves the behaviours above on 127.0.0.1.
+func Start() (*Server, error) { return StartFunc(answer) }
+
+// StartFunc serves every request with fn, which writes whatever it likes to
+// the raw connection and returns false to close it. The request's body has
+// been read.
+func StartFunc(fn func(conn net.Conn, req *http.Request) bool) (*Server, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{l: l, conns: map[net.Conn]struct{}{}, answer: fn}
+	s.wg.Go(s.accept)
+	return s, nil
+}
+
+// URL is the base URL for behaviour b: http://ADDR/b/v1.
+func (s *Server) URL(b string) string { return "http://" + s.l.Addr().String() + "/" + b + "/v1" }
+
+// Addr is the server's host:port.
+func (s *Server) Addr() string { return s.l.Addr().String() }
+
+// Connections counts the connections accepted so far.
+func (s *Server) Connections() int64 { return s.accepted.Load() }
+
+// Close stops the server and drops every connection, held ones included.
+func (s *Server) Close() error {
+	err := s.l.Close()
+	s.mu.Lock()
+	for c := range s.conns {
+		_ = c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) accept() {
+	for {
+		conn, err := s.l.Accept()
+		if err != nil {
+			return
+		}
+		s.accepted.Add(1)
+		s.mu.Lock()
+		s.conns[conn] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Go(func() {
+			defer func() {
+				s.mu.Lock()
+				delete(s.conns, conn)
+				s.mu.Unlock()
+				_ = conn.Close()
+			}()
+			br := bufio.NewReader(conn)
+			for {
+				req, err := http.ReadRequest(br)
+				if err != nil {
+					return
+				}
+				_, _ = io.Copy(io.Discard, req.Body)
+				if !s.answer(conn, req) {
+					return
+				}
+			}
+		})
+	}
+}
+
+// Hold keeps conn open and silent until the client or Close ends it.
+func Hold(conn net.Conn) { _, _ = io.Copy(io.Discard, conn) }
+
+// SSEHead is a chunked text/event-stream response head.
+const SSEHead = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+// Chunk frames s as one chunk of a chunked body.
+func Chunk(s string) string { return fmt.Sprintf("%x\r\n%s\r\n", len(s), s) }
+
+// Content is a chat completion chunk carrying text.
+func Content(text string) string {
+	b, _ := json.Marshal(text)
+	return `{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":` + string(b) + `},"finish_reason":null}]}`
+}
+
+func answer(conn net.Conn, req *http.Request) bool {
+	behaviour, _, _ := strings.Cut(strings.TrimPrefix(req.URL.Path, "/"), "/")
+	auth := req.Header.Get("Authorization")
+	stream := strings.Contains(req.Header.Get("Accept"), "text/event-stream")
+	switch behaviour {
+	case Echo401:
+		body, _ := json.Marshal(map[string]any{"error": map[string]any{"message": "invalid api key", "request_headers": req.Header}})
+		fmt.Fprintf(conn, "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		return true
+	case EchoEvent:
+		msg, _ := json.Marshal(map[string]string{"message": "upstream rejected credentials " + auth})
+		_, _ = io.WriteString(conn, SSEHead+Chunk("data: "+Content("a")+"\n\nevent: error\ndata: "+string(msg)+"\n\n")+"0\r\n\r\n")
+		return true
+	case EchoContent:
+		events := "data: " + Content("you sent "+auth) + "\n\ndata: " + Content(" ok") + "\n\ndata: [DONE]\n\n"
+		_, _ = io.WriteString(conn, SSEHead+Chunk(events)+"0\r\n\r\n")
+		return true
+	case Nested:
+		if stream {
+			line := `{"choices":[{"delta":{"content":"a"}}],"x":` + strings.Repeat("[", 1<<20-100) + "}"
+			_, _ = io.WriteString(conn, SSEHead+Chunk("data: "+line+"\n\n")+"0\r\n\r\n")
+			return true
+		}
+		whole := `{"x":` + strings.Repeat("[", 4<<20) + `}`
+		fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(whole), whole)
+		return true
+	case Drain:
+		events := "data: " + Content("a") + "\n\ndata: " + Content("b") + "\n\ndata: [DONE]\n\n"
+		_, _ = io.WriteString(conn, SSEHead+Chunk(events))
+		Hold(conn)
+		return false
+	case Gzip:
+		body := "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03"
+		fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		return true
+	case Switch:
+		_, _ = io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n\x81\x05hello")
+		time.Sleep(10 * time.Millisecond)
+		return false
+	}
+	_, _ = io.WriteString(conn, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+	return true
+}

@@ -1,0 +1,86 @@
+package layers
+
+import (
+	"go/build"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/tokenprobe/tokenprobe/"
+
+// layer of every package: a package imports only packages of lower
+// layers. 0 is the leaves (the schema, wire formats, helpers), then the
+// engine's parts (1, 2), the engine and the GPU sources (3), the metric
+// catalog (4), the sinks (5), setup and runner (6), the commands' logic
+// (7), the HTTP surface and the generators (8), and the wiring (9).
+var layer = map[string]int{
+	"config": 0, "scheduler": 0, "sim": 0,
+	"probe/result": 0, "probe/openai": 0, "probe/sse": 0, "probe/h1": 0, "probe/load": 0, "probe/tokenizer": 0,
+	"internal/hostile": 0, "internal/redact": 0, "internal/schedslice": 0, "internal/steal": 0,
+	"internal/syncbuf": 0, "internal/layers": 0, "sink/otlp/otlptest": 0,
+
+	"probe/slo": 1, "probe/client": 1, "internal/timingtest": 1,
+	"probe/stats": 2, "probe/workload": 2,
+	"probe": 3, "report": 3, "gpu": 3,
+	"catalog": 4,
+	"sink":    5, "sink/prom": 5, "sink/otlp": 5, "sink/records": 5,
+	"runner": 6, "setup": 6,
+	"daemon": 7, "runonce": 7,
+	"web": 8, "alerts": 8, "dashboards": 8, "e2e": 8,
+	"cmd/tokenprobe": 9,
+}
+
+// readsConfig are the packages that may import config: setup turns it
+// into running objects; the commands load it. The engine and the sinks
+// never see it.
+var readsConfig = map[string]bool{"setup": true, "daemon": true, "runonce": true, "web": true, "cmd/tokenprobe": true}
+
+func TestImportsGoDownTheLayers(t *testing.T) {
+	root := filepath.Join("..", "..")
+	seen := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && rel != "." {
+			return filepath.SkipDir // a module of its own: deploy, tools/bench
+		}
+		pkg, err := build.ImportDir(path, 0)
+		if err != nil {
+			return nil // no Go files here
+		}
+		seen++
+		own, ok := layer[rel]
+		if !ok {
+			t.Errorf("%s is in no layer: add it to layers_test.go (and docs/ARCHITECTURE.md)", rel)
+			return nil
+		}
+		for _, imp := range pkg.Imports {
+			dep, ok := strings.CutPrefix(imp, module)
+			if !ok {
+				continue
+			}
+			if l, ok := layer[dep]; !ok || l >= own {
+				t.Errorf("%s (layer %d) imports %s (layer %d): imports go down the layers", rel, own, dep, l)
+			}
+			if dep == "config" && !readsConfig[rel] {
+				t.Errorf("%s imports config: only setup and the commands read the configuration", rel)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen < len(layer)-1 {
+		t.Fatalf("found %d packages, the table has %d", seen, len(layer))
+	}
+}

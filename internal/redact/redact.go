@@ -1,0 +1,117 @@
+// Package redact takes secrets out of text that tokenprobe did not write:
+// error bodies, error events and malformed lines from servers, messages of
+// libraries. A server may echo a request's headers back (some gateways do
+// in a 401), so any such text can hold an API key.
+package redact
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Marker replaces every occurrence of a secret. It needs no escaping in
+// JSON or HTML, so it reads the same in records, pages and logs.
+const Marker = "[REDACTED]"
+
+// Set is the secrets to take out. It only grows: a key rotated out of the
+// configuration is still a secret. A nil *Set redacts nothing. It is safe
+// for concurrent use; redacting reads a snapshot without locking.
+type Set struct {
+	mu   sync.Mutex // serialises Add
+	list atomic.Pointer[[]string]
+}
+
+// New returns a set holding secrets.
+func New(secrets ...string) *Set {
+	s := &Set{}
+	s.Add(secrets...)
+	return s
+}
+
+// Add adds secrets (empty ones are ignored).
+func (s *Set) Add(secrets ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var cur []string
+	if p := s.list.Load(); p != nil {
+		cur = *p
+	}
+	next := slices.Clone(cur)
+	for _, v := range secrets {
+		if v != "" && !slices.Contains(next, v) {
+			next = append(next, v)
+		}
+	}
+	if len(next) == len(cur) {
+		return
+	}
+	// Longest first, so that a secret holding another is replaced whole.
+	slices.SortFunc(next, func(a, b string) int { return len(b) - len(a) })
+	s.list.Store(&next)
+}
+
+func (s *Set) secrets() []string {
+	if s == nil {
+		return nil
+	}
+	if p := s.list.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Longest is the length of the longest secret: the margin a reader needs
+// beyond an excerpt's length so that no secret crosses the excerpt's edge
+// unseen.
+func (s *Set) Longest() int {
+	if l := s.secrets(); len(l) > 0 {
+		return len(l[0])
+	}
+	return 0
+}
+
+// String returns text with every secret replaced by Marker.
+func (s *Set) String(text string) string {
+	for _, v := range s.secrets() {
+		if strings.Contains(text, v) {
+			text = strings.ReplaceAll(text, v, Marker)
+		}
+	}
+	return text
+}
+
+// Excerpt returns the first n bytes of b, redacted before it is cut, so
+// that no part of a secret survives at the excerpt's edge; a marker that
+// the cut would split is kept whole. b should extend at least Longest()-1
+// bytes past n where more of the text exists.
+func (s *Set) Excerpt(b []byte, n int) string {
+	for _, v := range s.secrets() {
+		if bytes.Contains(b, []byte(v)) {
+			b = bytes.ReplaceAll(b, []byte(v), []byte(Marker))
+		}
+	}
+	if len(b) <= n {
+		return string(b)
+	}
+	if i := bytes.LastIndex(b[:n], []byte(Marker[:1])); i >= 0 && i+len(Marker) > n && bytes.HasPrefix(b[i:], []byte(Marker)) {
+		n = i + len(Marker)
+	}
+	return string(b[:n])
+}
+
+// Error returns err with its text redacted: err itself when it holds no
+// secret, else a plain error with the redacted text.
+func (s *Set) Error(err error) error {
+	if err == nil {
+		return nil
+	}
+	text := err.Error()
+	if red := s.String(text); red != text {
+		return errors.New(red)
+	}
+	return err
+}

@@ -1,0 +1,70 @@
+package redact
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+const key = "sk-live-0123456789abcdef"
+
+func TestStringReplacesEveryOccurrence(t *testing.T) {
+	s := New(key, "", "sk-live") // a secret inside a longer one
+	got := s.String(`{"echo":{"authorization":"Bearer ` + key + `"},"again":"x` + key + `y","short":"sk-live"}`)
+	if strings.Contains(got, "sk-live") {
+		t.Fatalf("a secret survived: %s", got)
+	}
+	if strings.Count(got, Marker) != 3 {
+		t.Fatalf("%d markers in %s, want 3", strings.Count(got, Marker), got)
+	}
+	var none *Set
+	if none.String(key) != key || none.Longest() != 0 {
+		t.Fatal("a nil set must redact nothing")
+	}
+}
+
+// A secret that crosses the excerpt's edge leaves no prefix behind.
+func TestExcerptRedactsBeforeCutting(t *testing.T) {
+	s := New(key)
+	for cut := 1; cut < len(key); cut++ {
+		text := strings.Repeat("x", 100-cut) + key + strings.Repeat("y", 50)
+		got := s.Excerpt([]byte(text), 100)
+		if len(got) > 100+len(Marker) || !strings.Contains(got, Marker) {
+			t.Fatalf("cut %d: excerpt of %d bytes", cut, len(got))
+		}
+		for n := 4; n <= len(key); n++ {
+			if strings.Contains(got, key[:n]) {
+				t.Fatalf("cut %d: %q of the key survived in %q", cut, key[:n], got)
+			}
+		}
+	}
+}
+
+func TestAddOnlyGrows(t *testing.T) {
+	s := New("old-key-1234")
+	s.Add("new-key-5678")
+	if got := s.String("old-key-1234 new-key-5678"); strings.Contains(got, "key") {
+		t.Fatalf("%s", got)
+	}
+	if s.Longest() != len("old-key-1234") {
+		t.Fatalf("longest %d", s.Longest())
+	}
+}
+
+func TestHandlerRedactsMessagesAndAttributes(t *testing.T) {
+	var buf bytes.Buffer
+	s := New(key)
+	log := slog.New(Handler(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}), s))
+	log = log.With("preset", "with "+key)
+	log.Debug("message "+key, "err", errors.New("HTTP 401: "+key), "str", key,
+		slog.Group("g", "inner", key), "n", 42, "any", []string{key})
+	out := buf.String()
+	if strings.Contains(out, key) || strings.Count(out, Marker) != 6 {
+		t.Fatalf("%s", out)
+	}
+	if !strings.Contains(out, "n=42") {
+		t.Fatalf("other attributes must pass: %s", out)
+	}
+}

@@ -1,0 +1,68 @@
+package client
+
+import (
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/probe/openai"
+)
+
+// Endpoint is everything needed to reach one model server.
+type Endpoint struct {
+	Name    string
+	BaseURL string // e.g. http://127.0.0.1:8000/v1
+	// BaseURLs, when set, are replicas behind no load balancer, used in
+	// turn; BaseURL is then ignored.
+	BaseURLs []string
+	next     atomic.Uint64
+	API      openai.API
+	Model    string
+	Headers  http.Header
+	APIKey   string // sent as a bearer token; never logged
+	// Timeout bounds a whole request, first byte to last chunk.
+	Timeout time.Duration
+	// IncludeUsage asks streaming servers for a trailing usage chunk.
+	IncludeUsage bool
+	// Extra fields for the request body.
+	Extra map[string]any
+}
+
+// URL returns the base URL of the next request: BaseURL, or the replicas
+// round robin.
+func (ep *Endpoint) URL() string {
+	if len(ep.BaseURLs) == 0 {
+		return ep.BaseURL
+	}
+	return ep.BaseURLs[(ep.next.Add(1)-1)%uint64(len(ep.BaseURLs))]
+}
+
+// Prompt is one request's input from the workload.
+type Prompt struct {
+	Text string
+	// Parts, when set, is the prompt in pieces joined by single spaces, in
+	// place of Text: a trace's shared blocks, encoded straight into the
+	// body without first being copied into one long string.
+	Parts []string
+	// InputTokens is the intended prompt length in tokens.
+	InputTokens int
+	// MaxTokens caps the answer; 0 leaves it to the server.
+	MaxTokens int
+	Stream    bool
+	// History is the conversation before Text, for a session's later turns.
+	History []openai.Message
+	// Body is the request body already encoded by Encode, or nil: a
+	// load generator encodes ahead of the send time, so that the encoding
+	// of a long prompt never makes a request late.
+	Body []byte
+}
+
+// Encode fills p.Body for ep.
+func Encode(ep *Endpoint, p *Prompt) error {
+	body, err := openai.Body(openai.RequestBody{
+		API: ep.API, Model: ep.Model, Prompt: p.Text, Parts: p.Parts, History: p.History, MaxTokens: p.MaxTokens,
+		Stream: p.Stream, IncludeUsage: ep.IncludeUsage, Extra: ep.Extra,
+	})
+	p.Body = body
+	return err
+}

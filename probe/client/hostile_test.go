@@ -1,0 +1,309 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/internal/hostile"
+	"github.com/tokenprobe/tokenprobe/internal/redact"
+	"github.com/tokenprobe/tokenprobe/probe/result"
+)
+
+// newRawServer serves every request with answer (see hostile.StartFunc)
+// until the test ends.
+func newRawServer(t *testing.T, answer func(conn net.Conn, req *http.Request) bool) *hostile.Server {
+	t.Helper()
+	s, err := hostile.StartFunc(answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func rawURL(s *hostile.Server) string { return "http://" + s.Addr() }
+
+// A deeply nested answer, streamed or not, is a stream error for that
+// request and nothing more. The test binary's stack is bounded, so that
+// recursion without a bound crashes this test rather than the machine.
+func TestDeeplyNestedAnswers(t *testing.T) { bothClients(t, testDeeplyNestedAnswers) }
+
+func testDeeplyNestedAnswers(t *testing.T, newClient func(Options) *Client) {
+	old := debug.SetMaxStack(16 << 20)
+	defer debug.SetMaxStack(old)
+
+	whole := []byte(`{"x":` + strings.Repeat("[", 40<<20) + `}`) // 40 MB, under the 64 MiB body limit
+	line := `{"choices":[{"delta":{"content":"a"}}],"x":` + strings.Repeat("[", 1<<20-100) + "}"
+	srv := newRawServer(t, func(conn net.Conn, req *http.Request) bool {
+		if req.Header.Get("Accept") == "text/event-stream" {
+			body := "data: " + line + "\n\n"
+			fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+			return true
+		}
+		fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(whole))
+		_, _ = conn.Write(whole)
+		return true
+	})
+	c := newClient(Options{})
+	for _, stream := range []bool{false, true} {
+		// Several at once: each costs its line or body, not a stack per level.
+		var wg sync.WaitGroup
+		rs := make([]result.Request, 4)
+		for i := range rs {
+			wg.Go(func() {
+				c.Do(context.Background(), endpoint(rawURL(srv)), Prompt{Text: "x", Stream: stream}, &rs[i])
+			})
+		}
+		wg.Wait()
+		for _, r := range rs {
+			if r.Outcome != result.Error || r.Reason != result.ReasonStream || !strings.Contains(r.Err, "nested deeper than 256") {
+				t.Errorf("stream %v: %v/%v %.120s; want a stream error naming the nesting", stream, r.Outcome, r.Reason, r.Err)
+			}
+			if len(r.Err) > 400 {
+				t.Errorf("stream %v: error text of %d bytes, want an excerpt", stream, len(r.Err))
+			}
+		}
+	}
+}
+
+// A server that sends [DONE] and then neither ends the body nor closes the
+// connection gets its requests measured in full and released within the
+// drain timeout, with the anomaly counted; the connection is not reused.
+func TestDrainAfterDoneIsBounded(t *testing.T) { bothClients(t, testDrainAfterDoneIsBounded) }
+
+func testDrainAfterDoneIsBounded(t *testing.T, newClient func(Options) *Client) {
+	events := fmt.Sprintf("data: %s\n\ndata: %s\n\ndata: [DONE]\n\n", chunk("a"), chunk("b"))
+	cases := map[string]func(conn net.Conn){
+		"chunked body never ended": func(conn net.Conn) {
+			_, _ = io.WriteString(conn, hostile.SSEHead+hostile.Chunk(events))
+			hostile.Hold(conn)
+		},
+		"content-length longer than sent": func(conn net.Conn) {
+			fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(events)+100, events)
+			hostile.Hold(conn)
+		},
+	}
+	for name, answer := range cases {
+		t.Run(name, func(t *testing.T) {
+			srv := newRawServer(t, func(conn net.Conn, _ *http.Request) bool { answer(conn); return false })
+			c := newClient(Options{})
+			ep := endpoint(rawURL(srv))
+			ep.Timeout = 20 * time.Second
+			for i := range 3 {
+				var r result.Request
+				start := time.Now()
+				c.Do(context.Background(), ep, Prompt{Text: "x", Stream: true}, &r)
+				took := time.Since(start)
+				if r.Outcome != result.Success || r.ContentChunks != 2 || r.Anomaly != result.AnomalyDrain {
+					t.Fatalf("request %d: %v/%v %s, %d chunks, anomaly %q; want a success with the drain anomaly", i, r.Outcome, r.Reason, r.Err, r.ContentChunks, r.Anomaly)
+				}
+				// The bound is the drain timeout (100ms); the request
+				// timeout is 20s. Anything near the latter is the bug.
+				if took > 10*time.Second {
+					t.Fatalf("request %d held for %v: the drain is not bounded", i, took)
+				}
+				if r.E2E <= 0 || r.E2E > took {
+					t.Fatalf("request %d: E2E %v outside the request's %v", i, r.E2E, took)
+				}
+			}
+			if n := srv.Connections(); n != 3 {
+				t.Fatalf("%d connections for 3 requests: a connection left mid-body was reused", n)
+			}
+		})
+	}
+}
+
+// A body that ends right after [DONE] is no anomaly, and its connection is
+// kept: the bound costs a healthy server nothing.
+func TestCleanEndIsNoAnomaly(t *testing.T) { bothClients(t, testCleanEndIsNoAnomaly) }
+
+func testCleanEndIsNoAnomaly(t *testing.T, newClient func(Options) *Client) {
+	events := fmt.Sprintf("data: %s\n\ndata: [DONE]\n\n", chunk("a"))
+	srv := newRawServer(t, func(conn net.Conn, _ *http.Request) bool {
+		_, _ = io.WriteString(conn, hostile.SSEHead+hostile.Chunk(events))
+		time.Sleep(20 * time.Millisecond) // the end comes a little later, within the bound
+		_, _ = io.WriteString(conn, "0\r\n\r\n")
+		return true
+	})
+	c := newClient(Options{})
+	for i := range 3 {
+		var r result.Request
+		c.Do(context.Background(), endpoint(rawURL(srv)), Prompt{Text: "x", Stream: true}, &r)
+		if r.Outcome != result.Success || r.Anomaly != result.AnomalyNone {
+			t.Fatalf("request %d: %v %s anomaly %q", i, r.Outcome, r.Err, r.Anomaly)
+		}
+	}
+	if n := srv.Connections(); n != 1 {
+		t.Fatalf("%d connections for 3 requests, want the first kept", n)
+	}
+}
+
+// The client asks for no content coding and refuses one it cannot read,
+// saying so, instead of reporting the stream as cut.
+func TestContentEncodingIsRefused(t *testing.T) { bothClients(t, testContentEncodingIsRefused) }
+
+func testContentEncodingIsRefused(t *testing.T, newClient func(Options) *Client) {
+	asked := make(chan string, 2)
+	srv := newRawServer(t, func(conn net.Conn, req *http.Request) bool {
+		asked <- req.Header.Get("Accept-Encoding")
+		body := "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03" // a gzip header
+		fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		return true
+	})
+	ep := endpoint(rawURL(srv))
+	ep.Headers = http.Header{"Accept-Encoding": {"gzip"}} // the client's own value wins
+	var r result.Request
+	newClient(Options{}).Do(context.Background(), ep, Prompt{Text: "x", Stream: true}, &r)
+	if got := <-asked; got != "identity" {
+		t.Errorf("Accept-Encoding %q, want identity", got)
+	}
+	if r.Outcome != result.Error || r.Reason != result.ReasonStream || !strings.Contains(r.Err, `Content-Encoding "gzip"`) {
+		t.Errorf("%v/%v %s; want a stream error naming the encoding", r.Outcome, r.Reason, r.Err)
+	}
+}
+
+// A 101 is an error, and its connection is never reused: the next request
+// goes out on a new one and succeeds.
+func TestSwitchingProtocolsClosesTheConnection(t *testing.T) {
+	bothClients(t, testSwitchingProtocolsClosesTheConnection)
+}
+
+func testSwitchingProtocolsClosesTheConnection(t *testing.T, newClient func(Options) *Client) {
+	var n atomic.Int64
+	srv := newRawServer(t, func(conn net.Conn, _ *http.Request) bool {
+		if n.Add(1) == 1 {
+			_, _ = io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n\x81\x05hello")
+			hostile.Hold(conn)
+			return false
+		}
+		events := fmt.Sprintf("data: %s\n\ndata: [DONE]\n\n", chunk("a"))
+		_, _ = io.WriteString(conn, hostile.SSEHead+hostile.Chunk(events)+"0\r\n\r\n")
+		return true
+	})
+	c := newClient(Options{})
+	ep := endpoint(rawURL(srv))
+	ep.Timeout = 20 * time.Second
+	var r result.Request
+	start := time.Now()
+	c.Do(context.Background(), ep, Prompt{Text: "x", Stream: true}, &r)
+	if r.Outcome != result.Error || r.Reason != result.ReasonStream || !strings.Contains(r.Err, "101") {
+		t.Fatalf("101: %v/%v %s; want a stream error", r.Outcome, r.Reason, r.Err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("101 held the request for %v", took)
+	}
+	r = result.Request{}
+	c.Do(context.Background(), ep, Prompt{Text: "x", Stream: true}, &r)
+	if r.Outcome != result.Success {
+		t.Fatalf("the request after a 101: %v/%v %s", r.Outcome, r.Reason, r.Err)
+	}
+	if got := srv.Connections(); got != 2 {
+		t.Fatalf("%d connections, want 2 (the 101's closed)", got)
+	}
+}
+
+// A server that echoes the API key back, in any text the client quotes,
+// gets it redacted before the text is cut: no part of the key is left in
+// the request's error, at an excerpt's edge included.
+func TestEchoedKeyIsRedacted(t *testing.T) { bothClients(t, testEchoedKeyIsRedacted) }
+
+func testEchoedKeyIsRedacted(t *testing.T, newClient func(Options) *Client) {
+	const key = "sk-planted-0123456789abcdefghij"
+	answers := map[string]func(conn net.Conn, echo string){
+		"401 echoing the headers": func(conn net.Conn, echo string) {
+			body := `{"error":"unauthorized","headers":{"authorization":"` + echo + `"}}`
+			fmt.Fprintf(conn, "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		},
+		"401 with the key across the excerpt's edge": func(conn net.Conn, _ string) {
+			body := strings.Repeat("x", maxErrorBody-10) + key + strings.Repeat("y", 100)
+			fmt.Fprintf(conn, "HTTP/1.1 401 Unauthorized\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		},
+		"error event": func(conn net.Conn, echo string) {
+			_, _ = io.WriteString(conn, hostile.SSEHead+hostile.Chunk("event: error\ndata: {\"message\":\"bad key "+echo+"\"}\n\n")+"0\r\n\r\n")
+		},
+		"error event with the key across the excerpt's edge": func(conn net.Conn, _ string) {
+			data := `{"message":"` + strings.Repeat("x", 180) + key + `"}`
+			_, _ = io.WriteString(conn, hostile.SSEHead+hostile.Chunk("event: error\ndata: "+data+"\n\n")+"0\r\n\r\n")
+		},
+		"error payload in a 200 stream": func(conn net.Conn, echo string) {
+			_, _ = io.WriteString(conn, hostile.SSEHead+hostile.Chunk("data: {\"object\":\"error\",\"message\":\""+echo+"\"}\n\n")+"0\r\n\r\n")
+		},
+		"malformed chunk": func(conn net.Conn, echo string) {
+			_, _ = io.WriteString(conn, hostile.SSEHead+hostile.Chunk("data: {\"choices\":[ "+echo+"\n\n")+"0\r\n\r\n")
+		},
+		"status line": func(conn net.Conn, _ string) {
+			_, _ = io.WriteString(conn, "HTTP/1.1 200 "+strings.Repeat("x", 60)+key+"\r\nContent-Type: text/event-stream\r\nContent-Length: 0\r\n\r\n")
+		},
+		"content type": func(conn net.Conn, _ string) {
+			_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/"+strings.Repeat("x", 60)+key+"\r\nContent-Length: 0\r\n\r\n")
+		},
+		"content of a good stream": func(conn net.Conn, echo string) {
+			events := fmt.Sprintf("data: %s\n\ndata: [DONE]\n\n", chunk("your key is "+echo))
+			_, _ = io.WriteString(conn, hostile.SSEHead+hostile.Chunk(events)+"0\r\n\r\n")
+		},
+	}
+	for name, answer := range answers {
+		t.Run(name, func(t *testing.T) {
+			srv := newRawServer(t, func(conn net.Conn, req *http.Request) bool {
+				answer(conn, req.Header.Get("Authorization"))
+				return false
+			})
+			ep := endpoint(rawURL(srv))
+			ep.APIKey = key
+			var r result.Request
+			newClient(Options{Secrets: redact.New(key)}).Do(context.Background(), ep, Prompt{Text: "x", Stream: true}, &r)
+			if name != "content of a good stream" && r.Outcome != result.Error {
+				t.Fatalf("%v %s: want an error", r.Outcome, r.Err)
+			}
+			for n := 6; n <= len(key); n++ {
+				if strings.Contains(r.Err, key[:n]) {
+					t.Fatalf("%d bytes of the key survive in %q", n, r.Err)
+				}
+			}
+			if r.Outcome == result.Error && name != "status line" && !strings.Contains(r.Err, redact.Marker) {
+				t.Fatalf("no marker in %q", r.Err)
+			}
+		})
+	}
+}
+
+// FuzzWholeResponse holds the non-streamed path to its contract for any
+// body: it ends in success or error (never a crash, never cancelled), a
+// success carries content, and an error quotes at most an excerpt.
+func FuzzWholeResponse(f *testing.F) {
+	f.Add([]byte(`{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}`))
+	f.Add([]byte(`{"object":"error","message":"bad"}`))
+	f.Add([]byte(`{"x":` + strings.Repeat("[", 300) + strings.Repeat("]", 300) + `}`))
+	f.Add([]byte(`{"choices":[{"message":{"content":"a"}}],"x":` + strings.Repeat(`{"a":`, 1000)))
+	f.Add([]byte(""))
+	c := New(Options{})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r := result.Request{Start: time.Now()}
+		c.readWhole(context.Background(), bytes.NewReader(body), &r)
+		switch r.Outcome {
+		case result.Success:
+			if r.ContentChunks != 1 || r.OutputTokens < 1 || r.Err != "" {
+				t.Fatalf("success without content: %+v", r)
+			}
+		case result.Error:
+			if r.Reason != result.ReasonStream && r.Reason != result.ReasonEmpty {
+				t.Fatalf("reason %v for a body", r.Reason)
+			}
+			if len(r.Err) > 300 {
+				t.Fatalf("error text of %d bytes", len(r.Err))
+			}
+		default:
+			t.Fatalf("outcome %v", r.Outcome)
+		}
+	})
+}

@@ -1,0 +1,82 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/probe/result"
+)
+
+func (c *Client) fail(r *result.Request, reason result.Reason, err error) {
+	r.End = time.Now()
+	r.Outcome, r.Reason = result.Error, reason
+	if reason == result.ReasonNone {
+		r.Outcome = result.Cancelled
+	}
+	if err != nil {
+		// Errors of the transports quote what servers sent too.
+		r.Err = c.secrets.String(err.Error())
+	}
+}
+
+// maxErrorBody is how much of an error answer's body an error quotes.
+const maxErrorBody = 512
+
+func (c *Client) failStatus(r *result.Request, resp response) {
+	// Read past the excerpt by the longest secret, so that one crossing
+	// its edge is seen whole and redacted.
+	body, _ := io.ReadAll(io.LimitReader(resp.body, int64(maxErrorBody+c.secrets.Longest())))
+	snippet := c.secrets.Excerpt(bytes.TrimSpace(body), maxErrorBody)
+	var reason result.Reason
+	switch s := resp.status; {
+	case s == http.StatusTooManyRequests:
+		reason = result.ReasonHTTP429
+	case s >= 500:
+		reason = result.ReasonHTTP5xx
+	default:
+		reason = result.ReasonHTTP4xx
+	}
+	msg := fmt.Sprintf("HTTP %d: %s", resp.status, snippet)
+	if len(resp.retryAfter) > 0 {
+		msg += " (Retry-After: " + c.secrets.Excerpt(resp.retryAfter, 80) + ")"
+	}
+	c.fail(r, reason, errors.New(msg))
+}
+
+// classify maps a transport error to a reason. ReasonNone means the
+// workload cancelled the request.
+func (c *Client) classify(ctx context.Context, err error) result.Reason {
+	if ctx.Err() != nil {
+		if errors.Is(context.Cause(ctx), errRequestTimeout) {
+			return result.ReasonTimeout
+		}
+		return result.ReasonNone
+	}
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	var tlsErr *tls.RecordHeaderError
+	var certErr *tls.CertificateVerificationError
+	var urlErr *url.Error
+	switch {
+	case errors.As(err, &dnsErr), errors.As(err, &tlsErr), errors.As(err, &certErr),
+		errors.Is(err, syscall.ECONNREFUSED):
+		return result.ReasonConnect
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return result.ReasonConnect
+	case errors.As(err, &urlErr) && urlErr.Timeout():
+		return result.ReasonTimeout
+	case strings.Contains(err.Error(), "tls:"):
+		return result.ReasonConnect
+	}
+	return result.ReasonStream
+}

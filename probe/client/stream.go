@@ -1,0 +1,189 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/probe/openai"
+	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/probe/sse"
+)
+
+func (c *Client) readStream(ctx context.Context, body io.Reader, r *result.Request, p Prompt) {
+	rd := c.readers.Get().(*sse.Reader)
+	rd.Reset(body)
+	defer func() { rd.Reset(nil); c.readers.Put(rd) }()
+
+	if p.MaxTokens > 0 && cap(r.Gaps) == 0 {
+		r.Gaps = make([]time.Duration, 0, min(p.MaxTokens, 8192))
+	}
+	var (
+		chunk          openai.Chunk
+		first, last    time.Time
+		done, finished bool
+		usage          openai.Chunk
+	)
+	for {
+		ev, err := rd.Next()
+		// Stamp before anything else: this is the moment the chunk reached us.
+		now := time.Now()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			c.endStream(ctx, r, last, err)
+			return
+		}
+		if string(ev.Name) == "error" {
+			c.endStream(ctx, r, last, fmt.Errorf("error event in stream: %s", c.secrets.Excerpt(ev.Data, 200)))
+			return
+		}
+		if bytes.Equal(ev.Data, doneMarker) {
+			done = true
+			break
+		}
+		if perr := openai.ParseChunk(ev.Data, &chunk); perr != nil {
+			c.endStream(ctx, r, last, fmt.Errorf("%w: %s", perr, c.secrets.Excerpt(ev.Data, 200)))
+			return
+		}
+		if chunk.Error {
+			c.endStream(ctx, r, last, fmt.Errorf("error in stream: %s", c.secrets.Excerpt(ev.Data, 200)))
+			return
+		}
+		if chunk.Usage {
+			usage = chunk
+		}
+		finished = finished || chunk.Finished
+		if !chunk.Content && !chunk.Reasoning {
+			continue
+		}
+		switch r.ContentChunks {
+		case 0:
+			first = now
+			r.TTFT = now.Sub(r.Start)
+		case 1:
+			r.TTST = now.Sub(first)
+			r.Gaps = append(r.Gaps, now.Sub(last))
+		default:
+			r.Gaps = append(r.Gaps, now.Sub(last))
+		}
+		if chunk.Content && !r.HasTTFO {
+			r.TTFO, r.HasTTFO = now.Sub(r.Start), true
+		}
+		last = now
+		r.ContentChunks++
+		if c.onChunk != nil {
+			c.onChunk(ev.Data, now)
+		}
+	}
+	if !done && !finished {
+		c.endStream(ctx, r, last, errors.New("stream ended without [DONE] or finish_reason"))
+		return
+	}
+	c.tokens(r, usage)
+	if r.ContentChunks == 0 {
+		r.End = time.Now()
+		r.Outcome, r.Reason, r.Err = result.Error, result.ReasonEmpty, "stream carried no content"
+		return
+	}
+	r.End = last
+	r.E2E = last.Sub(r.Start)
+	r.Outcome = result.Success
+}
+
+var doneMarker = []byte("[DONE]")
+
+// endStream classifies a stream that broke off. What was measured before
+// the break stays in r for debugging, but the outcome is an error.
+func (c *Client) endStream(ctx context.Context, r *result.Request, last time.Time, err error) {
+	reason := result.ReasonStream
+	if ctx.Err() != nil {
+		reason = c.classify(ctx, err)
+	}
+	c.fail(r, reason, err)
+	if r.ContentChunks > 0 {
+		r.E2E = last.Sub(r.Start)
+	}
+}
+
+func (c *Client) readWhole(ctx context.Context, body io.Reader, r *result.Request) {
+	data, err := io.ReadAll(body)
+	if err != nil {
+		reason := result.ReasonStream
+		if ctx.Err() != nil {
+			reason = c.classify(ctx, err)
+		}
+		c.fail(r, reason, err)
+		return
+	}
+	r.End = time.Now()
+	var chunk openai.Chunk
+	if err := openai.ParseChunk(data, &chunk); err != nil {
+		c.fail(r, result.ReasonStream, fmt.Errorf("%w: %s", err, c.secrets.Excerpt(data, 200)))
+		return
+	}
+	if chunk.Error {
+		c.fail(r, result.ReasonStream, fmt.Errorf("error in response: %s", c.secrets.Excerpt(data, 200)))
+		return
+	}
+	if !chunk.Content && !chunk.Reasoning {
+		c.fail(r, result.ReasonEmpty, errors.New("response carried no content"))
+		return
+	}
+	r.ContentChunks = 1
+	c.tokens(r, chunk)
+	r.E2E = r.End.Sub(r.Start)
+	r.Outcome = result.Success
+}
+
+// tokens settles ISL and OSL from the server's usage when it sent one.
+func (c *Client) tokens(r *result.Request, usage openai.Chunk) {
+	if usage.Usage && usage.PromptTokens > 0 {
+		r.InputTokens, r.InputSource = usage.PromptTokens, result.SourceUsage
+	}
+	if usage.Usage && usage.CompletionTokens > 0 {
+		r.OutputTokens, r.OutputSource = usage.CompletionTokens, result.SourceUsage
+	} else {
+		r.OutputTokens, r.OutputSource = r.ContentChunks, result.SourceChunks
+	}
+}
+
+func isEventStream(ct []byte) bool {
+	ct = bytes.TrimSpace(ct)
+	if len(ct) == 0 {
+		return true // some servers omit it; the stream itself will tell
+	}
+	const want = "text/event-stream"
+	if len(ct) >= len(want) && bytes.EqualFold(ct[:len(want)], []byte(want)) &&
+		(len(ct) == len(want) || ct[len(want)] == ';' || ct[len(want)] == ' ') {
+		return true // the common case, without the allocations of a full parse
+	}
+	mt, _, err := mime.ParseMediaType(string(ct))
+	return err == nil && mt == want
+}
+
+// limitReader bounds a response body and says so when the bound is hit,
+// where io.LimitReader would end quietly and hide the cause.
+type limitReader struct {
+	r io.Reader
+	n int64
+}
+
+var errBodyTooLarge = errors.New("response body exceeds the size limit")
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		return 0, errBodyTooLarge
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
+}

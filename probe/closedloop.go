@@ -1,0 +1,105 @@
+package probe
+
+import (
+	"context"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/probe/client"
+	"github.com/tokenprobe/tokenprobe/probe/openai"
+	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/probe/workload"
+)
+
+// closedLoop keeps the stage's concurrency in flight. A concurrency ramp
+// has one worker per request of its highest level, worker k sending only
+// while the level in force is above k; without a ramp that is every worker
+// all the time.
+func (r *Run) closedLoop(stop, reqCtx context.Context, index int, st Stage, warmup bool, out chan<- *result.Request) {
+	limit := st.Requests
+	var issued atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	workers := int(math.Round(max(st.Level(), st.RampTo)))
+	for k := range workers {
+		wg.Go(func() {
+			var idle *time.Ticker // made only for a worker the ramp has not reached
+			defer func() {
+				if idle != nil {
+					idle.Stop()
+				}
+			}()
+			// Both contexts are checked: a cancelled parent closes its own
+			// Done before it cancels stop, its child, so a request that
+			// ended on reqCtx could otherwise see stop still open and send
+			// one more request, cancelled at once.
+			for stop.Err() == nil && reqCtx.Err() == nil {
+				if st.RampTo != 0 && st.LevelAt(time.Since(start)) <= float64(k) {
+					if idle == nil {
+						idle = time.NewTicker(rampPoll)
+					}
+					select {
+					case <-idle.C:
+					case <-stop.Done():
+					}
+					continue
+				}
+				if limit > 0 && issued.Add(1) > int64(limit) {
+					return
+				}
+				r.next(stop, reqCtx, index, st, time.Now(), warmup, out)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// next sends the workload's next request, or its next whole session.
+func (r *Run) next(stop, ctx context.Context, index int, st Stage, scheduled time.Time, warmup bool, out chan<- *result.Request) {
+	if r.Sessions != nil {
+		r.session(stop, ctx, index, st, scheduled, r.Sessions.NextSession(), warmup, out)
+		return
+	}
+	out <- r.one(ctx, index, st, scheduled, r.Workload.Next(), warmup)
+}
+
+// session sends a session's turns one after the other, each after its
+// delay and with the conversation so far: the user's earlier turns and,
+// as the assistant's, text of the length each answer had (the probe keeps
+// facts, not answers). A turn that fails ends the session, as it would a
+// user's; so does the end of the stage, between turns.
+func (r *Run) session(stop, ctx context.Context, index int, st Stage, scheduled time.Time, s workload.Session, warmup bool, out chan<- *result.Request) {
+	var history []openai.Message
+	var words int
+	for i, t := range s.Turns {
+		if i > 0 {
+			scheduled = time.Now().Add(t.Delay)
+			if t.Delay > 0 {
+				timer := time.NewTimer(t.Delay)
+				select {
+				case <-timer.C:
+				case <-stop.Done():
+				}
+				timer.Stop()
+			}
+			if stop.Err() != nil || ctx.Err() != nil {
+				return
+			}
+		}
+		n := len(strings.Fields(t.Text))
+		p := client.Prompt{Text: t.Text, History: history, InputTokens: words + n, MaxTokens: t.OutputTokens, Stream: r.Sessions.Streaming()}
+		res := r.one(ctx, index, st, scheduled, p, warmup)
+		res.Session, res.Turn = s.ID, i
+		out <- res
+		if res.Outcome != result.Success {
+			return
+		}
+		history = append(history,
+			openai.Message{Role: "user", Content: t.Text},
+			openai.Message{Role: "assistant", Content: workload.Words(res.ID, res.OutputTokens)})
+		words += n + res.OutputTokens
+	}
+}

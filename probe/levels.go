@@ -1,0 +1,73 @@
+package probe
+
+import (
+	"slices"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/probe/slo"
+	"github.com/tokenprobe/tokenprobe/probe/stats"
+)
+
+// levelGroups summarises a run by load level: one group per stage, and
+// for a ramp one per step of the ramp (the level its results carry), so
+// that a ramp's report reads latency against load like a sweep's.
+type levelGroups struct {
+	r      *Run
+	groups []*levelGroup
+}
+
+type levelGroup struct {
+	stage int
+	level float64
+	first time.Time // the earliest scheduled request, for the ramp's order
+	agg   *stats.Aggregator
+}
+
+func newLevelGroups(r *Run) *levelGroups {
+	g := &levelGroups{r: r}
+	for i, st := range r.Plan.Stages {
+		if st.RampTo == 0 { // a fixed level: its group exists even if no request finished
+			g.groups = append(g.groups, &levelGroup{stage: i, level: st.Level(), agg: g.newAgg(st.Level())})
+		}
+	}
+	return g
+}
+
+func (g *levelGroups) newAgg(level float64) *stats.Aggregator {
+	return stats.NewAggregator(g.r.Profile, g.r.Endpoint.Name, g.r.Endpoint.Model, level, g.r.SLO.Objective)
+}
+
+func (g *levelGroups) add(res *result.Request, v slo.Verdict) {
+	var grp *levelGroup
+	for _, c := range g.groups {
+		if c.stage == res.Stage && (c.level == res.Level || g.r.Plan.Stages[res.Stage].RampTo == 0) {
+			grp = c
+			break
+		}
+	}
+	if grp == nil {
+		grp = &levelGroup{stage: res.Stage, level: res.Level, first: res.Scheduled, agg: g.newAgg(res.Level)}
+		g.groups = append(g.groups, grp)
+	}
+	if res.Scheduled.Before(grp.first) || grp.first.IsZero() {
+		grp.first = res.Scheduled
+	}
+	grp.agg.Add(res, v)
+}
+
+// summaries returns one summary per group, in the order of the plan and,
+// within a ramp, of time.
+func (g *levelGroups) summaries() []stats.Summary {
+	slices.SortStableFunc(g.groups, func(a, b *levelGroup) int {
+		if a.stage != b.stage {
+			return a.stage - b.stage
+		}
+		return a.first.Compare(b.first)
+	})
+	out := make([]stats.Summary, len(g.groups))
+	for i, grp := range g.groups {
+		out[i] = grp.agg.Summary()
+	}
+	return out
+}

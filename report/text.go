@@ -1,0 +1,142 @@
+// Package report writes what a one-shot run produced: the console table in
+// the shape AIPerf users know, the JSON summary, and per-request records.
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/tokenprobe/tokenprobe/probe/stats"
+)
+
+// Text writes the summary as a table followed by the run's totals.
+func Text(w io.Writer, s *stats.Summary, levelName string) {
+	fmt.Fprintf(w, "profile %s · endpoint %s · model %s", s.Profile, s.Endpoint, s.Model)
+	if levelName != "" {
+		fmt.Fprintf(w, " · %s %g", levelName, s.Level)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%-34s %10s %10s %10s %10s %10s %10s %10s %10s\n", "Metric", "avg", "min", "max", "p50", "p90", "p95", "p99", "std")
+	rows := []struct {
+		name string
+		d    stats.Dist
+	}{
+		{"Time to first token (ms)", s.TTFT},
+		{"Time to second token (ms)", s.TTST},
+		{"Time to first output token (ms)", s.TTFO},
+		{"Inter-token latency (ms)", s.ITL},
+		{"Inter-chunk latency (ms)", s.InterChunk},
+		{"Request latency (ms)", s.E2E},
+		{"Output tokens/s per user", s.UserTPS},
+		{"Input sequence length (tokens)", s.ISL},
+		{"Output sequence length (tokens)", s.OSL},
+	}
+	for _, r := range rows {
+		if r.d.Count == 0 {
+			fmt.Fprintf(w, "%-34s %10s\n", r.name, "n/a")
+			continue
+		}
+		d := r.d
+		fmt.Fprintf(w, "%-34s %10s %10s %10s %10s %10s %10s %10s %10s\n", r.name,
+			num(d.Avg), num(d.Min), num(d.Max), num(d.P50), num(d.P90), num(d.P95), num(d.P99), num(d.Std))
+	}
+	fmt.Fprintln(w)
+	kv := func(k, format string, args ...any) {
+		fmt.Fprintf(w, "%-28s "+format+"\n", append([]any{k}, args...)...)
+	}
+	kv("Requests", "%d (%d success, %d error, %d cancelled)", s.Requests, s.Success, s.Errors, s.Cancelled)
+	kv("Benchmark duration", "%.2f s", s.DurationSeconds)
+	kv("Request throughput", "%.2f req/s", s.RequestThroughput)
+	kv("Output token throughput", "%.1f tokens/s", s.OutputTokenThroughput)
+	kv("Goodput", "%.2f req/s (%d good requests)", s.Goodput, s.Good)
+	verdict := ""
+	if s.Objective > 0 {
+		verdict = fmt.Sprintf(" (objective %.1f%%: %s)", s.Objective*100, map[bool]string{true: "PASSED", false: "FAILED"}[s.Passed])
+	}
+	kv("SLO attainment", "%.1f%%%s", s.Attainment*100, verdict)
+	for _, k := range sortedKeys(s.PerSLO) {
+		kv("  "+k, "%.1f%%", s.PerSLO[k]*100)
+	}
+	kv("Errors by reason", "%s", reasons(s.ByReason))
+	kv("Dispatch lag p99", "%.3f ms", s.DispatchLag.P99)
+	if s.InputLengthError.Count > 0 {
+		kv("Input length vs intended", "%+.1f tokens avg (server usage minus intended)", s.InputLengthError.Avg)
+	}
+	if g := s.GPU; g != nil {
+		switch g.Samples {
+		case 0:
+			kv("GPU", "%s: no readings (%s)", g.Source, g.Err)
+		default:
+			kv("GPU", "%s, %d GPUs, %d readings: utilisation avg %.0f%% peak %.0f%%, SM active avg %.2f peak %.2f",
+				g.Source, g.GPUs, g.Samples, g.UtilAvg, g.UtilPeak, g.SMActiveAvg, g.SMActivePeak)
+			kv("GPU power and memory", "avg %.0f W, peak %.0f W; framebuffer peak %.0f MiB", g.PowerAvg, g.PowerPeak, g.MemUsedPeak)
+			if g.EnergyJoules > 0 {
+				kv("GPU energy", "%.0f J: %.3f J per output token, %.2f output tokens per J", g.EnergyJoules, g.JoulesPerOutputToken, g.OutputTokensPerJoule)
+			}
+		}
+	}
+	if len(s.Stages) > 0 {
+		Stages(w, s.Stages, levelName)
+	}
+	if k := s.Knee; k != nil {
+		fmt.Fprintln(w)
+		switch {
+		case s.Objective == 0:
+			kv("Capacity at SLO", "n/a (no slo.objective)")
+		case k.CapacityAtSLO == 0:
+			kv("Capacity at SLO", "none: the first level already misses the objective")
+		default:
+			kv("Capacity at SLO", "%s %g", levelName, k.CapacityAtSLO)
+		}
+		if k.CliffLevel > 0 {
+			kv("TTFT cliff", "at %s %g: TTFT p50 x%.1f, ITL p50 x%.2f (a queue, not a slower model)", levelName, k.CliffLevel, k.TTFTRatio, k.ITLRatio)
+		} else {
+			kv("TTFT cliff", "none (TTFT p50 never reached x%g of the first level with ITL under x%g)", stats.CliffTTFT, stats.CliffITL)
+		}
+	}
+}
+
+// Stages writes one line per stage: latency read against load, where a
+// TTFT cliff shows as TTFT climbing while ITL stays flat.
+func Stages(w io.Writer, stages []stats.Summary, levelName string) {
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%-12s %9s %11s %11s %11s %11s %11s %11s %11s\n", levelName, "requests", "TTFT p50", "TTFT p95", "ITL p50",
+		"ITL p95", "req/s", "goodput", "attainment")
+	for _, st := range stages {
+		fmt.Fprintf(w, "%-12g %9d %8s ms %8s ms %8s ms %8s ms %11.2f %11.2f %10.1f%%\n", st.Level, st.Requests,
+			num(st.TTFT.P50), num(st.TTFT.P95), num(st.ITL.P50), num(st.ITL.P95), st.RequestThroughput, st.Goodput, st.Attainment*100)
+	}
+}
+
+func num(v float64) string {
+	switch {
+	case v >= 1e5 || v <= -1e5:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 100 || v <= -100:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func reasons(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	parts := make([]string, 0, len(m))
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

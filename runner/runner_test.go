@@ -1,0 +1,124 @@
+package runner
+
+import (
+	"context"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/gpu"
+	"github.com/tokenprobe/tokenprobe/probe"
+	"github.com/tokenprobe/tokenprobe/probe/client"
+	"github.com/tokenprobe/tokenprobe/probe/openai"
+	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/probe/slo"
+	"github.com/tokenprobe/tokenprobe/probe/workload"
+	"github.com/tokenprobe/tokenprobe/sim"
+)
+
+// lifecycle records what a RunSink hears.
+type lifecycle struct {
+	started, observed int
+	finished          []probe.Finished
+}
+
+func (l *lifecycle) Observe(*result.Request, slo.Verdict)       { l.observed++ }
+func (l *lifecycle) RunStarted(*probe.Run)                      { l.started++ }
+func (l *lifecycle) RunFinished(_ *probe.Run, f probe.Finished) { l.finished = append(l.finished, f) }
+
+// plain is a Sink that hears requests only.
+type plain struct{ observed int }
+
+func (p *plain) Observe(*result.Request, slo.Verdict) { p.observed++ }
+
+func newRun(t *testing.T, objective float64, sinks ...probe.Sink) *probe.Run {
+	s, err := sim.Start("127.0.0.1:0", sim.Config{Slots: 4, DecodeBase: time.Millisecond, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return &probe.Run{
+		Profile:  "p",
+		Plan:     probe.Plan{Stages: []probe.Stage{{Concurrency: 2, Requests: 6}}},
+		Workload: workload.NewSynthetic(workload.Lengths{Mean: 8}, workload.Lengths{Mean: 4}, true, 1),
+		SLO:      slo.Set{Thresholds: []slo.Threshold{{Kind: slo.TTFT, Max: time.Nanosecond}}, Objective: objective},
+		Endpoint: &client.Endpoint{Name: "sim", BaseURL: s.URL(), API: openai.Chat, Model: "m", Timeout: 10 * time.Second},
+		Client:   client.New(client.Options{}),
+		Sinks:    sinks,
+	}
+}
+
+// Every RunSink hears the start and the end, with the verdict the caller
+// gets; a plain Sink hears the requests only.
+func TestExecuteTellsEveryRunSink(t *testing.T) {
+	l, p := &lifecycle{}, &plain{}
+	// A TTFT objective of 1ns that half the requests must meet: failed.
+	f := Execute(context.Background(), newRun(t, 0.5, l, p), Options{})
+	if f.Err != nil || f.Verdict != probe.Failed || f.Summary == nil || f.Summary.Requests != 6 {
+		t.Fatalf("finished %+v", f)
+	}
+	if l.started != 1 || len(l.finished) != 1 || l.finished[0].Verdict != probe.Failed || l.observed != 6 || p.observed != 6 {
+		t.Fatalf("run sink heard %+v, plain sink %d requests", l, p.observed)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if f := Execute(ctx, newRun(t, 0), Options{}); f.Verdict != probe.Cancelled {
+		t.Fatalf("a cancelled run: %v (%v)", f.Verdict, f.Err)
+	}
+}
+
+// With a GPU source the summary says what the GPUs did, even when the
+// source is down.
+func TestExecuteSamplesTheGPUs(t *testing.T) {
+	f := Execute(context.Background(), newRun(t, 0), Options{GPU: gpu.Open("", nil), GPUInterval: 10 * time.Millisecond})
+	if f.Summary.GPU == nil {
+		t.Fatal("no GPU figures in the summary")
+	}
+}
+
+// One function drives a run: no package but runner calls a probe.Run's
+// Execute (the daemon, `tokenprobe run` and the benchmark harness all go
+// through runner.Execute).
+func TestOnlyRunnerExecutesRuns(t *testing.T) {
+	fset := token.NewFileSet()
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "deploy" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != ".." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		dir := filepath.ToSlash(filepath.Dir(path))
+		if dir == "../probe" || dir == "../runner" {
+			return nil // the engine itself, and runner
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok {
+				// probe.Run's Execute takes the context alone; a template's
+				// Execute takes a writer and data.
+				if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Execute" && len(call.Args) == 1 {
+					if id, ok := sel.X.(*ast.Ident); !ok || id.Name != "runner" {
+						t.Errorf("%s: a run executed outside runner.Execute", fset.Position(call.Pos()))
+					}
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,106 @@
+package setup
+
+import (
+	"fmt"
+
+	"github.com/tokenprobe/tokenprobe/config"
+	"github.com/tokenprobe/tokenprobe/probe"
+	"github.com/tokenprobe/tokenprobe/probe/client"
+	"github.com/tokenprobe/tokenprobe/probe/slo"
+	"github.com/tokenprobe/tokenprobe/probe/tokenizer"
+	"github.com/tokenprobe/tokenprobe/probe/workload"
+)
+
+// NewRun builds the run of profile p against one endpoint. It fails only
+// when a trace the profile replays cannot be read.
+func NewRun(p *config.Profile, ep *client.Endpoint, c *client.Client, sinks ...probe.Sink) (*probe.Run, error) {
+	w := p.Workload
+	run := &probe.Run{
+		Profile: p.Name,
+		Plan:    PlanOf(&p.Load),
+		Workload: workload.NewSynthetic(
+			workload.Lengths{Mean: w.InputTokens.Mean, Stddev: w.InputTokens.Stddev},
+			workload.Lengths{Mean: w.OutputTokens.Mean, Stddev: w.OutputTokens.Stddev},
+			w.Streaming(), w.Seed),
+		SLO:      SLOSet(&p.SLO),
+		Endpoint: ep,
+		Client:   c,
+		Sinks:    sinks,
+	}
+	run.Plan.CancelFraction, run.Plan.CancelAfter = w.Cancel.Fraction, w.Cancel.After.D()
+	if w.TokenizerPath != "" {
+		tk, err := tokenizer.Shared(w.TokenizerPath)
+		if err != nil {
+			return nil, err
+		}
+		if err := run.Workload.(*workload.Synthetic).UseTokenizer(tk); err != nil {
+			return nil, fmt.Errorf("%s: %w", w.Tokenizer, err)
+		}
+	}
+	if d := w.Dataset; d != nil && d.Format == "multi_turn" {
+		sessions, err := multiTurn.get(d.Path)
+		if err != nil {
+			return nil, err
+		}
+		run.Sessions = workload.NewSessions(sessions, d.Sampling == "random",
+			workload.Lengths{Mean: w.OutputTokens.Mean, Stddev: w.OutputTokens.Stddev}, w.Streaming(), w.Seed)
+	} else if d != nil {
+		entries, err := singleTurn.get(d.Path)
+		if err != nil {
+			return nil, err
+		}
+		run.Workload = workload.NewDataset(entries, d.Sampling == "random",
+			workload.Lengths{Mean: w.OutputTokens.Mean, Stddev: w.OutputTokens.Stddev}, w.Streaming(), w.Seed)
+	}
+	if t := w.Trace; t != nil {
+		rows, err := mooncake.get(t.Path)
+		if err != nil {
+			return nil, err
+		}
+		rows, offsets := workload.Window(rows, t.From.D(), t.To.D(), t.Speedup)
+		if len(rows) == 0 {
+			return nil, fmt.Errorf("%s: no requests between %s and %s", t.File, t.From.D(), t.To.D())
+		}
+		st := probe.Stage{Offsets: offsets, MaxConcurrency: p.Load.MaxConcurrency, Requests: len(rows)}
+		if span := offsets[len(offsets)-1]; span > 0 {
+			st.Rate = float64(len(rows)-1) / span.Seconds() // the mean rate, for the load_level label
+		}
+		run.Plan.Stages = []probe.Stage{st}
+		run.Workload = workload.NewReplay(rows, w.Streaming(), t.Salt)
+	}
+	return run, nil
+}
+
+// PlanOf converts a profile's load block.
+func PlanOf(l *config.Load) probe.Plan {
+	plan := probe.Plan{Warmup: l.WarmupRequests, Seed: l.Seed}
+	if len(l.Stages) == 0 && l.Stage == (config.Stage{}) {
+		return plan // a trace's schedule, filled in by NewRun
+	}
+	for _, st := range l.Plan() {
+		plan.Stages = append(plan.Stages, probe.Stage{
+			Concurrency: st.Concurrency, Rate: st.Rate, Arrival: st.Arrival, Smoothness: st.Smoothness, MaxConcurrency: st.MaxConcurrency,
+			Duration: st.Duration.D(), Requests: st.Requests, RampTo: st.RampTo,
+		})
+	}
+	return plan
+}
+
+// SLOSet converts a profile's SLO block to thresholds.
+func SLOSet(s *config.SLO) slo.Set {
+	var set slo.Set
+	add := func(k slo.Kind, d config.Duration) {
+		if d > 0 {
+			set.Thresholds = append(set.Thresholds, slo.Threshold{Kind: k, Max: d.D()})
+		}
+	}
+	add(slo.TTFT, s.TTFT)
+	add(slo.TTST, s.TTST)
+	add(slo.ITL, s.ITL)
+	add(slo.RequestLatency, s.RequestLatency)
+	if s.OutputTokensPerSecond > 0 {
+		set.Thresholds = append(set.Thresholds, slo.Threshold{Kind: slo.OutputTokensPerSecond, Floor: s.OutputTokensPerSecond})
+	}
+	set.Objective = s.Objective
+	return set
+}

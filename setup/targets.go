@@ -1,0 +1,133 @@
+package setup
+
+// Opening the endpoints a configuration names: one shared HTTP client per
+// endpoint, and the built-in simulator started in-process for endpoints
+// that ask for it.
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/tokenprobe/tokenprobe/config"
+	"github.com/tokenprobe/tokenprobe/gpu"
+	"github.com/tokenprobe/tokenprobe/internal/redact"
+	"github.com/tokenprobe/tokenprobe/probe/client"
+	"github.com/tokenprobe/tokenprobe/probe/openai"
+	"github.com/tokenprobe/tokenprobe/sim"
+)
+
+// Target is one opened endpoint.
+type Target struct {
+	Endpoint *client.Endpoint
+	Client   *client.Client
+	// Sim is the embedded simulator behind the endpoint, or nil.
+	Sim *sim.Server
+}
+
+// Targets is every opened endpoint of a configuration, by name.
+type Targets struct {
+	byName map[string]*Target
+}
+
+// Open opens every endpoint of cfg, each redacting secrets from what its
+// server sends. On error, whatever was opened is closed.
+func Open(cfg *config.Config, secrets *redact.Set) (*Targets, error) {
+	s := &Targets{byName: map[string]*Target{}}
+	for _, e := range cfg.Endpoints {
+		t, err := OpenEndpoint(e, secrets)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("endpoint %q: %w", e.Name, err)
+		}
+		s.byName[e.Name] = t
+	}
+	return s, nil
+}
+
+// OpenEndpoint opens one endpoint: its client, and its simulator if it
+// has one. Its client takes secrets out of whatever the server sends.
+func OpenEndpoint(e *config.Endpoint, secrets *redact.Set) (*Target, error) {
+	opts := client.Options{ConnectTimeout: e.ConnectTimeout.D(), NetHTTP: e.HTTPClient == config.HTTPClientNetHTTP, Secrets: secrets}
+	if e.TLS != nil {
+		c, err := e.TLS.Config()
+		if err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+		opts.TLS = c
+	}
+	t := &Target{
+		Endpoint: &client.Endpoint{
+			Name: e.Name, BaseURL: e.BaseURL, BaseURLs: e.BaseURLs, API: openai.API(e.API), Model: e.Model,
+			APIKey: e.APIKey.Reveal(), Timeout: e.Timeout.D(), IncludeUsage: e.Usage(), Extra: e.ExtraBody,
+		},
+		Client: client.New(opts),
+	}
+	if len(e.Headers) > 0 {
+		t.Endpoint.Headers = http.Header{}
+		for k, h := range e.Headers {
+			t.Endpoint.Headers.Set(k, h.Value())
+		}
+	}
+	if sc := e.Simulator; sc != nil {
+		srv, err := sim.Start("127.0.0.1:0", SimConfig(sc, e.Model))
+		if err != nil {
+			return nil, fmt.Errorf("starting the built-in simulator: %w", err)
+		}
+		t.Sim = srv
+		t.Endpoint.BaseURL = srv.URL()
+	}
+	return t, nil
+}
+
+// SimConfig converts the YAML simulator block to the simulator's model.
+func SimConfig(sc *config.Simulator, model string) sim.Config {
+	f := sc.Faults
+	return sim.Config{
+		Model: model, Slots: sc.Slots, MaxQueue: sc.MaxQueue,
+		PrefillBase: sc.PrefillBase.D(), PrefillPerToken: sc.PrefillPerToken.D(),
+		DecodeBase: sc.DecodeBase.D(), DecodeSlowdown: sc.DecodeSlowdown, Jitter: sc.Jitter,
+		TokensPerChunk: sc.TokensPerChunk, Seed: sc.Seed,
+		Faults: sim.Faults{
+			Error500: f.Error500, Error503: f.Error503, Error429: f.Error429, RetryAfter: f.RetryAfter.D(),
+			Disconnect: f.Disconnect, Stall: f.Stall, StallFor: f.StallFor.D(), Malformed: f.Malformed,
+		},
+	}
+}
+
+// Get returns the target called name, or nil.
+func (s *Targets) Get(name string) *Target { return s.byName[name] }
+
+// Close stops embedded simulators and idle connections.
+func (s *Targets) Close() error {
+	var errs []error
+	for _, t := range s.byName {
+		errs = append(errs, t.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Close closes idle connections and stops the simulator, if any.
+func (t *Target) Close() error {
+	t.Client.CloseIdle()
+	if t.Sim != nil {
+		return t.Sim.Close()
+	}
+	return nil
+}
+
+// OpenGPU opens the configured GPU source and the fields it exports (all
+// known when none are listed). A source that cannot read is returned down,
+// with the reason, never as an error: GPUs are optional.
+func OpenGPU(c *config.GPU) (gpu.Source, []gpu.Field) {
+	var fields []gpu.Field
+	for _, name := range c.Fields {
+		if f, ok := gpu.ByName(name); ok {
+			fields = append(fields, f)
+		}
+	}
+	if c.Source == "dcgm-exporter" {
+		return gpu.NewScrape(c.URL), fields
+	}
+	return gpu.Open(c.Address, fields), fields
+}

@@ -1,0 +1,376 @@
+// Package otlp pushes request results to an OpenTelemetry collector over
+// OTLP (gRPC or HTTP): the GenAI semantic-convention client instruments as
+// exponential histograms, and tokenprobe.* instruments for goodput, SLO
+// attainment, in-flight requests and dispatch lag.
+package otlp
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
+
+	"github.com/tokenprobe/tokenprobe/probe"
+	"github.com/tokenprobe/tokenprobe/probe/openai"
+	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/probe/slo"
+)
+
+// Config says where and how to push. Empty fields fall back to the
+// standard OTEL_EXPORTER_OTLP_* environment variables, then to the
+// exporters' defaults (localhost:4318 for HTTP, localhost:4317 for gRPC).
+type Config struct {
+	Protocol string // "http" (default) or "grpc"
+	Endpoint string // host:port, or a URL for HTTP
+	Insecure bool
+	Headers  map[string]string
+	Interval time.Duration // export interval (default 15s)
+	Timeout  time.Duration // one export (default 10s)
+	// Instance names this probe (service.instance.id); default: hostname.
+	Instance string
+	Version  string
+}
+
+// Enabled reports whether OTLP export is asked for by the environment.
+func EnvEnabled() bool {
+	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") != ""
+}
+
+// EnvHeaderValues returns the header values of OTEL_EXPORTER_OTLP_HEADERS
+// and OTEL_EXPORTER_OTLP_METRICS_HEADERS ("k=v,k2=v2", values URL-encoded,
+// as the specification writes them): credentials, to be redacted wherever
+// a collector's answer is quoted.
+func EnvHeaderValues() []string {
+	var out []string
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_METRICS_HEADERS"} {
+		for pair := range strings.SplitSeq(os.Getenv(name), ",") {
+			_, v, ok := strings.Cut(pair, "=")
+			if !ok {
+				continue
+			}
+			v = strings.TrimSpace(v)
+			if dec, err := url.PathUnescape(v); err == nil && dec != v {
+				out = append(out, dec)
+			}
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// LogErrors sends the OpenTelemetry SDK's errors (a failed push, with what
+// the collector answered) to log, in place of the SDK's default of the
+// standard logger: log redacts secrets a collector may echo back.
+func LogErrors(log *slog.Logger) {
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		log.Warn("otlp push failed", "err", err)
+	}))
+}
+
+// Exporter is a probe.Sink that records into an OpenTelemetry meter.
+type Exporter struct {
+	provider *sdkmetric.MeterProvider
+
+	duration, ttfc, tpoc, lag metric.Float64Histogram
+	tokenUsage                metric.Int64Histogram
+	requests, good, sloReqs   metric.Int64Counter
+
+	mu     sync.Mutex
+	series map[seriesKey]*series
+	live   map[*probe.Run]struct{}
+	reg    metric.Registration
+}
+
+type seriesKey struct {
+	profile, endpoint, model string
+	level                    float64
+}
+
+// series caches the attribute sets of one label set: building them costs
+// allocations that an observation should not pay.
+type series struct {
+	base, input, output metric.MeasurementOption
+	// baseRecord is base as a ready slice: passing opts... reuses it,
+	// where a fresh variadic argument would be allocated per gap.
+	baseRecord  []metric.RecordOption
+	byOutcome   [3]metric.MeasurementOption
+	byReason    map[result.Reason]metric.MeasurementOption
+	met, missed map[slo.Kind]metric.MeasurementOption
+}
+
+// New starts a meter provider that pushes with cfg.
+func New(ctx context.Context, cfg Config) (*Exporter, error) {
+	exp, err := newExporter(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = 15 * time.Second
+	}
+	if cfg.Instance == "" {
+		cfg.Instance, _ = os.Hostname()
+	}
+	res, err := resource.New(ctx,
+		resource.WithSchemaURL(semconv.SchemaURL),
+		resource.WithAttributes(
+			semconv.ServiceName("tokenprobe"),
+			semconv.ServiceVersion(cfg.Version),
+			semconv.ServiceInstanceID(cfg.Instance),
+		),
+		// Not WithTelemetrySDK: its detector speaks a newer semconv schema
+		// than v1.41.0, the last with the gen_ai constants, and resources
+		// of two schemas do not merge.
+		resource.WithFromEnv(),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("otlp resource: %w", err)
+	}
+	// Exponential histograms: the OTLP counterpart of Prometheus native
+	// histograms, with no bucket layout to choose.
+	expo := sdkmetric.NewView(sdkmetric.Instrument{Kind: sdkmetric.InstrumentKindHistogram},
+		sdkmetric.Stream{Aggregation: sdkmetric.AggregationBase2ExponentialHistogram{MaxSize: 160, MaxScale: 20}})
+	provider := sdkmetric.NewMeterProvider(
+		sdkmetric.WithResource(res),
+		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp, sdkmetric.WithInterval(cfg.Interval))),
+		sdkmetric.WithView(expo),
+	)
+	e, err := newInstruments(provider)
+	if err != nil {
+		_ = provider.Shutdown(ctx)
+		return nil, err
+	}
+	return e, nil
+}
+
+func newExporter(ctx context.Context, cfg Config) (sdkmetric.Exporter, error) {
+	switch cfg.Protocol {
+	case "", "http", "http/protobuf":
+		var opts []otlpmetrichttp.Option
+		if cfg.Endpoint != "" {
+			if u, err := url.Parse(cfg.Endpoint); err == nil && u.Scheme != "" {
+				// A collector's bare address means what the generic
+				// OTEL_EXPORTER_OTLP_ENDPOINT means: metrics go to /v1/metrics.
+				if u.Path == "" || u.Path == "/" {
+					u.Path = "/v1/metrics"
+				}
+				opts = append(opts, otlpmetrichttp.WithEndpointURL(u.String()))
+			} else {
+				opts = append(opts, otlpmetrichttp.WithEndpoint(cfg.Endpoint))
+			}
+		}
+		if cfg.Insecure {
+			opts = append(opts, otlpmetrichttp.WithInsecure())
+		}
+		if len(cfg.Headers) > 0 {
+			opts = append(opts, otlpmetrichttp.WithHeaders(cfg.Headers))
+		}
+		if cfg.Timeout > 0 {
+			opts = append(opts, otlpmetrichttp.WithTimeout(cfg.Timeout))
+		}
+		return otlpmetrichttp.New(ctx, opts...)
+	case "grpc":
+		var opts []otlpmetricgrpc.Option
+		if cfg.Endpoint != "" {
+			opts = append(opts, otlpmetricgrpc.WithEndpoint(cfg.Endpoint))
+		}
+		if cfg.Insecure {
+			opts = append(opts, otlpmetricgrpc.WithInsecure())
+		}
+		if len(cfg.Headers) > 0 {
+			opts = append(opts, otlpmetricgrpc.WithHeaders(cfg.Headers))
+		}
+		if cfg.Timeout > 0 {
+			opts = append(opts, otlpmetricgrpc.WithTimeout(cfg.Timeout))
+		}
+		return otlpmetricgrpc.New(ctx, opts...)
+	}
+	return nil, fmt.Errorf("unknown OTLP protocol %q (http or grpc)", cfg.Protocol)
+}
+
+func newInstruments(p *sdkmetric.MeterProvider) (*Exporter, error) {
+	m := p.Meter("github.com/tokenprobe/tokenprobe", metric.WithSchemaURL(semconv.SchemaURL))
+	e := &Exporter{provider: p, series: map[seriesKey]*series{}, live: map[*probe.Run]struct{}{}}
+	dur, err1 := genaiconv.NewClientOperationDuration(m)
+	ttfc, err2 := genaiconv.NewClientOperationTimeToFirstChunk(m)
+	tpoc, err3 := genaiconv.NewClientOperationTimePerOutputChunk(m)
+	usage, err4 := genaiconv.NewClientTokenUsage(m)
+	e.duration, e.ttfc, e.tpoc, e.tokenUsage = dur.Inst(), ttfc.Inst(), tpoc.Inst(), usage.Inst()
+	var err5, err6, err7, err8, err9 error
+	e.lag, err5 = m.Float64Histogram("tokenprobe.dispatch_lag", metric.WithUnit("s"),
+		metric.WithDescription("How late the probe sent each request against its schedule: the probe's own health."))
+	e.requests, err6 = m.Int64Counter("tokenprobe.requests", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests finished, by tokenprobe.outcome (success, error, cancelled) and error.type."))
+	e.good, err7 = m.Int64Counter("tokenprobe.requests.good", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests that succeeded and met every SLO: goodput is its rate, SLO attainment its ratio to successes and errors."))
+	e.sloReqs, err8 = m.Int64Counter("tokenprobe.slo.requests", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests counted against one SLO threshold (tokenprobe.slo), tokenprobe.slo.result met or missed."))
+	inFlight, err9 := m.Int64ObservableGauge("tokenprobe.requests.in_flight", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests sent and not yet finished."))
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		for run := range e.live {
+			o.ObserveInt64(inFlight, run.Progress().InFlight, metric.WithAttributes(
+				attribute.String("tokenprobe.profile", run.Profile), attribute.String("tokenprobe.endpoint", run.Endpoint.Name)))
+		}
+		return nil
+	}, inFlight)
+	if err != nil {
+		return nil, err
+	}
+	e.reg = reg
+	return e, nil
+}
+
+// RunStarted makes a run's in-flight requests observable.
+func (e *Exporter) RunStarted(run *probe.Run) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.live[run] = struct{}{}
+}
+
+// RunFinished stops observing a run.
+func (e *Exporter) RunFinished(run *probe.Run, _ probe.Finished) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.live, run)
+}
+
+// Observe records one measured request.
+func (e *Exporter) Observe(r *result.Request, v slo.Verdict) {
+	s := e.get(r)
+	ctx := context.Background()
+	if r.Outcome == result.Error {
+		e.requests.Add(ctx, 1, s.byReason[r.Reason])
+	} else {
+		e.requests.Add(ctx, 1, s.byOutcome[r.Outcome])
+	}
+	e.lag.Record(ctx, r.DispatchLag().Seconds(), s.base)
+	if v.Counted {
+		if v.Good {
+			e.good.Add(ctx, 1, s.base)
+		}
+		for _, k := range slo.Kinds {
+			if v.Checked[k] {
+				if v.Met[k] {
+					e.sloReqs.Add(ctx, 1, s.met[k])
+				} else {
+					e.sloReqs.Add(ctx, 1, s.missed[k])
+				}
+			}
+		}
+	}
+	switch r.Outcome {
+	case result.Error:
+		e.duration.Record(ctx, r.End.Sub(r.Start).Seconds(), s.byReason[r.Reason])
+	case result.Success:
+		e.duration.Record(ctx, r.E2E.Seconds(), s.base)
+		if r.HasTTFT() {
+			e.ttfc.Record(ctx, r.TTFT.Seconds(), s.base)
+		}
+		for _, g := range r.Gaps {
+			e.tpoc.Record(ctx, g.Seconds(), s.baseRecord...)
+		}
+		e.tokenUsage.Record(ctx, int64(r.InputTokens), s.input)
+		e.tokenUsage.Record(ctx, int64(r.OutputTokens), s.output)
+	}
+}
+
+func (e *Exporter) get(r *result.Request) *series {
+	k := seriesKey{r.Profile, r.Endpoint, r.Model, r.Level}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s := e.series[k]; s != nil {
+		return s
+	}
+	op := semconv.GenAIOperationNameChat
+	if r.API == string(openai.Completions) {
+		op = semconv.GenAIOperationNameTextCompletion
+	}
+	base := []attribute.KeyValue{
+		op, semconv.GenAIProviderNameOpenAI, semconv.GenAIRequestModel(r.Model),
+		attribute.String("tokenprobe.profile", r.Profile), attribute.String("tokenprobe.endpoint", r.Endpoint),
+		attribute.Float64("tokenprobe.load_level", r.Level),
+	}
+	if host, port := hostPort(r.URL); host != "" {
+		base = append(base, semconv.ServerAddress(host))
+		if port > 0 {
+			base = append(base, semconv.ServerPort(port))
+		}
+	}
+	set := func(extra ...attribute.KeyValue) metric.MeasurementOption {
+		return metric.WithAttributeSet(attribute.NewSet(append(append([]attribute.KeyValue{}, base...), extra...)...))
+	}
+	s := &series{
+		base:     set(),
+		input:    set(semconv.GenAITokenTypeInput),
+		output:   set(semconv.GenAITokenTypeOutput),
+		byReason: map[result.Reason]metric.MeasurementOption{},
+		met:      map[slo.Kind]metric.MeasurementOption{},
+		missed:   map[slo.Kind]metric.MeasurementOption{},
+	}
+	s.baseRecord = []metric.RecordOption{s.base}
+	for _, o := range result.Outcomes {
+		s.byOutcome[o] = set(attribute.String("tokenprobe.outcome", o.String()))
+	}
+	for _, reason := range result.Reasons {
+		s.byReason[reason] = set(attribute.String("tokenprobe.outcome", "error"), semconv.ErrorTypeKey.String(reason.String()))
+	}
+	for _, kind := range slo.Kinds {
+		s.met[kind] = set(attribute.String("tokenprobe.slo", kind.String()), attribute.String("tokenprobe.slo.result", "met"))
+		s.missed[kind] = set(attribute.String("tokenprobe.slo", kind.String()), attribute.String("tokenprobe.slo.result", "missed"))
+	}
+	e.series[k] = s
+	return s
+}
+
+func hostPort(raw string) (string, int) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "", 0
+	}
+	host, portStr, err := net.SplitHostPort(u.Host)
+	if err != nil {
+		host = u.Host
+		switch u.Scheme {
+		case "https":
+			portStr = "443"
+		case "http":
+			portStr = "80"
+		}
+	}
+	port, _ := strconv.Atoi(portStr)
+	return host, port
+}
+
+// Shutdown pushes what is left and stops the provider.
+func (e *Exporter) Shutdown(ctx context.Context) error {
+	if e.reg != nil {
+		_ = e.reg.Unregister()
+	}
+	return e.provider.Shutdown(ctx)
+}
+
+// ForceFlush pushes now.
+func (e *Exporter) ForceFlush(ctx context.Context) error { return e.provider.ForceFlush(ctx) }

@@ -1,0 +1,126 @@
+package otlp
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
+
+	"github.com/tokenprobe/tokenprobe/catalog"
+	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/probe/slo"
+	"github.com/tokenprobe/tokenprobe/sink/otlp/otlptest"
+)
+
+func TestPushesGenAIInstruments(t *testing.T) {
+	rc := otlptest.Start()
+	defer rc.Close()
+	e, err := New(context.Background(), Config{Endpoint: rc.URL, Interval: time.Hour, Instance: "probe-1", Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	t0 := time.Now()
+	ok := result.Request{Profile: "chat", Endpoint: "vllm", Model: "llama", API: "chat", URL: "http://vllm.internal:8000/v1", Level: 4,
+		Streaming: true, Outcome: result.Success, ContentChunks: 4, OutputTokens: 4, InputTokens: 100,
+		Scheduled: t0, Start: t0, TTFT: ms(100), E2E: ms(160), Gaps: []time.Duration{ms(20), ms(20), ms(20)}}
+	fail := ok
+	fail.Outcome, fail.Reason, fail.End = result.Error, result.ReasonHTTP5xx, t0.Add(ms(5))
+	set := slo.Set{Thresholds: []slo.Threshold{{Kind: slo.TTFT, Max: ms(500)}}}
+	for range 3 {
+		e.Observe(&ok, set.Evaluate(&ok))
+	}
+	e.Observe(&fail, set.Evaluate(&fail))
+	if err := e.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got, r := rc.Last()
+	documented := map[string]bool{}
+	for _, i := range catalog.OTel {
+		documented[i.Name] = true
+	}
+	for name := range got {
+		if !documented[name] {
+			t.Errorf("%s is pushed but not in catalog.OTel (docs/METRICS.md)", name)
+		}
+	}
+	if r["service.name"] != "tokenprobe" || r["service.instance.id"] != "probe-1" || r["service.version"] != "test" {
+		t.Errorf("resource: %v", r)
+	}
+	want := map[string]struct {
+		unit  string
+		count uint64
+	}{
+		"gen_ai.client.operation.duration":              {"s", 4}, // 3 successes + 1 error
+		"gen_ai.client.operation.time_to_first_chunk":   {"s", 3},
+		"gen_ai.client.operation.time_per_output_chunk": {"s", 9},
+		"gen_ai.client.token.usage":                     {"{token}", 6}, // input and output per success
+		"tokenprobe.dispatch_lag":                       {"s", 4},
+	}
+	for name, w := range want {
+		m := got[name]
+		if m == nil {
+			t.Errorf("%s not pushed; got %v", name, keys(got))
+			continue
+		}
+		h := m.GetExponentialHistogram()
+		if h == nil || m.Unit != w.unit {
+			t.Errorf("%s: unit %q, exponential %v", name, m.Unit, h != nil)
+			continue
+		}
+		count := otlptest.HistogramCount(m)
+		for _, dp := range h.DataPoints {
+			a := otlptest.Attrs(dp.Attributes)
+			if a["gen_ai.operation.name"] != "chat" || a["gen_ai.provider.name"] != "openai" || a["gen_ai.request.model"] != "llama" ||
+				a["server.address"] != "vllm.internal" || a["server.port"] != "8000" || a["tokenprobe.profile"] != "chat" {
+				t.Errorf("%s: attributes %v", name, a)
+			}
+		}
+		if count != w.count {
+			t.Errorf("%s: count %d, want %d", name, count, w.count)
+		}
+	}
+	// The error's duration carries error.type; token usage carries its type.
+	for _, dp := range got["gen_ai.client.operation.duration"].GetExponentialHistogram().DataPoints {
+		if a := otlptest.Attrs(dp.Attributes); a["error.type"] != "" && (a["error.type"] != "http_5xx" || dp.Count != 1) {
+			t.Errorf("error datapoint %v count %d", a, dp.Count)
+		}
+	}
+	types := map[string]bool{}
+	for _, dp := range got["gen_ai.client.token.usage"].GetExponentialHistogram().DataPoints {
+		types[otlptest.Attrs(dp.Attributes)["gen_ai.token.type"]] = true
+	}
+	if !types["input"] || !types["output"] {
+		t.Errorf("token types %v", types)
+	}
+	sum := func(name, key, value string) int64 {
+		var n int64
+		for _, dp := range got[name].GetSum().GetDataPoints() {
+			if value == "" || otlptest.Attrs(dp.Attributes)[key] == value {
+				n += dp.GetAsInt()
+			}
+		}
+		return n
+	}
+	if sum("tokenprobe.requests.good", "", "") != 3 || sum("tokenprobe.requests", "tokenprobe.outcome", "success") != 3 ||
+		sum("tokenprobe.requests", "error.type", "http_5xx") != 1 || sum("tokenprobe.slo.requests", "tokenprobe.slo.result", "missed") != 1 {
+		t.Errorf("counters: good %d success %d 5xx %d missed %d", sum("tokenprobe.requests.good", "", ""),
+			sum("tokenprobe.requests", "tokenprobe.outcome", "success"), sum("tokenprobe.requests", "error.type", "http_5xx"),
+			sum("tokenprobe.slo.requests", "tokenprobe.slo.result", "missed"))
+	}
+}
+
+func keys(m map[string]*metricpb.Metric) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestUnknownProtocol(t *testing.T) {
+	if _, err := New(context.Background(), Config{Protocol: "carrier-pigeon"}); err == nil {
+		t.Fatal("accepted an unknown protocol")
+	}
+}

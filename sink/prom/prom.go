@@ -1,0 +1,348 @@
+// Package prom exports request results and run outcomes as Prometheus
+// metrics, with the names, types and labels of the catalog.
+package prom
+
+import (
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tokenprobe/tokenprobe/catalog"
+	"github.com/tokenprobe/tokenprobe/probe"
+	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/probe/slo"
+	"github.com/tokenprobe/tokenprobe/probe/stats"
+)
+
+// ExemplarInterval bounds how often a series gets a new exemplar. An
+// exemplar costs an allocation; one a second is plenty to jump from a
+// latency bucket to a request record.
+const ExemplarInterval = time.Second
+
+// Exporter is a probe.Sink and the record of runs for Prometheus.
+type Exporter struct {
+	ttft, ttst, itl, gaps, dur, lag                                          *prometheus.HistogramVec
+	requests, errors, anomalies, good, sloReqs, inTok, outTok, runs, skipped *prometheus.CounterVec
+	lastTS, lastOK, lastPassed, lastDur, lastAtt, lastGood, lastThr          *prometheus.GaugeVec
+	objective, info, next, capacity, cliff                                   *prometheus.GaugeVec
+	dropped                                                                  *prometheus.CounterVec
+	reloadOK, reloadTime                                                     prometheus.Gauge
+
+	mu     sync.Mutex
+	series map[seriesKey]*series
+	live   map[runKey]*probe.Run // nil value: known and idle
+}
+
+type seriesKey struct {
+	profile, endpoint, model string
+	level                    float64
+}
+
+type runKey struct{ profile, endpoint string }
+
+// series holds the children of one label set, resolved once so that an
+// observation is a few atomic adds.
+type series struct {
+	ttft, ttst, itl, gaps, dur, lag prometheus.Observer
+	outcome                         [3]prometheus.Counter // by result.Outcome
+	reason                          map[result.Reason]prometheus.Counter
+	anomaly                         [len(anomalyKinds)]prometheus.Counter // by result.Anomaly
+	good, inTok, outTok             prometheus.Counter
+	met, missed                     [len(kinds)]prometheus.Counter
+	lastExemplar                    atomic.Int64
+	labels                          []string
+}
+
+var anomalyKinds = [...]result.Anomaly{result.AnomalyNone, result.AnomalyDrain}
+
+var kinds = [...]slo.Kind{slo.TTFT, slo.TTST, slo.ITL, slo.RequestLatency, slo.OutputTokensPerSecond}
+
+// New registers the exporter's metrics with reg.
+func New(reg prometheus.Registerer) (*Exporter, error) {
+	e := &Exporter{series: map[seriesKey]*series{}, live: map[runKey]*probe.Run{}}
+	hist := func(m catalog.Metric) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: m.Name, Help: m.Help, Buckets: m.Buckets,
+			// Native buckets beside the classic ones: ~10% resolution at any
+			// scale, for servers that scrape protobuf.
+			NativeHistogramBucketFactor:     1.1,
+			NativeHistogramMaxBucketNumber:  160,
+			NativeHistogramMinResetDuration: time.Hour,
+		}, m.Labels)
+	}
+	counter := func(m catalog.Metric) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: m.Name, Help: m.Help}, m.Labels)
+	}
+	gauge := func(m catalog.Metric) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: m.Name, Help: m.Help}, m.Labels)
+	}
+	e.ttft, e.ttst, e.itl = hist(catalog.TTFT), hist(catalog.TTST), hist(catalog.ITL)
+	e.gaps, e.dur, e.lag = hist(catalog.InterChunk), hist(catalog.Duration), hist(catalog.DispatchLag)
+	e.requests, e.errors, e.good = counter(catalog.Requests), counter(catalog.Errors), counter(catalog.Good)
+	e.anomalies = counter(catalog.Anomalies)
+	e.sloReqs, e.inTok, e.outTok = counter(catalog.SLORequests), counter(catalog.InputTokens), counter(catalog.OutputTokens)
+	e.runs, e.skipped, e.dropped = counter(catalog.Runs), counter(catalog.RunsSkipped), counter(catalog.Dropped)
+	e.lastTS, e.lastOK, e.lastPassed = gauge(catalog.RunLastTimestamp), gauge(catalog.RunLastSuccess), gauge(catalog.RunLastPassed)
+	e.lastDur, e.lastAtt, e.lastGood = gauge(catalog.RunLastDuration), gauge(catalog.RunLastAttainment), gauge(catalog.RunLastGoodput)
+	e.lastThr, e.objective, e.info = gauge(catalog.RunLastThroughput), gauge(catalog.RunObjective), gauge(catalog.ProfileInfo)
+	e.next, e.capacity, e.cliff = gauge(catalog.RunNext), gauge(catalog.RunLastCapacity), gauge(catalog.RunLastCliff)
+	e.reloadOK = prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ConfigReloadOK.Name, Help: catalog.ConfigReloadOK.Help})
+	e.reloadTime = prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ConfigReloadTime.Name, Help: catalog.ConfigReloadTime.Help})
+	for _, c := range []prometheus.Collector{
+		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.requests, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.outTok,
+		e.runs, e.skipped, e.dropped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr,
+		e.objective, e.info, e.next, e.capacity, e.cliff, e.reloadOK, e.reloadTime, (*liveCollector)(e),
+	} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// Observe records one measured request. It does not allocate once the
+// request's label set has been seen (exemplars aside, once a second).
+func (e *Exporter) Observe(r *result.Request, v slo.Verdict) {
+	s := e.get(seriesKey{r.Profile, r.Endpoint, r.Model, r.Level})
+	s.outcome[r.Outcome].Inc()
+	s.lag.Observe(r.DispatchLag().Seconds())
+	if r.Outcome == result.Error {
+		s.reason[r.Reason].Inc()
+	}
+	if r.Anomaly != result.AnomalyNone && int(r.Anomaly) < len(s.anomaly) {
+		s.anomaly[r.Anomaly].Inc()
+	}
+	if v.Counted {
+		if v.Good {
+			s.good.Inc()
+		}
+		for i, k := range kinds {
+			if v.Checked[k] {
+				if v.Met[k] {
+					s.met[i].Inc()
+				} else {
+					s.missed[i].Inc()
+				}
+			}
+		}
+	}
+	if r.Outcome != result.Success {
+		return
+	}
+	s.inTok.Add(float64(r.InputTokens))
+	s.outTok.Add(float64(r.OutputTokens))
+	exemplar := s.exemplarDue()
+	if r.HasTTFT() {
+		observe(s.ttft, r.TTFT.Seconds(), exemplar, r.ID)
+	}
+	if r.HasTTST() {
+		s.ttst.Observe(r.TTST.Seconds())
+	}
+	if itl, ok := r.ITL(); ok {
+		s.itl.Observe(itl.Seconds())
+	}
+	for _, g := range r.Gaps {
+		s.gaps.Observe(g.Seconds())
+	}
+	observe(s.dur, r.E2E.Seconds(), exemplar, r.ID)
+}
+
+func observe(o prometheus.Observer, v float64, exemplar bool, id uint64) {
+	if exemplar {
+		if eo, ok := o.(prometheus.ExemplarObserver); ok {
+			eo.ObserveWithExemplar(v, prometheus.Labels{"request_id": strconv.FormatUint(id, 10)})
+			return
+		}
+	}
+	o.Observe(v)
+}
+
+func (s *series) exemplarDue() bool {
+	now := time.Now().UnixNano()
+	last := s.lastExemplar.Load()
+	return now-last >= int64(ExemplarInterval) && s.lastExemplar.CompareAndSwap(last, now)
+}
+
+// plus returns labels followed by more, never sharing labels' array.
+func plus(labels []string, more ...string) []string {
+	return append(slices.Clip(labels), more...)
+}
+
+// LevelLabel formats a load level as the load_level label value.
+func LevelLabel(level float64) string { return strconv.FormatFloat(level, 'g', -1, 64) }
+
+func (e *Exporter) get(k seriesKey) *series {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s := e.series[k]; s != nil {
+		return s
+	}
+	lv := []string{k.profile, k.endpoint, k.model, LevelLabel(k.level)}
+	s := &series{
+		ttft: e.ttft.WithLabelValues(lv...), ttst: e.ttst.WithLabelValues(lv...), itl: e.itl.WithLabelValues(lv...),
+		gaps: e.gaps.WithLabelValues(lv...), dur: e.dur.WithLabelValues(lv...), lag: e.lag.WithLabelValues(lv...),
+		good: e.good.WithLabelValues(lv...), inTok: e.inTok.WithLabelValues(lv...), outTok: e.outTok.WithLabelValues(lv...),
+		reason: map[result.Reason]prometheus.Counter{}, labels: lv,
+	}
+	for _, o := range result.Outcomes {
+		s.outcome[o] = e.requests.WithLabelValues(plus(lv, o.String())...)
+	}
+	// Every reason and SLO series exists from the start, at 0, so that
+	// rate() and absent() behave before the first failure.
+	for _, r := range result.Reasons {
+		s.reason[r] = e.errors.WithLabelValues(plus(lv, r.String())...)
+	}
+	for _, a := range result.Anomalies {
+		s.anomaly[a] = e.anomalies.WithLabelValues(plus(lv, a.String())...)
+	}
+	for i, k := range kinds {
+		s.met[i] = e.sloReqs.WithLabelValues(plus(lv, k.String(), "met")...)
+		s.missed[i] = e.sloReqs.WithLabelValues(plus(lv, k.String(), "missed")...)
+	}
+	e.series[k] = s
+	return s
+}
+
+// Describe registers a profile x endpoint: its info series and objective.
+// Call it when the configuration is (re)loaded.
+func (e *Exporter) Describe(profile, endpoint, model, url, api string, objective float64) {
+	e.info.WithLabelValues(profile, endpoint, model, url, api).Set(1)
+	e.objective.WithLabelValues(profile, endpoint).Set(objective)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.live[runKey{profile, endpoint}]; !ok {
+		e.live[runKey{profile, endpoint}] = nil
+	}
+}
+
+// RunStarted makes a run's in-flight requests and target load visible.
+func (e *Exporter) RunStarted(run *probe.Run) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.live[runKey{run.Profile, run.Endpoint.Name}] = run
+}
+
+// RunFinished records a run's verdict and its figures.
+func (e *Exporter) RunFinished(run *probe.Run, f probe.Finished) {
+	var s stats.Summary
+	if f.Summary != nil {
+		s = *f.Summary
+	}
+	k := runKey{run.Profile, run.Endpoint.Name}
+	e.mu.Lock()
+	if e.live[k] == run {
+		e.live[k] = nil
+	}
+	e.mu.Unlock()
+	now := float64(time.Now().UnixNano()) / 1e9
+	lv := []string{k.profile, k.endpoint}
+	res := string(f.Verdict)
+	e.runs.WithLabelValues(plus(lv, res)...).Inc()
+	e.lastTS.WithLabelValues(lv...).Set(now)
+	passed := 0.0
+	if f.Verdict == probe.Passed {
+		passed = 1
+		e.lastOK.WithLabelValues(lv...).Set(now)
+	}
+	e.lastPassed.WithLabelValues(lv...).Set(passed)
+	e.lastDur.WithLabelValues(lv...).Set(s.DurationSeconds)
+	e.lastAtt.WithLabelValues(lv...).Set(s.Attainment)
+	e.lastGood.WithLabelValues(lv...).Set(s.Goodput)
+	e.lastThr.WithLabelValues(lv...).Set(s.RequestThroughput)
+	if k := s.Knee; k != nil && f.Err == nil {
+		e.capacity.WithLabelValues(lv...).Set(k.CapacityAtSLO)
+		e.cliff.WithLabelValues(lv...).Set(k.CliffLevel)
+	}
+}
+
+// RunSkipped counts a scheduled tick that started no run.
+func (e *Exporter) RunSkipped(profile, endpoint, reason string) {
+	e.skipped.WithLabelValues(profile, endpoint, reason).Inc()
+}
+
+// NextRun publishes when a job runs next.
+func (e *Exporter) NextRun(profile, endpoint string, at time.Time) {
+	e.next.WithLabelValues(profile, endpoint).Set(float64(at.UnixNano()) / 1e9)
+}
+
+// ConfigReloaded records the outcome of a configuration (re)load.
+func (e *Exporter) ConfigReloaded(ok bool) {
+	if ok {
+		e.reloadOK.Set(1)
+		e.reloadTime.SetToCurrentTime()
+	} else {
+		e.reloadOK.Set(0)
+	}
+}
+
+// DroppedCounter is the counter a queue in front of sink increments.
+func (e *Exporter) DroppedCounter(sink string) prometheus.Counter {
+	return e.dropped.WithLabelValues(sink)
+}
+
+// Forget deletes every series of a profile against an endpoint (every
+// endpoint when endpoint is ""), for a job removed from the configuration.
+func (e *Exporter) Forget(profile, endpoint string) {
+	match := prometheus.Labels{"profile": profile}
+	if endpoint != "" {
+		match["endpoint"] = endpoint
+	}
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
+		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.requests, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.outTok,
+		e.runs, e.skipped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr, e.objective, e.info, e.next,
+		e.capacity, e.cliff,
+	} {
+		v.DeletePartialMatch(match)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k := range e.series {
+		if k.profile == profile && (endpoint == "" || k.endpoint == endpoint) {
+			delete(e.series, k)
+		}
+	}
+	for k := range e.live {
+		if k.profile == profile && (endpoint == "" || k.endpoint == endpoint) {
+			delete(e.live, k)
+		}
+	}
+}
+
+// liveCollector reads in-flight requests and target load from runs in
+// progress at scrape time, which costs the request path nothing.
+type liveCollector Exporter
+
+var (
+	inFlightDesc   = prometheus.NewDesc(catalog.InFlight.Name, catalog.InFlight.Help, catalog.InFlight.Labels, nil)
+	targetConcDesc = prometheus.NewDesc(catalog.TargetConcurrency.Name, catalog.TargetConcurrency.Help, catalog.TargetConcurrency.Labels, nil)
+	targetRateDesc = prometheus.NewDesc(catalog.TargetRate.Name, catalog.TargetRate.Help, catalog.TargetRate.Labels, nil)
+)
+
+func (c *liveCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- inFlightDesc
+	ch <- targetConcDesc
+	ch <- targetRateDesc
+}
+
+func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, run := range c.live {
+		var inFlight, conc, rate float64
+		if run != nil {
+			p := run.Progress()
+			inFlight = float64(p.InFlight)
+			conc = p.Level // a ramp's current point
+			if p.Stage.Rate > 0 {
+				conc, rate = float64(p.Stage.MaxConcurrency), p.Level
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, inFlight, k.profile, k.endpoint)
+		ch <- prometheus.MustNewConstMetric(targetConcDesc, prometheus.GaugeValue, conc, k.profile, k.endpoint)
+		ch <- prometheus.MustNewConstMetric(targetRateDesc, prometheus.GaugeValue, rate, k.profile, k.endpoint)
+	}
+}

@@ -1,0 +1,344 @@
+package prom
+
+import (
+	"context"
+	"flag"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/tokenprobe/tokenprobe/catalog"
+	"github.com/tokenprobe/tokenprobe/probe"
+	"github.com/tokenprobe/tokenprobe/probe/client"
+	"github.com/tokenprobe/tokenprobe/probe/openai"
+	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/probe/slo"
+	"github.com/tokenprobe/tokenprobe/probe/workload"
+	"github.com/tokenprobe/tokenprobe/runner"
+	"github.com/tokenprobe/tokenprobe/sim"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func ms(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
+
+// scripted is a fixed set of results covering each outcome and SLO case.
+func scripted() []result.Request {
+	t0 := time.Unix(1700000000, 0)
+	base := result.Request{Profile: "chat", Endpoint: "vllm", Model: "llama", Level: 8, Streaming: true,
+		Scheduled: t0, Start: t0.Add(ms(0.2)), Outcome: result.Success, InputTokens: 100, InputSource: result.SourceUsage}
+	ok := base
+	ok.ID, ok.ContentChunks, ok.OutputTokens = 1, 5, 5
+	ok.TTFT, ok.TTST, ok.E2E, ok.Gaps = ms(120), ms(20), ms(200), []time.Duration{ms(20), ms(20), ms(20), ms(20)}
+	slow := ok
+	slow.ID, slow.TTFT, slow.E2E = 2, ms(900), ms(980)
+	slow.Anomaly = result.AnomalyDrain // measured in full, the body left hanging after [DONE]
+	oneTok := base
+	oneTok.ID, oneTok.ContentChunks, oneTok.OutputTokens, oneTok.TTFT, oneTok.E2E = 3, 1, 1, ms(50), ms(50)
+	fail := base
+	fail.ID, fail.Outcome, fail.Reason = 4, result.Error, result.ReasonHTTP429
+	cancelled := base
+	cancelled.ID, cancelled.Outcome = 5, result.Cancelled
+	other := ok
+	other.ID, other.Level = 6, 32
+	return []result.Request{ok, slow, oneTok, fail, cancelled, other}
+}
+
+var testSLO = slo.Set{Thresholds: []slo.Threshold{{Kind: slo.TTFT, Max: ms(500)}, {Kind: slo.ITL, Max: ms(50)}}}
+
+func feed(t *testing.T) (*prometheus.Registry, *Exporter) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	e, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Describe("chat", "vllm", "llama", "http://vllm:8000/v1", "chat", 0.95)
+	for _, r := range scripted() {
+		e.Observe(&r, testSLO.Evaluate(&r))
+	}
+	return reg, e
+}
+
+func TestGoldenExposition(t *testing.T) {
+	reg, _ := feed(t)
+	var b strings.Builder
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	golden := "testdata/exposition.golden.txt"
+	if *update {
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != string(want) {
+		t.Fatalf("exposition differs from %s (go test -run Golden -update to accept):\n%s", golden, b.String())
+	}
+}
+
+func TestCounts(t *testing.T) {
+	reg, _ := feed(t)
+	c := func(name, labels string) float64 {
+		t.Helper()
+		return sumWhere(t, reg, name, labels)
+	}
+	// 6 results: successes 1, 2, 3, 6; one 429; one cancelled.
+	if c("tokenprobe_requests_total", `outcome="success"`) != 4 || c("tokenprobe_requests_total", `outcome="cancelled"`) != 1 {
+		t.Error("requests by outcome")
+	}
+	if c("tokenprobe_request_errors_total", `reason="http_429"`) != 1 || c("tokenprobe_request_errors_total", `reason="timeout"`) != 0 {
+		t.Error("errors by reason")
+	}
+	// An anomaly is counted beside the outcome, which it leaves alone.
+	if c("tokenprobe_server_anomalies_total", `kind="drain",load_level="8"`) != 1 || c("tokenprobe_server_anomalies_total", `load_level="32"`) != 0 {
+		t.Error("anomalies by kind")
+	}
+	// Good: 1 and 6 (2 misses TTFT, 3 has no ITL, 4 failed, 5 cancelled).
+	if c("tokenprobe_good_requests_total", "") != 2 {
+		t.Errorf("good %v", c("tokenprobe_good_requests_total", ""))
+	}
+	// Counted against SLOs: 5 (the cancelled one is not); TTFT met by 1, 3, 6.
+	if c("tokenprobe_slo_requests_total", `slo="ttft",result="met"`) != 3 || c("tokenprobe_slo_requests_total", `slo="ttft",result="missed"`) != 2 {
+		t.Error("ttft slo counts")
+	}
+	if c("tokenprobe_slo_requests_total", `slo="itl",result="met"`) != 3 || c("tokenprobe_slo_requests_total", `slo="itl",result="missed"`) != 2 {
+		t.Error("itl slo counts")
+	}
+	if c("tokenprobe_output_tokens_total", "") != 16 || c("tokenprobe_input_tokens_total", "") != 400 {
+		t.Error("token counts")
+	}
+	if c("tokenprobe_time_to_first_token_seconds_count", `load_level="8"`) != 3 || c("tokenprobe_time_to_first_token_seconds_count", `load_level="32"`) != 1 {
+		t.Error("ttft counts by load level")
+	}
+	// Inter-chunk gaps: 4 per five-chunk request, three of them.
+	if c("tokenprobe_inter_chunk_latency_seconds_count", "") != 12 {
+		t.Error("inter-chunk count")
+	}
+}
+
+func TestEverySeriesIsInTheCatalog(t *testing.T) {
+	reg, _ := feed(t)
+	mfs, _ := reg.Gather()
+	names := catalog.Names()
+	for _, mf := range mfs {
+		if _, ok := names[mf.GetName()]; !ok {
+			t.Errorf("%s is exported but not in the catalog", mf.GetName())
+		}
+	}
+}
+
+func TestLint(t *testing.T) {
+	reg, _ := feed(t)
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}
+
+func scrape(t *testing.T, reg *prometheus.Registry, accept string) (*http.Response, []byte) {
+	t.Helper()
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	req.Header.Set("Accept", accept)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp, body
+}
+
+func TestProtobufScrapeHasNativeHistograms(t *testing.T) {
+	reg, _ := feed(t)
+	resp, body := scrape(t, reg, `application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited`)
+	format := expfmt.ResponseFormat(resp.Header)
+	dec := expfmt.NewDecoder(strings.NewReader(string(body)), format)
+	found := false
+	for {
+		var mf dto.MetricFamily
+		if err := dec.Decode(&mf); err != nil {
+			break
+		}
+		if mf.GetName() != "tokenprobe_time_to_first_token_seconds" {
+			continue
+		}
+		for _, m := range mf.Metric {
+			h := m.GetHistogram()
+			// Native: a schema and spans; classic buckets are there too.
+			if h.Schema != nil && len(h.PositiveSpan) > 0 && len(h.Bucket) > 0 {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no native TTFT histogram in the protobuf scrape (format %s)", format)
+	}
+}
+
+func TestOpenMetricsScrapeHasExemplars(t *testing.T) {
+	reg, _ := feed(t)
+	_, body := scrape(t, reg, "application/openmetrics-text; version=1.0.0")
+	if !strings.Contains(string(body), `tokenprobe_time_to_first_token_seconds_bucket{`) || !strings.Contains(string(body), `# {request_id="1"}`) {
+		t.Fatalf("no request_id exemplar on TTFT:\n%.3000s", body)
+	}
+}
+
+func TestForgetDeletesAProfile(t *testing.T) {
+	reg, e := feed(t)
+	other := result.Request{Profile: "batch", Endpoint: "vllm", Model: "llama", Outcome: result.Success, Streaming: true, ContentChunks: 1, OutputTokens: 1}
+	e.Observe(&other, slo.Verdict{Counted: true, Good: true})
+	e.Describe("batch", "vllm", "llama", "http://vllm:8000/v1", "chat", 0)
+	e.Forget("chat", "")
+	mfs, _ := reg.Gather()
+	batch := false
+	for _, mf := range mfs {
+		for _, m := range mf.Metric {
+			for _, l := range m.Label {
+				if l.GetName() == "profile" && l.GetValue() == "chat" {
+					t.Fatalf("%s still has a chat series", mf.GetName())
+				}
+				batch = batch || l.GetValue() == "batch"
+			}
+		}
+	}
+	if !batch {
+		t.Fatal("the other profile's series went too")
+	}
+}
+
+// Every counter agrees exactly with the results a real run produced against
+// the simulator with faults switched on.
+func TestCountersAgreeWithResults(t *testing.T) {
+	s, err := sim.Start("127.0.0.1:0", sim.Config{Slots: 8, DecodeBase: time.Millisecond, Seed: 5,
+		Faults: sim.Faults{Error500: 0.1, Error429: 0.1, Malformed: 0.1, Disconnect: 0.05}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	reg := prometheus.NewRegistry()
+	e, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	run := &probe.Run{
+		Profile: "p", Plan: probe.Plan{Stages: []probe.Stage{{Concurrency: 6, Requests: 200}}},
+		Workload: workload.NewSynthetic(workload.Lengths{Mean: 20, Stddev: 5}, workload.Lengths{Mean: 8, Stddev: 3}, true, 1),
+		SLO:      slo.Set{Thresholds: []slo.Threshold{{Kind: slo.TTFT, Max: ms(20)}}},
+		Endpoint: &client.Endpoint{Name: "sim", BaseURL: s.URL(), API: openai.Chat, Model: "m", Timeout: 10 * time.Second, IncludeUsage: true},
+		Client:   client.New(client.Options{}),
+		Sinks:    []probe.Sink{e, rec},
+	}
+	f := runner.Execute(context.Background(), run, runner.Options{})
+	sum, err := *f.Summary, f.Err
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := func(name, labels string) float64 { return sumWhere(t, reg, name, labels) }
+	if int(c("tokenprobe_requests_total", `outcome="success"`)) != sum.Success || int(c("tokenprobe_requests_total", `outcome="error"`)) != sum.Errors {
+		t.Errorf("outcomes: exported %v/%v, summary %d/%d", c("tokenprobe_requests_total", `outcome="success"`), c("tokenprobe_requests_total", `outcome="error"`), sum.Success, sum.Errors)
+	}
+	if int(c("tokenprobe_good_requests_total", "")) != sum.Good || sum.Good != rec.good {
+		t.Errorf("good: exported %v, summary %d, results %d", c("tokenprobe_good_requests_total", ""), sum.Good, rec.good)
+	}
+	for reason, n := range sum.ByReason {
+		if got := c("tokenprobe_request_errors_total", `reason="`+reason+`"`); int(got) != n {
+			t.Errorf("%s: exported %v, summary %d", reason, got, n)
+		}
+	}
+	if sum.Errors == 0 || len(sum.ByReason) < 3 {
+		t.Errorf("faults did not show: %+v", sum.ByReason)
+	}
+	if c("tokenprobe_runs_total", `result="passed"`) != 1 || c("tokenprobe_run_last_slo_attainment_ratio", "") != sum.Attainment {
+		t.Error("run metrics")
+	}
+}
+
+type recorder struct {
+	mu   sync.Mutex
+	good int
+}
+
+func (r *recorder) Observe(_ *result.Request, v slo.Verdict) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if v.Good {
+		r.good++
+	}
+}
+
+// sumWhere adds up the samples of a metric (or its _count/_sum series)
+// whose labels contain every name="value" pair in labels.
+func sumWhere(t *testing.T, reg *prometheus.Registry, name, labels string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	family, suffix := name, ""
+	for _, s := range []string{"_count", "_sum"} {
+		if strings.HasSuffix(name, s) && strings.HasSuffix(strings.TrimSuffix(name, s), "_seconds") {
+			family, suffix = strings.TrimSuffix(name, s), s
+		}
+	}
+	var total float64
+	for _, mf := range mfs {
+		if mf.GetName() != family {
+			continue
+		}
+	metrics:
+		for _, m := range mf.Metric {
+			have := map[string]string{}
+			for _, l := range m.Label {
+				have[l.GetName()] = l.GetValue()
+			}
+			for _, pair := range strings.Split(labels, ",") {
+				if pair == "" {
+					continue
+				}
+				k, v, _ := strings.Cut(pair, "=")
+				if have[k] != strings.Trim(v, `"`) {
+					continue metrics
+				}
+			}
+			switch {
+			case suffix == "_count":
+				total += float64(m.GetHistogram().GetSampleCount())
+			case suffix == "_sum":
+				total += m.GetHistogram().GetSampleSum()
+			case m.Counter != nil:
+				total += m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				total += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return total
+}

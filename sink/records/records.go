@@ -1,0 +1,122 @@
+// Package records writes records.jsonl: one JSON line per measured
+// request, for a one-shot run's artifacts.
+package records
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/probe/slo"
+)
+
+// Record is one request as written to records.jsonl. Times are
+// milliseconds; a value the request does not have is omitted.
+type Record struct {
+	ID                  uint64          `json:"id"`
+	Profile             string          `json:"profile"`
+	Endpoint            string          `json:"endpoint"`
+	Model               string          `json:"model"`
+	Level               float64         `json:"level"`
+	Session             string          `json:"session_id,omitempty"`
+	Turn                *int            `json:"turn,omitempty"`
+	Start               time.Time       `json:"start"`
+	DispatchLagMs       float64         `json:"dispatch_lag_ms"`
+	Outcome             string          `json:"outcome"`
+	Reason              string          `json:"reason,omitempty"`
+	Error               string          `json:"error,omitempty"`
+	HTTPStatus          int             `json:"http_status,omitempty"`
+	TTFTMs              *float64        `json:"ttft_ms,omitempty"`
+	TTSTMs              *float64        `json:"ttst_ms,omitempty"`
+	TTFOMs              *float64        `json:"time_to_first_output_token_ms,omitempty"`
+	ITLMs               *float64        `json:"itl_ms,omitempty"`
+	RequestLatencyMs    *float64        `json:"request_latency_ms,omitempty"`
+	InterChunkMs        []float64       `json:"inter_chunk_ms,omitempty"`
+	Anomaly             string          `json:"anomaly,omitempty"`
+	ContentChunks       int             `json:"content_chunks"`
+	InputTokens         int             `json:"input_tokens"`
+	InputSource         string          `json:"input_tokens_source"`
+	IntendedInputTokens int             `json:"intended_input_tokens"`
+	OutputTokens        int             `json:"output_tokens"`
+	OutputSource        string          `json:"output_tokens_source,omitempty"`
+	Good                bool            `json:"good"`
+	SLO                 map[string]bool `json:"slo,omitempty"`
+}
+
+// NewRecord converts a measured request and its verdict.
+func NewRecord(r *result.Request, v slo.Verdict) Record {
+	ms := func(d time.Duration) *float64 { f := float64(d) / float64(time.Millisecond); return &f }
+	rec := Record{
+		ID: r.ID, Profile: r.Profile, Endpoint: r.Endpoint, Model: r.Model, Level: r.Level,
+		Start: r.Start, DispatchLagMs: *ms(r.DispatchLag()), Outcome: r.Outcome.String(), Reason: r.Reason.String(),
+		Error: r.Err, HTTPStatus: r.HTTPStatus, Anomaly: r.Anomaly.String(), ContentChunks: r.ContentChunks,
+		InputTokens: r.InputTokens, InputSource: r.InputSource.String(), IntendedInputTokens: r.IntendedInputTokens,
+		OutputTokens: r.OutputTokens, Good: v.Good,
+	}
+	if r.Session != "" {
+		rec.Session, rec.Turn = r.Session, &r.Turn
+	}
+	if r.Outcome == result.Success {
+		rec.OutputSource = r.OutputSource.String()
+		rec.RequestLatencyMs = ms(r.E2E)
+		if r.HasTTFT() {
+			rec.TTFTMs = ms(r.TTFT)
+		}
+		if r.HasTTST() {
+			rec.TTSTMs = ms(r.TTST)
+		}
+		if r.HasTTFO {
+			rec.TTFOMs = ms(r.TTFO)
+		}
+		if itl, ok := r.ITL(); ok {
+			rec.ITLMs = ms(itl)
+		}
+		for _, g := range r.Gaps {
+			rec.InterChunkMs = append(rec.InterChunkMs, *ms(g))
+		}
+	}
+	for _, k := range slo.Kinds {
+		if v.Checked[k] {
+			if rec.SLO == nil {
+				rec.SLO = map[string]bool{}
+			}
+			rec.SLO[k.String()] = v.Met[k]
+		}
+	}
+	return rec
+}
+
+// Writer writes one JSON line per measured request; it is a probe.Sink.
+type Writer struct {
+	mu  sync.Mutex
+	w   *bufio.Writer
+	enc *json.Encoder
+	err error
+}
+
+// New writes to w; call Flush at the end.
+func New(w io.Writer) *Writer {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	return &Writer{w: bw, enc: json.NewEncoder(bw)}
+}
+
+func (s *Writer) Observe(r *result.Request, v slo.Verdict) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		s.err = s.enc.Encode(NewRecord(r, v))
+	}
+}
+
+// Flush writes what is buffered and reports the first write error.
+func (s *Writer) Flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.w.Flush(); s.err == nil {
+		s.err = err
+	}
+	return s.err
+}

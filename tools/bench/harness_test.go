@@ -1,0 +1,155 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The whole harness at a toy scale: the real simulator and client
+// processes, two closed-loop levels and an open-loop one, the floor and
+// tokenprobe side by side, written into a markdown file.
+func TestHarnessEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the harness's binaries")
+	}
+	dir := t.TempDir()
+	// tokenprobe is built in its own module (the repository's root), the
+	// harness in this one.
+	for _, b := range []struct{ name, dir, pkg string }{
+		{"tokenprobe", "../..", "./cmd/tokenprobe"}, {"tokenprobe-bench", ".", "./cmd/tokenprobe-bench"},
+	} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.name), b.pkg)
+		cmd.Dir = b.dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", b.pkg, err, out)
+		}
+	}
+	// And a trace replay: the first 10 s of the shared trace at 20x.
+	var replay ReplayOptions
+	const trace = "../../../shared/datasets/mooncake_conversation_trace.jsonl"
+	if _, err := os.Stat(trace); err == nil {
+		replay = ReplayOptions{Trace: trace, Speedups: []float64{20}, For: 500 * time.Millisecond, Runs: 1}
+	} else if os.Getenv("TOKENPROBE_REQUIRE_DATASETS") != "" {
+		t.Fatalf("%s: %v", trace, err)
+	}
+	var progress strings.Builder
+	rep, err := Run(context.Background(), Options{
+		Tokenprobe: filepath.Join(dir, "tokenprobe"), Self: filepath.Join(dir, "tokenprobe-bench"),
+		Clients: []string{KindFloor, KindTokenprobe}, Streams: []int{5, 20}, Rates: []float64{40},
+		Duration: time.Second, Interval: 20 * time.Millisecond, Tokens: 10, RateTokens: 3, Progress: &progress,
+		Replay: replay, SchedSlice: 100 * time.Microsecond,
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	if len(rep.Problems) > 0 || len(rep.Results) != 6 {
+		t.Fatalf("%d results, problems %v\n%s", len(rep.Results), rep.Problems, progress.String())
+	}
+	for _, m := range rep.Results {
+		want := int64(m.Load.Tokens)
+		if m.Client.Requests == 0 || m.Client.Errors != 0 || m.Client.Chunks != m.Client.Requests*want {
+			t.Errorf("%s, %s: %+v: want requests x %d chunks and no errors", m.Load, m.Client.Kind, m.Client, want)
+		}
+		if m.CPUSeconds <= 0 || m.PeakRSS <= 0 || m.IdleRSS <= 0 || m.PeakRSS < m.IdleRSS {
+			t.Errorf("%s, %s: CPU %v s, RSS idle %d peak %d", m.Load, m.Client.Kind, m.CPUSeconds, m.IdleRSS, m.PeakRSS)
+		}
+		if m.Client.Kind == KindTokenprobe && m.Client.TimingError == nil {
+			t.Errorf("%s: tokenprobe reported no timing error", m.Load)
+		}
+		if m.Client.Kind == KindTokenprobe && m.Load.Rate > 0 && m.Client.DispatchLag == nil {
+			t.Errorf("%s: no dispatch lag for an open loop", m.Load)
+		}
+	}
+	wantMD := []string{"| 20 | tokenprobe |", "| 40 | floor |", "vs floor", "1.00x", "Where tokenprobe's dispatch lag was spent: at 40 req/s its goroutines waited runnable"}
+	if replay.Trace != "" {
+		if len(rep.Replays) != 1 {
+			t.Fatalf("%d replays, want 1\n%s", len(rep.Replays), progress.String())
+		}
+		p := rep.Replays[0]
+		if p.Requests == 0 || p.Errors != 0 || p.Window != 10*time.Second || p.CPUSeconds <= 0 || p.SimCPUSeconds <= 0 {
+			t.Errorf("replay %+v: want requests, no errors, a 10 s window and CPU of both processes", p)
+		}
+		if q := p.DispatchLag; q.P50 < 0 || q.P99 < q.P50 || q.Max < q.P99 {
+			t.Errorf("replay dispatch lag %+v: want ordered, non-negative quantiles", q)
+		}
+		wantMD = append(wantMD, "| 20x | first 10 s |", "issue 3: trace replay")
+	}
+	md := rep.Markdown()
+	for _, want := range wantMD {
+		if !strings.Contains(md, want) {
+			t.Errorf("the report lacks %q:\n%s", want, md)
+		}
+	}
+	doc := filepath.Join(dir, "BENCHMARKS.md")
+	if err := os.WriteFile(doc, []byte("# B\n\nbefore\n"+BeginMarker+"\nold\n"+EndMarker+"\nafter\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteSection(doc, md); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(doc)
+	if s := string(data); !strings.Contains(s, "before\n") || !strings.Contains(s, "after\n") || strings.Contains(s, "old\n") || !strings.Contains(s, md) {
+		t.Errorf("the section was not replaced in place:\n%s", s)
+	}
+}
+
+func TestWriteSectionNeedsMarkers(t *testing.T) {
+	doc := filepath.Join(t.TempDir(), "x.md")
+	_ = os.WriteFile(doc, []byte("no markers"), 0o644)
+	if err := WriteSection(doc, "x"); err == nil || !strings.Contains(err.Error(), doc) {
+		t.Errorf("err = %v, want one naming the file", err)
+	}
+}
+
+// The bar's verdicts follow the figures: a level that misses says so.
+func TestBarsJudgeTheFigures(t *testing.T) {
+	rep := &Report{Results: []Measurement{
+		{Load: Load{Streams: 1000}, Client: ClientResult{Kind: KindFloor, Chunks: 1e6, PeakInFlight: 1000}, CPUSeconds: 10},
+		{Load: Load{Streams: 1000}, Client: ClientResult{Kind: KindTokenprobe, Chunks: 1e6, PeakInFlight: 1000, TimingError: &Quantiles{P99: 1500}}, CPUSeconds: 16},
+	}, Idle: &Idle{RSS: 30 << 20, CPUFraction: 0.002, Seconds: 60, Observed: 100},
+		Replays: []Replay{{Speedup: 1, Requests: 87, DispatchLag: Quantiles{P99: 900}}, {Speedup: 10, Requests: 918, DispatchLag: Quantiles{P99: 5400}}}}
+	verdicts := map[string]string{}
+	for _, row := range rep.Bars() {
+		verdicts[row.Bar] = row.Verdict
+	}
+	for bar, want := range map[string]string{
+		"client CPU per chunk within 1.5x of the floor at 1,000 streams":                    "**missed**", // 1.6x
+		"timing error p99 under 1 ms at 1,000 streams":                                      "**missed**",
+		"idle daemon (demo config, between runs): under 40 MiB RSS and 1% of a core":        "met",
+		"issue 3: trace replay dispatch lag p99 under 5 ms, at the trace's pace and at 10x": "**missed**", // 5.4 ms at 10x
+	} {
+		if verdicts[bar] != want {
+			t.Errorf("%s: %q, want %q (all: %v)", bar, verdicts[bar], want, verdicts)
+		}
+	}
+}
+
+// A figure measured while the hypervisor took much of the CPU says so,
+// and a level measured twice shows both steals.
+func TestStealIsShownBesideTheFigures(t *testing.T) {
+	rep := &Report{RetrySteal: 5, Results: []Measurement{
+		{Load: Load{Rate: 2000}, Client: ClientResult{Kind: KindTokenprobe, Chunks: 1e5, DispatchLag: &Quantiles{P99: 617000}}, Disturbance: Disturbance{StealPercent: 38.8, Remeasured: 45.1}},
+		{Load: Load{Streams: 1000}, Client: ClientResult{Kind: KindTokenprobe, Chunks: 1e6, TimingError: &Quantiles{P99: 400}}, Disturbance: Disturbance{StealPercent: 0.3}},
+	}}
+	measured := map[string]string{}
+	for _, row := range rep.Bars() {
+		measured[row.Bar] = row.Measured
+	}
+	if got := measured["dispatch lag p99 under 1 ms at 2,000 requests/s"]; !strings.Contains(got, "(under 39% CPU steal)") {
+		t.Errorf("dispatch lag: %q, want the steal named", got)
+	}
+	if got := measured["timing error p99 under 1 ms at 1,000 streams"]; strings.Contains(got, "steal") {
+		t.Errorf("timing error: %q, a quiet level named steal", got)
+	}
+	md := rep.Markdown()
+	for _, want := range []string{"| 38.8% (again: 45.1%) |", "| 0.3% |", "measured again, once"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q", want)
+		}
+	}
+}
