@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -51,6 +52,24 @@ func (c *Client) failStatus(r *result.Request, resp response) {
 		msg += " (Retry-After: " + c.secrets.Excerpt(resp.retryAfter, 80) + ")"
 	}
 	c.fail(r, reason, errors.New(msg))
+	r.RetryAfter = ParseRetryAfter(resp.retryAfter, r.End)
+}
+
+// ParseRetryAfter reads a Retry-After header (RFC 9110 10.2.3): a number
+// of seconds, or an HTTP date taken against now. Anything else, a date in
+// the past included, is 0: no wait asked.
+func ParseRetryAfter(v []byte, now time.Time) time.Duration {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return 0
+	}
+	if n, err := strconv.ParseUint(string(v), 10, 32); err == nil {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(string(v)); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
 }
 
 // classify maps a transport error to a reason. ReasonNone means the

@@ -141,6 +141,10 @@ type Request struct {
 	// Err is the error text for logs and debugging; never a label.
 	Err        string
 	HTTPStatus int
+	// RetryAfter is how long the server asked to wait before the next
+	// request (its Retry-After header, seconds or a date), 0 when it
+	// asked nothing.
+	RetryAfter time.Duration
 	// Anomaly is what the server did wrong after the request was
 	// measured, if anything; it leaves Outcome as it is.
 	Anomaly Anomaly
