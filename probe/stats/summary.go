@@ -20,6 +20,21 @@ type Summary struct {
 	Errors    int            `json:"errors"`
 	Cancelled int            `json:"cancelled"`
 	ByReason  map[string]int `json:"errors_by_reason"`
+	// Failures describes the errors by reason: statuses, the most
+	// frequent message and a hint at the likely mistake.
+	Failures []Failure `json:"failures,omitempty"`
+	// Error is why the run is an error although it ran: aborted by the
+	// failure policy, no request succeeded, or too many failed.
+	Error       string `json:"error,omitempty"`
+	Aborted     bool   `json:"aborted,omitempty"`
+	Interrupted bool   `json:"interrupted,omitempty"`
+	// FailureWaitSeconds is the time workers waited after failed requests
+	// (backoff and Retry-After), summed over workers; it is intended, so
+	// it is in no latency figure.
+	FailureWaitSeconds float64 `json:"failure_wait_s,omitempty"`
+	// Dropped counts arrivals an open loop did not send, by reason
+	// ("retry_after": the server asked for a pause).
+	Dropped map[string]int `json:"dropped_arrivals,omitempty"`
 
 	TTFT        Dist `json:"ttft_ms"`
 	TTST        Dist `json:"ttst_ms"`
@@ -91,6 +106,7 @@ type Aggregator struct {
 	met                              map[slo.Kind]int
 	checked                          map[slo.Kind]bool
 	inTokens, outTokens              int
+	failures                         map[result.Reason]*failureGroup
 }
 
 // NewAggregator starts a summary for one profile x endpoint (x level).
@@ -121,6 +137,7 @@ func (a *Aggregator) Add(r *result.Request, v slo.Verdict) {
 	case result.Error:
 		a.s.Errors++
 		a.s.ByReason[r.Reason.String()]++
+		a.addFailure(r)
 	case result.Success:
 		a.s.Success++
 	}
@@ -186,6 +203,7 @@ func (a *Aggregator) Summary() Summary {
 		s.Goodput = float64(a.good) / s.DurationSeconds
 	}
 	s.Good = a.good
+	s.Failures = a.failureSummary()
 	s.InputTokens, s.OutputTokens = a.inTokens, a.outTokens
 	if a.counted > 0 {
 		s.Attainment = float64(a.good) / float64(a.counted)

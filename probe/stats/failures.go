@@ -1,0 +1,147 @@
+package stats
+
+import (
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tokenprobe/tokenprobe/probe/result"
+)
+
+// Failure is the errors of one reason in a run.
+type Failure struct {
+	Reason string `json:"reason"`
+	Count  int    `json:"count"`
+	// Statuses counts the HTTP status codes of these errors, when the
+	// server answered.
+	Statuses map[string]int `json:"statuses,omitempty"`
+	// Message is the most frequent error text (its first MaxMessage
+	// characters; secrets were taken out when it was recorded), and
+	// MessageCount how many errors had it.
+	Message      string `json:"message"`
+	MessageCount int    `json:"message_count"`
+	// Hint names the likely mistake, when the error is a common one.
+	Hint string `json:"hint,omitempty"`
+}
+
+// MaxMessage is how much of an error's text a summary keeps.
+const MaxMessage = 200
+
+// maxMessages bounds the distinct texts counted per reason: a server that
+// puts a request id in every error must not grow a summary without end.
+const maxMessages = 64
+
+type failureGroup struct {
+	count    int
+	statuses map[int]int
+	messages map[string]int
+	url      string
+}
+
+func (a *Aggregator) addFailure(r *result.Request) {
+	if a.failures == nil {
+		a.failures = map[result.Reason]*failureGroup{}
+	}
+	g := a.failures[r.Reason]
+	if g == nil {
+		g = &failureGroup{statuses: map[int]int{}, messages: map[string]int{}, url: r.URL}
+		a.failures[r.Reason] = g
+	}
+	g.count++
+	if r.HTTPStatus != 0 {
+		g.statuses[r.HTTPStatus]++
+	}
+	msg := cut(r.Err, MaxMessage)
+	if _, ok := g.messages[msg]; ok || len(g.messages) < maxMessages {
+		g.messages[msg]++
+	}
+}
+
+func (a *Aggregator) failureSummary() []Failure {
+	var out []Failure
+	for _, reason := range result.Reasons {
+		g := a.failures[reason]
+		if g == nil {
+			continue
+		}
+		f := Failure{Reason: reason.String(), Count: g.count}
+		for code, n := range g.statuses {
+			if f.Statuses == nil {
+				f.Statuses = map[string]int{}
+			}
+			f.Statuses[strconv.Itoa(code)] = n
+		}
+		// The most frequent message; of equals, the first in order, so
+		// the summary does not change from one computation to the next.
+		msgs := make([]string, 0, len(g.messages))
+		for m := range g.messages {
+			msgs = append(msgs, m)
+		}
+		slices.Sort(msgs)
+		for _, m := range msgs {
+			if g.messages[m] > f.MessageCount {
+				f.Message, f.MessageCount = m, g.messages[m]
+			}
+		}
+		top := 0
+		for code, n := range g.statuses {
+			if n > g.statuses[top] || (n == g.statuses[top] && code < top) {
+				top = code
+			}
+		}
+		f.Hint = Hint(reason, top, f.Message, g.url)
+		out = append(out, f)
+	}
+	return out
+}
+
+// Hint names the likely cause of a common failure, for the console, the
+// status page and the summary; "" when there is no better guess than the
+// message itself.
+func Hint(reason result.Reason, status int, msg, baseURL string) string {
+	lower := strings.ToLower(msg)
+	switch {
+	case status == 404 && !hasV1(baseURL):
+		return "404 from a base_url without /v1: OpenAI-compatible servers answer under /v1 (base_url: http://host:port/v1)"
+	case status == 404:
+		return "404: the server has no such route or model; check the endpoint's api (chat or completions) and model"
+	case status == 401 || status == 403:
+		return "the API key is missing or wrong: check the endpoint's api_key (file or env) and headers"
+	case status == 400 || status == 422:
+		return "the server refused the request: check the model name, max_tokens against its context, and extra_body"
+	case status == 429 || reason == result.ReasonHTTP429:
+		return "the server is shedding load (rate limited): lower the load, or raise its limits"
+	case reason == result.ReasonHTTP5xx:
+		return "the server failed the request: its own log says why"
+	case reason == result.ReasonConnect && strings.Contains(lower, "refused"):
+		return "connection refused: nothing listens at the base_url's host and port; is the server up, and the port right?"
+	case reason == result.ReasonConnect && strings.Contains(lower, "no such host"):
+		return "the base_url's host name does not resolve"
+	case reason == result.ReasonConnect && (strings.Contains(lower, "tls") || strings.Contains(lower, "x509") || strings.Contains(lower, "certificate")):
+		return "TLS failed: https:// to a plain-HTTP server, or a certificate not trusted (set the endpoint's tls.ca_file)"
+	case reason == result.ReasonTimeout:
+		return "no answer within the endpoint's timeout: the server is overloaded or stuck, or the timeout is too short for the workload"
+	}
+	return ""
+}
+
+func hasV1(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return true // no guess on a URL that does not parse
+	}
+	return strings.Contains(u.Path+"/", "/v1/")
+}
+
+// cut keeps s's first n characters (runes), marking a cut with "…".
+func cut(s string, n int) string {
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j] + "…"
+		}
+		i++
+	}
+	return s
+}
