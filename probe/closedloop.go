@@ -27,6 +27,7 @@ func (r *Run) closedLoop(stop, reqCtx context.Context, index int, st Stage, warm
 	for k := range workers {
 		wg.Go(func() {
 			var idle *time.Ticker // made only for a worker the ramp has not reached
+			bo := backoff{p: &r.Failure}
 			defer func() {
 				if idle != nil {
 					idle.Stop()
@@ -50,28 +51,34 @@ func (r *Run) closedLoop(stop, reqCtx context.Context, index int, st Stage, warm
 				if limit > 0 && issued.Add(1) > int64(limit) {
 					return
 				}
-				r.next(stop, reqCtx, index, st, time.Now(), warmup, out)
+				last := r.next(stop, reqCtx, index, st, time.Now(), warmup, out)
+				// The wait is intended: the next request is scheduled
+				// after it, so it is in no latency figure nor dispatch lag.
+				r.pause(stop, bo.after(last))
 			}
 		})
 	}
 	wg.Wait()
 }
 
-// next sends the workload's next request, or its next whole session.
-func (r *Run) next(stop, ctx context.Context, index int, st Stage, scheduled time.Time, warmup bool, out chan<- *result.Request) {
+// next sends the workload's next request, or its next whole session, and
+// returns the last request it sent (nil when a session sent none).
+func (r *Run) next(stop, ctx context.Context, index int, st Stage, scheduled time.Time, warmup bool, out chan<- *result.Request) *result.Request {
 	if r.Sessions != nil {
-		r.session(stop, ctx, index, st, scheduled, r.Sessions.NextSession(), warmup, out)
-		return
+		return r.session(stop, ctx, index, st, scheduled, r.Sessions.NextSession(), warmup, out)
 	}
-	out <- r.one(ctx, index, st, scheduled, r.Workload.Next(), warmup)
+	res := r.one(ctx, index, st, scheduled, r.Workload.Next(), warmup)
+	out <- res
+	return res
 }
 
 // session sends a session's turns one after the other, each after its
 // delay and with the conversation so far: the user's earlier turns and,
 // as the assistant's, text of the length each answer had (the probe keeps
 // facts, not answers). A turn that fails ends the session, as it would a
-// user's; so does the end of the stage, between turns.
-func (r *Run) session(stop, ctx context.Context, index int, st Stage, scheduled time.Time, s workload.Session, warmup bool, out chan<- *result.Request) {
+// user's; so does the end of the stage, between turns. It returns the last
+// turn it sent.
+func (r *Run) session(stop, ctx context.Context, index int, st Stage, scheduled time.Time, s workload.Session, warmup bool, out chan<- *result.Request) (last *result.Request) {
 	var history []openai.Message
 	var words int
 	for i, t := range s.Turns {
@@ -86,7 +93,7 @@ func (r *Run) session(stop, ctx context.Context, index int, st Stage, scheduled 
 				timer.Stop()
 			}
 			if stop.Err() != nil || ctx.Err() != nil {
-				return
+				return last
 			}
 		}
 		n := len(strings.Fields(t.Text))
@@ -94,12 +101,14 @@ func (r *Run) session(stop, ctx context.Context, index int, st Stage, scheduled 
 		res := r.one(ctx, index, st, scheduled, p, warmup)
 		res.Session, res.Turn = s.ID, i
 		out <- res
+		last = res
 		if res.Outcome != result.Success {
-			return
+			return last
 		}
 		history = append(history,
 			openai.Message{Role: "user", Content: t.Text},
 			openai.Message{Role: "assistant", Content: workload.Words(res.ID, res.OutputTokens)})
 		words += n + res.OutputTokens
 	}
+	return last
 }

@@ -19,8 +19,9 @@ const rampPoll = 10 * time.Millisecond
 // duration, however late the dispatcher reaches it: the duration is kept
 // on the schedule's clock, not the wall clock's, so a busy moment makes
 // requests late (dispatch lag) but never drops the last of them. Only a
-// concurrency cap's wait, and ctx, end the stage early.
-func (r *Run) openLoop(ctx context.Context, index int, st Stage, warmup bool, out chan<- *result.Request) error {
+// concurrency cap's wait, and send, end the stage early; ctx is the
+// requests' own.
+func (r *Run) openLoop(send, ctx context.Context, index int, st Stage, warmup bool, out chan<- *result.Request) error {
 	limit := st.Requests
 	var gaps load.Arrivals
 	if st.Offsets != nil {
@@ -44,7 +45,7 @@ func (r *Run) openLoop(ctx context.Context, index int, st Stage, warmup bool, ou
 	var prompts <-chan client.Prompt
 	if r.Sessions == nil { // a session's later turns wait for its answers: nothing to prepare
 		var stopPrompts func()
-		prompts, stopPrompts = r.prepare(ctx, limit)
+		prompts, stopPrompts = r.prepare(send, limit)
 		defer stopPrompts()
 	}
 	timer := time.NewTimer(0)
@@ -58,10 +59,10 @@ func (r *Run) openLoop(ctx context.Context, index int, st Stage, warmup bool, ou
 	r.stageStart.Store(start.UnixNano())
 	// stop is the stage's end for what may wait past it: a concurrency
 	// cap's slot and a session's later turns.
-	stop := ctx
+	stop := send
 	if st.Duration > 0 {
 		var cancel context.CancelFunc
-		stop, cancel = context.WithDeadline(ctx, start.Add(st.Duration))
+		stop, cancel = context.WithDeadline(send, start.Add(st.Duration))
 		defer cancel()
 	}
 	var wg sync.WaitGroup
@@ -91,12 +92,18 @@ func (r *Run) openLoop(ctx context.Context, index int, st Stage, warmup bool, ou
 		if prompts != nil {
 			select {
 			case p = <-prompts:
-			case <-ctx.Done():
+			case <-send.Done():
 				return nil
 			}
 		}
-		if !waitUntil(ctx, timer, wake, next) {
+		if !waitUntil(send, timer, wake, next) {
 			return nil
+		}
+		if r.held(next) {
+			// The server asked for a pause: the arrival is not sent, and
+			// counted as dropped, never lost without a trace.
+			r.dropped.add(dropReasonRetryAfter)
+			continue
 		}
 		if sem != nil {
 			// Waiting here delays the send past its schedule: that shows

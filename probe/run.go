@@ -6,6 +6,7 @@ package probe
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -28,9 +29,16 @@ type Run struct {
 	// each with the conversation before it.
 	Sessions workload.SessionSource
 	SLO      slo.Set
+	// Failure is what the run does when requests fail (DefaultFailure
+	// unless the profile says otherwise).
+	Failure  Failure
 	Endpoint *client.Endpoint
 	Client   *client.Client
 	Sinks    []Sink
+	// Stop, when set and done, ends the run gracefully: nothing more is
+	// sent, the requests in flight run on until they end or the context
+	// given to Execute ends, and the summary is marked interrupted.
+	Stop context.Context
 
 	nextID    atomic.Uint64
 	cancelMu  sync.Mutex
@@ -42,6 +50,9 @@ type Run struct {
 	started   atomic.Int64 // unix nanos of the measured phase's start
 	// stageStart is unix nanos of the running stage's (or warmup's) start.
 	stageStart atomic.Int64
+	waited     atomic.Int64 // nanos workers waited after failures
+	heldUntil  atomic.Int64 // unix nanos until which a Retry-After holds the open loop
+	dropped    drops
 }
 
 // Progress is a snapshot of a run in progress.
@@ -74,7 +85,10 @@ func (r *Run) Progress() Progress {
 // with one summary per stage when there are several. Cancelling ctx stops
 // the run and cancels requests in flight (counted as cancelled); the
 // summary of what was measured is still returned with the context's error.
-func (r *Run) Execute(ctx context.Context) (stats.Summary, error) {
+func (r *Run) Execute(parent context.Context) (stats.Summary, error) {
+	ctx, abort := context.WithCancelCause(parent)
+	defer abort(nil)
+	g := &guard{p: r.Failure, abort: abort}
 	all := stats.NewAggregator(r.Profile, r.Endpoint.Name, r.Endpoint.Model, r.Plan.Level(), r.SLO.Objective)
 	levels := newLevelGroups(r)
 	results := make(chan *result.Request, 1024)
@@ -82,6 +96,7 @@ func (r *Run) Execute(ctx context.Context) (stats.Summary, error) {
 	go func() {
 		defer close(collected)
 		for res := range results {
+			g.add(res)
 			if res.Warmup {
 				continue
 			}
@@ -94,26 +109,49 @@ func (r *Run) Execute(ctx context.Context) (stats.Summary, error) {
 		}
 	}()
 
+	// send ends what is sent; ctx, the requests in flight too.
+	send, stopSending := context.WithCancel(ctx)
+	defer stopSending()
+	if r.Stop != nil {
+		defer context.AfterFunc(r.Stop, stopSending)()
+	}
 	var err error
 	if r.Plan.Warmup > 0 && len(r.Plan.Stages) > 0 {
 		warm := r.Plan.Stages[0]
 		warm.Duration, warm.Requests, warm.RampTo = 0, r.Plan.Warmup, 0
-		err = r.phase(ctx, 0, warm, true, results)
+		err = r.phase(send, ctx, 0, warm, true, results)
 	}
 	r.started.Store(time.Now().UnixNano())
 	for i, st := range r.Plan.Stages {
-		if err != nil || ctx.Err() != nil {
+		if err != nil || send.Err() != nil {
 			break
 		}
 		r.stage.Store(int64(i))
-		err = r.phase(ctx, i, st, false, results)
+		err = r.phase(send, ctx, i, st, false, results)
 	}
 	close(results)
 	<-collected
+	var stopped *RunError
+	if err == nil && errors.As(context.Cause(ctx), &stopped) {
+		err = stopped
+	}
 	if err == nil {
-		err = ctx.Err()
+		err = parent.Err()
+	}
+	interrupted := r.Stop != nil && r.Stop.Err() != nil
+	if err == nil && interrupted {
+		err = ErrInterrupted
 	}
 	s := all.Summary()
+	s.Interrupted = interrupted
+	s.FailureWaitSeconds = time.Duration(r.waited.Load()).Seconds()
+	s.Dropped = r.dropped.snapshot()
+	if err == nil {
+		err = r.Failure.broken(&s)
+	}
+	if errors.As(err, &stopped) {
+		s.Error, s.Aborted = stopped.Error(), stopped.Aborted
+	}
 	if per := levels.summaries(); len(per) > 1 {
 		s.Stages = per
 		if r.Plan.OneKind() {
@@ -124,19 +162,23 @@ func (r *Run) Execute(ctx context.Context) (stats.Summary, error) {
 	return s, err
 }
 
+// ErrInterrupted is Execute's error for a run its Stop ended: a
+// cancellation, so its verdict is cancelled.
+var ErrInterrupted = fmt.Errorf("interrupted: %w", context.Canceled)
+
 // phase issues a stage's requests until its duration ends, its request
-// limit is reached or ctx is cancelled. Requests in flight when the
+// limit is reached or send is cancelled. Requests in flight when the
 // duration ends run to completion (their own timeout bounds them); only
 // ctx cancels them.
-func (r *Run) phase(ctx context.Context, index int, st Stage, warmup bool, out chan<- *result.Request) error {
+func (r *Run) phase(send, ctx context.Context, index int, st Stage, warmup bool, out chan<- *result.Request) error {
 	r.stageStart.Store(time.Now().UnixNano())
 	if st.Rate > 0 || st.Offsets != nil {
-		return r.openLoop(ctx, index, st, warmup, out)
+		return r.openLoop(send, ctx, index, st, warmup, out)
 	}
-	stop := ctx
+	stop := send
 	if st.Duration > 0 {
 		var cancel context.CancelFunc
-		stop, cancel = context.WithTimeout(ctx, st.Duration)
+		stop, cancel = context.WithTimeout(send, st.Duration)
 		defer cancel()
 	}
 	r.closedLoop(stop, ctx, index, st, warmup, out)
@@ -214,6 +256,7 @@ func (r *Run) one(ctx context.Context, index int, st Stage, scheduled time.Time,
 	r.inFlight.Add(1)
 	r.Client.Do(ctx, r.Endpoint, p, res)
 	r.inFlight.Add(-1)
+	r.hold(res)
 	if !warmup {
 		r.done.Add(1)
 		if res.Outcome == result.Error {

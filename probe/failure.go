@@ -1,0 +1,237 @@
+package probe
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/probe/stats"
+)
+
+// Failure is what a run does when its requests fail: a probe pointed at
+// production must never make an incident worse, nor call a broken run
+// green. The zero value turns every part off; DefaultFailure is what a
+// profile gets when it says nothing.
+type Failure struct {
+	// BackoffBase is how long a closed-loop worker waits after its first
+	// failed request in a row; each further failure doubles it, up to
+	// BackoffMax, with jitter. A success resets it. 0: no backoff.
+	BackoffBase, BackoffMax time.Duration
+	// RetryAfterMax caps a server's Retry-After, which replaces the
+	// backoff when sent. While one is in force an open loop drops its
+	// arrivals (counted). 0: Retry-After is not obeyed.
+	RetryAfterMax time.Duration
+	// The run is aborted once AbortMinRequests requests (warmup
+	// included) have ended and more than AbortErrorRatio of them failed,
+	// or when every request for AbortUnreachable has failed to connect or
+	// timed out. 0 turns each test off.
+	AbortMinRequests int
+	AbortErrorRatio  float64
+	AbortUnreachable time.Duration
+	// MaxErrorRatio makes a run whose share of failed requests is above it
+	// an error, with or without SLOs; a run where no request succeeded is
+	// one whatever it is. 0: only the latter.
+	MaxErrorRatio float64
+}
+
+// DefaultFailure is the policy of a profile that sets none, documented in
+// docs/CONFIGURATION.md.
+func DefaultFailure() Failure {
+	return Failure{
+		BackoffBase: 100 * time.Millisecond, BackoffMax: 5 * time.Second,
+		RetryAfterMax:    30 * time.Second,
+		AbortMinRequests: 20, AbortErrorRatio: 0.5, AbortUnreachable: 30 * time.Second,
+		MaxErrorRatio: 0.5,
+	}
+}
+
+// RunError is why a run that was carried out is an error all the same:
+// aborted because its requests failed, or ended with too many failures.
+// Its text is the summary's Error.
+type RunError struct {
+	Why     string
+	Aborted bool
+}
+
+func (e *RunError) Error() string {
+	if e.Aborted {
+		return "aborted: " + e.Why
+	}
+	return e.Why
+}
+
+// backoff is one closed-loop worker's wait after failures.
+type backoff struct {
+	p     *Failure
+	fails int
+}
+
+// after is how long to wait after res before the next request.
+func (b *backoff) after(res *result.Request) time.Duration {
+	if res == nil || res.Outcome != result.Error {
+		if res != nil && res.Outcome == result.Success {
+			b.fails = 0
+		}
+		return 0
+	}
+	b.fails++
+	if res.RetryAfter > 0 && b.p.RetryAfterMax > 0 {
+		return min(res.RetryAfter, b.p.RetryAfterMax)
+	}
+	if b.p.BackoffBase <= 0 {
+		return 0
+	}
+	d := b.p.BackoffBase
+	for i := 1; i < b.fails && d < b.p.BackoffMax; i++ {
+		d *= 2
+	}
+	if b.p.BackoffMax > 0 {
+		d = min(d, b.p.BackoffMax)
+	}
+	// Equal jitter: half fixed, half random, so workers that failed
+	// together do not return together.
+	return d/2 + rand.N(d/2+1)
+}
+
+// pause waits d or until stop ends, and counts the wait.
+func (r *Run) pause(stop context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	began := time.Now()
+	select {
+	case <-t.C:
+	case <-stop.Done():
+	}
+	r.waited.Add(int64(time.Since(began)))
+}
+
+// hold records a Retry-After: until then, an open loop sends nothing.
+func (r *Run) hold(res *result.Request) {
+	if res.RetryAfter <= 0 || r.Failure.RetryAfterMax <= 0 {
+		return
+	}
+	until := res.End.Add(min(res.RetryAfter, r.Failure.RetryAfterMax)).UnixNano()
+	for {
+		cur := r.heldUntil.Load()
+		if cur >= until || r.heldUntil.CompareAndSwap(cur, until) {
+			return
+		}
+	}
+}
+
+// held reports whether a Retry-After is in force at t.
+func (r *Run) held(t time.Time) bool { return t.UnixNano() < r.heldUntil.Load() }
+
+// dropReasonRetryAfter is why an open loop left an arrival unsent.
+const dropReasonRetryAfter = "retry_after"
+
+// drops counts an open loop's unsent arrivals by reason.
+type drops struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (d *drops) add(reason string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.n == nil {
+		d.n = map[string]int{}
+	}
+	d.n[reason]++
+}
+
+func (d *drops) snapshot() map[string]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.n) == 0 {
+		return nil
+	}
+	out := make(map[string]int, len(d.n))
+	for k, v := range d.n {
+		out[k] = v
+	}
+	return out
+}
+
+// guard watches every ended request of a run, warmup included, and aborts
+// the run when the policy says its endpoint is failing.
+type guard struct {
+	p        Failure
+	abort    context.CancelCauseFunc
+	ended    int
+	failed   int
+	down     time.Time // start of the current run of connect failures and timeouts
+	aborted  bool
+	byReason map[result.Reason]int
+}
+
+func (g *guard) add(res *result.Request) {
+	if res.Outcome == result.Cancelled || g.aborted {
+		return
+	}
+	g.ended++
+	if res.Outcome == result.Error {
+		g.failed++
+		if g.byReason == nil {
+			g.byReason = map[result.Reason]int{}
+		}
+		g.byReason[res.Reason]++
+	}
+	unreachable := res.Outcome == result.Error && (res.Reason == result.ReasonConnect || res.Reason == result.ReasonTimeout)
+	switch {
+	case !unreachable:
+		g.down = time.Time{}
+	case g.down.IsZero():
+		g.down = res.Start
+	}
+	p := g.p
+	switch {
+	case p.AbortMinRequests > 0 && p.AbortErrorRatio > 0 && g.ended >= p.AbortMinRequests &&
+		float64(g.failed) > p.AbortErrorRatio*float64(g.ended):
+		g.stop(fmt.Sprintf("%d of the first %d requests failed (%s), more than the policy's %.0f%%",
+			g.failed, g.ended, g.reasons(), 100*p.AbortErrorRatio))
+	case p.AbortUnreachable > 0 && !g.down.IsZero() && res.End.Sub(g.down) >= p.AbortUnreachable:
+		g.stop(fmt.Sprintf("the endpoint was unreachable for %s (every request failed to connect or timed out; limit %s)",
+			res.End.Sub(g.down).Round(time.Millisecond), p.AbortUnreachable))
+	}
+}
+
+func (g *guard) stop(why string) {
+	g.aborted = true
+	g.abort(&RunError{Why: why, Aborted: true})
+}
+
+// reasons lists the failures by reason, in label order.
+func (g *guard) reasons() string {
+	var s string
+	for _, r := range result.Reasons {
+		if n := g.byReason[r]; n > 0 {
+			if s != "" {
+				s += ", "
+			}
+			s += fmt.Sprintf("%s %d", r, n)
+		}
+	}
+	return s
+}
+
+// broken is why a run that ended with s is an error although it was not
+// aborted, or nil.
+func (p Failure) broken(s *stats.Summary) error {
+	counted := s.Success + s.Errors
+	switch {
+	case counted == 0:
+		return nil
+	case s.Success == 0:
+		return &RunError{Why: fmt.Sprintf("no request succeeded: all %d failed", s.Errors)}
+	case p.MaxErrorRatio > 0 && float64(s.Errors) > p.MaxErrorRatio*float64(counted):
+		return &RunError{Why: fmt.Sprintf("%d of %d requests failed, more than the policy's %.0f%%", s.Errors, counted, 100*p.MaxErrorRatio)}
+	}
+	return nil
+}

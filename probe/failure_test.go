@@ -1,0 +1,184 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/probe/client"
+	"github.com/tokenprobe/tokenprobe/probe/openai"
+	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/probe/workload"
+	"github.com/tokenprobe/tokenprobe/sim"
+)
+
+// closedPort is a local address where nothing listens.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func runAgainst(t *testing.T, baseURL string, plan Plan, p Failure) *Run {
+	t.Helper()
+	c := client.New(client.Options{})
+	t.Cleanup(c.CloseIdle)
+	return &Run{
+		Profile: "test", Plan: plan, Failure: p,
+		Workload: workload.NewSynthetic(workload.Lengths{Mean: 10}, workload.Lengths{Mean: 10}, true, 1),
+		Endpoint: &client.Endpoint{Name: "e", BaseURL: baseURL, API: openai.Chat, Model: "m", Timeout: 5 * time.Second},
+		Client:   c,
+	}
+}
+
+// Against a port where nothing listens, eight workers for 3 s sent 84,204
+// requests before the failure policy; now they back off and the run is
+// aborted early, as an error that says why.
+func TestUnreachableEndpointIsNotFlooded(t *testing.T) {
+	rec := &recorder{}
+	run := runAgainst(t, "http://"+closedPort(t)+"/v1", Plan{Stages: []Stage{{Concurrency: 8, Duration: 3 * time.Second}}}, DefaultFailure())
+	run.Sinks = []Sink{rec}
+	began := time.Now()
+	s, err := run.Execute(context.Background())
+	var re *RunError
+	if !errors.As(err, &re) || !re.Aborted || !s.Aborted || !strings.Contains(s.Error, "connect") {
+		t.Fatalf("err %v, summary error %q aborted %v; want an abort naming connect failures", err, s.Error, s.Aborted)
+	}
+	if n := len(rec.seen); n >= 100 || s.Errors < DefaultFailure().AbortMinRequests {
+		t.Fatalf("%d requests sent (%d errors); want fewer than 100 and at least the abort's minimum", n, s.Errors)
+	}
+	if took := time.Since(began); took > 2*time.Second {
+		t.Errorf("the abort took %s", took)
+	}
+	if s.FailureWaitSeconds <= 0 {
+		t.Error("no backoff wait recorded")
+	}
+	if VerdictOf(&s, err) != Errored {
+		t.Errorf("verdict %s, want error", VerdictOf(&s, err))
+	}
+}
+
+// A server answering 429 with Retry-After: 1 gets at most about one
+// request per worker per second, and the run is aborted.
+func TestRetryAfterIsObeyed(t *testing.T) {
+	run, _ := newRun(t, sim.Config{Slots: 8, DecodeBase: time.Millisecond, Faults: sim.Faults{Error429: 1, RetryAfter: time.Second}},
+		Plan{Stages: []Stage{{Concurrency: 4, Duration: 10 * time.Second}}}, 10, 4)
+	run.Failure = DefaultFailure()
+	run.Failure.AbortMinRequests = 12
+	rec := &recorder{}
+	run.Sinks = []Sink{rec}
+	began := time.Now()
+	s, err := run.Execute(context.Background())
+	took := time.Since(began)
+	if !s.Aborted || err == nil {
+		t.Fatalf("not aborted: %v", err)
+	}
+	// Rounds of 4 a second apart: the 12th request ends the third round,
+	// two seconds in.
+	if n := len(rec.seen); n != 12 || took < 1900*time.Millisecond || took > 5*time.Second {
+		t.Fatalf("%d requests in %s; want 12 in three rounds a second apart", n, took)
+	}
+	for _, r := range rec.seen {
+		if r.RetryAfter != time.Second || r.Reason != result.ReasonHTTP429 {
+			t.Fatalf("request %d: reason %s, Retry-After %s", r.ID, r.Reason, r.RetryAfter)
+		}
+	}
+	if f := s.Failures; len(f) != 1 || f[0].Reason != "http_429" || f[0].Statuses["429"] != 12 || f[0].Hint == "" {
+		t.Fatalf("failures %+v", f)
+	}
+}
+
+// An open loop sends nothing while a Retry-After is in force: those
+// arrivals are counted as dropped, never sent, never lost.
+func TestOpenLoopHoldsForRetryAfter(t *testing.T) {
+	run, _ := newRun(t, sim.Config{Slots: 8, DecodeBase: time.Millisecond, Faults: sim.Faults{Error429: 1, RetryAfter: 2 * time.Second}},
+		Plan{Stages: []Stage{{Rate: 100, Arrival: "constant", Duration: time.Second}}}, 10, 4)
+	run.Failure = DefaultFailure()
+	run.Failure.AbortMinRequests = 0 // no abort: the hold alone is tested
+	s, _ := run.Execute(context.Background())
+	dropped := s.Dropped[dropReasonRetryAfter]
+	// 100 arrivals: the first is sent and answered 429 with a 2 s pause,
+	// which covers the rest of the stage (a few more may leave before the
+	// first answer is back).
+	if s.Requests+dropped != 100 || s.Requests > 10 || dropped < 90 {
+		t.Fatalf("sent %d, dropped %d; want about 1 sent and the rest of 100 dropped", s.Requests, dropped)
+	}
+}
+
+// A run in which no request succeeded is an error even without an slo
+// block and with the abort off; so is one with more failures than the
+// policy allows.
+func TestBrokenRunsAreErrors(t *testing.T) {
+	off := Failure{MaxErrorRatio: 0.5}
+	run := runAgainst(t, "http://"+closedPort(t)+"/v1", Plan{Stages: []Stage{{Concurrency: 1, Requests: 3}}}, off)
+	s, err := run.Execute(context.Background())
+	var re *RunError
+	if !errors.As(err, &re) || re.Aborted || s.Error != "no request succeeded: all 3 failed" {
+		t.Fatalf("err %v, summary error %q", err, s.Error)
+	}
+	if VerdictOf(&s, err) != Errored {
+		t.Fatalf("verdict %s", VerdictOf(&s, err))
+	}
+
+	half, _ := newRun(t, sim.Config{Slots: 8, DecodeBase: time.Millisecond, Seed: 7, Faults: sim.Faults{Error500: 0.8}},
+		Plan{Stages: []Stage{{Concurrency: 2, Requests: 40}}}, 10, 4)
+	half.Failure = off
+	s, err = half.Execute(context.Background())
+	if s.Success == 0 || !errors.As(err, &re) || !strings.Contains(s.Error, "more than the policy's 50%") {
+		t.Fatalf("%d of %d failed: err %v, summary error %q", s.Errors, s.Requests, err, s.Error)
+	}
+}
+
+func TestBackoffDoublesToItsCapWithJitter(t *testing.T) {
+	p := Failure{BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second, RetryAfterMax: 30 * time.Second}
+	b := backoff{p: &p}
+	fail := &result.Request{Outcome: result.Error, Reason: result.ReasonConnect}
+	for i, want := range []time.Duration{100, 200, 400, 800, 1000, 1000} {
+		want *= time.Millisecond
+		if d := b.after(fail); d < want/2 || d > want {
+			t.Fatalf("failure %d: waited %s, want within [%s, %s]", i+1, d, want/2, want)
+		}
+	}
+	if d := b.after(&result.Request{Outcome: result.Cancelled}); d != 0 {
+		t.Fatalf("a cancellation waited %s", d)
+	}
+	if d := b.after(&result.Request{Outcome: result.Error, RetryAfter: time.Minute}); d != 30*time.Second {
+		t.Fatalf("Retry-After of a minute waited %s, want the 30s cap", d)
+	}
+	if d := b.after(&result.Request{Outcome: result.Success}); d != 0 {
+		t.Fatalf("a success waited %s", d)
+	}
+	if d := b.after(fail); d > 100*time.Millisecond {
+		t.Fatalf("after a success the backoff did not start over: %s", d)
+	}
+}
+
+// An interrupted run stops sending at once and lets the requests in
+// flight finish: they are successes, not cancellations, and the summary
+// says interrupted.
+func TestStopLetsRequestsInFlightFinish(t *testing.T) {
+	run, _ := newRun(t, sim.Config{Slots: 4, DecodeBase: 10 * time.Millisecond}, Plan{Stages: []Stage{{Concurrency: 4, Duration: time.Minute}}}, 10, 30)
+	stop, interrupt := context.WithCancel(context.Background())
+	run.Stop = stop
+	go func() {
+		for run.Progress().InFlight < 4 {
+			time.Sleep(time.Millisecond)
+		}
+		interrupt()
+	}()
+	s, err := run.Execute(context.Background())
+	if !errors.Is(err, ErrInterrupted) || !s.Interrupted || VerdictOf(&s, err) != Cancelled {
+		t.Fatalf("err %v, interrupted %v", err, s.Interrupted)
+	}
+	if s.Success != 4 || s.Cancelled != 0 || s.Errors != 0 {
+		t.Fatalf("success %d, cancelled %d, errors %d; want the 4 in flight to finish", s.Success, s.Cancelled, s.Errors)
+	}
+}
