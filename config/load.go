@@ -279,6 +279,27 @@ func (c *Config) validate(l *locator, dir string) {
 			l.errf(path+".load", "a trace sets the schedule: with workload.trace, load takes only max_concurrency and warmup_requests")
 		}
 		p.SLO.validate(l, path+".slo")
+		p.Failure.validate(l, path+".failure")
+	}
+}
+
+func (f *Failure) validate(l *locator, path string) {
+	for name, d := range map[string]*Duration{"backoff.base": f.Backoff.Base, "backoff.max": f.Backoff.Max,
+		"retry_after_max": f.RetryAfterMax, "abort.unreachable_for": f.Abort.UnreachableFor, "schedule_backoff_max": f.ScheduleBackoffMax} {
+		if d != nil && *d < 0 {
+			l.errf(path+"."+name, "must not be negative (0 turns it off)")
+		}
+	}
+	if b := f.Backoff; b.Base != nil && b.Max != nil && *b.Max > 0 && *b.Base > *b.Max {
+		l.errf(path+".backoff.max", "%s is below backoff.base (%s)", b.Max.D(), b.Base.D())
+	}
+	for name, r := range map[string]*float64{"abort.error_ratio": f.Abort.ErrorRatio, "max_error_ratio": f.MaxErrorRatio} {
+		if r != nil && (*r < 0 || *r > 1) {
+			l.errf(path+"."+name, "%v is not a fraction between 0 and 1 (0.5 means 50%%)", *r)
+		}
+	}
+	if n := f.Abort.MinRequests; n != nil && *n < 0 {
+		l.errf(path+".abort.min_requests", "must not be negative (0 turns the error-ratio abort off)")
 	}
 }
 

@@ -349,11 +349,43 @@ type Profile struct {
 	Load      Load     `yaml:"load"`
 	Workload  Workload `yaml:"workload"`
 	SLO       SLO      `yaml:"slo"`
+	// Failure is what a run does when requests fail; what it leaves out
+	// keeps its default (docs/CONFIGURATION.md).
+	Failure Failure `yaml:"failure"`
 	// Schedule is when the daemon runs the profile; `tokenprobe run`
 	// ignores it.
 	Schedule Schedule `yaml:"schedule"`
 	// Shard says how the profile runs when the daemon is sharded.
 	Shard Shard `yaml:"shard"`
+}
+
+// Failure is a profile's failure policy. A field left out (nil) keeps
+// its default; 0 turns that part off.
+type Failure struct {
+	// Backoff is a closed-loop worker's wait after a failed request.
+	Backoff Backoff `yaml:"backoff"`
+	// RetryAfterMax caps a server's Retry-After (0: ignore it).
+	RetryAfterMax *Duration `yaml:"retry_after_max"`
+	Abort         Abort     `yaml:"abort"`
+	// MaxErrorRatio: a run with a larger share of failed requests is an
+	// error, with or without an slo block.
+	MaxErrorRatio *float64 `yaml:"max_error_ratio"`
+	// ScheduleBackoffMax caps how far the daemon stretches a job's
+	// interval after aborted runs in a row.
+	ScheduleBackoffMax *Duration `yaml:"schedule_backoff_max"`
+}
+
+// Backoff is an exponential backoff with jitter.
+type Backoff struct {
+	Base *Duration `yaml:"base"`
+	Max  *Duration `yaml:"max"`
+}
+
+// Abort is when a run stops early because its endpoint is failing.
+type Abort struct {
+	MinRequests    *int      `yaml:"min_requests"`
+	ErrorRatio     *float64  `yaml:"error_ratio"`
+	UnreachableFor *Duration `yaml:"unreachable_for"`
 }
 
 // Shard is a profile's behaviour across --shard.count replicas.

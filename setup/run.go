@@ -2,6 +2,7 @@ package setup
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/tokenprobe/tokenprobe/config"
 	"github.com/tokenprobe/tokenprobe/probe"
@@ -23,6 +24,7 @@ func NewRun(p *config.Profile, ep *client.Endpoint, c *client.Client, sinks ...p
 			workload.Lengths{Mean: w.OutputTokens.Mean, Stddev: w.OutputTokens.Stddev},
 			w.Streaming(), w.Seed),
 		SLO:      SLOSet(&p.SLO),
+		Failure:  FailureOf(&p.Failure),
 		Endpoint: ep,
 		Client:   c,
 		Sinks:    sinks,
@@ -69,6 +71,47 @@ func NewRun(p *config.Profile, ep *client.Endpoint, c *client.Client, sinks ...p
 		run.Workload = workload.NewReplay(rows, w.Streaming(), t.Salt)
 	}
 	return run, nil
+}
+
+// FailureOf is a profile's failure policy: probe.DefaultFailure with the
+// fields the profile sets.
+func FailureOf(f *config.Failure) probe.Failure {
+	p := probe.DefaultFailure()
+	setDuration(&p.BackoffBase, f.Backoff.Base)
+	setDuration(&p.BackoffMax, f.Backoff.Max)
+	setDuration(&p.RetryAfterMax, f.RetryAfterMax)
+	setDuration(&p.AbortUnreachable, f.Abort.UnreachableFor)
+	if f.Abort.MinRequests != nil {
+		p.AbortMinRequests = *f.Abort.MinRequests
+	}
+	if f.Abort.ErrorRatio != nil {
+		p.AbortErrorRatio = *f.Abort.ErrorRatio
+	}
+	if f.MaxErrorRatio != nil {
+		p.MaxErrorRatio = *f.MaxErrorRatio
+	}
+	if p.BackoffBase > p.BackoffMax && p.BackoffMax > 0 {
+		p.BackoffMax = p.BackoffBase // a base set above the default cap
+	}
+	return p
+}
+
+// DefaultScheduleBackoffMax caps a job's schedule backoff when its
+// profile sets no failure.schedule_backoff_max.
+const DefaultScheduleBackoffMax = time.Hour
+
+// ScheduleBackoffMax is how far the daemon may stretch a job's schedule
+// after aborted runs in a row.
+func ScheduleBackoffMax(f *config.Failure) time.Duration {
+	d := DefaultScheduleBackoffMax
+	setDuration(&d, f.ScheduleBackoffMax)
+	return d
+}
+
+func setDuration(dst *time.Duration, d *config.Duration) {
+	if d != nil {
+		*dst = d.D()
+	}
 }
 
 // PlanOf converts a profile's load block.

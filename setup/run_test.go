@@ -4,8 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/tokenprobe/tokenprobe/config"
+	"github.com/tokenprobe/tokenprobe/probe"
 	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/tokenizer"
 )
@@ -53,5 +55,40 @@ profiles:
 	}
 	if !differs {
 		t.Error("every prompt was 300 tokens: the lengths' spread was lost")
+	}
+}
+
+// A profile without a failure block gets the default policy; fields it
+// sets replace only themselves, and 0 turns a part off.
+func TestFailurePolicyFromTheProfile(t *testing.T) {
+	cfg, err := Parse("failure.yaml", []byte(`
+endpoints: [{name: e, base_url: "http://127.0.0.1:1/v1", model: m}]
+profiles:
+  - {name: plain, endpoints: [e]}
+  - name: tuned
+    endpoints: [e]
+    failure:
+      backoff: {base: 0s}
+      retry_after_max: 2m
+      abort: {error_ratio: 0.9}
+      schedule_backoff_max: 10m
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := FailureOf(&cfg.Profile("plain").Failure); got != probe.DefaultFailure() {
+		t.Errorf("no failure block: %+v, want the default", got)
+	}
+	if got := ScheduleBackoffMax(&cfg.Profile("plain").Failure); got != DefaultScheduleBackoffMax {
+		t.Errorf("schedule backoff cap %s", got)
+	}
+	want := probe.DefaultFailure()
+	want.BackoffBase, want.RetryAfterMax, want.AbortErrorRatio = 0, 2*time.Minute, 0.9
+	tuned := &cfg.Profile("tuned").Failure
+	if got := FailureOf(tuned); got != want {
+		t.Errorf("tuned: %+v, want %+v", got, want)
+	}
+	if got := ScheduleBackoffMax(tuned); got != 10*time.Minute {
+		t.Errorf("tuned schedule backoff cap %s", got)
 	}
 }
