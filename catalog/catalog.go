@@ -98,7 +98,9 @@ var (
 	Runs = Metric{Name: "tokenprobe_runs_total", Type: Counter, Unit: "runs", Labels: with(RunLabels, "result"),
 		Help: "Runs finished, by result: passed (met the SLO objective or had none), failed (missed it), error (could not run), cancelled (stopped by a reload or shutdown)."}
 	RunsSkipped = Metric{Name: "tokenprobe_runs_skipped_total", Type: Counter, Unit: "runs", Labels: with(RunLabels, "reason"),
-		Help: "Scheduled ticks that started no run, by reason: overlap (the previous run was still going), max_concurrent, exclusive (the endpoint was held), budget (the hourly budget was spent)."}
+		Help: "Scheduled ticks that started no run, by reason: overlap (the previous run was still going), max_concurrent, exclusive (the endpoint was held), budget (the hourly budget was spent), backoff (the job backs off after aborted runs)."}
+	RunsAbortedInARow = Metric{Name: "tokenprobe_runs_aborted_in_a_row", Type: Gauge, Unit: "runs", Labels: RunLabels,
+		Help: "Runs of the job aborted in a row by the failure policy (its endpoint was failing); above 0 the job's schedule backs off. A run that is not aborted sets it to 0."}
 	RunNext = Metric{Name: "tokenprobe_run_next_timestamp_seconds", Type: Gauge, Unit: "seconds", Labels: RunLabels,
 		Help: "Unix time of the next scheduled run."}
 	RunLastTimestamp = Metric{Name: "tokenprobe_run_last_timestamp_seconds", Type: Gauge, Unit: "seconds", Labels: RunLabels,
@@ -141,7 +143,7 @@ var All = []Metric{
 	TTFT, TTST, ITL, InterChunk, Duration, DispatchLag,
 	Requests, Errors, Anomalies, Good, SLORequests, InputTokens, OutputTokens,
 	InFlight, TargetConcurrency, TargetRate,
-	Runs, RunsSkipped, RunNext, RunLastTimestamp, RunLastSuccess, RunLastPassed, RunLastDuration,
+	Runs, RunsSkipped, RunsAbortedInARow, RunNext, RunLastTimestamp, RunLastSuccess, RunLastPassed, RunLastDuration,
 	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunLastCapacity, RunLastCliff, RunObjective, ProfileInfo,
 	ConfigReloadOK, ConfigReloadTime, Dropped,
 }

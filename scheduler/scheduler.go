@@ -2,8 +2,9 @@
 // their schedules: every interval at a deterministic offset plus jitter,
 // or continuously; inside an optional time-of-day window; never two runs
 // of one job at once; at most N runs at a time; exclusive jobs alone on
-// their endpoint; and paused while an hourly budget is spent. Every tick
-// that does not start a run is counted with its reason.
+// their endpoint; paused while an hourly budget is spent; and backed off
+// after aborted runs in a row. Every tick that does not start a run is
+// counted with its reason.
 package scheduler
 
 import (
@@ -20,10 +21,46 @@ const (
 	SkipMaxConcurrent = "max_concurrent"
 	SkipExclusive     = "exclusive"
 	SkipBudget        = "budget"
+	SkipBackoff       = "backoff"
 )
+
+// SkipError is why a run asked for at once did not start.
+type SkipError struct{ Reason string }
+
+func (e *SkipError) Error() string {
+	switch e.Reason {
+	case SkipOverlap:
+		return "a run of this job is in progress"
+	case SkipMaxConcurrent:
+		return "the daemon runs as many runs at once as --runs.max-concurrent allows"
+	case SkipExclusive:
+		return "its endpoint is held by an exclusive run, or it is exclusive and the endpoint is in use"
+	case SkipBudget:
+		return "its hourly budget is spent"
+	}
+	return e.Reason
+}
+
+// Is makes every SkipError of the overlap reason ErrBusy.
+func (e *SkipError) Is(target error) bool { return target == ErrBusy && e.Reason == SkipOverlap }
 
 // Usage is what one run consumed, for budgets.
 type Usage struct{ Requests, Tokens int }
+
+// Ran is how one run went, for budgets and backoff.
+type Ran struct {
+	Usage
+	// Aborted is true when the run stopped early because its endpoint was
+	// failing: the job's schedule backs off.
+	Aborted bool
+}
+
+// Trigger is why a run starts: its schedule, or RunNow with the caller's
+// reference for the run (such as the id it will be shown under).
+type Trigger struct {
+	Manual bool
+	Ref    int64
+}
 
 // Job is one profile against one endpoint.
 type Job struct {
@@ -32,17 +69,19 @@ type Job struct {
 	Endpoint string
 	Spec     Spec
 	// Run carries out one run; it must return when ctx is cancelled.
-	// manual is true for a run started by RunNow.
-	Run func(ctx context.Context, manual bool) Usage
+	Run func(ctx context.Context, t Trigger) Ran
 }
 
 // Hooks are told what the scheduler decides; any may be nil.
 type Hooks struct {
 	Skipped func(key, reason string)
 	Next    func(key string, at time.Time)
+	// Backoff is told after every run how many aborted runs in a row
+	// the job has had (0 after a run that was not aborted).
+	Backoff func(key string, aborts int)
 }
 
-// ErrBusy is returned by RunNow when the job is already running.
+// ErrBusy matches RunNow's error when the job is already running.
 var ErrBusy = errors.New("a run of this job is in progress")
 
 // ErrUnknown is returned for a key that is not scheduled.
@@ -68,7 +107,7 @@ type job struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	loop    chan struct{} // closed when the loop has ended
-	trigger chan struct{}
+	trigger chan manualRun
 
 	mu      sync.Mutex
 	running bool
@@ -76,6 +115,17 @@ type job struct {
 	next    time.Time
 	paused  string
 	used    []usedAt
+	// aborts counts aborted runs in a row; an interval job skips its
+	// next skipTicks ticks, a continuous one waits until heldUntil.
+	aborts    int
+	skipTicks int
+	heldUntil time.Time
+}
+
+// manualRun is a RunNow waiting for the loop's decision.
+type manualRun struct {
+	ref   int64
+	reply chan error
 }
 
 type usedAt struct {
@@ -89,6 +139,10 @@ type State struct {
 	Next    time.Time
 	// Paused says why the job is held back (budget), or "".
 	Paused string
+	// Aborts counts its aborted runs in a row; while it backs off,
+	// BackoffUntil is about when it runs again.
+	Aborts       int
+	BackoffUntil time.Time
 }
 
 // New returns a scheduler that runs at most maxConcurrent runs at once
@@ -107,7 +161,7 @@ func New(clock Clock, maxConcurrent int, hooks Hooks) *Scheduler {
 func (s *Scheduler) Add(j Job) {
 	s.Remove(j.Key)
 	ctx, cancel := context.WithCancel(s.ctx)
-	jb := &job{Job: j, ctx: ctx, cancel: cancel, loop: make(chan struct{}), trigger: make(chan struct{}, 1)}
+	jb := &job{Job: j, ctx: ctx, cancel: cancel, loop: make(chan struct{}), trigger: make(chan manualRun)}
 	s.mu.Lock()
 	s.jobs[j.Key] = jb
 	if s.endpoints[j.Endpoint] == nil {
@@ -141,27 +195,45 @@ func (s *Scheduler) Remove(key string) {
 	}
 }
 
-// RunNow starts a job at once, outside its schedule and window. The other
-// limits hold: a job already running answers ErrBusy.
-func (s *Scheduler) RunNow(key string) error {
+// RunNow starts a job at once, outside its schedule, window and backoff,
+// and returns once the run has started (nil) or was refused: a *SkipError
+// with the reason (a job already running matches ErrBusy), ErrUnknown, or
+// ErrStopped. ref reaches the job's Run in its Trigger.
+func (s *Scheduler) RunNow(key string, ref int64) error {
 	s.mu.Lock()
 	jb := s.jobs[key]
 	s.mu.Unlock()
 	if jb == nil {
 		return ErrUnknown
 	}
-	jb.mu.Lock()
-	running := jb.running
-	jb.mu.Unlock()
-	if running {
-		return ErrBusy
+	m := manualRun{ref: ref, reply: make(chan error, 1)}
+	for {
+		jb.mu.Lock()
+		running := jb.running
+		jb.mu.Unlock()
+		if running {
+			return &SkipError{Reason: SkipOverlap}
+		}
+		// The loop takes the request when it waits for its next tick;
+		// while it waits for a continuous run to end, the run is
+		// running, which is looked at again here.
+		select {
+		case jb.trigger <- m:
+			select {
+			case err := <-m.reply:
+				return err
+			case <-jb.loop:
+				return ErrStopped
+			}
+		case <-jb.loop:
+			return ErrStopped
+		case <-time.After(10 * time.Millisecond): // a real pause, whatever the clock
+		}
 	}
-	select {
-	case jb.trigger <- struct{}{}:
-	default:
-	}
-	return nil
 }
+
+// ErrStopped is RunNow's error for a job removed while it asked.
+var ErrStopped = errors.New("the job was removed or the daemon is stopping")
 
 // State reports a job's state.
 func (s *Scheduler) State(key string) (State, bool) {
@@ -173,7 +245,11 @@ func (s *Scheduler) State(key string) (State, bool) {
 	}
 	jb.mu.Lock()
 	defer jb.mu.Unlock()
-	return State{Running: jb.running, Next: jb.next, Paused: jb.paused}, true
+	st := State{Running: jb.running, Next: jb.next, Paused: jb.paused, Aborts: jb.aborts, BackoffUntil: jb.heldUntil}
+	if jb.skipTicks > 0 {
+		st.BackoffUntil = jb.next.Add(time.Duration(jb.skipTicks) * jb.Spec.Every)
+	}
+	return st, true
 }
 
 // Stop stops scheduling, cancels every run and waits for them to end.
@@ -198,12 +274,12 @@ func (s *Scheduler) loop(jb *job) {
 		if s.hooks.Next != nil {
 			s.hooks.Next(jb.Key, next)
 		}
-		manual := false
+		var m *manualRun
 		if wait := next.Sub(now); wait > 0 || !sp.Continuous {
 			select {
 			case <-s.clock.After(wait):
-			case <-jb.trigger:
-				manual = true
+			case r := <-jb.trigger:
+				m = &r
 			case <-jb.ctx.Done():
 				return
 			}
@@ -211,19 +287,28 @@ func (s *Scheduler) loop(jb *job) {
 			select {
 			case <-jb.ctx.Done():
 				return
-			case <-jb.trigger:
-				manual = true
+			case r := <-jb.trigger:
+				m = &r
 			default:
 			}
 		}
-		done := s.tick(jb, s.clock.Now(), manual)
+		t := Trigger{Manual: m != nil}
+		if m != nil {
+			t.Ref = m.ref
+		}
+		done, skipped := s.tick(jb, s.clock.Now(), t)
+		if m != nil {
+			if skipped != "" {
+				m.reply <- &SkipError{Reason: skipped}
+			} else {
+				m.reply <- nil
+			}
+		}
 		if sp.Continuous {
 			if done == nil {
-				// Not started (window, budget, limits): try again shortly
-				// rather than spinning.
-				select {
-				case <-s.clock.After(time.Second):
-				case <-jb.ctx.Done():
+				// Not started (window, budget, limits, backoff): try
+				// again shortly rather than spinning.
+				if !s.pause(jb, time.Second) {
 					return
 				}
 				continue
@@ -233,28 +318,63 @@ func (s *Scheduler) loop(jb *job) {
 			case <-jb.ctx.Done():
 				return
 			}
+			if !s.pause(jb, jb.holdLeft(s.clock.Now())) {
+				return
+			}
 		}
 	}
 }
 
+// pause waits d, or less when RunNow asks for a run (which it then starts
+// on the loop's next turn, the request handed back); false when the job ends.
+func (s *Scheduler) pause(jb *job, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	select {
+	case <-s.clock.After(d):
+	case r := <-jb.trigger:
+		done, skipped := s.tick(jb, s.clock.Now(), Trigger{Manual: true, Ref: r.ref})
+		if skipped != "" {
+			r.reply <- &SkipError{Reason: skipped}
+			return true
+		}
+		r.reply <- nil
+		select {
+		case <-done:
+		case <-jb.ctx.Done():
+			return false
+		}
+	case <-jb.ctx.Done():
+		return false
+	}
+	return true
+}
+
 // tick decides whether the job starts now; it returns the started run's
-// done channel, or nil.
-func (s *Scheduler) tick(jb *job, now time.Time, manual bool) <-chan struct{} {
+// done channel, or why it did not start ("" for outside its window, which
+// is not a tick at all).
+func (s *Scheduler) tick(jb *job, now time.Time, t Trigger) (<-chan struct{}, string) {
 	sp := jb.Spec
 	jb.mu.Lock()
 	defer jb.mu.Unlock()
 	if jb.running {
 		s.skip(jb.Key, SkipOverlap)
-		return nil
+		return nil, SkipOverlap
 	}
-	if !manual && !sp.Window.Contains(now) {
-		return nil // outside the window: not a tick at all
+	if !t.Manual && !sp.Window.Contains(now) {
+		return nil, "" // outside the window: not a tick at all
+	}
+	if !t.Manual && jb.skipTicks > 0 {
+		jb.skipTicks--
+		s.skip(jb.Key, SkipBackoff)
+		return nil, SkipBackoff
 	}
 	if reqs, toks := jb.usedSince(now.Add(-time.Hour)); sp.RequestsPerHour > 0 && reqs >= sp.RequestsPerHour ||
 		sp.TokensPerHour > 0 && toks >= sp.TokensPerHour {
 		jb.paused = "hourly budget spent"
 		s.skip(jb.Key, SkipBudget)
-		return nil
+		return nil, SkipBudget
 	}
 	jb.paused = ""
 	if s.slots != nil {
@@ -262,7 +382,7 @@ func (s *Scheduler) tick(jb *job, now time.Time, manual bool) <-chan struct{} {
 		case s.slots <- struct{}{}:
 		default:
 			s.skip(jb.Key, SkipMaxConcurrent)
-			return nil
+			return nil, SkipMaxConcurrent
 		}
 	}
 	s.mu.Lock()
@@ -282,7 +402,7 @@ func (s *Scheduler) tick(jb *job, now time.Time, manual bool) <-chan struct{} {
 			<-s.slots
 		}
 		s.skip(jb.Key, SkipExclusive)
-		return nil
+		return nil, SkipExclusive
 	}
 	jb.running = true
 	done := make(chan struct{})
@@ -291,17 +411,39 @@ func (s *Scheduler) tick(jb *job, now time.Time, manual bool) <-chan struct{} {
 	go func() {
 		defer s.wg.Done()
 		defer close(done)
-		u := jb.Run(jb.ctx, manual)
+		ran := jb.Run(jb.ctx, t)
 		unlock()
 		if s.slots != nil {
 			<-s.slots
 		}
+		end := s.clock.Now()
 		jb.mu.Lock()
 		jb.running = false
-		jb.used = append(jb.used, usedAt{s.clock.Now(), u})
+		jb.used = append(jb.used, usedAt{end, ran.Usage})
+		if ran.Aborted {
+			jb.aborts++
+			if sp.Continuous {
+				jb.heldUntil = end.Add(sp.pauseAfter(jb.aborts))
+			} else {
+				jb.skipTicks = sp.ticksToSkip(jb.aborts)
+			}
+		} else {
+			jb.aborts, jb.skipTicks, jb.heldUntil = 0, 0, time.Time{}
+		}
+		aborts := jb.aborts
 		jb.mu.Unlock()
+		if s.hooks.Backoff != nil {
+			s.hooks.Backoff(jb.Key, aborts)
+		}
 	}()
-	return done
+	return done, ""
+}
+
+// holdLeft is how long the job's backoff still holds at now.
+func (jb *job) holdLeft(now time.Time) time.Duration {
+	jb.mu.Lock()
+	defer jb.mu.Unlock()
+	return jb.heldUntil.Sub(now)
 }
 
 func (jb *job) setNext(t time.Time) {

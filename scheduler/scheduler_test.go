@@ -122,18 +122,26 @@ type blocking struct {
 	finished atomic.Int64
 	release  chan struct{}
 	usage    Usage
+	aborted  atomic.Bool
+	triggers chan Trigger
 }
 
-func newBlocking() *blocking { return &blocking{release: make(chan struct{}, 100)} }
+func newBlocking() *blocking {
+	return &blocking{release: make(chan struct{}, 100), triggers: make(chan Trigger, 100)}
+}
 
-func (b *blocking) run(ctx context.Context, _ bool) Usage {
+func (b *blocking) run(ctx context.Context, t Trigger) Ran {
+	select {
+	case b.triggers <- t:
+	default:
+	}
 	b.started.Add(1)
 	defer b.finished.Add(1)
 	select {
 	case <-b.release:
 	case <-ctx.Done():
 	}
-	return b.usage
+	return Ran{Usage: b.usage, Aborted: b.aborted.Load()}
 }
 
 func TestTicksOffsetsAndJitter(t *testing.T) {
@@ -196,7 +204,7 @@ func TestNoOverlapAndSkipsCounted(t *testing.T) {
 	if b.started.Load() != 1 {
 		t.Fatal("a second run started on top of the first")
 	}
-	if err := s.RunNow("p/e"); !errors.Is(err, ErrBusy) {
+	if err := s.RunNow("p/e", 0); !errors.Is(err, ErrBusy) {
 		t.Fatalf("RunNow while running: %v", err)
 	}
 	b.release <- struct{}{}
@@ -293,7 +301,7 @@ func TestExclusiveJobAloneRunsRepeatedly(t *testing.T) {
 	// And a shared job can use the endpoint once the exclusive one is idle.
 	shared := newBlocking()
 	s.Add(Job{Key: "light/e", Endpoint: "e", Spec: Spec{Every: time.Minute}, Run: shared.run})
-	_ = s.RunNow("light/e")
+	_ = s.RunNow("light/e", 0)
 	eventually(t, "the shared job", func() bool { return shared.started.Load() == 1 })
 	shared.release <- struct{}{}
 }
@@ -303,13 +311,13 @@ func TestExclusiveJobAloneRunsRepeatedly(t *testing.T) {
 func TestContinuousAndRemove(t *testing.T) {
 	s := New(Real, 0, Hooks{})
 	var runs atomic.Int64
-	s.Add(Job{Key: "c/e", Endpoint: "e", Spec: Spec{Continuous: true}, Run: func(ctx context.Context, _ bool) Usage {
+	s.Add(Job{Key: "c/e", Endpoint: "e", Spec: Spec{Continuous: true}, Run: func(ctx context.Context, _ Trigger) Ran {
 		runs.Add(1)
 		select {
 		case <-time.After(5 * time.Millisecond):
 		case <-ctx.Done():
 		}
-		return Usage{}
+		return Ran{}
 	}})
 	eventually(t, "several back-to-back runs", func() bool { return runs.Load() >= 5 })
 	s.Remove("c/e")
@@ -322,4 +330,80 @@ func TestContinuousAndRemove(t *testing.T) {
 		t.Fatal("removed job still has a state")
 	}
 	s.Stop()
+}
+
+// RunNow answers only once the run has started, or with why it did not:
+// here, an exclusive job holding the endpoint. The caller's reference
+// reaches the run.
+func TestRunNowSaysWhyNot(t *testing.T) {
+	clk, c := newFake(), &counts{}
+	s := New(clk, 0, c.hooks())
+	defer s.Stop()
+	heavy, light := newBlocking(), newBlocking()
+	s.Add(Job{Key: "heavy/e", Endpoint: "e", Spec: Spec{Every: time.Hour, Exclusive: true}, Run: heavy.run})
+	s.Add(Job{Key: "light/e", Endpoint: "e", Spec: Spec{Every: time.Hour}, Run: light.run})
+	if err := s.RunNow("heavy/e", 7); err != nil {
+		t.Fatalf("RunNow of an idle job: %v", err)
+	}
+	if st, _ := s.State("heavy/e"); !st.Running {
+		t.Fatal("RunNow returned before the run started")
+	}
+	if tr := <-heavy.triggers; !tr.Manual || tr.Ref != 7 {
+		t.Fatalf("trigger %+v, want manual with ref 7", tr)
+	}
+	err := s.RunNow("light/e", 8)
+	var skip *SkipError
+	if !errors.As(err, &skip) || skip.Reason != SkipExclusive || light.started.Load() != 0 {
+		t.Fatalf("RunNow beside an exclusive run: %v, %d started", err, light.started.Load())
+	}
+	if err := s.RunNow("heavy/e", 9); !errors.Is(err, ErrBusy) {
+		t.Fatalf("RunNow of a running job: %v", err)
+	}
+	if err := s.RunNow("nothing/e", 1); !errors.Is(err, ErrUnknown) {
+		t.Fatalf("RunNow of no job: %v", err)
+	}
+	heavy.release <- struct{}{}
+}
+
+// Aborted runs in a row double an interval job's interval, up to the cap;
+// skipped ticks are counted as backoff; a good run restores the schedule.
+func TestAbortedRunsBackOff(t *testing.T) {
+	clk, c := newFake(), &counts{}
+	s := New(clk, 0, c.hooks())
+	defer s.Stop()
+	b := newBlocking()
+	b.aborted.Store(true)
+	for range 50 {
+		b.release <- struct{}{}
+	}
+	s.Add(Job{Key: "p/e", Endpoint: "e", Spec: Spec{Every: time.Minute, BackoffMax: 5 * time.Minute}, Run: b.run})
+	var ran []int // tick numbers that started a run
+	for tick := 1; tick <= 24; tick++ {
+		if tick == 16 {
+			b.aborted.Store(false) // the endpoint recovers
+		}
+		before := b.finished.Load()
+		clk.advanceTo(clk.nextDue(t, 1))
+		// A tick either starts a run, which ends at once, or is skipped.
+		eventually(t, fmt.Sprintf("tick %d decided", tick), func() bool {
+			return b.finished.Load() > before || c.get("p/e", SkipBackoff) == tick-len(ran)
+		})
+		if b.finished.Load() > before {
+			ran = append(ran, tick)
+			eventually(t, "the run's end to be recorded", func() bool { st, _ := s.State("p/e"); return !st.Running })
+		}
+		if tick == 4 {
+			if st, _ := s.State("p/e"); st.Aborts != 2 || st.BackoffUntil.IsZero() {
+				t.Fatalf("after two aborted runs: %+v", st)
+			}
+		}
+	}
+	// Skips after the n-th aborted run: 1, 3, then the cap of 5.
+	want := []int{1, 3, 7, 13, 19, 20, 21, 22, 23, 24}
+	if fmt.Sprint(ran) != fmt.Sprint(want) {
+		t.Fatalf("runs at ticks %v, want %v", ran, want)
+	}
+	if st, _ := s.State("p/e"); st.Aborts != 0 || !st.BackoffUntil.IsZero() {
+		t.Fatalf("a good run left the backoff in place: %+v", st)
+	}
 }

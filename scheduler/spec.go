@@ -20,6 +20,44 @@ type Spec struct {
 	Exclusive bool
 	// Budgets pause the job while the last hour's runs used this much (0: none).
 	RequestsPerHour, TokensPerHour int
+	// BackoffMax caps the job's backoff after aborted runs in a row. An
+	// interval job skips 2^n - 1 ticks after its n-th, at most as many as
+	// fit in BackoffMax; a continuous one waits 10s x 2^(n-1), at most
+	// BackoffMax. 0: no backoff.
+	BackoffMax time.Duration
+}
+
+// continuousBackoffUnit is a continuous job's first wait after an aborted run.
+const continuousBackoffUnit = 10 * time.Second
+
+// ticksToSkip is how many ticks an interval job skips after its n-th
+// aborted run in a row: its interval doubles with each.
+func (sp Spec) ticksToSkip(n int) int {
+	if n <= 0 || sp.BackoffMax <= 0 || sp.Every <= 0 {
+		return 0
+	}
+	limit := int(sp.BackoffMax / sp.Every)
+	if limit == 0 {
+		return 0
+	}
+	skip := 1
+	for i := 1; i < n && skip < limit; i++ {
+		skip = 2*skip + 1
+	}
+	return min(skip, limit)
+}
+
+// pauseAfter is how long a continuous job waits after its n-th aborted
+// run in a row.
+func (sp Spec) pauseAfter(n int) time.Duration {
+	if n <= 0 || sp.BackoffMax <= 0 {
+		return 0
+	}
+	d := continuousBackoffUnit
+	for i := 1; i < n && d < sp.BackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, sp.BackoffMax)
 }
 
 // Offset is the job's deterministic place within its interval, from its

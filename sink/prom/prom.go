@@ -28,7 +28,7 @@ type Exporter struct {
 	ttft, ttst, itl, gaps, dur, lag                                          *prometheus.HistogramVec
 	requests, errors, anomalies, good, sloReqs, inTok, outTok, runs, skipped *prometheus.CounterVec
 	lastTS, lastOK, lastPassed, lastDur, lastAtt, lastGood, lastThr          *prometheus.GaugeVec
-	objective, info, next, capacity, cliff                                   *prometheus.GaugeVec
+	objective, info, next, aborts, capacity, cliff                           *prometheus.GaugeVec
 	dropped                                                                  *prometheus.CounterVec
 	reloadOK, reloadTime                                                     prometheus.Gauge
 
@@ -90,12 +90,13 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	e.lastDur, e.lastAtt, e.lastGood = gauge(catalog.RunLastDuration), gauge(catalog.RunLastAttainment), gauge(catalog.RunLastGoodput)
 	e.lastThr, e.objective, e.info = gauge(catalog.RunLastThroughput), gauge(catalog.RunObjective), gauge(catalog.ProfileInfo)
 	e.next, e.capacity, e.cliff = gauge(catalog.RunNext), gauge(catalog.RunLastCapacity), gauge(catalog.RunLastCliff)
+	e.aborts = gauge(catalog.RunsAbortedInARow)
 	e.reloadOK = prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ConfigReloadOK.Name, Help: catalog.ConfigReloadOK.Help})
 	e.reloadTime = prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ConfigReloadTime.Name, Help: catalog.ConfigReloadTime.Help})
 	for _, c := range []prometheus.Collector{
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.requests, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.outTok,
 		e.runs, e.skipped, e.dropped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr,
-		e.objective, e.info, e.next, e.capacity, e.cliff, e.reloadOK, e.reloadTime, (*liveCollector)(e),
+		e.objective, e.info, e.next, e.aborts, e.capacity, e.cliff, e.reloadOK, e.reloadTime, (*liveCollector)(e),
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -264,6 +265,11 @@ func (e *Exporter) RunSkipped(profile, endpoint, reason string) {
 	e.skipped.WithLabelValues(profile, endpoint, reason).Inc()
 }
 
+// AbortedInARow publishes a job's aborted runs in a row.
+func (e *Exporter) AbortedInARow(profile, endpoint string, n int) {
+	e.aborts.WithLabelValues(profile, endpoint).Set(float64(n))
+}
+
 // NextRun publishes when a job runs next.
 func (e *Exporter) NextRun(profile, endpoint string, at time.Time) {
 	e.next.WithLabelValues(profile, endpoint).Set(float64(at.UnixNano()) / 1e9)
@@ -294,7 +300,7 @@ func (e *Exporter) Forget(profile, endpoint string) {
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.requests, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.outTok,
 		e.runs, e.skipped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr, e.objective, e.info, e.next,
-		e.capacity, e.cliff,
+		e.aborts, e.capacity, e.cliff,
 	} {
 		v.DeletePartialMatch(match)
 	}
