@@ -161,6 +161,13 @@ func (d *Daemon) hooks() scheduler.Hooks {
 			profile, endpoint, _ := strings.Cut(key, "/")
 			d.prom.NextRun(profile, endpoint, at)
 		},
+		Backoff: func(key string, aborts int) {
+			profile, endpoint, _ := strings.Cut(key, "/")
+			d.prom.AbortedInARow(profile, endpoint, aborts)
+			if aborts > 0 {
+				d.log.Warn("job backs off after aborted runs", "profile", profile, "endpoint", endpoint, "aborted_in_a_row", aborts)
+			}
+		},
 	}
 }
 
@@ -295,23 +302,24 @@ func (d *Daemon) schedulerJob(j *job) scheduler.Job {
 	spec := scheduler.Spec{
 		Every: s.Every.D(), Jitter: s.Jitter.D(), Continuous: s.Continuous, Exclusive: s.Exclusive,
 		RequestsPerHour: s.Budget.RequestsPerHour, TokensPerHour: s.Budget.TokensPerHour,
+		BackoffMax: setup.ScheduleBackoffMax(&j.profile.Failure),
 	}
 	if s.Window != "" {
 		w, _ := config.ParseWindow(s.Window, s.Timezone) // validated at load
 		spec.Window = &scheduler.Window{Start: w.Start, End: w.End, Loc: w.Loc}
 	}
-	return scheduler.Job{Key: j.key, Endpoint: j.endpoint, Spec: spec, Run: func(ctx context.Context, manual bool) scheduler.Usage {
-		return d.execute(ctx, j, manual)
+	return scheduler.Job{Key: j.key, Endpoint: j.endpoint, Spec: spec, Run: func(ctx context.Context, t scheduler.Trigger) scheduler.Ran {
+		return d.execute(ctx, j, t)
 	}}
 }
 
 // execute carries out one run of a job and records it everywhere.
-func (d *Daemon) execute(ctx context.Context, j *job, manual bool) scheduler.Usage {
+func (d *Daemon) execute(ctx context.Context, j *job, t scheduler.Trigger) scheduler.Ran {
 	trigger := "schedule"
-	if manual {
+	if t.Manual {
 		trigger = "manual"
 	}
-	rec := d.history.start(j.profile.Name, j.endpoint, trigger)
+	rec := d.history.start(t.Ref, j.profile.Name, j.endpoint, trigger)
 	log := slog.New(redact.Handler(&runLog{next: d.log.Handler(), h: d.history, r: rec}, d.secrets)).With("profile", j.profile.Name, "endpoint", j.endpoint, "run", rec.ID)
 	sinks := []probe.Sink{d.prom, &failureLog{log: log, limit: 10}}
 	if d.queue != nil {
@@ -321,7 +329,7 @@ func (d *Daemon) execute(ctx context.Context, j *job, manual bool) scheduler.Usa
 	if err != nil {
 		log.Error("run not started", "err", err)
 		d.history.finish(rec, nil, ResultError, d.secrets.Error(err))
-		return scheduler.Usage{}
+		return scheduler.Ran{}
 	}
 	if j.profile.Shard.Split && d.o.ShardCount > 1 {
 		run.Plan = run.Plan.Split(d.o.ShardIndex, d.o.ShardCount)
@@ -333,7 +341,7 @@ func (d *Daemon) execute(ctx context.Context, j *job, manual bool) scheduler.Usa
 		"goodput", fmt.Sprintf("%.3f/s", s.Goodput), "slo_attainment", fmt.Sprintf("%.1f%%", 100*s.Attainment),
 		"ttft_p50_ms", fmt.Sprintf("%.1f", s.TTFT.P50), "itl_p50_ms", fmt.Sprintf("%.2f", s.ITL.P50))
 	d.history.finish(rec, s, string(f.Verdict), d.secrets.Error(f.Err))
-	return scheduler.Usage{Requests: s.Requests, Tokens: s.InputTokens + s.OutputTokens}
+	return scheduler.Ran{Usage: scheduler.Usage{Requests: s.Requests, Tokens: s.InputTokens + s.OutputTokens}, Aborted: s.Aborted}
 }
 
 // failureLog writes the first few failed requests of a run, and the first
@@ -368,9 +376,17 @@ func (f *failureLog) Observe(r *result.Request, _ slo.Verdict) {
 	}
 }
 
+// Started is a run RunNow started: its job and the id of its page.
+type Started struct {
+	Profile  string `json:"profile"`
+	Endpoint string `json:"endpoint"`
+	ID       int64  `json:"id"`
+}
+
 // RunNow starts profile's runs at once, against endpoint or all of its
-// endpoints. It returns the jobs started.
-func (d *Daemon) RunNow(profile, endpoint string) ([]string, error) {
+// endpoints. It returns the runs started, and why the others did not
+// start (each job's *scheduler.SkipError, joined), which it also logs.
+func (d *Daemon) RunNow(profile, endpoint string) ([]Started, error) {
 	d.mu.Lock()
 	var keys []string
 	for key, j := range d.jobs {
@@ -383,14 +399,17 @@ func (d *Daemon) RunNow(profile, endpoint string) ([]string, error) {
 		return nil, fmt.Errorf("no profile %q runs on endpoint %q: %w", profile, endpoint, scheduler.ErrUnknown)
 	}
 	sort.Strings(keys)
-	var started []string
+	var started []Started
 	var errs []error
 	for _, k := range keys {
-		if err := d.sched.RunNow(k); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", k, err))
+		p, e, _ := strings.Cut(k, "/")
+		id := d.history.reserve()
+		if err := d.sched.RunNow(k, id); err != nil {
+			d.log.Warn("run asked for was not started", "profile", p, "endpoint", e, "reason", err)
+			errs = append(errs, fmt.Errorf("%s on %s: %w", p, e, err))
 			continue
 		}
-		started = append(started, k)
+		started = append(started, Started{Profile: p, Endpoint: e, ID: id})
 	}
 	return started, errors.Join(errs...)
 }

@@ -60,11 +60,25 @@ func NewHistory(keep, keepFailed int) *History {
 	return &History{keep: keep, keepFail: keepFailed}
 }
 
-func (h *History) start(profile, endpoint, trigger string) *RunRecord {
+// reserve takes the next run id for a run that may start: RunNow answers
+// with the id before the run's goroutine records it. An id whose run did
+// not start is never shown.
+func (h *History) reserve() int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.nextID++
-	r := &RunRecord{ID: h.nextID, Profile: profile, Endpoint: endpoint, Trigger: trigger, Start: time.Now(), Result: ResultRunning}
+	return h.nextID
+}
+
+// start records a run under id, or under the next id when id is 0.
+func (h *History) start(id int64, profile, endpoint, trigger string) *RunRecord {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if id == 0 {
+		h.nextID++
+		id = h.nextID
+	}
+	r := &RunRecord{ID: id, Profile: profile, Endpoint: endpoint, Trigger: trigger, Start: time.Now(), Result: ResultRunning}
 	h.recent = append(h.recent, r)
 	if len(h.recent) > h.keep {
 		h.recent = slices.Delete(h.recent, 0, len(h.recent)-h.keep)

@@ -38,6 +38,7 @@ func HTML(w io.Writer, title string, runs []stats.Summary, levelNames []string, 
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"mul100": func(v float64) float64 { return v * 100 },
+	"msOf":   Millis,
 }).Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>{{.Title}}</title>
 <style>
@@ -46,18 +47,25 @@ body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1200px}
 .chart{border:1px solid #ddd;border-radius:4px;background:#fff}
 pre{background:#f6f8fa;padding:1em;overflow:auto;font-size:12px}
 .kpi{display:flex;gap:2em;margin:.5em 0 1em}.kpi div{font-size:13px}.kpi b{display:block;font-size:20px}
-.failed{color:#cf222e}.passed{color:#1a7f37}
+.failed,.error{color:#cf222e}.passed{color:#1a7f37}
+.banner{background:#ffebe9;border:1px solid #cf222e;padding:.5em;margin:.5em 0}
+table{border-collapse:collapse}th,td{border-bottom:1px solid #ddd;padding:.3em .6em;text-align:left;font-size:13px}
 </style></head><body>
 <h1>{{.Title}}</h1><p>{{.At}}</p>
 {{range .Runs}}<section class="run" data-profile="{{.Summary.Profile}}">
 <h2>{{.Summary.Profile}} on {{.Summary.Endpoint}} <small>({{.Summary.Model}})</small></h2>
+{{if .Summary.Interrupted}}<p class="banner interrupted">Interrupted: the run was stopped before its end; these figures are of what it measured.</p>{{end}}
+{{with .Summary.Error}}<p class="banner error">Run error: {{.}}</p>{{end}}
 <div class="kpi">
 <div><b>{{printf "%.2f" .Summary.Goodput}}/s</b>goodput</div>
 <div><b>{{printf "%.2f" .Summary.RequestThroughput}}/s</b>throughput</div>
 <div><b class="{{if .Summary.Passed}}passed{{else}}failed{{end}}">{{printf "%.1f" (mul100 .Summary.Attainment)}}%</b>SLO attainment</div>
-<div><b>{{printf "%.0f" .Summary.TTFT.P50}} ms</b>TTFT p50</div>
-<div><b>{{printf "%.1f" .Summary.ITL.P50}} ms</b>ITL p50</div>
+<div><b>{{msOf .Summary.TTFT .Summary.TTFT.P50}}</b>TTFT p50</div>
+<div><b>{{msOf .Summary.ITL .Summary.ITL.P50}}</b>ITL p50</div>
 </div>
+{{if .Summary.Failures}}<h3>Failures</h3><table class="failures"><tr><th>reason</th><th>count</th><th>status codes</th><th>most frequent message</th><th>hint</th></tr>
+{{range .Summary.Failures}}<tr><td class="error">{{.Reason}}</td><td>{{.Count}}</td><td>{{range $code, $n := .Statuses}}{{$code}} ×{{$n}} {{end}}</td><td>{{.Message}} ({{.MessageCount}})</td><td>{{.Hint}}</td></tr>{{end}}
+</table>{{end}}
 {{if .Curves}}<h3>Against load</h3><div class="charts curves">{{range .Curves}}{{.}}{{end}}</div>{{end}}
 <h3>Distributions</h3><div class="charts">{{range .Ladders}}{{.}}{{end}}</div>
 <details><summary>Full report</summary><pre>{{.Text}}</pre></details>

@@ -96,8 +96,8 @@ func CliffCharts(s *stats.Summary, levelName string) []template.HTML {
 	var ttft50, ttft95, itl50, itl95, good, thr []float64
 	for _, st := range s.Stages {
 		xs = append(xs, fmt.Sprintf("%g", st.Level))
-		ttft50, ttft95 = append(ttft50, st.TTFT.P50), append(ttft95, st.TTFT.P95)
-		itl50, itl95 = append(itl50, st.ITL.P50), append(itl95, st.ITL.P95)
+		ttft50, ttft95 = append(ttft50, at(st.TTFT, st.TTFT.P50)), append(ttft95, at(st.TTFT, st.TTFT.P95))
+		itl50, itl95 = append(itl50, at(st.ITL, st.ITL.P50)), append(itl95, at(st.ITL, st.ITL.P95))
 		good, thr = append(good, st.Goodput), append(thr, st.RequestThroughput)
 	}
 	marks := map[int]string{}
@@ -148,11 +148,30 @@ func Ladders(s *stats.Summary) []template.HTML {
 func Trend(profile string, runs []stats.Summary, ids []string) []template.HTML {
 	var ttft, itl, good, thr []float64
 	for _, r := range runs {
-		ttft, itl = append(ttft, r.TTFT.P95), append(itl, r.ITL.P50)
+		ttft, itl = append(ttft, at(r.TTFT, r.TTFT.P95)), append(itl, at(r.ITL, r.ITL.P50))
 		good, thr = append(good, r.Goodput), append(thr, r.RequestThroughput)
 	}
-	return []template.HTML{
-		LineChart(profile+": latency of recent runs", " ms", ids, []Series{{"TTFT p95", "#cf222e", ttft}, {"ITL p50", "#1a7f37", itl}}, nil),
-		LineChart(profile+": goodput of recent runs", "/s", ids, []Series{{"throughput", "#57606a", thr}, {"goodput", "#8250df", good}}, nil),
+	var out []template.HTML
+	if !allNaN(ttft) || !allNaN(itl) {
+		out = append(out, LineChart(profile+": latency of recent runs", " ms", ids, []Series{{"TTFT p95", "#cf222e", ttft}, {"ITL p50", "#1a7f37", itl}}, nil))
 	}
+	return append(out, LineChart(profile+": goodput of recent runs", "/s", ids, []Series{{"throughput", "#57606a", thr}, {"goodput", "#8250df", good}}, nil))
+}
+
+// at is a percentile v of d, or NaN (a gap, never a 0 ms point) when d
+// has no values: a run without successes has no latency.
+func at(d stats.Dist, v float64) float64 {
+	if d.Count == 0 {
+		return math.NaN()
+	}
+	return v
+}
+
+func allNaN(vs []float64) bool {
+	for _, v := range vs {
+		if !math.IsNaN(v) {
+			return false
+		}
+	}
+	return true
 }

@@ -18,6 +18,12 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 		fmt.Fprintf(w, " · %s %g", levelName, s.Level)
 	}
 	fmt.Fprintln(w)
+	if s.Interrupted {
+		fmt.Fprintln(w, "INTERRUPTED: the run was stopped before its end; the figures are of what it measured")
+	}
+	if s.Error != "" {
+		fmt.Fprintf(w, "RUN ERROR: %s\n", s.Error)
+	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%-34s %10s %10s %10s %10s %10s %10s %10s %10s\n", "Metric", "avg", "min", "max", "p50", "p90", "p95", "p99", "std")
 	rows := []struct {
@@ -61,6 +67,13 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 		kv("  "+k, "%.1f%%", s.PerSLO[k]*100)
 	}
 	kv("Errors by reason", "%s", reasons(s.ByReason))
+	Failures(w, s.Failures, "  ")
+	if s.FailureWaitSeconds > 0 {
+		kv("Waited after failures", "%.1f s over all workers (backoff and Retry-After; in no latency figure)", s.FailureWaitSeconds)
+	}
+	if len(s.Dropped) > 0 {
+		kv("Arrivals not sent", "%s (retry_after: the server's Retry-After was in force)", reasons(s.Dropped))
+	}
 	kv("Dispatch lag p99", "%.3f ms", s.DispatchLag.P99)
 	if s.InputLengthError.Count > 0 {
 		kv("Input length vs intended", "%+.1f tokens avg (server usage minus intended)", s.InputLengthError.Avg)
@@ -106,9 +119,39 @@ func Stages(w io.Writer, stages []stats.Summary, levelName string) {
 	fmt.Fprintf(w, "%-12s %9s %11s %11s %11s %11s %11s %11s %11s\n", levelName, "requests", "TTFT p50", "TTFT p95", "ITL p50",
 		"ITL p95", "req/s", "goodput", "attainment")
 	for _, st := range stages {
-		fmt.Fprintf(w, "%-12g %9d %8s ms %8s ms %8s ms %8s ms %11.2f %11.2f %10.1f%%\n", st.Level, st.Requests,
-			num(st.TTFT.P50), num(st.TTFT.P95), num(st.ITL.P50), num(st.ITL.P95), st.RequestThroughput, st.Goodput, st.Attainment*100)
+		fmt.Fprintf(w, "%-12g %9d %11s %11s %11s %11s %11.2f %11.2f %10.1f%%\n", st.Level, st.Requests,
+			Millis(st.TTFT, st.TTFT.P50), Millis(st.TTFT, st.TTFT.P95), Millis(st.ITL, st.ITL.P50), Millis(st.ITL, st.ITL.P95),
+			st.RequestThroughput, st.Goodput, st.Attainment*100)
 	}
+}
+
+// Failures writes each error reason with its count, statuses, most
+// frequent message and hint, one block each, every line after indent.
+func Failures(w io.Writer, fs []stats.Failure, indent string) {
+	for _, f := range fs {
+		statuses := ""
+		if len(f.Statuses) > 0 {
+			var parts []string
+			for _, code := range sortedKeys(f.Statuses) {
+				parts = append(parts, fmt.Sprintf("HTTP %s ×%d", code, f.Statuses[code]))
+			}
+			statuses = " (" + strings.Join(parts, ", ") + ")"
+		}
+		fmt.Fprintf(w, "%s%s: %d%s\n", indent, f.Reason, f.Count, statuses)
+		fmt.Fprintf(w, "%s  most frequent (%d of %d): %s\n", indent, f.MessageCount, f.Count, f.Message)
+		if f.Hint != "" {
+			fmt.Fprintf(w, "%s  hint: %s\n", indent, f.Hint)
+		}
+	}
+}
+
+// Millis is v, a figure of d, in milliseconds, or n/a when d has no
+// values: a run without successes has no latency, never 0 ms.
+func Millis(d stats.Dist, v float64) string {
+	if d.Count == 0 {
+		return "n/a"
+	}
+	return num(v) + " ms"
 }
 
 func num(v float64) string {

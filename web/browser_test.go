@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"regexp"
@@ -77,5 +78,57 @@ func TestStatusPageInABrowser(t *testing.T) {
 	trend := regexp.MustCompile(`(?s)<section class="charts-of" data-job="demo on sim">.*?</section>`).FindString(dom)
 	if strings.Count(trend, "<svg") != 2 || strings.Count(trend, `class="series"`) != 4 {
 		t.Fatalf("no trend charts for the demo profile:\n%.1500s", trend)
+	}
+}
+
+// A run whose every request failed, rendered by a real browser: the page
+// names the reason, the message and the hint, and shows no 0.0 ms latency
+// nor a latency chart.
+func TestFailedRunInABrowser(t *testing.T) {
+	browser := chromium(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	f := newFixtureWith(t, `
+endpoints:
+  - {name: down, base_url: "http://`+addr+`/v1", model: m}
+profiles:
+  - name: broken
+    endpoints: [down]
+    load: {concurrency: 2, requests: 6}
+    workload: {output_tokens: {mean: 4}}
+    schedule: {every: 1h}
+`, true)
+	for range 2 { // two runs: the page would draw a trend of them
+		if code, body := f.do(t, "POST", "/api/v1/runs?profile=broken"); code != 202 {
+			t.Fatalf("run now: %d %s", code, body)
+		}
+		f.waitForRun(t, "broken")
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if st := f.d.Jobs()[0].State; !st.Running {
+				break
+			}
+		}
+	}
+	dom := Headless(t, browser, f.srv.URL+"/", "--dump-dom")
+	row := regexp.MustCompile(`(?s)<tr class="job" data-profile="broken".*?</tr>`).FindString(dom)
+	if !strings.Contains(row, `class="error"`) || strings.Contains(row, "0.0 ms") || strings.Count(row, "n/a") != 4 {
+		t.Errorf("the job's row shows latency for a run without successes, or no error:\n%s", row)
+	}
+	if !strings.Contains(dom, "no request succeeded") {
+		t.Errorf("the runs table does not say why the run is an error:\n%.3000s", dom)
+	}
+	if strings.Contains(dom, "latency of recent runs") {
+		t.Error("a latency trend is drawn for runs without latency")
+	}
+	page := Headless(t, browser, f.srv.URL+"/runs/1", "--dump-dom")
+	failures := regexp.MustCompile(`(?s)<table id="failures">.*?</table>`).FindString(page)
+	for _, want := range []string{">connect<", ">6<", "connection refused", "nothing listens"} {
+		if !strings.Contains(failures, want) {
+			t.Errorf("the run page's failures table lacks %q:\n%s", want, failures)
+		}
 	}
 }

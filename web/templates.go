@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"html/template"
 	"time"
+
+	"github.com/tokenprobe/tokenprobe/report"
 )
 
 var funcs = template.FuncMap{
-	"ms":   func(v float64) string { return fmt.Sprintf("%.1f ms", v) },
+	"msOf": report.Millis,
 	"pct":  func(v float64) string { return fmt.Sprintf("%.1f%%", v*100) },
 	"rate": func(v float64) string { return fmt.Sprintf("%.2f/s", v) },
 	"ago": func(t time.Time) string {
@@ -59,11 +61,11 @@ var statusPage = template.Must(template.New("status").Funcs(funcs).Parse(`<!doct
 <th class="num">TTFT p50</th><th class="num">TTFT p95</th><th class="num">ITL p50</th><th class="num">ITL p95</th></tr>
 {{range .Jobs}}<tr class="job" data-profile="{{.Profile}}" data-endpoint="{{.Endpoint}}">
 <td>{{.Profile}}</td><td>{{.Endpoint}}</td><td>{{.Model}}</td><td>{{.Load}}</td><td>{{.Schedule}}</td><td>{{.SLO}}</td>
-<td>{{if .State.Running}}<span class="running">running</span>{{else if .State.Paused}}paused: {{.State.Paused}}{{else}}idle{{end}}</td>
+<td>{{if .State.Running}}<span class="running">running</span>{{else if .State.Paused}}paused: {{.State.Paused}}{{else if .State.Aborts}}<span class="error backoff">backing off: {{.State.Aborts}} aborted runs in a row; next run {{in .State.BackoffUntil}}</span>{{else}}idle{{end}}</td>
 <td>{{in .State.Next}}</td>
 {{with .Last}}<td><a href="/runs/{{.ID}}">#{{.ID}}</a> {{ago .End}}</td><td class="{{.Result}}">{{.Result}}</td>
 {{with .Summary}}<td class="num goodput">{{rate .Goodput}}</td><td class="num">{{rate .RequestThroughput}}</td><td class="num">{{pct .Attainment}}</td>
-<td class="num">{{ms .TTFT.P50}}</td><td class="num">{{ms .TTFT.P95}}</td><td class="num">{{ms .ITL.P50}}</td><td class="num">{{ms .ITL.P95}}</td>{{end}}
+<td class="num">{{msOf .TTFT .TTFT.P50}}</td><td class="num">{{msOf .TTFT .TTFT.P95}}</td><td class="num">{{msOf .ITL .ITL.P50}}</td><td class="num">{{msOf .ITL .ITL.P95}}</td>{{end}}
 {{else}}<td colspan="9">no run yet</td>{{end}}
 </tr>{{end}}
 </table>
@@ -81,7 +83,7 @@ var statusPage = template.Must(template.New("status").Funcs(funcs).Parse(`<!doct
 {{range .}}<tr><td><a href="/runs/{{.ID}}">#{{.ID}}</a></td><td>{{.Profile}}</td><td>{{.Endpoint}}</td><td>{{.Trigger}}</td><td>{{.Start.Format "2006-01-02 15:04:05"}}</td><td>{{dur .Start .End}}</td>
 <td class="{{.Result}}">{{.Result}}</td>
 {{with .Summary}}<td class="num">{{.Requests}}</td><td class="num">{{.Errors}}</td><td class="num">{{rate .Goodput}}</td><td class="num">{{pct .Attainment}}</td>
-<td class="num">{{ms .TTFT.P50}}</td><td class="num">{{ms .TTFT.P99}}</td><td class="num">{{ms .ITL.P50}}</td>{{else}}<td colspan="7"></td>{{end}}<td>{{.Error}}</td></tr>
+<td class="num">{{msOf .TTFT .TTFT.P50}}</td><td class="num">{{msOf .TTFT .TTFT.P99}}</td><td class="num">{{msOf .ITL .ITL.P50}}</td>{{else}}<td colspan="7"></td>{{end}}<td class="run-error">{{with .Error}}{{.}}{{else}}{{with .Summary}}{{with .Failures}}{{with index . 0}}{{.Reason}} ×{{.Count}}: {{.Message}}{{end}}{{end}}{{end}}{{end}}</td></tr>
 {{else}}<tr><td colspan="15">No runs yet.</td></tr>{{end}}
 </table>{{end}}`))
 
@@ -90,6 +92,10 @@ var runPage = template.Must(template.New("run").Funcs(funcs).Parse(`<!doctype ht
 <p><a href="/">← status</a></p>
 {{with .Run}}<h1>Run #{{.ID}}: {{.Profile}} on {{.Endpoint}}</h1>
 <p>Started {{.Start.Format "2006-01-02 15:04:05 MST"}} by {{.Trigger}}, took {{dur .Start .End}}: <span class="{{.Result}}">{{.Result}}</span>{{with .Error}} ({{.}}){{end}}</p>{{end}}
+{{with .Run.Summary}}{{if .Failures}}<h2>Failures</h2>
+<table id="failures"><tr><th>reason</th><th class="num">count</th><th>status codes</th><th>most frequent message</th><th>hint</th></tr>
+{{range .Failures}}<tr><td class="error">{{.Reason}}</td><td class="num">{{.Count}}</td><td>{{range $code, $n := .Statuses}}{{$code}} ×{{$n}} {{end}}</td><td>{{.Message}} ({{.MessageCount}} of {{.Count}})</td><td>{{.Hint}}</td></tr>{{end}}
+</table>{{end}}{{end}}
 {{if .Report}}<h2>Report</h2><pre id="report">{{.Report}}</pre>{{end}}
 <h2>Log</h2>
 <table><tr><th>time</th><th>level</th><th>message</th><th>details</th></tr>

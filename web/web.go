@@ -121,15 +121,26 @@ func (s *server) runNow(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, scheduler.ErrUnknown):
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
-	case err != nil && len(started) == 0:
-		writeJSON(w, http.StatusConflict, map[string]any{"error": err.Error()})
+	case len(started) == 0:
+		// Nothing started: say why, and never "accepted".
+		writeJSON(w, http.StatusConflict, map[string]any{"error": "no run started: " + err.Error()})
 	default:
-		resp := map[string]any{"started": started}
+		runs := make([]startedRun, len(started))
+		for i, st := range started {
+			runs[i] = startedRun{Started: st, URL: fmt.Sprintf("/runs/%d", st.ID)}
+		}
+		resp := map[string]any{"started": runs}
 		if err != nil {
-			resp["error"] = err.Error()
+			resp["not_started"] = err.Error()
 		}
 		writeJSON(w, http.StatusAccepted, resp)
 	}
+}
+
+// startedRun is a run POST /api/v1/runs started, with its page.
+type startedRun struct {
+	daemon.Started
+	URL string `json:"url"`
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

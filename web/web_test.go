@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -38,6 +39,11 @@ profiles:
     load: {concurrency: 1, duration: 1s}
     workload: {output_tokens: {mean: 4}}
     schedule: {every: 1h}
+  - name: heavy
+    endpoints: [keyed]
+    load: {concurrency: 1, requests: 1}
+    workload: {output_tokens: {mean: 4}}
+    schedule: {every: 1h, exclusive: true}
 `
 
 type fixture struct {
@@ -47,6 +53,11 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, lifecycle bool) *fixture {
+	t.Helper()
+	return newFixtureWith(t, cfg, lifecycle)
+}
+
+func newFixtureWith(t *testing.T, cfg string, lifecycle bool) *fixture {
 	t.Helper()
 	t.Setenv("TOKENPROBE_WEB_TEST_KEY", plantedKey)
 	path := filepath.Join(t.TempDir(), "tokenprobe.yaml")
@@ -113,7 +124,16 @@ func TestEndpoints(t *testing.T) {
 			t.Errorf("%s: %d %q", path, code, body)
 		}
 	}
-	if code, body := f.do(t, "POST", "/api/v1/runs?profile=demo"); code != http.StatusAccepted || !strings.Contains(body, "demo/sim") {
+	// 202 only for a run that started, with its id and page.
+	code, body := f.do(t, "POST", "/api/v1/runs?profile=demo")
+	var started struct {
+		Started []struct {
+			Profile, Endpoint, URL string
+			ID                     int64
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &started); code != http.StatusAccepted || err != nil || len(started.Started) != 1 ||
+		started.Started[0].Profile != "demo" || started.Started[0].URL != fmt.Sprintf("/runs/%d", started.Started[0].ID) {
 		t.Fatalf("run now: %d %s", code, body)
 	}
 	if code, _ := f.do(t, "POST", "/api/v1/runs?profile=nope"); code != http.StatusNotFound {
@@ -126,15 +146,19 @@ func TestEndpoints(t *testing.T) {
 		t.Fatalf("slow: %d", code)
 	}
 	time.Sleep(100 * time.Millisecond)
-	if code, body := f.do(t, "POST", "/api/v1/runs?profile=slow"); code != http.StatusConflict {
+	if code, body := f.do(t, "POST", "/api/v1/runs?profile=slow"); code != http.StatusConflict || !strings.Contains(body, "in progress") {
 		t.Errorf("run now while running: %d %s", code, body)
+	}
+	// An exclusive job whose endpoint is in use does not start: 409 and why.
+	if code, body := f.do(t, "POST", "/api/v1/runs?profile=heavy"); code != http.StatusConflict || !strings.Contains(body, "exclusive") {
+		t.Errorf("run now of an exclusive job on a busy endpoint: %d %s", code, body)
 	}
 	run := f.waitForRun(t, "demo")
 	if run.Result != daemon.ResultPassed || run.Trigger != "manual" || run.Summary.Requests != 10 {
 		t.Fatalf("run: %+v", run)
 	}
 
-	_, body := f.do(t, "GET", "/api/v1/runs")
+	_, body = f.do(t, "GET", "/api/v1/runs")
 	var runs struct {
 		Runs []daemon.RunRecord `json:"runs"`
 	}
