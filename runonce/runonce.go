@@ -36,8 +36,15 @@ const (
 	ExitOK        = 0 // every run met its SLO objective (or had none)
 	ExitSLOFailed = 1 // a run's SLO attainment fell below its objective
 	ExitConfig    = 2 // the configuration is invalid or names nothing to run
-	ExitRuntime   = 3 // the run could not be carried out (or was interrupted)
+	// ExitRuntime: a run could not be carried out, or was broken: aborted
+	// by the failure policy, no request succeeded, more failed than the
+	// policy allows, or it was interrupted. It outranks ExitSLOFailed.
+	ExitRuntime = 3
 )
+
+// DefaultGrace is how long an interrupted run lets its requests in flight
+// finish before it cancels them.
+const DefaultGrace = 5 * time.Second
 
 // Options are the command line of `tokenprobe run`.
 type Options struct {
@@ -49,12 +56,21 @@ type Options struct {
 	ArtifactsDir string
 	// ProgressEvery is the interval of progress lines on Progress (0: none).
 	ProgressEvery time.Duration
+	// Grace is how long requests in flight may finish once ctx ends (an
+	// interrupt) before they are cancelled; 0 is DefaultGrace.
+	Grace         time.Duration
 	Out, Progress io.Writer
 }
 
 // Run executes the selected profiles one after another and returns the exit
-// code. Errors are written to Progress.
+// code. Errors are written to Progress. When ctx ends (SIGINT, SIGTERM),
+// the run going stops sending, its requests in flight have o.Grace to
+// finish, every artifact is written marked interrupted, and no further
+// run starts.
 func Run(ctx context.Context, o Options) int {
+	if o.Grace <= 0 {
+		o.Grace = DefaultGrace
+	}
 	cfg, err := setup.LoadFile(o.ConfigFile)
 	if err != nil {
 		fmt.Fprintln(o.Progress, err)
@@ -109,21 +125,30 @@ func Run(ctx context.Context, o Options) int {
 	code := ExitOK
 	var all []stats.Summary
 	var levelNames []string
-	ran := 0
+	ran, interrupted := 0, false
 	for _, p := range profiles {
 		for _, name := range p.Endpoints {
 			if o.Endpoint != "" && name != o.Endpoint {
 				continue
 			}
+			if ctx.Err() != nil {
+				interrupted = true
+				break
+			}
 			ran++
 			s, levelName, err := runOne(ctx, o, p, ts.Get(name), dir, push, gpus)
-			all = append(all, s)
-			levelNames = append(levelNames, levelName)
+			if s != nil {
+				all = append(all, *s)
+				levelNames = append(levelNames, levelName)
+			}
 			switch {
+			case s != nil && s.Interrupted:
+				interrupted = true
+				code = ExitRuntime
 			case err != nil:
-				fmt.Fprintf(o.Progress, "profile %s on %s: %v\n", p.Name, name, err)
-				return ExitRuntime
-			case !s.Passed:
+				fmt.Fprintf(o.Progress, "profile %s on %s: %v\n", p.Name, name, secrets.Error(err))
+				code = ExitRuntime
+			case !s.Passed && code == ExitOK:
 				code = ExitSLOFailed
 			}
 		}
@@ -132,10 +157,14 @@ func Run(ctx context.Context, o Options) int {
 		if dir != "" {
 			_ = os.Remove(dir) // made for runs that did not happen
 		}
+		if interrupted {
+			fmt.Fprintln(o.Progress, "tokenprobe run: interrupted before any run started")
+			return ExitRuntime
+		}
 		fmt.Fprintf(o.Progress, "%s: no profile runs on endpoint %q\n", o.ConfigFile, o.Endpoint)
 		return ExitConfig
 	}
-	if dir != "" {
+	if dir != "" && len(all) > 0 {
 		if err := writeJSON(filepath.Join(dir, "summary.json"), all); err != nil {
 			fmt.Fprintln(o.Progress, err)
 			return ExitRuntime
@@ -145,6 +174,13 @@ func Run(ctx context.Context, o Options) int {
 			return ExitRuntime
 		}
 		fmt.Fprintf(o.Out, "Artifacts: %s\n", dir)
+	}
+	if interrupted {
+		where := ""
+		if dir != "" && len(all) > 0 {
+			where = "; what it measured is in " + dir
+		}
+		fmt.Fprintf(o.Progress, "tokenprobe run: interrupted%s (exit %d)\n", where, ExitRuntime)
 	}
 	return code
 }
@@ -190,9 +226,11 @@ type gpuSource struct {
 	interval time.Duration
 }
 
-// runOne runs one profile against one endpoint and returns its summary and
-// what its load level counts (concurrency or rate).
-func runOne(ctx context.Context, o Options, p *config.Profile, t *setup.Target, dir string, push *pusher, gpus *gpuSource) (stats.Summary, string, error) {
+// runOne runs one profile against one endpoint and returns its summary
+// (nil when the run could not start) and what its load level counts
+// (concurrency or rate). An interrupt (ctx ending) stops the run
+// gracefully: the summary comes back marked interrupted.
+func runOne(ctx context.Context, o Options, p *config.Profile, t *setup.Target, dir string, push *pusher, gpus *gpuSource) (*stats.Summary, string, error) {
 	var recs *records.Writer
 	var recordsQueue *sink.Queue
 	var sinks []probe.Sink
@@ -203,11 +241,11 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *setup.Target, 
 	if dir != "" {
 		runDir = filepath.Join(dir, p.Name+"-"+t.Endpoint.Name)
 		if err := os.MkdirAll(runDir, 0o755); err != nil {
-			return stats.Summary{}, "", err
+			return nil, "", err
 		}
 		f, err := os.Create(filepath.Join(runDir, "records.jsonl"))
 		if err != nil {
-			return stats.Summary{}, "", err
+			return nil, "", err
 		}
 		defer f.Close()
 		// Records are written behind a queue, off the measuring path.
@@ -218,7 +256,7 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *setup.Target, 
 	}
 	run, err := setup.NewRun(p, t.Endpoint, t.Client, sinks...)
 	if err != nil {
-		return stats.Summary{}, "", err
+		return nil, "", err
 	}
 	levelName := run.Plan.Stages[0].LevelName()
 	if !run.Plan.OneKind() {
@@ -230,7 +268,16 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *setup.Target, 
 	if gpus != nil {
 		ro.GPU, ro.GPUInterval = gpus.src, gpus.interval
 	}
-	f := runner.Execute(ctx, run, ro)
+	// An interrupt stops sending at once; the requests in flight get the
+	// grace period, then the run's own context cancels them.
+	run.Stop = ctx
+	reqCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	defer context.AfterFunc(ctx, func() {
+		fmt.Fprintf(o.Progress, "Interrupted: no new requests; the %d in flight have %s to finish (interrupt again to quit at once)...\n", run.Progress().InFlight, o.Grace)
+		time.AfterFunc(o.Grace, cancel)
+	})()
+	f := runner.Execute(reqCtx, run, ro)
 	s, err := *f.Summary, f.Err
 	stop()
 	if recs != nil {
@@ -241,10 +288,12 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *setup.Target, 
 	}
 	report.Text(o.Out, &s, levelName)
 	fmt.Fprintln(o.Out)
-	if runDir != "" && err == nil {
-		err = errors.Join(writeJSON(filepath.Join(runDir, "summary.json"), s), writeText(filepath.Join(runDir, "report.txt"), &s, levelName))
+	if runDir != "" {
+		if werr := errors.Join(writeJSON(filepath.Join(runDir, "summary.json"), s), writeText(filepath.Join(runDir, "report.txt"), &s, levelName)); werr != nil {
+			err = errors.Join(err, werr)
+		}
 	}
-	return s, levelName, err
+	return &s, levelName, err
 }
 
 // dropped counts results a queue could not take and says so once on the

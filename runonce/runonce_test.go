@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -43,13 +44,32 @@ func writeConfig(t *testing.T, body string) string {
 
 func runCLI(t *testing.T, o Options) (int, string, string) {
 	t.Helper()
+	return runCLIContext(t, context.Background(), o)
+}
+
+func runCLIContext(t *testing.T, ctx context.Context, o Options) (int, string, string) {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	o.Out, o.Progress = &out, &errOut
-	code := Run(context.Background(), o)
+	code := Run(ctx, o)
 	return code, out.String(), errOut.String()
 }
 
+// closedPort is a local address where nothing listens.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
 func TestExitCodes(t *testing.T) {
+	notFound := httptest.NewServer(http.NotFoundHandler())
+	defer notFound.Close()
+	closed := closedPort(t)
 	cfg := writeConfig(t, fastSim+`
 profiles:
   - name: easy
@@ -74,10 +94,29 @@ profiles:
 		{"unknown endpoint", Options{ConfigFile: cfg, Endpoint: "vllm"}, ExitConfig, `no profile runs on endpoint "vllm"`},
 		{"invalid config", Options{ConfigFile: writeConfig(t, "endpoints: []\nprofiles: [{name: p, load: {rate: -1}}]\n")}, ExitConfig, "tokenprobe.yaml:2:"},
 		{"missing file", Options{ConfigFile: "/nonexistent/tokenprobe.yaml"}, ExitConfig, "no such file"},
+		// Broken runs are errors with or without an slo block.
+		{"all failed, no slo", Options{ConfigFile: writeConfig(t, `
+endpoints: [{name: e, base_url: "`+notFound.URL+`", model: m}]
+profiles: [{name: p, load: {concurrency: 2, requests: 6}}]
+`)}, ExitRuntime, "404 from a base_url without /v1"},
+		{"unreachable", Options{ConfigFile: writeConfig(t, `
+endpoints: [{name: e, base_url: "http://`+closed+`/v1", model: m}]
+profiles: [{name: p, load: {concurrency: 2, requests: 6}}]
+`)}, ExitRuntime, "no request succeeded"},
+		{"aborted", Options{ConfigFile: writeConfig(t, `
+endpoints: [{name: e, base_url: "http://`+closed+`/v1", model: m}]
+profiles: [{name: p, load: {concurrency: 8, duration: 30s}}]
+`)}, ExitRuntime, "aborted: "},
+		{"interrupted", Options{ConfigFile: cfg, Profiles: []string{"easy"}}, ExitRuntime, "tokenprobe run: interrupted"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			code, out, errOut := runCLI(t, c.o)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if c.name == "interrupted" {
+				cancel() // before the first run; TestInterruptKeepsTheResults interrupts one going
+			}
+			code, out, errOut := runCLIContext(t, ctx, c.o)
 			if code != c.code || !strings.Contains(out+errOut, c.inOutput) {
 				t.Fatalf("exit %d, want %d; output lacks %q:\n%s\n%s", code, c.code, c.inOutput, out, errOut)
 			}

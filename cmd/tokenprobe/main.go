@@ -159,6 +159,9 @@ func run(args []string) int {
 			return runonce.ExitRuntime
 		}
 		defer stopProfiles()
+		// The first interrupt ends the run gracefully; a second one, with
+		// the signal's default behaviour restored, quits at once.
+		context.AfterFunc(ctx, stop)
 		return runonce.Run(ctx, runonce.Options{
 			ConfigFile: *runConfig, Profiles: *runProfiles, Endpoint: *runEndpoint,
 			ArtifactsDir: *runArtifacts, ProgressEvery: *runProgress, Out: os.Stdout, Progress: os.Stderr,

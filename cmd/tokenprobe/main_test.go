@@ -220,3 +220,64 @@ profiles:
 	}
 	http.DefaultClient.CloseIdleConnections()
 }
+
+// SIGINT in the middle of `tokenprobe run`: no new requests, the ones in
+// flight finish, every artifact is written and says interrupted, and the
+// exit code is 3.
+func TestSIGINTDuringARunKeepsItsResults(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tokenprobe.yaml")
+	if err := os.WriteFile(cfg, []byte(`
+endpoints:
+  - name: sim
+    simulator: {slots: 4, decode_base: 20ms}
+profiles:
+  - name: long
+    load: {concurrency: 4, duration: 1m}
+    workload: {output_tokens: {mean: 30}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	artifacts := filepath.Join(dir, "artifacts")
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run([]string{"run", "-c", cfg, "--artifacts-dir", artifacts, "--progress-interval", "0"})
+	}()
+	waitFor(t, "the records file", func() bool {
+		m, _ := filepath.Glob(filepath.Join(artifacts, "*", "long-sim", "records.jsonl"))
+		return len(m) == 1
+	})
+	time.Sleep(700 * time.Millisecond) // past the first requests' end
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-exit:
+		if code != runonce.ExitRuntime {
+			t.Fatalf("exit code %d after SIGINT, want %d", code, runonce.ExitRuntime)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no exit within 15 s of SIGINT")
+	}
+	runDir, _ := filepath.Glob(filepath.Join(artifacts, "*"))
+	if len(runDir) != 1 {
+		t.Fatalf("artifact folders: %v", runDir)
+	}
+	for file, want := range map[string]string{
+		"summary.json":           `"interrupted": true`,
+		"report.html":            "Interrupted",
+		"long-sim/summary.json":  `"interrupted": true`,
+		"long-sim/report.txt":    "INTERRUPTED",
+		"long-sim/records.jsonl": `"outcome":"success"`,
+	} {
+		b, err := os.ReadFile(filepath.Join(runDir[0], file))
+		if err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("%s: %v; want it to contain %q", file, err, want)
+		}
+	}
+	// The requests in flight at the interrupt finished: none is cancelled.
+	b, _ := os.ReadFile(filepath.Join(runDir[0], "long-sim", "records.jsonl"))
+	if strings.Contains(string(b), `"outcome":"cancelled"`) {
+		t.Error("requests in flight were cancelled, not let finish")
+	}
+}
