@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"gopkg.in/yaml.v3"
 
+	"github.com/tokenprobe/tokenprobe/rundir"
 	"github.com/tokenprobe/tokenprobe/config"
 	"github.com/tokenprobe/tokenprobe/gpu"
 	"github.com/tokenprobe/tokenprobe/internal/redact"
@@ -48,7 +49,15 @@ type Options struct {
 	// ShardIndex of ShardCount replicas: this daemon runs the jobs whose
 	// key hashes to its index, and its share of profiles that split.
 	ShardIndex, ShardCount int
+	// ArtifactsDir, when set, receives a folder per run (records.jsonl,
+	// summary.json, report.txt); the newest ArtifactsRetain are kept.
+	ArtifactsDir    string
+	ArtifactsRetain int
 }
+
+// RequestIDsPerRun spaces the daemon's request ids: request n of run r is
+// r x RequestIDsPerRun + n, unique across runs, as exemplars need.
+const RequestIDsPerRun = 1_000_000_000
 
 // Daemon runs the configured profiles on their schedules.
 type Daemon struct {
@@ -325,12 +334,18 @@ func (d *Daemon) execute(ctx context.Context, j *job, t scheduler.Trigger) sched
 	if d.queue != nil {
 		sinks = append(sinks, d.queue)
 	}
+	art := d.openArtifacts(rec, log)
+	if art != nil {
+		defer art.Abandon() // closes what Finish did not
+		sinks = append(sinks, art.Sink())
+	}
 	run, err := setup.NewRun(j.profile, j.target.Endpoint, j.target.Client, sinks...)
 	if err != nil {
 		log.Error("run not started", "err", err)
 		d.history.finish(rec, nil, ResultError, d.secrets.Error(err))
 		return scheduler.Ran{}
 	}
+	run.IDBase = uint64(rec.ID) * RequestIDsPerRun
 	if j.profile.Shard.Split && d.o.ShardCount > 1 {
 		run.Plan = run.Plan.Split(d.o.ShardIndex, d.o.ShardCount)
 	}
@@ -341,7 +356,34 @@ func (d *Daemon) execute(ctx context.Context, j *job, t scheduler.Trigger) sched
 		"goodput", fmt.Sprintf("%.3f/s", s.Goodput), "slo_attainment", fmt.Sprintf("%.1f%%", 100*s.Attainment),
 		"ttft_p50_ms", fmt.Sprintf("%.1f", s.TTFT.P50), "itl_p50_ms", fmt.Sprintf("%.2f", s.ITL.P50))
 	d.history.finish(rec, s, string(f.Verdict), d.secrets.Error(f.Err))
+	if art != nil {
+		if err := art.Finish(s, run.Plan.LevelName()); err != nil {
+			log.Error("writing the run's artifacts", "dir", art.Dir, "err", err)
+		}
+		if err := rundir.Prune(d.o.ArtifactsDir, d.o.ArtifactsRetain); err != nil {
+			log.Error("removing old artifacts", "dir", d.o.ArtifactsDir, "err", err)
+		}
+	}
 	return scheduler.Ran{Usage: scheduler.Usage{Requests: s.Requests, Tokens: s.InputTokens + s.OutputTokens}, Aborted: s.Aborted}
+}
+
+// openArtifacts makes the run's folder under --artifacts-dir and starts
+// its records; nil when there is no such folder or it cannot be made
+// (logged: the run goes on without them).
+func (d *Daemon) openArtifacts(rec *RunRecord, log *slog.Logger) *rundir.Run {
+	if d.o.ArtifactsDir == "" {
+		return nil
+	}
+	name := fmt.Sprintf("%s-run%d-%s-%s", rec.Start.UTC().Format("20060102-150405"), rec.ID, rec.Profile, rec.Endpoint)
+	dir, err := rundir.NewDir(d.o.ArtifactsDir, name)
+	if err == nil {
+		var art *rundir.Run
+		if art, err = rundir.Open(dir, func() { log.Warn("records.jsonl is incomplete: results came faster than it was written") }); err == nil {
+			return art
+		}
+	}
+	log.Error("the run's artifacts are not written", "err", err)
+	return nil
 }
 
 // failureLog writes the first few failed requests of a run, and the first

@@ -137,3 +137,12 @@ func (p Plan) Level() float64 {
 	}
 	return p.Stages[0].Level()
 }
+
+// LevelName is what the plan's load levels count, for reports:
+// "concurrency" or "request rate", or "load level" when stages mix them.
+func (p Plan) LevelName() string {
+	if len(p.Stages) == 0 || !p.OneKind() {
+		return "load level"
+	}
+	return p.Stages[0].LevelName()
+}

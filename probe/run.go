@@ -35,6 +35,10 @@ type Run struct {
 	Endpoint *client.Endpoint
 	Client   *client.Client
 	Sinks    []Sink
+	// IDBase is added to every request's number in the run (1, 2, ...):
+	// the daemon makes request ids unique across runs with it, so an
+	// exemplar's request_id finds its record.
+	IDBase uint64
 	// Stop, when set and done, ends the run gracefully: nothing more is
 	// sent, the requests in flight run on until they end or the context
 	// given to Execute ends, and the summary is marked interrupted.
@@ -245,7 +249,7 @@ func (r *Run) injectCancel() bool {
 
 func (r *Run) one(ctx context.Context, index int, st Stage, scheduled time.Time, p client.Prompt, warmup bool) *result.Request {
 	res := &result.Request{
-		ID: r.nextID.Add(1), Profile: r.Profile, Stage: index, Warmup: warmup, Scheduled: scheduled,
+		ID: r.IDBase + r.nextID.Add(1), Profile: r.Profile, Stage: index, Warmup: warmup, Scheduled: scheduled,
 		Level: st.reportedLevel(scheduled.Sub(time.Unix(0, r.stageStart.Load()))),
 	}
 	if r.injectCancel() {

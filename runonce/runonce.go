@@ -5,19 +5,17 @@ package runonce
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/common/version"
 
+	"github.com/tokenprobe/tokenprobe/rundir"
 	"github.com/tokenprobe/tokenprobe/config"
 	"github.com/tokenprobe/tokenprobe/gpu"
 	"github.com/tokenprobe/tokenprobe/internal/redact"
@@ -28,7 +26,6 @@ import (
 	"github.com/tokenprobe/tokenprobe/setup"
 	"github.com/tokenprobe/tokenprobe/sink"
 	"github.com/tokenprobe/tokenprobe/sink/otlp"
-	"github.com/tokenprobe/tokenprobe/sink/records"
 )
 
 // Exit codes of `tokenprobe run`.
@@ -165,7 +162,7 @@ func Run(ctx context.Context, o Options) int {
 		return ExitConfig
 	}
 	if dir != "" && len(all) > 0 {
-		if err := writeJSON(filepath.Join(dir, "summary.json"), all); err != nil {
+		if err := rundir.WriteJSON(filepath.Join(dir, "summary.json"), all); err != nil {
 			fmt.Fprintln(o.Progress, err)
 			return ExitRuntime
 		}
@@ -185,24 +182,10 @@ func Run(ctx context.Context, o Options) int {
 	return code
 }
 
-// newRunDir makes a run's own folder under parent, named for its start
-// time; a run started in the same second as another gets the next free
-// suffix (-2, -3, ...), so that no run overwrites another's artifacts.
+// newRunDir makes an invocation's own folder under parent, named for its
+// start time (rundir.NewDir adds -2, -3, ... within one second).
 func newRunDir(parent string, start time.Time) (string, error) {
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return "", err
-	}
-	base := filepath.Join(parent, start.Format("20060102-150405"))
-	for i := 1; ; i++ {
-		dir := base
-		if i > 1 {
-			dir = fmt.Sprintf("%s-%d", base, i)
-		}
-		err := os.Mkdir(dir, 0o755) // atomic: two runs never get the same folder
-		if err == nil || !errors.Is(err, fs.ErrExist) {
-			return dir, err
-		}
-	}
+	return rundir.NewDir(parent, start.Format("20060102-150405"))
 }
 
 func selectProfiles(cfg *config.Config, names []string) ([]*config.Profile, error) {
@@ -231,37 +214,30 @@ type gpuSource struct {
 // (concurrency or rate). An interrupt (ctx ending) stops the run
 // gracefully: the summary comes back marked interrupted.
 func runOne(ctx context.Context, o Options, p *config.Profile, t *setup.Target, dir string, push *pusher, gpus *gpuSource) (*stats.Summary, string, error) {
-	var recs *records.Writer
-	var recordsQueue *sink.Queue
 	var sinks []probe.Sink
 	if push != nil {
 		sinks = append(sinks, push.queue)
 	}
-	var runDir string
+	var art *rundir.Run
 	if dir != "" {
-		runDir = filepath.Join(dir, p.Name+"-"+t.Endpoint.Name)
-		if err := os.MkdirAll(runDir, 0o755); err != nil {
-			return nil, "", err
-		}
-		f, err := os.Create(filepath.Join(runDir, "records.jsonl"))
+		runDir, err := rundir.NewDir(dir, p.Name+"-"+t.Endpoint.Name)
 		if err != nil {
 			return nil, "", err
 		}
-		defer f.Close()
-		// Records are written behind a queue, off the measuring path.
-		recs = records.New(f)
-		recordsQueue = sink.NewQueue(recs, 1<<16, &dropped{name: "records.jsonl", out: o.Progress})
-		defer recordsQueue.Close() // on every return; closing twice is no harm
-		sinks = append(sinks, recordsQueue)
+		art, err = rundir.Open(runDir, func() {
+			fmt.Fprintln(o.Progress, "warning: records.jsonl is incomplete: results came faster than it was written, and are counted, not written")
+		})
+		if err != nil {
+			return nil, "", err
+		}
+		defer art.Abandon() // on every return; after Finish it is no harm
+		sinks = append(sinks, art.Sink())
 	}
 	run, err := setup.NewRun(p, t.Endpoint, t.Client, sinks...)
 	if err != nil {
 		return nil, "", err
 	}
-	levelName := run.Plan.Stages[0].LevelName()
-	if !run.Plan.OneKind() {
-		levelName = "load level"
-	}
+	levelName := run.Plan.LevelName()
 	fmt.Fprintf(o.Progress, "Running profile %s against %s (%s)...\n", p.Name, t.Endpoint.Name, run.Plan)
 	stop := progress(o, run)
 	var ro runner.Options
@@ -280,34 +256,12 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *setup.Target, 
 	f := runner.Execute(reqCtx, run, ro)
 	s, err := *f.Summary, f.Err
 	stop()
-	if recs != nil {
-		recordsQueue.Close()
-		if ferr := recs.Flush(); ferr != nil && err == nil {
-			err = ferr
-		}
+	if art != nil {
+		err = errors.Join(err, art.Finish(&s, levelName))
 	}
 	report.Text(o.Out, &s, levelName)
 	fmt.Fprintln(o.Out)
-	if runDir != "" {
-		if werr := errors.Join(writeJSON(filepath.Join(runDir, "summary.json"), s), writeText(filepath.Join(runDir, "report.txt"), &s, levelName)); werr != nil {
-			err = errors.Join(err, werr)
-		}
-	}
 	return &s, levelName, err
-}
-
-// dropped counts results a queue could not take and says so once on the
-// progress output: a one-shot run tells when its records are incomplete.
-type dropped struct {
-	name string
-	out  io.Writer
-	n    atomic.Int64
-}
-
-func (d *dropped) Inc() {
-	if d.n.Add(1) == 1 {
-		fmt.Fprintf(d.out, "warning: %s is incomplete: results came faster than it was written, and are counted, not written\n", d.name)
-	}
 }
 
 // pusher is OTLP export behind a queue, so a slow collector never holds up
@@ -364,14 +318,6 @@ func progress(o Options, run *probe.Run) (stop func()) {
 	return func() { close(done); <-finished }
 }
 
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
-
 func writeHTML(path, configFile string, runs []stats.Summary, levelNames []string) error {
 	f, err := os.Create(path)
 	if err != nil {
@@ -381,14 +327,5 @@ func writeHTML(path, configFile string, runs []stats.Summary, levelNames []strin
 		f.Close()
 		return err
 	}
-	return f.Close()
-}
-
-func writeText(path string, s *stats.Summary, levelName string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	report.Text(f, s, levelName)
 	return f.Close()
 }

@@ -84,10 +84,12 @@ func run(args []string) int {
 	serveCmd.Flag("scheduler.max-concurrent-runs", "At most this many runs at once across all profiles (0: no limit).").Default("0").IntVar(&so.maxConcurrentRuns)
 	serveCmd.Flag("shard.count", "Replicas sharing the configuration: each runs the profiles whose name hashes to its index, and its share of split profiles.").Default("1").IntVar(&so.shardCount)
 	serveCmd.Flag("shard.index", "This replica's index among --shard.count (default: the StatefulSet ordinal at the end of the hostname).").Default("-1").IntVar(&so.shardIndex)
+	serveCmd.Flag("artifacts-dir", "Keep each run's records.jsonl, summary.json and report.txt in a folder of its own here, so the request_id exemplars on /metrics find their records (empty: keep none).").Default("").StringVar(&so.artifactsDir)
+	serveCmd.Flag("artifacts-retain", "How many run folders --artifacts-dir keeps, the newest.").Default("100").IntVar(&so.artifactsRetain)
 	serveSlice := schedSliceFlag(serveCmd)
 	serveCmd.Flag("shutdown.timeout", "How long to wait for runs to stop and metrics to flush on SIGTERM.").Default("30s").DurationVar(&so.shutdownTimeout)
 
-	runCmd := app.Command("run", "Run profiles once, print a report, and exit non-zero when SLO attainment is below the objective.")
+	runCmd := app.Command("run", "Run profiles once, print a report, write artifacts (records.jsonl, summary.json, report.txt per run; summary.json and report.html for all) and exit: 0 passed, 1 an SLO objective missed, 2 bad configuration, 3 a run could not be carried out, was aborted or broken (no success, too many failures), or was interrupted.")
 	runConfig := runCmd.Flag("config.file", "Configuration file.").Short('c').Required().String()
 	runProfiles := runCmd.Flag("profile", "Profile to run (repeatable; default: every profile).").Short('p').Strings()
 	runEndpoint := runCmd.Flag("endpoint", "Only run against this endpoint.").String()

@@ -26,6 +26,8 @@ import (
 
 type serveOptions struct {
 	configFile        string
+	artifactsDir      string
+	artifactsRetain   int
 	web               *toolkitweb.FlagConfig
 	lifecycle         bool
 	checkInterval     time.Duration
@@ -115,6 +117,7 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger, hup <-chan 
 		ConfigFile: o.configFile, Logger: logger, Registerer: reg,
 		MaxConcurrentRuns: o.maxConcurrentRuns, Version: v,
 		ShardIndex: max(o.shardIndex, 0), ShardCount: o.shardCount,
+		ArtifactsDir: o.artifactsDir, ArtifactsRetain: o.artifactsRetain,
 	})
 	if err != nil {
 		logger.Error("cannot start", "err", err)

@@ -27,7 +27,7 @@ var layer = map[string]int{
 	"probe": 3, "report": 3, "gpu": 3,
 	"catalog": 4,
 	"sink":    5, "sink/prom": 5, "sink/otlp": 5, "sink/records": 5,
-	"runner": 6, "setup": 6,
+	"runner": 6, "setup": 6, "rundir": 6,
 	"daemon": 7, "runonce": 7,
 	"web": 8, "alerts": 8, "dashboards": 8, "e2e": 8,
 	"cmd/tokenprobe": 9,
