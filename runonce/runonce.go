@@ -15,13 +15,13 @@ import (
 
 	"github.com/prometheus/common/version"
 
-	"github.com/tokenprobe/tokenprobe/rundir"
 	"github.com/tokenprobe/tokenprobe/config"
 	"github.com/tokenprobe/tokenprobe/gpu"
 	"github.com/tokenprobe/tokenprobe/internal/redact"
 	"github.com/tokenprobe/tokenprobe/probe"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 	"github.com/tokenprobe/tokenprobe/report"
+	"github.com/tokenprobe/tokenprobe/rundir"
 	"github.com/tokenprobe/tokenprobe/runner"
 	"github.com/tokenprobe/tokenprobe/setup"
 	"github.com/tokenprobe/tokenprobe/sink"
