@@ -27,7 +27,8 @@ against load. Descriptive labels live on ` + "`tokenprobe_profile_info`" + `; jo
 Histograms have classic buckets (listed) and native buckets (factor 1.1) side by side: a
 server that scrapes protobuf with native histograms enabled gets both. TTFT and request
 duration observations carry a ` + "`request_id`" + ` exemplar (OpenMetrics) at most once a second per
-series, matching the ` + "`id`" + ` of ` + "`records.jsonl`" + `.
+series, matching the ` + "`id`" + ` of ` + "`records.jsonl`" + `: in ` + "`tokenprobe run`" + `'s artifacts, and in the daemon's with
+` + "`serve --artifacts-dir`" + `, where request n of run r has the id r x 10^9 + n.
 
 | metric | type | unit | labels | meaning |
 | --- | --- | --- | --- | --- |
