@@ -44,10 +44,10 @@ func writeConfig(t *testing.T, body string) string {
 
 func runCLI(t *testing.T, o Options) (int, string, string) {
 	t.Helper()
-	return runCLIContext(t, context.Background(), o)
+	return runCLIContext(context.Background(), t, o)
 }
 
-func runCLIContext(t *testing.T, ctx context.Context, o Options) (int, string, string) {
+func runCLIContext(ctx context.Context, t *testing.T, o Options) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	o.Out, o.Progress = &out, &errOut
@@ -116,7 +116,7 @@ profiles: [{name: p, load: {concurrency: 8, duration: 30s}}]
 			if c.name == "interrupted" {
 				cancel() // before the first run; TestInterruptKeepsTheResults interrupts one going
 			}
-			code, out, errOut := runCLIContext(t, ctx, c.o)
+			code, out, errOut := runCLIContext(ctx, t, c.o)
 			if code != c.code || !strings.Contains(out+errOut, c.inOutput) {
 				t.Fatalf("exit %d, want %d; output lacks %q:\n%s\n%s", code, c.code, c.inOutput, out, errOut)
 			}
