@@ -62,7 +62,7 @@ var statusPage = template.Must(template.New("status").Funcs(funcs).Parse(`<!doct
 {{range .Jobs}}<tr class="job" data-profile="{{.Profile}}" data-endpoint="{{.Endpoint}}">
 <td>{{.Profile}}</td><td>{{.Endpoint}}</td><td>{{.Model}}</td><td>{{.Load}}</td><td>{{.Schedule}}</td><td>{{.SLO}}</td>
 <td>{{if .State.Running}}<span class="running">running</span>{{else if .State.Paused}}paused: {{.State.Paused}}{{else if .State.Aborts}}<span class="error backoff">backing off: {{.State.Aborts}} aborted runs in a row; next run {{in .State.BackoffUntil}}</span>{{else}}idle{{end}}</td>
-<td>{{in .State.Next}}</td>
+<td>{{if .State.Aborts}}{{in .State.BackoffUntil}}{{else}}{{in .State.Next}}{{end}}</td>
 {{with .Last}}<td><a href="/runs/{{.ID}}">#{{.ID}}</a> {{ago .End}}</td><td class="{{.Result}}">{{.Result}}</td>
 {{with .Summary}}<td class="num goodput">{{rate .Goodput}}</td><td class="num">{{rate .RequestThroughput}}</td><td class="num">{{pct .Attainment}}</td>
 <td class="num">{{msOf .TTFT .TTFT.P50}}</td><td class="num">{{msOf .TTFT .TTFT.P95}}</td><td class="num">{{msOf .ITL .ITL.P50}}</td><td class="num">{{msOf .ITL .ITL.P95}}</td>{{end}}
@@ -83,7 +83,7 @@ var statusPage = template.Must(template.New("status").Funcs(funcs).Parse(`<!doct
 {{range .}}<tr><td><a href="/runs/{{.ID}}">#{{.ID}}</a></td><td>{{.Profile}}</td><td>{{.Endpoint}}</td><td>{{.Trigger}}</td><td>{{.Start.Format "2006-01-02 15:04:05"}}</td><td>{{dur .Start .End}}</td>
 <td class="{{.Result}}">{{.Result}}</td>
 {{with .Summary}}<td class="num">{{.Requests}}</td><td class="num">{{.Errors}}</td><td class="num">{{rate .Goodput}}</td><td class="num">{{pct .Attainment}}</td>
-<td class="num">{{msOf .TTFT .TTFT.P50}}</td><td class="num">{{msOf .TTFT .TTFT.P99}}</td><td class="num">{{msOf .ITL .ITL.P50}}</td>{{else}}<td colspan="7"></td>{{end}}<td class="run-error">{{with .Error}}{{.}}{{else}}{{with .Summary}}{{with .Failures}}{{with index . 0}}{{.Reason}} ×{{.Count}}: {{.Message}}{{end}}{{end}}{{end}}{{end}}</td></tr>
+<td class="num">{{msOf .TTFT .TTFT.P50}}</td><td class="num">{{msOf .TTFT .TTFT.P99}}</td><td class="num">{{msOf .ITL .ITL.P50}}</td>{{else}}<td colspan="7"></td>{{end}}<td class="run-error">{{with .Error}}{{.}}{{end}}{{with .Summary}}{{with .Failures}}{{with index . 0}}<br>{{.Reason}} ×{{.Count}}: {{.Message}}{{with .Hint}}<br><i>{{.}}</i>{{end}}{{end}}{{end}}{{end}}</td></tr>
 {{else}}<tr><td colspan="15">No runs yet.</td></tr>{{end}}
 </table>{{end}}`))
 
