@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/tokenprobe/tokenprobe/catalog"
 )
 
 // Options tune the generated rules.
@@ -127,7 +129,7 @@ func (o Options) recording() []Rule {
 	}
 	short, hour := o.window(5*time.Minute), o.window(time.Hour)
 	q := func(name, metric string, p float64) Rule {
-		return Rule{Record: name, Expr: fmt.Sprintf(`histogram_quantile(%g, sum by (%s, le) (rate(%s_bucket[%s])))`, p, by, metric, short)}
+		return Rule{Record: name, Expr: catalog.Quantile(p, metric, by, "", short)}
 	}
 	rules = append(rules,
 		Rule{Record: "tokenprobe:requests:rate5m", Expr: fmt.Sprintf(`sum by (%s) (rate(tokenprobe_requests_total{outcome=~"success|error"}[%s]))`, by, short)},
@@ -160,7 +162,10 @@ func (o Options) alert(name, severity, expr, summary, description string) Rule {
 }
 
 // objective is the error budget of a profile with an SLO objective.
-const budget = `(1 - tokenprobe_slo_objective_ratio > 0 < 1)`
+// Every replica of a sharded daemon exports the objective of the
+// profiles it knows: max by keeps one series per profile and endpoint, so
+// the match with the recording rules stays one-to-one.
+const budget = `(1 - max by (profile, endpoint) (tokenprobe_slo_objective_ratio) > 0 < 1)`
 
 func (o Options) sloAlerts() []Rule {
 	burn := func(long, short time.Duration, rate float64) string {
@@ -170,7 +175,7 @@ func (o Options) sloAlerts() []Rule {
 	page := burn(burnWindows[0].long, burnWindows[0].short, burnWindows[0].burn) + " or " + burn(burnWindows[1].long, burnWindows[1].short, burnWindows[1].burn)
 	ticket := burn(burnWindows[2].long, burnWindows[2].short, burnWindows[2].burn) + " or " + burn(burnWindows[3].long, burnWindows[3].short, burnWindows[3].burn)
 	goodDrop := o.alert("TokenprobeGoodputDrop", "ticket",
-		fmt.Sprintf(`tokenprobe:goodput:rate1h < 0.5 * (tokenprobe:goodput:rate1h offset %s) and on (%s) sum by (%s) (increase(tokenprobe_requests_total[%s])) > 50`,
+		fmt.Sprintf(`tokenprobe:goodput:rate1h < 0.5 * (tokenprobe:goodput:rate1h offset %s) and on (%s) sum by (%s) (increase(tokenprobe_requests_total{outcome=~"success|error"}[%s])) > 50`,
 			o.window(24*time.Hour), by, by, o.window(time.Hour)),
 		"Goodput of {{ $labels.profile }} on {{ $labels.endpoint }} halved against yesterday",
 		"Good requests per second over the last hour are {{ $value | humanize }}, under half of the same hour yesterday, on at least 50 requests.")

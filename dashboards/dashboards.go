@@ -7,6 +7,7 @@ package dashboards
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
@@ -17,6 +18,8 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
 	"github.com/grafana/grafana-foundation-sdk/go/stat"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+
+	"github.com/tokenprobe/tokenprobe/catalog"
 )
 
 var ds = common.DataSourceRef{Type: cog.ToPtr("prometheus"), Uid: cog.ToPtr("${datasource}")}
@@ -41,24 +44,22 @@ func st(title, desc, unit string, query cog.Builder[variants.Dataquery]) *stat.P
 	return stat.NewPanelBuilder().Title(title).Description(desc).Unit(unit).Datasource(ds).Height(4).Span(6).WithTarget(query)
 }
 
-// percentiles reads a histogram both ways: classic buckets and native.
+// percentiles reads a histogram's p50, p95 and p99 by labels, under any
+// scrape setting (catalog.Quantile: native where kept, else classic).
 func percentiles(metric, by string) []cog.Builder[variants.Dataquery] {
+	labels := strings.TrimPrefix(by, ", ")
 	var out []cog.Builder[variants.Dataquery]
-	for _, p := range []string{"0.5", "0.95", "0.99"} {
-		out = append(out,
-			q(fmt.Sprintf(`histogram_quantile(%s, sum by (le%s) (rate(%s_bucket{%s}[$__rate_interval])))`, p, by, metric, sel), "p"+strings.TrimPrefix(p, "0.")+" {{"+strings.TrimPrefix(by, ", ")+"}} (classic)"),
-			q(fmt.Sprintf(`histogram_quantile(%s, sum by (%s) (rate(%s{%s}[$__rate_interval])))`, p, strings.TrimPrefix(by, ", "), metric, sel), "p"+strings.TrimPrefix(p, "0.")+" {{"+strings.TrimPrefix(by, ", ")+"}} (native)"))
+	for _, p := range []float64{0.5, 0.95, 0.99} {
+		out = append(out, q(catalog.Quantile(p, metric, labels, sel, "$__rate_interval"), fmt.Sprintf("p%g {{%s}}", p*100, labels)))
 	}
 	return out
 }
 
-// quantileBy reads one quantile of a histogram by a label, from classic
-// buckets and from native histograms.
+// quantileBy reads one quantile of a histogram by a label, under any
+// scrape setting.
 func quantileBy(p, metric, label, legend string) []cog.Builder[variants.Dataquery] {
-	return []cog.Builder[variants.Dataquery]{
-		q(fmt.Sprintf(`histogram_quantile(%s, sum by (le, %s) (rate(%s_bucket{%s}[$__rate_interval])))`, p, label, metric, sel), legend+" (classic)"),
-		q(fmt.Sprintf(`histogram_quantile(%s, sum by (%s) (rate(%s{%s}[$__rate_interval])))`, p, label, metric, sel), legend+" (native)"),
-	}
+	v, _ := strconv.ParseFloat(p, 64)
+	return []cog.Builder[variants.Dataquery]{q(catalog.Quantile(v, metric, label, sel, "$__rate_interval"), legend)}
 }
 
 // heat is a heatmap of a histogram's classic buckets over time.
@@ -135,7 +136,7 @@ func slo() *dashboard.DashboardBuilder {
 		q(fmt.Sprintf(`tokenprobe:slo_errors:ratio_rate6h{%s} / on (profile, endpoint) (1 - tokenprobe_slo_objective_ratio{%s})`, runSel, runSel), "6h {{profile}}")))
 	b.WithPanel(ts("Errors by reason", "Failed requests per second by reason (tokenprobe_request_errors_total).", "reqps",
 		q(fmt.Sprintf(`sum by (reason) (rate(tokenprobe_request_errors_total{%s}[$__rate_interval])) > 0`, sel), "{{reason}}")))
-	b.WithPanel(ts("TTFT", "Time to first token percentiles (tokenprobe_time_to_first_token_seconds), classic buckets and native histograms.", "s", percentiles("tokenprobe_time_to_first_token_seconds", ", profile")...))
+	b.WithPanel(ts("TTFT", "Time to first token percentiles (tokenprobe_time_to_first_token_seconds), from native histograms where Prometheus keeps them, else from the classic buckets.", "s", percentiles("tokenprobe_time_to_first_token_seconds", ", profile")...))
 	b.WithPanel(ts("TTST", "Time to second token percentiles (tokenprobe_time_to_second_token_seconds).", "s", percentiles("tokenprobe_time_to_second_token_seconds", ", profile")...))
 	b.WithPanel(ts("ITL", "Per-request inter-token latency percentiles (tokenprobe_inter_token_latency_seconds).", "s", percentiles("tokenprobe_inter_token_latency_seconds", ", profile")...))
 	b.WithPanel(ts("Request latency", "End-to-end latency percentiles (tokenprobe_request_duration_seconds).", "s", percentiles("tokenprobe_request_duration_seconds", ", profile")...))

@@ -91,11 +91,28 @@ func query(t *testing.T, base, q string) (float64, bool) {
 	return v, true
 }
 
+// The rules run under the scrape settings users have: the text format,
+// where Prometheus keeps classic buckets only, and protobuf with native
+// histograms on, where Prometheus 2.x keeps only the native form of a
+// histogram that has one (the recording rules used to read classic
+// buckets alone, and returned nothing there).
 func TestE2EAlertsInARealPrometheus(t *testing.T) {
 	bin := prometheusBinary(t)
 	if testing.Short() {
-		t.Skip("runs for about two minutes")
+		t.Skip("runs for about two minutes per scrape setting")
 	}
+	for _, setting := range []struct {
+		name  string
+		flags []string
+	}{
+		{"classic only", nil},
+		{"native only", []string{"--enable-feature=native-histograms"}},
+	} {
+		t.Run(setting.name, func(t *testing.T) { alertsInARealPrometheus(t, bin, setting.flags) })
+	}
+}
+
+func alertsInARealPrometheus(t *testing.T, bin string, flags []string) {
 	dir := t.TempDir()
 
 	// The daemon, with its simulator, on a real port.
@@ -138,8 +155,8 @@ scrape_configs:
 		t.Fatal(err)
 	}
 	promAddr := freeAddr(t)
-	prom := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+promAddr, "--log.level=warn")
+	prom := exec.Command(bin, append([]string{"--config.file=" + filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + promAddr, "--log.level=warn"}, flags...)...)
 	prom.Stderr = os.Stderr
 	if err := prom.Start(); err != nil {
 		t.Fatal(err)
@@ -175,6 +192,13 @@ scrape_configs:
 	// In overload it fires.
 	waitUntil(t, 30*time.Second, "the TTFT cliff alert in overload", firing)
 	t.Logf("the TTFT cliff alert fired %v after the run started (overload from 75 s)", time.Since(start).Round(time.Second))
+	// The histograms were stored in the form the setting keeps.
+	native := len(flags) > 0
+	_, hasNative := query(t, base, `count(tokenprobe_time_to_first_token_seconds)`)
+	_, hasClassic := query(t, base, `count(tokenprobe_time_to_first_token_seconds_bucket)`)
+	if hasNative != native || hasClassic == native {
+		t.Fatalf("native histograms stored: %v, classic buckets: %v; native histograms on: %v", hasNative, hasClassic, native)
+	}
 
 	// After the run, the attainment from the recording rules matches the
 	// daemon's summary.
