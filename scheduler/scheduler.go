@@ -24,6 +24,9 @@ const (
 	SkipBackoff       = "backoff"
 )
 
+// SkipReasons lists every skip reason, so a counter by reason can start at 0.
+var SkipReasons = []string{SkipOverlap, SkipMaxConcurrent, SkipExclusive, SkipBudget, SkipBackoff}
+
 // SkipError is why a run asked for at once did not start.
 type SkipError struct{ Reason string }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
+	"github.com/tokenprobe/tokenprobe/scheduler"
 )
 
 // ExemplarInterval bounds how often a series gets a new exemplar. An
@@ -91,6 +92,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	e.lastThr, e.objective, e.info = gauge(catalog.RunLastThroughput), gauge(catalog.RunObjective), gauge(catalog.ProfileInfo)
 	e.next, e.capacity, e.cliff = gauge(catalog.RunNext), gauge(catalog.RunLastCapacity), gauge(catalog.RunLastCliff)
 	e.aborts = gauge(catalog.RunsAbortedInARow)
+	e.dropped.WithLabelValues("otlp") // at 0 without an OTLP push too: nothing dropped
 	e.reloadOK = prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ConfigReloadOK.Name, Help: catalog.ConfigReloadOK.Help})
 	e.reloadTime = prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ConfigReloadTime.Name, Help: catalog.ConfigReloadTime.Help})
 	for _, c := range []prometheus.Collector{
@@ -123,6 +125,9 @@ func (e *Exporter) Observe(r *result.Request, v slo.Verdict) {
 		}
 		for i, k := range kinds {
 			if v.Checked[k] {
+				if s.met[i] == nil {
+					e.sloSeries(s, i)
+				}
 				if v.Met[k] {
 					s.met[i].Inc()
 				} else {
@@ -200,12 +205,17 @@ func (e *Exporter) get(k seriesKey) *series {
 	for _, a := range result.Anomalies {
 		s.anomaly[a] = e.anomalies.WithLabelValues(plus(lv, a.String())...)
 	}
-	for i, k := range kinds {
-		s.met[i] = e.sloReqs.WithLabelValues(plus(lv, k.String(), "met")...)
-		s.missed[i] = e.sloReqs.WithLabelValues(plus(lv, k.String(), "missed")...)
-	}
 	e.series[k] = s
 	return s
+}
+
+// sloSeries makes the met and missed series of SLO kinds[i] for s, on
+// the first request checked against it: a profile's series exist only
+// for the SLOs it sets.
+func (e *Exporter) sloSeries(s *series, i int) {
+	k := kinds[i].String()
+	s.met[i] = e.sloReqs.WithLabelValues(plus(s.labels, k, "met")...)
+	s.missed[i] = e.sloReqs.WithLabelValues(plus(s.labels, k, "missed")...)
 }
 
 // Describe registers a profile x endpoint: its info series and objective.
@@ -213,6 +223,11 @@ func (e *Exporter) get(k seriesKey) *series {
 func (e *Exporter) Describe(profile, endpoint, model, url, api string, objective float64) {
 	e.info.WithLabelValues(profile, endpoint, model, url, api).Set(1)
 	e.objective.WithLabelValues(profile, endpoint).Set(objective)
+	// Counters of events that may never happen exist at 0, so a panel or
+	// an increase() reads 0, not "no data".
+	for _, reason := range scheduler.SkipReasons {
+		e.skipped.WithLabelValues(profile, endpoint, reason)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, ok := e.live[runKey{profile, endpoint}]; !ok {
