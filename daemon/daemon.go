@@ -298,7 +298,11 @@ func (d *Daemon) apply(cfg *config.Config) error {
 			d.sched.Add(d.schedulerJob(nj))
 		}
 		ep := nj.target.Endpoint
-		d.prom.Describe(nj.profile.Name, nj.endpoint, ep.Model, ep.BaseURL, string(ep.API), nj.profile.SLO.Objective)
+		url := ep.BaseURL
+		if e := cfg.Endpoint(nj.endpoint); e != nil && e.Simulator != nil {
+			url = "simulator" // its port changes at every start; the label must not
+		}
+		d.prom.Describe(nj.profile.Name, nj.endpoint, ep.Model, url, string(ep.API), nj.profile.SLO.Objective)
 	}
 	d.jobs, d.targets = newJobs, newTargets
 	d.log.Info("configuration loaded", "file", d.o.ConfigFile, "jobs", len(newJobs),

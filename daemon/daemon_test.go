@@ -381,3 +381,12 @@ func TestShards(t *testing.T) {
 	}
 	t.Logf("split: %d requests over 3 shards; split rate: %d of 80", splitReqs, rateReqs)
 }
+
+// A simulated endpoint's port changes at every start; its info series'
+// url label does not, so the series stays one across restarts.
+func TestSimulatorURLLabelIsStable(t *testing.T) {
+	_, _, reg := start(t, endpoints+"profiles:\n"+profile("p", "{concurrency: 1, requests: 1}"))
+	if v := gaugeWith(t, reg, "tokenprobe_profile_info", "url", "simulator"); v != 1 {
+		t.Fatalf("tokenprobe_profile_info{url=\"simulator\"} %v", v)
+	}
+}
