@@ -24,8 +24,14 @@ concurrency (closed loop) or request rate (open loop) of the run, so latency can
 against load. Descriptive labels live on ` + "`tokenprobe_profile_info`" + `; join them with
 ` + "`group_left`" + `. A profile removed from the configuration loses all its series.
 
-Histograms have classic buckets (listed) and native buckets (factor 1.1) side by side: a
-server that scrapes protobuf with native histograms enabled gets both. TTFT and request
+Histograms have classic buckets (listed) and native buckets (factor 1.1) side by side. What a
+Prometheus keeps depends on how it scrapes: the text format gives it the classic buckets only;
+protobuf with native histograms on gives it the native form only, unless
+` + "`scrape_classic_histograms: true`" + ` (2.45 and later) or ` + "`always_scrape_classic_histograms: true`" + `
+(3.x) keeps both. The recording rules and the dashboards' percentile panels read the native
+form where it is kept and the classic buckets otherwise, so they answer under all three
+settings (` + "`e2e TestE2EAlertsInARealPrometheus`" + ` runs the cliff alert under classic only and native
+only); the heatmaps read the classic buckets. TTFT and request
 duration observations carry a ` + "`request_id`" + ` exemplar (OpenMetrics) at most once a second per
 series, matching the ` + "`id`" + ` of ` + "`records.jsonl`" + `: in ` + "`tokenprobe run`" + `'s artifacts, and in the daemon's with
 ` + "`serve --artifacts-dir`" + `, where request n of run r has the id r x 10^9 + n.

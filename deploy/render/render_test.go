@@ -24,8 +24,11 @@ type monitor struct {
 	Kind       string         `json:"kind"`
 	Metadata   map[string]any `json:"metadata"`
 	Spec       struct {
-		Selector  map[string]any `json:"selector"`
-		Endpoints []struct {
+		// ScrapeClassicHistograms is prometheus-operator's spec-level field
+		// (NativeHistogramConfig); it is not valid inside an endpoint.
+		ScrapeClassicHistograms *bool          `json:"scrapeClassicHistograms"`
+		Selector                map[string]any `json:"selector"`
+		Endpoints               []struct {
 			Port            string   `json:"port"`
 			Interval        string   `json:"interval"`
 			ScrapeProtocols []string `json:"scrapeProtocols"`
@@ -150,6 +153,12 @@ func TestExampleValues(t *testing.T) {
 	}
 	if len(objs["Secret"]) != 1 || len(objs["ServiceMonitor"]) != 1 || len(objs["PrometheusRule"]) != 1 {
 		t.Fatalf("kinds: %v", keys(objs))
+	}
+	// Native histograms first, and the classic buckets kept beside them:
+	// without the flag Prometheus drops them (issue 24).
+	if sm := objs["ServiceMonitor"][0].(monitor); sm.Spec.ScrapeClassicHistograms == nil || !*sm.Spec.ScrapeClassicHistograms ||
+		sm.Spec.Endpoints[0].ScrapeProtocols[0] != "PrometheusProto" {
+		t.Errorf("ServiceMonitor keeps classic histograms: %v, protocols %v", sm.Spec.ScrapeClassicHistograms, sm.Spec.Endpoints[0].ScrapeProtocols)
 	}
 	sec := objs["Secret"][0].(*corev1.Secret)
 	if sec.StringData["OPENAI_API_KEY"] == "" || sts.Spec.Template.Spec.Containers[0].EnvFrom[0].SecretRef.Name != sec.Name {
