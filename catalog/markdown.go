@@ -39,8 +39,9 @@ distributions. Against the exact figures of a demo run (the three demo profiles,
 TTFT (p95 at concurrency 32: 4.8 s against 2.85 s) and +85% for ITL (p95 19.5 ms against 10.8 ms),
 p50s by 9 to 42%. Geometric buckets 10% apart would keep every figure of that run within 10%
 (9.5% TTFT, 8.0% ITL), at 116 and 90 buckets per series against today's 22 and 19; that layout
-is not shipped. The cliff alert compares TTFT against 4x its own floor, which these errors do not
-reach; SLO attainment and goodput come from counters, exact under every setting. TTFT and request
+is not shipped. The cliff alert compares TTFT p95 with 4x its own floor, so an error shared by
+both cancels, but not one that differs (+23% at the floor, +69% in overload in that run). SLO
+attainment and goodput come from counters, exact under every setting. TTFT and request
 duration observations carry a ` + "`request_id`" + ` exemplar (OpenMetrics) at most once a second per
 series, matching the ` + "`id`" + ` of ` + "`records.jsonl`" + `: in ` + "`tokenprobe run`" + `'s artifacts, and in the daemon's with
 ` + "`serve --artifacts-dir`" + `, where request n of run r has the id r x 10^9 + n.
