@@ -7,12 +7,17 @@ Usage: tokenprobe run -c configs/demo.yaml -p staircase -p baseline -p overload 
 For every profile and load level it prints TTFT and ITL p50/p95/p99: the exact
 figure (numpy's linear interpolation, as the run summary computes it) and what
 Prometheus's histogram_quantile reads from the classic buckets of the catalog
-(TTFT and TokenGap buckets, copied below), then the worst error of geometric
+(read from docs/METRICS.md), then the worst error of geometric
 layouts of ratio 1.05 to 1.25. docs/METRICS.md quotes its output.
 """
 import json, glob, math, sys
-TTFT=[0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.2, 0.25, 0.3, 0.5, 0.75, 1, 2, 2.5, 5, 7.5, 10, 20, 30, 60]
-GAP=[0.001, 0.002, 0.005, 0.01, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5]
+import os, re
+# The classic layouts, as docs/METRICS.md lists them (generated from the catalog).
+_docs = open(os.path.join(os.path.dirname(__file__), '..', '..', 'docs', 'METRICS.md')).read()
+def layout(metric):
+    return [float(x) for x in re.search(r"- `%s`: (.*)" % metric, _docs).group(1).split(',')]
+TTFT = layout('tokenprobe_time_to_first_token_seconds')
+GAP = layout('tokenprobe_inter_token_latency_seconds')
 def exact(v,q):
     v=sorted(v); n=len(v); r=q*(n-1); lo=math.floor(r); hi=min(lo+1,n-1); return v[lo]+(v[hi]-v[lo])*(r-lo)
 def prom(v,q,b):
