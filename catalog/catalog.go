@@ -145,7 +145,7 @@ var (
 	RunLastTimestamp = Metric{Name: "tokenprobe_run_last_timestamp_seconds", Type: Gauge, Unit: "seconds", Labels: RunLabels,
 		Help: "Unix time the last run ended."}
 	RunLastSuccess = Metric{Name: "tokenprobe_run_last_success_timestamp_seconds", Type: Gauge, Unit: "seconds", Labels: RunLabels,
-		Help: "Unix time the last run that passed ended."}
+		Help: "Unix time the last run that passed ended; until one has, the time the job was configured, so that an alert on its age fires for a job that never passes."}
 	RunLastPassed = Metric{Name: "tokenprobe_run_last_passed", Type: Gauge, Unit: "boolean", Labels: RunLabels,
 		Help: "1 when the last run met its SLO objective (or had none), 0 otherwise."}
 	RunLastDuration = Metric{Name: "tokenprobe_run_last_duration_seconds", Type: Gauge, Unit: "seconds", Labels: RunLabels,

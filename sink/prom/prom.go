@@ -232,6 +232,10 @@ func (e *Exporter) Describe(profile, endpoint, model, url, api string, objective
 	defer e.mu.Unlock()
 	if _, ok := e.live[runKey{profile, endpoint}]; !ok {
 		e.live[runKey{profile, endpoint}] = nil
+		// A new job has not passed yet: its last success is its start,
+		// so an alert on the age of the last success fires for a job
+		// that never passes, once it is old enough.
+		e.lastOK.WithLabelValues(profile, endpoint).SetToCurrentTime()
 	}
 }
 
