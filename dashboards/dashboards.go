@@ -62,11 +62,15 @@ func quantileBy(p, metric, label, legend string) []cog.Builder[variants.Dataquer
 	return []cog.Builder[variants.Dataquery]{q(catalog.Quantile(v, metric, label, sel, "$__rate_interval"), legend)}
 }
 
-// heat is a heatmap of a histogram's classic buckets over time.
+// heat is a heatmap of a histogram over time: its classic buckets where
+// Prometheus keeps them, else its native form (the native part answers
+// only when no classic bucket does, so the two never mix).
 func heat(title, desc, metric string) *heatmap.PanelBuilder {
+	classic := fmt.Sprintf(`sum by (le) (rate(%s_bucket{%s}[$__rate_interval]))`, metric, sel)
+	native := fmt.Sprintf(`sum(rate(%s{%s}[$__rate_interval]))`, metric, sel)
 	return heatmap.NewPanelBuilder().Title(title).Description(desc).Datasource(ds).Height(8).Span(12).
 		WithTarget(prometheus.NewDataqueryBuilder().
-			Expr(fmt.Sprintf(`sum by (le) (rate(%s_bucket{%s}[$__rate_interval]))`, metric, sel)).
+			Expr(classic+" or ("+native+" unless on () "+classic+")").
 			Format(prometheus.PromQueryFormatHeatmap).LegendFormat("{{le}}").Range())
 }
 
@@ -132,18 +136,18 @@ func slo() *dashboard.DashboardBuilder {
 	b.WithPanel(ts("Attainment per SLO", "Requests meeting each threshold over success + error (tokenprobe_slo_requests_total{result=\"met\"} / all results).", "percentunit",
 		q(fmt.Sprintf(`sum by (profile, slo) (rate(tokenprobe_slo_requests_total{%s,result="met"}[$__rate_interval])) / sum by (profile, slo) (rate(tokenprobe_slo_requests_total{%s}[$__rate_interval]))`, sel, sel), "{{profile}} {{slo}}")))
 	b.WithPanel(ts("Error budget burn rate", "How fast requests that are not good spend the budget of the profile's objective (tokenprobe:slo_errors:ratio_rate1h / (1 - tokenprobe_slo_objective_ratio)); 1 spends it in exactly the SLO window, 14.4 pages.", "x",
-		q(fmt.Sprintf(`tokenprobe:slo_errors:ratio_rate1h{%s} / on (profile, endpoint) (1 - tokenprobe_slo_objective_ratio{%s})`, runSel, runSel), "1h {{profile}}"),
-		q(fmt.Sprintf(`tokenprobe:slo_errors:ratio_rate6h{%s} / on (profile, endpoint) (1 - tokenprobe_slo_objective_ratio{%s})`, runSel, runSel), "6h {{profile}}")))
+		q(fmt.Sprintf(`tokenprobe:slo_errors:ratio_rate1h{%s} / on (profile, endpoint) (1 - max by (profile, endpoint) (tokenprobe_slo_objective_ratio{%s}))`, runSel, runSel), "1h {{profile}}"),
+		q(fmt.Sprintf(`tokenprobe:slo_errors:ratio_rate6h{%s} / on (profile, endpoint) (1 - max by (profile, endpoint) (tokenprobe_slo_objective_ratio{%s}))`, runSel, runSel), "6h {{profile}}")))
 	b.WithPanel(ts("Errors by reason", "Failed requests per second by reason (tokenprobe_request_errors_total).", "reqps",
 		q(fmt.Sprintf(`sum by (reason) (rate(tokenprobe_request_errors_total{%s}[$__rate_interval])) > 0`, sel), "{{reason}}")))
 	b.WithPanel(ts("TTFT", "Time to first token percentiles (tokenprobe_time_to_first_token_seconds), from native histograms where Prometheus keeps them, else from the classic buckets.", "s", percentiles("tokenprobe_time_to_first_token_seconds", ", profile")...))
 	b.WithPanel(ts("TTST", "Time to second token percentiles (tokenprobe_time_to_second_token_seconds).", "s", percentiles("tokenprobe_time_to_second_token_seconds", ", profile")...))
 	b.WithPanel(ts("ITL", "Per-request inter-token latency percentiles (tokenprobe_inter_token_latency_seconds).", "s", percentiles("tokenprobe_inter_token_latency_seconds", ", profile")...))
 	b.WithPanel(ts("Request latency", "End-to-end latency percentiles (tokenprobe_request_duration_seconds).", "s", percentiles("tokenprobe_request_duration_seconds", ", profile")...))
-	b.WithPanel(heat("TTFT heatmap", "TTFT distribution over time (tokenprobe_time_to_first_token_seconds_bucket); native histograms render the same with a native heatmap query.", "tokenprobe_time_to_first_token_seconds"))
-	b.WithPanel(heat("ITL heatmap", "Per-request inter-token latency over time (tokenprobe_inter_token_latency_seconds_bucket).", "tokenprobe_inter_token_latency_seconds"))
+	b.WithPanel(heat("TTFT heatmap", "TTFT distribution over time (tokenprobe_time_to_first_token_seconds): classic buckets where Prometheus keeps them, else the native histogram.", "tokenprobe_time_to_first_token_seconds"))
+	b.WithPanel(heat("ITL heatmap", "Per-request inter-token latency over time (tokenprobe_inter_token_latency_seconds): classic buckets where kept, else the native histogram.", "tokenprobe_inter_token_latency_seconds"))
 	b.WithPanel(ts("Error budget spent over 3 days", "Share of the error budget of the profile's objective used over the last 3 days (tokenprobe:slo_errors:ratio_rate3d / (1 - tokenprobe_slo_objective_ratio)); above 0.1 a 30-day budget runs out early.", "percentunit",
-		q(fmt.Sprintf(`tokenprobe:slo_errors:ratio_rate3d{%s} / on (profile, endpoint) (1 - tokenprobe_slo_objective_ratio{%s}) * 3 / 30`, runSel, runSel), "{{profile}} {{endpoint}}")))
+		q(fmt.Sprintf(`tokenprobe:slo_errors:ratio_rate3d{%s} / on (profile, endpoint) (1 - max by (profile, endpoint) (tokenprobe_slo_objective_ratio{%s})) * 3 / 30`, runSel, runSel), "{{profile}} {{endpoint}}")))
 	return b
 }
 

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 
 	"github.com/tokenprobe/tokenprobe/alerts"
 	"github.com/tokenprobe/tokenprobe/daemon"
+	"github.com/tokenprobe/tokenprobe/dashboards"
 	"github.com/tokenprobe/tokenprobe/web"
 )
 
@@ -192,6 +194,7 @@ scrape_configs:
 	// In overload it fires.
 	waitUntil(t, 30*time.Second, "the TTFT cliff alert in overload", firing)
 	t.Logf("the TTFT cliff alert fired %v after the run started (overload from 75 s)", time.Since(start).Round(time.Second))
+	overload := time.Now()
 	// The histograms were stored in the form the setting keeps.
 	native := len(flags) > 0
 	_, hasNative := query(t, base, `count(tokenprobe_time_to_first_token_seconds)`)
@@ -225,6 +228,78 @@ scrape_configs:
 	if d := v - run.Summary.Attainment; d > 0.03 || d < -0.03 {
 		t.Errorf("recording rules say %.4f, the daemon %.4f", v, run.Summary.Attainment)
 	}
+	dashboardsShowData(t, base, overload, time.Now())
+}
+
+// noDataBecause are the dashboard queries allowed to be empty here, and why.
+var noDataBecause = map[string]string{
+	"DCGM_":                           "GPU series: there is no GPU and no gpu block here",
+	"tokenprobe_gpu_source_up":        "exported only with a gpu block",
+	"tokenprobe_request_errors_total": "the panel draws only error reasons that occur (> 0), and no request of this run failed",
+}
+
+// dashboardsShowData evaluates every query of every generated dashboard,
+// its variables set to match everything, at the two moments given (in
+// overload, and after the run ended): each must return data at one of
+// them, unless noDataBecause says why it cannot here.
+func dashboardsShowData(t *testing.T, base string, at ...time.Time) {
+	t.Helper()
+	files, err := dashboards.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := strings.NewReplacer(`$profile`, `.*`, `$endpoint`, `.*`, `$model`, `.*`, `$__rate_interval`, `10s`, `$__range`, `2m`)
+	checked := 0
+	for name, b := range files {
+		var d struct {
+			Panels []struct {
+				Title   string
+				Targets []struct{ Expr string }
+			}
+		}
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	queries:
+		for _, p := range d.Panels {
+			for _, target := range p.Targets {
+				for part, why := range noDataBecause {
+					if strings.Contains(target.Expr, part) {
+						t.Logf("%s / %s: not checked: %s", name, p.Title, why)
+						continue queries
+					}
+				}
+				checked++
+				n := 0
+				for _, when := range at {
+					n = max(n, results(t, base, vars.Replace(target.Expr), when))
+				}
+				if n == 0 {
+					t.Errorf("%s / %s: no data: %s", name, p.Title, target.Expr)
+				}
+			}
+		}
+	}
+	t.Logf("%d dashboard queries returned data", checked)
+}
+
+// results is the number of series an instant query returns at when.
+func results(t *testing.T, base, q string, when time.Time) int {
+	t.Helper()
+	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(q) + "&time=" + strconv.FormatInt(when.Unix(), 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Status string
+		Error  string
+		Data   struct{ Result []json.RawMessage }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Status != "success" {
+		t.Fatalf("%s: %v %s", q, err, out.Error)
+	}
+	return len(out.Data.Result)
 }
 
 func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
