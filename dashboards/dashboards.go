@@ -70,7 +70,7 @@ func heat(title, desc, metric string) *heatmap.PanelBuilder {
 	native := fmt.Sprintf(`sum(rate(%s{%s}[$__rate_interval]))`, metric, sel)
 	return heatmap.NewPanelBuilder().Title(title).Description(desc).Datasource(ds).Height(8).Span(12).
 		WithTarget(prometheus.NewDataqueryBuilder().
-			Expr(classic+" or ("+native+" unless on () "+classic+")").
+			Expr(classic + " or (" + native + " unless on () " + classic + ")").
 			Format(prometheus.PromQueryFormatHeatmap).LegendFormat("{{le}}").Range())
 }
 
