@@ -5,7 +5,7 @@ LDFLAGS := -X github.com/prometheus/common/version.Version=$(VERSION) \
            -X github.com/prometheus/common/version.Revision=$(shell git rev-parse --short HEAD 2>/dev/null) \
            -X github.com/prometheus/common/version.Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
 
-.PHONY: gobench grafana-push dashboards test-deploy help build run demo-once e2e rules soak manifests test race lint bench fuzz docs clean
+.PHONY: gobench grafana-push dashboards test-deploy help build run demo-once e2e prometheus3 rules soak manifests test race lint bench fuzz docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -52,8 +52,11 @@ fuzz: ## run each fuzz target for FUZZTIME (default 10s)
 soak: ## the daemon with faults and reloads for SOAK (default 10m); heap, goroutines, files and series must stay flat
 	$(GO) test -run Soak -v -timeout 3h ./daemon/ -args -soak.duration=$${SOAK:-10m}
 
-e2e: ## the alert rules in a real Prometheus scraping a real daemon (needs the prometheus package; about 2 minutes)
-	$(GO) test -run E2E -v -timeout 5m ./e2e/
+e2e: prometheus3 ## the alert rules in real Prometheus servers (Debian's 2.42 and 3.16) scraping a real daemon (about 2 minutes)
+	TOKENPROBE_PROMETHEUS3=$$(tools/prometheus3.sh) $(GO) test -run E2E -v -timeout 5m ./e2e/
+
+prometheus3: ## build Prometheus 3.16 from its Go module into GOPATH/bin, once
+	tools/prometheus3.sh
 
 rules: ## regenerate alerts/ from the metric catalog
 	$(GO) run ./cmd/tokenprobe generate rules --out alerts

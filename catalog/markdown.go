@@ -37,8 +37,9 @@ protobuf with native histograms on gives it the native form only, unless
 ` + "`scrape_classic_histograms: true`" + ` (2.45 and later) or ` + "`always_scrape_classic_histograms: true`" + `
 (3.x) keeps both. The recording rules and the dashboards' percentile panels read the native
 form where it is kept and the classic buckets otherwise, so they answer under all three
-settings (` + "`e2e TestE2EAlertsInARealPrometheus`" + ` runs the cliff alert under classic only and native
-only); the heatmaps read the classic buckets.
+settings (` + "`e2e TestE2EAlertsInARealPrometheus`" + ` runs the cliff alert and every dashboard query
+under each, in Prometheus 2.42 and 3.16); the heatmaps read the classic buckets where kept, else
+the native form.
 
 The classic TTFT and ITL buckets are about 10% apart (from 5 ms to 60 s, and 1 ms to 1 s),
 so that quantiles read from them stay within 10% of the exact figures even for the tight

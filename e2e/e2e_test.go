@@ -93,33 +93,73 @@ func query(t *testing.T, base, q string) (float64, bool) {
 	return v, true
 }
 
-// The rules run under the scrape settings users have: the text format,
-// where Prometheus keeps classic buckets only, and protobuf with native
-// histograms on, where Prometheus 2.x keeps only the native form of a
-// histogram that has one (the recording rules used to read classic
-// buckets alone, and returned nothing there).
-func TestE2EAlertsInARealPrometheus(t *testing.T) {
-	bin := prometheusBinary(t)
-	if testing.Short() {
-		t.Skip("runs for about two minutes per scrape setting")
-	}
-	for _, setting := range []struct {
-		name  string
-		flags []string
-	}{
-		{"classic only", nil},
-		{"native only", []string{"--enable-feature=native-histograms"}},
-	} {
-		t.Run(setting.name, func(t *testing.T) { alertsInARealPrometheus(t, bin, setting.flags) })
-	}
+// server is one Prometheus scraping the daemon under one setting.
+type server struct {
+	name   string
+	bin    string
+	flags  []string
+	scrape string // extra lines of the scrape job
+	native bool   // keeps native histograms
+	both   bool   // keeps classic buckets beside them
+	otlp   bool   // also receives the daemon's OTLP push
+	base   string
 }
 
-func alertsInARealPrometheus(t *testing.T, bin string, flags []string) {
-	dir := t.TempDir()
+// servers are the scrape settings users have, in Debian's Prometheus 2.42
+// and, where .ci/run built it (TOKENPROBE_PROMETHEUS3), a current 3.x:
+// the text format (classic buckets only), protobuf with native histograms
+// on (Prometheus keeps only the native form of a histogram that has one;
+// the recording rules used to read classic buckets alone and returned
+// nothing there) and, in 3.x, both forms kept. The 3.x server that keeps
+// both also receives the OTLP push, as a Prometheus that is also an OTLP
+// backend would.
+func servers(t *testing.T) []*server {
+	v2 := prometheusBinary(t)
+	out := []*server{
+		{name: "2.42 classic only", bin: v2},
+		{name: "2.42 native only", bin: v2, flags: []string{"--enable-feature=native-histograms"}, native: true},
+	}
+	v3 := os.Getenv("TOKENPROBE_PROMETHEUS3")
+	switch {
+	case v3 != "":
+		out = append(out,
+			&server{name: "3.x classic only", bin: v3},
+			&server{name: "3.x native only", bin: v3, scrape: "    scrape_native_histograms: true\n", native: true},
+			&server{name: "3.x both, and OTLP", bin: v3, flags: []string{"--web.enable-otlp-receiver"},
+				scrape: "    scrape_native_histograms: true\n    always_scrape_classic_histograms: true\n", native: true, both: true, otlp: true})
+	case os.Getenv("TOKENPROBE_REQUIRE_PROMETHEUS3") != "":
+		t.Fatal("TOKENPROBE_REQUIRE_PROMETHEUS3 is set and TOKENPROBE_PROMETHEUS3 names no binary (make prometheus3)")
+	default:
+		t.Log("no Prometheus 3 (TOKENPROBE_PROMETHEUS3): 2.42 only")
+	}
+	return out
+}
 
-	// The daemon, with its simulator, on a real port.
+// One run of the daemon, scraped at once by a Prometheus per setting: in
+// each, the cliff alert stays quiet through the baseline and fires in
+// overload, the attainment the recording rules compute matches the
+// daemon's summary, and every dashboard query returns data.
+func TestE2EAlertsInARealPrometheus(t *testing.T) {
+	proms := servers(t)
+	if testing.Short() {
+		t.Skip("runs for about two minutes")
+	}
+	dir := t.TempDir()
+	addrs := map[*server]string{}
+	for _, p := range proms {
+		addrs[p] = freeAddr(t)
+	}
+
+	// The daemon, with its simulator, on a real port; it pushes OTLP to
+	// the server that takes it.
+	body := profile
+	for _, p := range proms {
+		if p.otlp {
+			body += fmt.Sprintf("otlp: {protocol: http, endpoint: \"http://%s/api/v1/otlp/v1/metrics\", insecure: true, interval: 2s}\n", addrs[p])
+		}
+	}
 	cfg := filepath.Join(dir, "tokenprobe.yaml")
-	if err := os.WriteFile(cfg, []byte(profile), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
@@ -137,38 +177,41 @@ func alertsInARealPrometheus(t *testing.T, bin string, flags []string) {
 		_ = srv.Shutdown(ctx)
 	}()
 
-	// Prometheus scraping it every second with the rules at compressed time.
+	// Each Prometheus scrapes it every second, with the rules at
+	// compressed time.
 	o := alerts.Defaults()
 	o.Scale = scale
 	rules, err := alerts.Marshal(alerts.Generate(o))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "rules.yaml"), rules, 0o644); err != nil {
-		t.Fatal(err)
+	for i, p := range proms {
+		pdir := filepath.Join(dir, fmt.Sprint(i))
+		if err := os.MkdirAll(pdir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(pdir, "rules.yaml"), rules, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		promCfg := fmt.Sprintf("global: {scrape_interval: 1s, evaluation_interval: 1s}\nrule_files: [rules.yaml]\nscrape_configs:\n  - job_name: tokenprobe\n%s    static_configs: [{targets: [%q]}]\n", p.scrape, probeAddr)
+		if err := os.WriteFile(filepath.Join(pdir, "prometheus.yml"), []byte(promCfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(p.bin, append([]string{"--config.file=" + filepath.Join(pdir, "prometheus.yml"), "--storage.tsdb.path=" + filepath.Join(pdir, "data"),
+			"--web.listen-address=" + addrs[p], "--log.level=warn"}, p.flags...)...)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+		p.base = "http://" + addrs[p]
 	}
-	promCfg := fmt.Sprintf(`global: {scrape_interval: 1s, evaluation_interval: 1s}
-rule_files: [rules.yaml]
-scrape_configs:
-  - job_name: tokenprobe
-    static_configs: [{targets: [%q]}]
-`, probeAddr)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(promCfg), 0o644); err != nil {
-		t.Fatal(err)
+	for _, p := range proms {
+		waitUntil(t, 30*time.Second, p.name+" to scrape tokenprobe", func() bool {
+			v, ok := query(t, p.base, `up{job="tokenprobe"}`)
+			return ok && v == 1
+		})
 	}
-	promAddr := freeAddr(t)
-	prom := exec.Command(bin, append([]string{"--config.file=" + filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path=" + filepath.Join(dir, "data"),
-		"--web.listen-address=" + promAddr, "--log.level=warn"}, flags...)...)
-	prom.Stderr = os.Stderr
-	if err := prom.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = prom.Process.Kill(); _ = prom.Wait() }()
-	base := "http://" + promAddr
-	waitUntil(t, 30*time.Second, "Prometheus to scrape tokenprobe", func() bool {
-		v, ok := query(t, base, `up{job="tokenprobe"}`)
-		return ok && v == 1
-	})
 
 	// One run: 75 s at concurrency 1, then 30 s at 24 past the 4 slots.
 	// 409 means the hourly schedule started the same run a moment ago:
@@ -180,27 +223,32 @@ scrape_configs:
 	}
 	resp.Body.Close()
 	start := time.Now()
-	firing := func() bool {
-		_, ok := query(t, base, `ALERTS{alertname="TokenprobeTTFTCliff",alertstate="firing",profile="cliff"}`)
+	firing := func(p *server) bool {
+		_, ok := query(t, p.base, `ALERTS{alertname="TokenprobeTTFTCliff",alertstate="firing",profile="cliff"}`)
 		return ok
 	}
-	// Through the baseline stage the cliff alert stays quiet.
+	// Through the baseline stage the cliff alert stays quiet everywhere.
 	for time.Since(start) < 73*time.Second {
-		if firing() {
-			t.Fatalf("the TTFT cliff alert fired %v into the baseline stage", time.Since(start).Round(time.Second))
+		for _, p := range proms {
+			if firing(p) {
+				t.Fatalf("%s: the TTFT cliff alert fired %v into the baseline stage", p.name, time.Since(start).Round(time.Second))
+			}
 		}
 		time.Sleep(time.Second)
 	}
-	// In overload it fires.
-	waitUntil(t, 30*time.Second, "the TTFT cliff alert in overload", firing)
-	t.Logf("the TTFT cliff alert fired %v after the run started (overload from 75 s)", time.Since(start).Round(time.Second))
+	// In overload it fires everywhere.
+	for _, p := range proms {
+		waitUntil(t, 30*time.Second, p.name+": the TTFT cliff alert in overload", func() bool { return firing(p) })
+		t.Logf("%s: the TTFT cliff alert fired %v after the run started (overload from 75 s)", p.name, time.Since(start).Round(time.Second))
+	}
 	overload := time.Now()
-	// The histograms were stored in the form the setting keeps.
-	native := len(flags) > 0
-	_, hasNative := query(t, base, `count(tokenprobe_time_to_first_token_seconds)`)
-	_, hasClassic := query(t, base, `count(tokenprobe_time_to_first_token_seconds_bucket)`)
-	if hasNative != native || hasClassic == native {
-		t.Fatalf("native histograms stored: %v, classic buckets: %v; native histograms on: %v", hasNative, hasClassic, native)
+	// Each kept the histograms in the form its setting says.
+	for _, p := range proms {
+		_, hasNative := query(t, p.base, `count(tokenprobe_time_to_first_token_seconds)`)
+		_, hasClassic := query(t, p.base, `count(tokenprobe_time_to_first_token_seconds_bucket)`)
+		if hasNative != p.native || hasClassic != (!p.native || p.both) {
+			t.Errorf("%s: native histograms stored: %v, classic buckets: %v", p.name, hasNative, hasClassic)
+		}
 	}
 
 	// After the run, the attainment from the recording rules matches the
@@ -218,17 +266,39 @@ scrape_configs:
 		return len(summary.Runs) == 1 && summary.Runs[0].Result != daemon.ResultRunning
 	})
 	run := summary.Runs[0]
-	time.Sleep(3 * time.Second) // the last scrape and rule evaluation
-	// The 3-day window at this scale is 72 minutes: the whole run.
-	v, ok := query(t, base, `1 - tokenprobe:slo_errors:ratio_rate3d{profile="cliff"}`)
-	if !ok {
-		t.Fatal("no attainment from the recording rules")
+	time.Sleep(4 * time.Second) // the last scrape, rule evaluation and OTLP export
+	ended := time.Now()
+	for _, p := range proms {
+		// The 3-day window at this scale is 72 minutes: the whole run.
+		v, ok := query(t, p.base, `1 - tokenprobe:slo_errors:ratio_rate3d{profile="cliff"}`)
+		if !ok {
+			t.Errorf("%s: no attainment from the recording rules", p.name)
+			continue
+		}
+		t.Logf("%s: attainment: recording rules %.4f, daemon summary %.4f (%d requests)", p.name, v, run.Summary.Attainment, run.Summary.Requests)
+		if d := v - run.Summary.Attainment; d > 0.03 || d < -0.03 {
+			t.Errorf("%s: recording rules say %.4f, the daemon %.4f", p.name, v, run.Summary.Attainment)
+		}
+		dashboardsShowData(t, p, overload, ended)
+		if p.otlp {
+			otlpArrived(t, p, run)
+		}
 	}
-	t.Logf("attainment: recording rules %.4f, daemon summary %.4f (%d requests)", v, run.Summary.Attainment, run.Summary.Requests)
-	if d := v - run.Summary.Attainment; d > 0.03 || d < -0.03 {
-		t.Errorf("recording rules say %.4f, the daemon %.4f", v, run.Summary.Attainment)
-	}
-	dashboardsShowData(t, base, overload, time.Now())
+}
+
+// otlpArrived checks the OTLP push in a Prometheus that received it: the
+// gen_ai TTFT histogram counts every successful request of the run, with
+// the run's attributes.
+func otlpArrived(t *testing.T, p *server, run daemon.RunRecord) {
+	t.Helper()
+	q := fmt.Sprintf(`histogram_count(sum(gen_ai_client_operation_time_to_first_chunk_seconds{tokenprobe_profile="cliff",tokenprobe_endpoint="sim",gen_ai_request_model=%q}))`, run.Summary.Model)
+	var n float64
+	waitUntil(t, 20*time.Second, p.name+": the OTLP push of the whole run", func() bool {
+		v, ok := query(t, p.base, q)
+		n = v
+		return ok && int(v) == run.Summary.TTFT.Count
+	})
+	t.Logf("%s: gen_ai_client_operation_time_to_first_chunk_seconds counts %v requests over OTLP, the run's summary %d", p.name, n, run.Summary.TTFT.Count)
 }
 
 // noDataBecause are the dashboard queries allowed to be empty here, and why.
@@ -242,7 +312,7 @@ var noDataBecause = map[string]string{
 // its variables set to match everything, at the two moments given (in
 // overload, and after the run ended): each must return data at one of
 // them, unless noDataBecause says why it cannot here.
-func dashboardsShowData(t *testing.T, base string, at ...time.Time) {
+func dashboardsShowData(t *testing.T, p *server, at ...time.Time) {
 	t.Helper()
 	files, err := dashboards.Files()
 	if err != nil {
@@ -261,27 +331,34 @@ func dashboardsShowData(t *testing.T, base string, at ...time.Time) {
 			t.Fatalf("%s: %v", name, err)
 		}
 	queries:
-		for _, p := range d.Panels {
-			for _, target := range p.Targets {
+		for _, panel := range d.Panels {
+			for _, target := range panel.Targets {
 				for part, why := range noDataBecause {
 					if strings.Contains(target.Expr, part) {
-						t.Logf("%s / %s: not checked: %s", name, p.Title, why)
+						if !reasonsLogged {
+							t.Logf("%s / %s: not checked: %s", name, panel.Title, why)
+						}
 						continue queries
 					}
 				}
 				checked++
 				n := 0
 				for _, when := range at {
-					n = max(n, results(t, base, vars.Replace(target.Expr), when))
+					n = max(n, results(t, p.base, vars.Replace(target.Expr), when))
 				}
 				if n == 0 {
-					t.Errorf("%s / %s: no data: %s", name, p.Title, target.Expr)
+					t.Errorf("%s: %s / %s: no data: %s", p.name, name, panel.Title, target.Expr)
 				}
 			}
 		}
 	}
-	t.Logf("%d dashboard queries returned data", checked)
+	t.Logf("%s: %d dashboard queries returned data", p.name, checked)
+	reasonsLogged = true
 }
+
+// reasonsLogged: the queries not checked are the same for every server,
+// said once.
+var reasonsLogged bool
 
 // results is the number of series an instant query returns at when.
 func results(t *testing.T, base, q string, when time.Time) int {
