@@ -46,7 +46,8 @@ func PrometheusRule(f RuleFile, name string) ([]byte, error) {
 }
 
 // Files returns the generated files by name: the rule file, the
-// PrometheusRule resource, and the rules at compressed time for tests.
+// PrometheusRule resource, and the canary analysis templates of Argo
+// Rollouts and Flagger.
 func Files(o Options) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	f := Generate(o)
@@ -55,6 +56,16 @@ func Files(o Options) (map[string][]byte, error) {
 		return nil, err
 	}
 	if out["prometheusrule.yaml"], err = PrometheusRule(f, "tokenprobe"); err != nil {
+		return nil, err
+	}
+	if out["argo-analysistemplate.yaml"], err = MarshalDocs(Header, AnalysisTemplate(o)); err != nil {
+		return nil, err
+	}
+	var flagger []any
+	for _, m := range MetricTemplates() {
+		flagger = append(flagger, m)
+	}
+	if out["flagger-metrictemplates.yaml"], err = MarshalDocs(Header, flagger...); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -281,3 +281,28 @@ profiles:
 		t.Error("requests in flight were cancelled, not let finish")
 	}
 }
+
+// generate slo writes a Sloth spec with one goodput SLO per profile with
+// an objective and endpoint, and refuses a configuration with none.
+func TestGenerateSLO(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "slo.yaml")
+	if code := run([]string{"generate", "slo", "-c", "../../configs/demo.yaml", "--out", out}); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"version: prometheus/v1", "name: staircase-sim-goodput", "name: overload-sim-goodput", "objective: 90"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("no %q in:\n%s", want, b)
+		}
+	}
+	none := filepath.Join(t.TempDir(), "none.yaml")
+	if err := os.WriteFile(none, []byte("endpoints: [{name: sim, simulator: {}}]\nprofiles: [{name: p}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := run([]string{"generate", "slo", "-c", none}); code != runonce.ExitConfig {
+		t.Errorf("a configuration without objectives: exit %d, want %d", code, runonce.ExitConfig)
+	}
+}
