@@ -22,12 +22,17 @@ import (
 	"github.com/tokenprobe/tokenprobe/alerts"
 	"github.com/tokenprobe/tokenprobe/daemon"
 	"github.com/tokenprobe/tokenprobe/dashboards"
+	"github.com/tokenprobe/tokenprobe/probe"
 	"github.com/tokenprobe/tokenprobe/web"
 )
 
 // scale compresses time: an hour of the rules' windows is a minute here.
 const scale = 60
 
+// Two replicas (--shard.count 2) share it: cliff runs on the one its name
+// hashes to, steady on both, half its load each, beside cliff on the same
+// simulator (one more request in flight, within its four slots).
+//
 // The simulator's prefill puts TTFT near 200 ms at concurrency 1, so that
 // a pause of the whole test machine (a CI run saw 250 ms) does not look
 // like a 4x cliff in the baseline's 5-second windows, as it did with a
@@ -46,6 +51,15 @@ profiles:
     workload: {input_tokens: {mean: 100}, output_tokens: {mean: 16}}
     slo: {ttft: 500ms, objective: 0.9}
     schedule: {every: 1h}
+  # Split over the two replicas: both export its series and objective,
+  # which the rules must aggregate (a many-to-many match fails a rule).
+  - name: steady
+    endpoints: [sim]
+    shard: {split: true}
+    load: {concurrency: 2, duration: 20s}
+    workload: {input_tokens: {mean: 20}, output_tokens: {mean: 8}}
+    slo: {ttft: 2s, objective: 0.5}
+    schedule: {continuous: true}
 `
 
 func freeAddr(t *testing.T) string {
@@ -150,32 +164,38 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 		addrs[p] = freeAddr(t)
 	}
 
-	// The daemon, with its simulator, on a real port; it pushes OTLP to
-	// the server that takes it.
-	body := profile
-	for _, p := range proms {
-		if p.otlp {
-			body += fmt.Sprintf("otlp: {protocol: http, endpoint: \"http://%s/api/v1/otlp/v1/metrics\", insecure: true, interval: 2s}\n", addrs[p])
+	// The two replicas, each with its simulator, on real ports. The one
+	// that runs cliff pushes OTLP to the server that takes it; the other
+	// does not, as in-process replicas would push the same series under
+	// one instance.
+	var probeAddrs []string
+	for i := range 2 {
+		body := profile
+		for _, p := range proms {
+			if p.otlp && probe.Owns("cliff/sim", i, 2) {
+				body += fmt.Sprintf("otlp: {protocol: http, endpoint: \"http://%s/api/v1/otlp/v1/metrics\", insecure: true, interval: 2s}\n", addrs[p])
+			}
 		}
+		cfg := filepath.Join(dir, fmt.Sprintf("tokenprobe-%d.yaml", i))
+		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		reg := prometheus.NewRegistry()
+		d, err := daemon.New(daemon.Options{ConfigFile: cfg, Registerer: reg, ShardIndex: i, ShardCount: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := freeAddr(t)
+		probeAddrs = append(probeAddrs, addr)
+		srv := &http.Server{Addr: addr, Handler: web.Handler(d, web.Options{Lifecycle: true, Gatherer: reg})}
+		go func() { _ = srv.ListenAndServe() }()
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = d.Shutdown(ctx)
+			_ = srv.Shutdown(ctx)
+		}()
 	}
-	cfg := filepath.Join(dir, "tokenprobe.yaml")
-	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	d, err := daemon.New(daemon.Options{ConfigFile: cfg, Registerer: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	probeAddr := freeAddr(t)
-	srv := &http.Server{Addr: probeAddr, Handler: web.Handler(d, web.Options{Lifecycle: true, Gatherer: reg})}
-	go func() { _ = srv.ListenAndServe() }()
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = d.Shutdown(ctx)
-		_ = srv.Shutdown(ctx)
-	}()
 
 	// Each Prometheus scrapes it every second, with the rules at
 	// compressed time.
@@ -193,7 +213,7 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(pdir, "rules.yaml"), rules, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		promCfg := fmt.Sprintf("global: {scrape_interval: 1s, evaluation_interval: 1s}\nrule_files: [rules.yaml]\nscrape_configs:\n  - job_name: tokenprobe\n%s    static_configs: [{targets: [%q]}]\n", p.scrape, probeAddr)
+		promCfg := fmt.Sprintf("global: {scrape_interval: 1s, evaluation_interval: 1s}\nrule_files: [rules.yaml]\nscrape_configs:\n  - job_name: tokenprobe\n%s    static_configs: [{targets: [%q, %q]}]\n", p.scrape, probeAddrs[0], probeAddrs[1])
 		if err := os.WriteFile(filepath.Join(pdir, "prometheus.yml"), []byte(promCfg), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -208,20 +228,33 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 	}
 	for _, p := range proms {
 		waitUntil(t, 30*time.Second, p.name+" to scrape tokenprobe", func() bool {
-			v, ok := query(t, p.base, `up{job="tokenprobe"}`)
-			return ok && v == 1
+			v, ok := query(t, p.base, `sum(up{job="tokenprobe"})`)
+			return ok && v == 2
 		})
 	}
 
-	// One run: 75 s at concurrency 1, then 30 s at 24 past the 4 slots.
-	// 409 means the hourly schedule started the same run a moment ago:
-	// its tick falls at a fixed minute of the hour, which a test run
-	// sometimes meets.
-	resp, err := http.Post("http://"+probeAddr+"/api/v1/runs?profile=cliff", "", nil)
-	if err != nil || (resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusConflict) {
-		t.Fatalf("run now: %v %v", err, resp)
+	// One run: 75 s at concurrency 1, then 30 s at 24 past the 4 slots,
+	// on the replica that owns cliff (the other answers 404). 409 means the
+	// hourly schedule started the same run a moment ago: its tick falls
+	// at a fixed minute of the hour, which a test run sometimes meets.
+	probeAddr := ""
+	for _, addr := range probeAddrs {
+		resp, err := http.Post("http://"+addr+"/api/v1/runs?profile=cliff", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusAccepted, http.StatusConflict:
+			probeAddr = addr
+		case http.StatusNotFound:
+		default:
+			t.Fatalf("run now on %s: %s", addr, resp.Status)
+		}
 	}
-	resp.Body.Close()
+	if probeAddr == "" {
+		t.Fatal("no replica runs cliff")
+	}
 	start := time.Now()
 	firing := func(p *server) bool {
 		_, ok := query(t, p.base, `ALERTS{alertname="TokenprobeTTFTCliff",alertstate="firing",profile="cliff"}`)
@@ -256,6 +289,7 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 	var summary struct {
 		Runs []daemon.RunRecord `json:"runs"`
 	}
+	var run daemon.RunRecord
 	waitUntil(t, 60*time.Second, "the run to end", func() bool {
 		r, err := http.Get("http://" + probeAddr + "/api/v1/runs")
 		if err != nil {
@@ -263,9 +297,14 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 		}
 		defer r.Body.Close()
 		_ = json.NewDecoder(r.Body).Decode(&summary)
-		return len(summary.Runs) == 1 && summary.Runs[0].Result != daemon.ResultRunning
+		for _, rec := range summary.Runs {
+			if rec.Profile == "cliff" && rec.Result != daemon.ResultRunning {
+				run = rec
+				return true
+			}
+		}
+		return false
 	})
-	run := summary.Runs[0]
 	time.Sleep(4 * time.Second) // the last scrape, rule evaluation and OTLP export
 	ended := time.Now()
 	for _, p := range proms {
@@ -279,10 +318,45 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 		if d := v - run.Summary.Attainment; d > 0.03 || d < -0.03 {
 			t.Errorf("%s: recording rules say %.4f, the daemon %.4f", p.name, v, run.Summary.Attainment)
 		}
+		rulesHealthy(t, p)
 		dashboardsShowData(t, p, overload, ended)
 		if p.otlp {
 			otlpArrived(t, p, run)
 		}
+	}
+}
+
+// rulesHealthy checks that every rule evaluated without error: with two
+// replicas exporting one profile, a rule that matched many-to-many would
+// fail every evaluation (as the budget-burn rules once did).
+func rulesHealthy(t *testing.T, p *server) {
+	t.Helper()
+	resp, err := http.Get(p.base + "/api/v1/rules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Data struct {
+			Groups []struct {
+				Rules []struct{ Name, Health, LastError string }
+			}
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, g := range out.Data.Groups {
+		for _, r := range g.Rules {
+			n++
+			if r.Health != "ok" {
+				t.Errorf("%s: rule %s: %s %s", p.name, r.Name, r.Health, r.LastError)
+			}
+		}
+	}
+	if n == 0 {
+		t.Errorf("%s: no rules loaded", p.name)
 	}
 }
 

@@ -5,7 +5,7 @@
 # no service discovery but static targets (-tags remove_all_sd). About a
 # minute and a half on two cores, and the module downloads.
 set -euo pipefail
-version=v0.316.0
+version=v0.316.0 # the module's version of Prometheus 3.16.0
 out="$(go env GOPATH)/bin/prometheus-$version"
 if [ ! -x "$out" ]; then
   GOWORK=off go mod download "github.com/prometheus/prometheus@$version"
@@ -13,6 +13,7 @@ if [ ! -x "$out" ]; then
   trap 'rm -rf "$src"' EXIT
   cp -r "$(go env GOMODCACHE)/github.com/prometheus/prometheus@$version/." "$src"
   chmod -R u+w "$src"
-  (cd "$src" && GOWORK=off GOFLAGS=-mod=mod go build -tags remove_all_sd -o "$out" ./cmd/prometheus) >&2
+  (cd "$src" && GOWORK=off GOFLAGS=-mod=mod go build -tags remove_all_sd \
+    -ldflags "-X github.com/prometheus/common/version.Version=3.16.0" -o "$out" ./cmd/prometheus) >&2
 fi
 echo "$out"
