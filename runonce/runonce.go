@@ -46,6 +46,9 @@ const DefaultGrace = 5 * time.Second
 // Options are the command line of `tokenprobe run`.
 type Options struct {
 	ConfigFile string
+	// Config, when set, is the configuration itself (a run from flags:
+	// AdHoc.YAML), and ConfigFile only names it; its errors name flags.
+	Config []byte
 	// Profiles and Endpoint narrow what runs; empty means everything.
 	Profiles []string
 	Endpoint string
@@ -68,7 +71,15 @@ func Run(ctx context.Context, o Options) int {
 	if o.Grace <= 0 {
 		o.Grace = DefaultGrace
 	}
-	cfg, err := setup.LoadFile(o.ConfigFile)
+	var cfg *config.Config
+	var err error
+	if o.Config != nil {
+		if cfg, err = setup.Parse(o.ConfigFile, o.Config); err != nil {
+			err = FlagErrors(err)
+		}
+	} else {
+		cfg, err = setup.LoadFile(o.ConfigFile)
+	}
 	if err != nil {
 		fmt.Fprintln(o.Progress, err)
 		return ExitConfig

@@ -41,6 +41,42 @@ func wrote(files []string, err error) int {
 	return runonce.ExitOK
 }
 
+// fromFlags makes o a run of the profile the flags describe, when they
+// describe one; done is true when the command ends here (--print-config,
+// or flags that cannot make a configuration).
+func fromFlags(o *runonce.Options, a *runonce.AdHoc, printOnly bool) (code int, done bool) {
+	switch {
+	case a.Set() && o.ConfigFile != "":
+		fmt.Fprintln(os.Stderr, "tokenprobe run: give -c FILE or --url and --model, not both")
+		return runonce.ExitConfig, true
+	case !a.Set() && o.ConfigFile == "":
+		if printOnly {
+			fmt.Fprintln(os.Stderr, "tokenprobe run: --print-config needs --url and --model")
+		} else {
+			fmt.Fprintln(os.Stderr, "tokenprobe run: give -c FILE, or --url and --model (try --help)")
+		}
+		return runonce.ExitConfig, true
+	case !a.Set():
+		return 0, false
+	}
+	b, err := a.YAML()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return runonce.ExitConfig, true
+	}
+	if printOnly {
+		// Checked as the run would check it, so what is printed runs.
+		if _, err := setup.Parse("flags", b); err != nil {
+			fmt.Fprintln(os.Stderr, runonce.FlagErrors(err))
+			return runonce.ExitConfig, true
+		}
+		_, _ = os.Stdout.Write(b)
+		return runonce.ExitOK, true
+	}
+	o.ConfigFile, o.Config = "flags", b
+	return 0, false
+}
+
 // generateSLO writes the Sloth spec of a configuration's objectives.
 func generateSLO(configFile, service, out string) int {
 	cfg, _, err := setup.CheckFile(configFile) // secrets are not needed to name SLOs
@@ -126,7 +162,31 @@ func run(args []string) int {
 	serveCmd.Flag("shutdown.timeout", "How long to wait for runs to stop and metrics to flush on SIGTERM.").Default("30s").DurationVar(&so.shutdownTimeout)
 
 	runCmd := app.Command("run", "Run profiles once, print a report, write artifacts (records.jsonl, summary.json, report.txt per run; summary.json and report.html for all) and exit: 0 passed, 1 an SLO objective missed, 2 bad configuration, 3 a run could not be carried out, was aborted or broken (no success, too many failures), or was interrupted.")
-	runConfig := runCmd.Flag("config.file", "Configuration file.").Short('c').Required().String()
+	runConfig := runCmd.Flag("config.file", "Configuration file (or describe one profile with the flags below, as aiperf profile takes them).").Short('c').String()
+	var adhoc runonce.AdHoc
+	runCmd.Flag("url", "From flags: the endpoint's OpenAI-compatible base URL, e.g. http://localhost:8000/v1.").StringVar(&adhoc.URL)
+	runCmd.Flag("model", "From flags: the model name to request.").StringVar(&adhoc.Model)
+	runCmd.Flag("api", "From flags: chat or completions.").StringVar(&adhoc.API)
+	runCmd.Flag("concurrency", "From flags: requests in flight (closed loop).").IntVar(&adhoc.Concurrency)
+	runCmd.Flag("request-rate", "From flags: requests per second (open loop).").Float64Var(&adhoc.Rate)
+	runCmd.Flag("arrival", "From flags: poisson, constant or gamma (with --request-rate).").StringVar(&adhoc.Arrival)
+	runCmd.Flag("smoothness", "From flags: the gamma arrivals' shape.").Float64Var(&adhoc.Smoothness)
+	runCmd.Flag("requests", "From flags: how many requests (per level with --sweep).").IntVar(&adhoc.Requests)
+	runCmd.Flag("duration", "From flags: how long (per level with --sweep).").DurationVar(&adhoc.Duration)
+	runCmd.Flag("warmup-requests", "From flags: requests sent first and left out of every result.").IntVar(&adhoc.Warmup)
+	runCmd.Flag("input-tokens", "From flags: prompt length, MEAN[,STDDEV] tokens.").StringVar(&adhoc.InputTokens)
+	runCmd.Flag("output-tokens", "From flags: answer length, MEAN[,STDDEV] tokens.").StringVar(&adhoc.OutputTokens)
+	runCmd.Flag("goodput", "From flags: SLO thresholds, e.g. 'ttft:500ms itl:50ms' (ttft, ttst, itl, request_latency, output_tokens_per_second).").StringVar(&adhoc.Goodput)
+	runCmd.Flag("objective", "From flags: fraction of requests that must be good; below it the run exits 1.").Float64Var(&adhoc.Objective)
+	runCmd.Flag("sweep", "From flags: levels to step through, e.g. concurrency=1,2,4,8 or rate=1,2,4.").StringVar(&adhoc.Sweep)
+	runCmd.Flag("dataset", "From flags: a JSONL prompt file (AIPerf's single-turn format).").StringVar(&adhoc.Dataset)
+	runCmd.Flag("trace", "From flags: a Mooncake trace to replay.").StringVar(&adhoc.Trace)
+	runCmd.Flag("speedup", "From flags: divide the trace's gaps by this.").Float64Var(&adhoc.Speedup)
+	runCmd.Flag("tokenizer", "From flags: a tokenizer.json sizing prompts in the model's tokens.").StringVar(&adhoc.Tokenizer)
+	runCmd.Flag("header", "From flags: a request header NAME=VALUE (repeatable; keys go in --api-key-env).").StringsVar(&adhoc.Headers)
+	runCmd.Flag("api-key-env", "From flags: the variable holding the API key.").StringVar(&adhoc.APIKeyEnv)
+	runCmd.Flag("extra-body", "From flags: a JSON object merged into every request body.").StringVar(&adhoc.ExtraBody)
+	runPrintConfig := runCmd.Flag("print-config", "Print the configuration the flags describe, and exit.").Bool()
 	runProfiles := runCmd.Flag("profile", "Profile to run (repeatable; default: every profile).").Short('p').Strings()
 	runEndpoint := runCmd.Flag("endpoint", "Only run against this endpoint.").String()
 	runArtifacts := runCmd.Flag("artifacts-dir", "Folder for records.jsonl, summary.json and report.txt (empty: write none).").Default("artifacts").String()
@@ -205,10 +265,14 @@ func run(args []string) int {
 		// The first interrupt ends the run gracefully; a second one, with
 		// the signal's default behaviour restored, quits at once.
 		context.AfterFunc(ctx, stop)
-		return runonce.Run(ctx, runonce.Options{
+		o := runonce.Options{
 			ConfigFile: *runConfig, Profiles: *runProfiles, Endpoint: *runEndpoint,
 			ArtifactsDir: *runArtifacts, ProgressEvery: *runProgress, Out: os.Stdout, Progress: os.Stderr,
-		})
+		}
+		if code, done := fromFlags(&o, &adhoc, *runPrintConfig); done {
+			return code
+		}
+		return runonce.Run(ctx, o)
 	case genRules.FullCommand():
 		o := alerts.Defaults()
 		o.Scale = *genRulesScale

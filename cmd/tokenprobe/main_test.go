@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tokenprobe/tokenprobe/internal/schedslice"
+	"github.com/tokenprobe/tokenprobe/probe/stats"
 	"github.com/tokenprobe/tokenprobe/sim"
 	"github.com/tokenprobe/tokenprobe/sink/otlp/otlptest"
 
@@ -304,5 +307,82 @@ func TestGenerateSLO(t *testing.T) {
 	}
 	if code := run([]string{"generate", "slo", "-c", none}); code != runonce.ExitConfig {
 		t.Errorf("a configuration without objectives: exit %d, want %d", code, runonce.ExitConfig)
+	}
+}
+
+// A run from flags alone and a run of the configuration --print-config
+// prints for the same flags measure the same profile: same requests, same
+// prompt and answer lengths, same level and objective. Latencies differ
+// from run to run and are not compared.
+func TestRunFromFlagsEqualsItsPrintedConfig(t *testing.T) {
+	s, err := sim.Start("127.0.0.1:0", sim.Config{Slots: 4, DecodeBase: time.Millisecond, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	dir := t.TempDir()
+	flags := []string{"--url", s.URL(), "--model", s.Config().Model, "--concurrency", "2", "--requests", "12",
+		"--input-tokens", "40,5", "--output-tokens", "6", "--goodput", "ttft:2s itl:500ms", "--objective", "0.5", "--progress-interval", "0"}
+
+	printed := filepath.Join(dir, "printed.yaml")
+	stdout := os.Stdout
+	f, err := os.Create(printed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Stdout = f
+	code := run(append([]string{"run", "--print-config"}, flags...))
+	os.Stdout = stdout
+	f.Close()
+	if code != 0 {
+		t.Fatalf("--print-config: exit %d", code)
+	}
+
+	summary := func(args ...string) stats.Summary {
+		t.Helper()
+		art := filepath.Join(dir, fmt.Sprint(len(args)))
+		if code := run(append(args, "--artifacts-dir", art)); code != runonce.ExitOK {
+			t.Fatalf("%v: exit %d", args, code)
+		}
+		m, _ := filepath.Glob(filepath.Join(art, "*", "summary.json"))
+		if len(m) != 1 {
+			t.Fatalf("summaries %v", m)
+		}
+		b, err := os.ReadFile(m[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var all []stats.Summary
+		if err := json.Unmarshal(b, &all); err != nil || len(all) != 1 {
+			t.Fatalf("%v: %s", err, b)
+		}
+		return all[0]
+	}
+	a := summary(append([]string{"run"}, flags...)...)
+	b := summary("run", "-c", printed, "--progress-interval", "0")
+	same := func(s stats.Summary) string {
+		return fmt.Sprintf("%s/%s/%s level %g objective %g: %d requests, %d success, ISL %+v, OSL %+v",
+			s.Profile, s.Endpoint, s.Model, s.Level, s.Objective, s.Requests, s.Success, s.ISL, s.OSL)
+	}
+	if same(a) != same(b) || a.Requests != 12 || a.ISL.Count != 12 {
+		t.Fatalf("from flags:   %s\nfrom config: %s", same(a), same(b))
+	}
+}
+
+// Bad flags are refused with the flag named, before anything runs.
+func TestRunFlagErrorsNameTheFlag(t *testing.T) {
+	stderr := os.Stderr
+	r, w, _ := os.Pipe()
+	os.Stderr = w
+	code := run([]string{"run", "--url", "http://127.0.0.1:1/v1", "--model", "m", "--concurrency=-2", "--objective", "2", "--print-config"})
+	w.Close()
+	os.Stderr = stderr
+	out, _ := io.ReadAll(r)
+	if code != runonce.ExitConfig || !strings.Contains(string(out), "--concurrency: must be positive") ||
+		!strings.Contains(string(out), "--objective: 2 is not a fraction") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if code := run([]string{"run", "--url", "http://x/v1"}); code != runonce.ExitConfig {
+		t.Errorf("--url without --model: exit %d", code)
 	}
 }

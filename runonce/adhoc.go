@@ -1,0 +1,266 @@
+package runonce
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/tokenprobe/tokenprobe/config"
+)
+
+// AdHoc is one profile against one endpoint given by flags alone, as
+// `aiperf profile` takes them. It becomes a configuration file's text, so
+// it is validated by the same code, and --print-config prints it for a
+// scheduled profile to start from.
+type AdHoc struct {
+	URL, Model, API     string
+	Concurrency         int
+	Rate                float64
+	Arrival             string
+	Smoothness          float64
+	Requests            int
+	Duration            time.Duration
+	Warmup              int
+	InputTokens         string // MEAN[,STDDEV]
+	OutputTokens        string
+	Goodput             string // "ttft:500ms itl:50ms"
+	Objective           float64
+	Sweep               string // concurrency=1,2,4 or rate=1,2
+	Dataset, Trace      string
+	Speedup             float64
+	Tokenizer           string
+	Headers             []string // K=V
+	APIKeyEnv           string
+	ExtraBody           string // JSON object
+	ProfileName, Target string
+}
+
+// Set reports whether any flag of an ad-hoc run was given.
+func (a *AdHoc) Set() bool { return a.URL != "" || a.Model != "" }
+
+// flagOf maps a field path of the generated configuration to the flag
+// that set it, so that an error names the flag instead of a line.
+var flagOf = []struct{ field, flag string }{
+	{"endpoints[0].base_url", "--url"}, {"endpoints[0].model", "--model"}, {"endpoints[0].api_key_env", "--api-key-env"},
+	{"endpoints[0].api", "--api"}, {"endpoints[0].headers", "--header"}, {"endpoints[0].extra_body", "--extra-body"},
+	{"endpoints[0]", "--url"},
+	{"profiles[0].load.sweep", "--sweep"}, {"profiles[0].load.concurrency", "--concurrency"}, {"profiles[0].load.rate", "--request-rate"},
+	{"profiles[0].load.arrival", "--arrival"}, {"profiles[0].load.smoothness", "--smoothness"},
+	{"profiles[0].load.requests", "--requests"}, {"profiles[0].load.duration", "--duration"},
+	{"profiles[0].load.warmup_requests", "--warmup-requests"}, {"profiles[0].load", "--concurrency or --request-rate"},
+	{"profiles[0].workload.input_tokens", "--input-tokens"}, {"profiles[0].workload.output_tokens", "--output-tokens"},
+	{"profiles[0].workload.dataset", "--dataset"}, {"profiles[0].workload.trace.speedup", "--speedup"},
+	{"profiles[0].workload.trace", "--trace"}, {"profiles[0].workload.tokenizer", "--tokenizer"},
+	{"profiles[0].slo.objective", "--objective"}, {"profiles[0].slo", "--goodput"},
+}
+
+// FlagErrors rewrites the located errors of an ad-hoc configuration with
+// the flags that set the fields.
+func FlagErrors(err error) error {
+	var es config.Errors
+	if !errors.As(err, &es) {
+		return err
+	}
+	lines := make([]string, 0, len(es))
+	for _, e := range es {
+		name := e.Field
+		for _, f := range flagOf {
+			if e.Field == f.field || strings.HasPrefix(e.Field, f.field+".") || strings.HasPrefix(e.Field, f.field+"[") {
+				name = f.flag
+				break
+			}
+		}
+		lines = append(lines, name+": "+e.Msg)
+	}
+	return errors.New(strings.Join(lines, "\n"))
+}
+
+// YAML is the configuration the flags describe. Errors name the flag.
+func (a *AdHoc) YAML() ([]byte, error) {
+	if a.URL == "" || a.Model == "" {
+		return nil, errors.New("--url and --model are required for a run from flags (or give -c FILE)")
+	}
+	ep := map[string]any{"name": or(a.Target, "target"), "base_url": a.URL, "model": a.Model}
+	if a.API != "" {
+		ep["api"] = a.API
+	}
+	if a.APIKeyEnv != "" {
+		ep["api_key_env"] = a.APIKeyEnv
+	}
+	if len(a.Headers) > 0 {
+		h := map[string]string{}
+		for _, kv := range a.Headers {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return nil, fmt.Errorf("--header %q: give NAME=VALUE", kv)
+			}
+			h[k] = v
+		}
+		ep["headers"] = h
+	}
+	if a.ExtraBody != "" {
+		var body map[string]any
+		if err := json.Unmarshal([]byte(a.ExtraBody), &body); err != nil {
+			return nil, fmt.Errorf("--extra-body: not a JSON object: %w", err)
+		}
+		ep["extra_body"] = body
+	}
+
+	load := map[string]any{}
+	set := func(k string, v any, ok bool) {
+		if ok {
+			load[k] = v
+		}
+	}
+	set("concurrency", a.Concurrency, a.Concurrency != 0)
+	set("rate", a.Rate, a.Rate != 0)
+	set("arrival", a.Arrival, a.Arrival != "")
+	set("smoothness", a.Smoothness, a.Smoothness != 0)
+	set("requests", a.Requests, a.Requests != 0)
+	set("duration", a.Duration.String(), a.Duration != 0)
+	set("warmup_requests", a.Warmup, a.Warmup != 0)
+	if a.Sweep != "" {
+		kind, list, ok := strings.Cut(a.Sweep, "=")
+		if !ok || (kind != "concurrency" && kind != "rate") {
+			return nil, fmt.Errorf("--sweep %q: give concurrency=1,2,4 or rate=0.5,1,2", a.Sweep)
+		}
+		var levels []float64
+		for _, f := range strings.Split(list, ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil {
+				return nil, fmt.Errorf("--sweep %q: %q is not a number", a.Sweep, f)
+			}
+			levels = append(levels, v)
+		}
+		sweep := map[string]any{kind: levels}
+		// The per-level length comes from --requests or --duration.
+		for _, k := range []string{"requests", "duration"} {
+			if v, ok := load[k]; ok {
+				sweep[k] = v
+				delete(load, k)
+			}
+		}
+		load["sweep"] = sweep
+	}
+	if len(load) == 0 {
+		load["concurrency"] = 1
+	}
+
+	workload := map[string]any{}
+	for _, t := range []struct{ key, flag, val string }{{"input_tokens", "--input-tokens", a.InputTokens}, {"output_tokens", "--output-tokens", a.OutputTokens}} {
+		if t.val == "" {
+			continue
+		}
+		mean, sd, _ := strings.Cut(t.val, ",")
+		m, err := strconv.Atoi(strings.TrimSpace(mean))
+		if err != nil {
+			return nil, fmt.Errorf("%s %q: give MEAN or MEAN,STDDEV in tokens", t.flag, t.val)
+		}
+		tok := map[string]any{"mean": m}
+		if sd != "" {
+			s, err := strconv.Atoi(strings.TrimSpace(sd))
+			if err != nil {
+				return nil, fmt.Errorf("%s %q: give MEAN or MEAN,STDDEV in tokens", t.flag, t.val)
+			}
+			tok["stddev"] = s
+		}
+		workload[t.key] = tok
+	}
+	if a.Dataset != "" {
+		workload["dataset"] = map[string]any{"file": a.Dataset}
+	}
+	if a.Trace != "" {
+		tr := map[string]any{"file": a.Trace}
+		if a.Speedup != 0 {
+			tr["speedup"] = a.Speedup
+		}
+		workload["trace"] = tr
+	} else if a.Speedup != 0 {
+		return nil, errors.New("--speedup applies to --trace")
+	}
+	if a.Tokenizer != "" {
+		workload["tokenizer"] = a.Tokenizer
+	}
+
+	slo := map[string]any{}
+	for _, part := range strings.Fields(strings.ReplaceAll(a.Goodput, ",", " ")) {
+		k, v, ok := strings.Cut(part, ":")
+		key := map[string]string{"ttft": "ttft", "ttst": "ttst", "itl": "itl", "request_latency": "request_latency", "e2e": "request_latency",
+			"output_tokens_per_second": "output_tokens_per_second"}[k]
+		if !ok || key == "" {
+			return nil, fmt.Errorf("--goodput %q: give thresholds such as 'ttft:500ms itl:50ms' (ttft, ttst, itl, request_latency, output_tokens_per_second)", a.Goodput)
+		}
+		if key == "output_tokens_per_second" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return nil, fmt.Errorf("--goodput %q: %s is tokens per second, a number", a.Goodput, k)
+			}
+			slo[key] = f
+		} else {
+			slo[key] = v
+		}
+	}
+	if a.Objective != 0 {
+		slo["objective"] = a.Objective
+	}
+
+	profile := map[string]any{"name": or(a.ProfileName, "adhoc"), "endpoints": []string{ep["name"].(string)}, "load": load}
+	if len(workload) > 0 {
+		profile["workload"] = workload
+	}
+	if len(slo) > 0 {
+		profile["slo"] = slo
+	}
+	doc := yaml.Node{}
+	if err := doc.Encode(map[string]any{"endpoints": []any{ep}, "profiles": []any{profile}}); err != nil {
+		return nil, err
+	}
+	sortKeys(&doc, "name", "endpoints", "profiles")
+	var b strings.Builder
+	b.WriteString("# tokenprobe run from flags; save it as a configuration file to schedule the same profile.\n")
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, err
+	}
+	return []byte(b.String()), enc.Close()
+}
+
+// sortKeys puts the keys of every mapping in n in the order given, the
+// rest after them in their order: a configuration reads endpoints, then
+// profiles, and each item's name first.
+func sortKeys(n *yaml.Node, order ...string) {
+	for _, c := range n.Content {
+		sortKeys(c, order...)
+	}
+	if n.Kind != yaml.MappingNode {
+		return
+	}
+	rank := map[string]int{}
+	for i, k := range order {
+		rank[k] = i - len(order) // before every key not named
+	}
+	type pair struct{ k, v *yaml.Node }
+	var pairs []pair
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		pairs = append(pairs, pair{n.Content[i], n.Content[i+1]})
+	}
+	sort.SliceStable(pairs, func(i, j int) bool { return rank[pairs[i].k.Value] < rank[pairs[j].k.Value] })
+	n.Content = n.Content[:0]
+	for _, p := range pairs {
+		n.Content = append(n.Content, p.k, p.v)
+	}
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
