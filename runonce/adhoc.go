@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -41,8 +42,14 @@ type AdHoc struct {
 	ProfileName, Target string
 }
 
-// Set reports whether any flag of an ad-hoc run was given.
+// Set reports whether the flags describe a whole run (--url, --model).
 func (a *AdHoc) Set() bool { return a.URL != "" || a.Model != "" }
+
+// Any reports whether any flag that describes a profile was given.
+func (a *AdHoc) Any() bool {
+	ep, load, workload, slo, err := a.parts()
+	return err != nil || len(ep)+len(load)+len(workload)+len(slo) > 0
+}
 
 // flagOf maps a field path of the generated configuration to the flag
 // that set it, so that an error names the flag instead of a line.
@@ -60,6 +67,8 @@ var flagOf = []struct{ field, flag string }{
 	{"profiles[0].slo.objective", "--objective"}, {"profiles[0].slo", "--goodput"},
 }
 
+var index = regexp.MustCompile(`\[\d+\]`)
+
 // FlagErrors rewrites the located errors of an ad-hoc configuration with
 // the flags that set the fields.
 func FlagErrors(err error) error {
@@ -70,8 +79,9 @@ func FlagErrors(err error) error {
 	lines := make([]string, 0, len(es))
 	for _, e := range es {
 		name := e.Field
+		field := index.ReplaceAllString(e.Field, "[0]") // an overridden file's profile or endpoint
 		for _, f := range flagOf {
-			if e.Field == f.field || strings.HasPrefix(e.Field, f.field+".") || strings.HasPrefix(e.Field, f.field+"[") {
+			if field == f.field || strings.HasPrefix(field, f.field+".") || strings.HasPrefix(field, f.field+"[") {
 				name = f.flag
 				break
 			}
@@ -81,12 +91,16 @@ func FlagErrors(err error) error {
 	return errors.New(strings.Join(lines, "\n"))
 }
 
-// YAML is the configuration the flags describe. Errors name the flag.
-func (a *AdHoc) YAML() ([]byte, error) {
-	if a.URL == "" || a.Model == "" {
-		return nil, errors.New("--url and --model are required for a run from flags (or give -c FILE)")
+// parts are the fields the flags set, by the block of the configuration
+// they belong to; a flag not given sets nothing.
+func (a *AdHoc) parts() (ep, load, workload, slo map[string]any, err error) {
+	ep = map[string]any{}
+	if a.URL != "" {
+		ep["base_url"] = a.URL
 	}
-	ep := map[string]any{"name": or(a.Target, "target"), "base_url": a.URL, "model": a.Model}
+	if a.Model != "" {
+		ep["model"] = a.Model
+	}
 	if a.API != "" {
 		ep["api"] = a.API
 	}
@@ -98,7 +112,7 @@ func (a *AdHoc) YAML() ([]byte, error) {
 		for _, kv := range a.Headers {
 			k, v, ok := strings.Cut(kv, "=")
 			if !ok || k == "" {
-				return nil, fmt.Errorf("--header %q: give NAME=VALUE", kv)
+				return nil, nil, nil, nil, fmt.Errorf("--header %q: give NAME=VALUE", kv)
 			}
 			h[k] = v
 		}
@@ -106,13 +120,13 @@ func (a *AdHoc) YAML() ([]byte, error) {
 	}
 	if a.ExtraBody != "" {
 		var body map[string]any
-		if err := json.Unmarshal([]byte(a.ExtraBody), &body); err != nil {
-			return nil, fmt.Errorf("--extra-body: not a JSON object: %w", err)
+		if err = json.Unmarshal([]byte(a.ExtraBody), &body); err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("--extra-body: not a JSON object: %w", err)
 		}
 		ep["extra_body"] = body
 	}
 
-	load := map[string]any{}
+	load = map[string]any{}
 	set := func(k string, v any, ok bool) {
 		if ok {
 			load[k] = v
@@ -128,13 +142,13 @@ func (a *AdHoc) YAML() ([]byte, error) {
 	if a.Sweep != "" {
 		kind, list, ok := strings.Cut(a.Sweep, "=")
 		if !ok || (kind != "concurrency" && kind != "rate") {
-			return nil, fmt.Errorf("--sweep %q: give concurrency=1,2,4 or rate=0.5,1,2", a.Sweep)
+			return nil, nil, nil, nil, fmt.Errorf("--sweep %q: give concurrency=1,2,4 or rate=0.5,1,2", a.Sweep)
 		}
 		var levels []float64
 		for _, f := range strings.Split(list, ",") {
 			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 			if err != nil {
-				return nil, fmt.Errorf("--sweep %q: %q is not a number", a.Sweep, f)
+				return nil, nil, nil, nil, fmt.Errorf("--sweep %q: %q is not a number", a.Sweep, f)
 			}
 			levels = append(levels, v)
 		}
@@ -148,11 +162,8 @@ func (a *AdHoc) YAML() ([]byte, error) {
 		}
 		load["sweep"] = sweep
 	}
-	if len(load) == 0 {
-		load["concurrency"] = 1
-	}
 
-	workload := map[string]any{}
+	workload = map[string]any{}
 	for _, t := range []struct{ key, flag, val string }{{"input_tokens", "--input-tokens", a.InputTokens}, {"output_tokens", "--output-tokens", a.OutputTokens}} {
 		if t.val == "" {
 			continue
@@ -160,13 +171,13 @@ func (a *AdHoc) YAML() ([]byte, error) {
 		mean, sd, _ := strings.Cut(t.val, ",")
 		m, err := strconv.Atoi(strings.TrimSpace(mean))
 		if err != nil {
-			return nil, fmt.Errorf("%s %q: give MEAN or MEAN,STDDEV in tokens", t.flag, t.val)
+			return nil, nil, nil, nil, fmt.Errorf("%s %q: give MEAN or MEAN,STDDEV in tokens", t.flag, t.val)
 		}
 		tok := map[string]any{"mean": m}
 		if sd != "" {
 			s, err := strconv.Atoi(strings.TrimSpace(sd))
 			if err != nil {
-				return nil, fmt.Errorf("%s %q: give MEAN or MEAN,STDDEV in tokens", t.flag, t.val)
+				return nil, nil, nil, nil, fmt.Errorf("%s %q: give MEAN or MEAN,STDDEV in tokens", t.flag, t.val)
 			}
 			tok["stddev"] = s
 		}
@@ -182,24 +193,24 @@ func (a *AdHoc) YAML() ([]byte, error) {
 		}
 		workload["trace"] = tr
 	} else if a.Speedup != 0 {
-		return nil, errors.New("--speedup applies to --trace")
+		return nil, nil, nil, nil, errors.New("--speedup applies to --trace")
 	}
 	if a.Tokenizer != "" {
 		workload["tokenizer"] = a.Tokenizer
 	}
 
-	slo := map[string]any{}
+	slo = map[string]any{}
 	for _, part := range strings.Fields(strings.ReplaceAll(a.Goodput, ",", " ")) {
 		k, v, ok := strings.Cut(part, ":")
 		key := map[string]string{"ttft": "ttft", "ttst": "ttst", "itl": "itl", "request_latency": "request_latency", "e2e": "request_latency",
 			"output_tokens_per_second": "output_tokens_per_second"}[k]
 		if !ok || key == "" {
-			return nil, fmt.Errorf("--goodput %q: give thresholds such as 'ttft:500ms itl:50ms' (ttft, ttst, itl, request_latency, output_tokens_per_second)", a.Goodput)
+			return nil, nil, nil, nil, fmt.Errorf("--goodput %q: give thresholds such as 'ttft:500ms itl:50ms' (ttft, ttst, itl, request_latency, output_tokens_per_second)", a.Goodput)
 		}
 		if key == "output_tokens_per_second" {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
-				return nil, fmt.Errorf("--goodput %q: %s is tokens per second, a number", a.Goodput, k)
+				return nil, nil, nil, nil, fmt.Errorf("--goodput %q: %s is tokens per second, a number", a.Goodput, k)
 			}
 			slo[key] = f
 		} else {
@@ -209,7 +220,22 @@ func (a *AdHoc) YAML() ([]byte, error) {
 	if a.Objective != 0 {
 		slo["objective"] = a.Objective
 	}
+	return ep, load, workload, slo, nil
+}
 
+// YAML is the configuration the flags describe. Errors name the flag.
+func (a *AdHoc) YAML() ([]byte, error) {
+	if a.URL == "" || a.Model == "" {
+		return nil, errors.New("--url and --model are required for a run from flags (or give -c FILE)")
+	}
+	ep, load, workload, slo, err := a.parts()
+	if err != nil {
+		return nil, err
+	}
+	ep["name"] = or(a.Target, "target")
+	if len(load) == 0 {
+		load["concurrency"] = 1
+	}
 	profile := map[string]any{"name": or(a.ProfileName, "adhoc"), "endpoints": []string{ep["name"].(string)}, "load": load}
 	if len(workload) > 0 {
 		profile["workload"] = workload
@@ -230,6 +256,120 @@ func (a *AdHoc) YAML() ([]byte, error) {
 		return nil, err
 	}
 	return []byte(b.String()), enc.Close()
+}
+
+// Override applies the flags to the profile named (the only one when
+// profile is "") of the configuration data and returns the result: the
+// flags' load, workload and slo fields replace the profile's, and the
+// endpoint flags those of its one endpoint. data must already be valid on
+// its own, so that its errors keep their lines.
+func (a *AdHoc) Override(data []byte, profile string) ([]byte, error) {
+	ep, load, workload, slo, err := a.parts()
+	if err != nil {
+		return nil, err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) == 0 {
+		return nil, fmt.Errorf("reading the configuration: %v", err)
+	}
+	root := doc.Content[0]
+	profiles := child(root, "profiles")
+	if profiles == nil {
+		return nil, errors.New("the configuration has no profiles for the flags to change")
+	}
+	var p *yaml.Node
+	var names []string
+	for _, n := range profiles.Content {
+		name := child(n, "name").Value
+		names = append(names, name)
+		if name == profile || profile == "" && len(profiles.Content) == 1 {
+			p = n
+		}
+	}
+	if p == nil {
+		return nil, fmt.Errorf("with flags and -c, name the one profile they change with -p (profiles: %s)", strings.Join(names, ", "))
+	}
+	for key, fields := range map[string]map[string]any{"load": load, "workload": workload, "slo": slo} {
+		if len(fields) == 0 {
+			continue
+		}
+		block := child(p, key)
+		if block == nil {
+			block = &yaml.Node{Kind: yaml.MappingNode}
+			p.Content = append(p.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, block)
+		}
+		// A kind of load replaces the other kind, not joins it.
+		if key == "load" {
+			for given, drop := range map[string][]string{
+				"rate": {"concurrency"}, "concurrency": {"rate", "arrival", "smoothness"},
+				"sweep": {"concurrency", "rate", "requests", "duration", "stages"},
+			} {
+				if _, ok := fields[given]; ok {
+					for _, k := range drop {
+						remove(block, k)
+					}
+				}
+			}
+		}
+		for k, v := range fields {
+			if err := set(block, k, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(ep) > 0 {
+		eps := child(p, "endpoints")
+		if eps == nil || len(eps.Content) != 1 {
+			return nil, errors.New("--url, --model and the other endpoint flags change the profile's endpoint: give them for a profile with one endpoint")
+		}
+		for _, e := range child(root, "endpoints").Content {
+			if child(e, "name").Value == eps.Content[0].Value {
+				for k, v := range ep {
+					if err := set(e, k, v); err != nil {
+						return nil, err
+					}
+				}
+			}
+		}
+	}
+	return yaml.Marshal(&doc)
+}
+
+// child is the value of key in mapping n, or nil.
+func child(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// remove takes key out of mapping n.
+func remove(n *yaml.Node, key string) {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			n.Content = append(n.Content[:i], n.Content[i+2:]...)
+			return
+		}
+	}
+}
+
+// set puts v under key in mapping n, replacing what was there.
+func set(n *yaml.Node, key string, v any) error {
+	var val yaml.Node
+	if err := val.Encode(v); err != nil {
+		return err
+	}
+	if old := child(n, key); old != nil {
+		*old = val
+		return nil
+	}
+	n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, &val)
+	return nil
 }
 
 // sortKeys puts the keys of every mapping in n in the order given, the

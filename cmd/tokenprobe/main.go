@@ -41,39 +41,60 @@ func wrote(files []string, err error) int {
 	return runonce.ExitOK
 }
 
-// fromFlags makes o a run of the profile the flags describe, when they
-// describe one; done is true when the command ends here (--print-config,
-// or flags that cannot make a configuration).
+// fromFlags makes o a run of the profile the flags describe, or of the
+// configuration file with the flags applied to its selected profile;
+// done is true when the command ends here (--print-config, or flags that
+// make no valid configuration).
 func fromFlags(o *runonce.Options, a *runonce.AdHoc, printOnly bool) (code int, done bool) {
+	var b []byte
+	var err error
 	switch {
-	case a.Set() && o.ConfigFile != "":
-		fmt.Fprintln(os.Stderr, "tokenprobe run: give -c FILE or --url and --model, not both")
+	case o.ConfigFile == "" && !a.Set():
+		fmt.Fprintln(os.Stderr, "tokenprobe run: give -c FILE, or --url and --model (try --help)")
 		return runonce.ExitConfig, true
-	case !a.Set() && o.ConfigFile == "":
+	case o.ConfigFile == "":
+		b, err = a.YAML()
+		o.ConfigFile = "flags"
+	case !a.Any():
 		if printOnly {
-			fmt.Fprintln(os.Stderr, "tokenprobe run: --print-config needs --url and --model")
-		} else {
-			fmt.Fprintln(os.Stderr, "tokenprobe run: give -c FILE, or --url and --model (try --help)")
+			fmt.Fprintln(os.Stderr, "tokenprobe run: --print-config prints what flags describe; give some")
+			return runonce.ExitConfig, true
 		}
-		return runonce.ExitConfig, true
-	case !a.Set():
 		return 0, false
+	default:
+		// The file is checked as it is first, so that its own errors
+		// keep their lines; then the flags change its profile.
+		if _, err := setup.LoadFile(o.ConfigFile); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return runonce.ExitConfig, true
+		}
+		if len(o.Profiles) > 1 {
+			fmt.Fprintln(os.Stderr, "tokenprobe run: flags change one profile: give one -p")
+			return runonce.ExitConfig, true
+		}
+		profile := ""
+		if len(o.Profiles) == 1 {
+			profile = o.Profiles[0]
+		}
+		var data []byte
+		if data, err = os.ReadFile(o.ConfigFile); err == nil {
+			b, err = a.Override(data, profile)
+		}
 	}
-	b, err := a.YAML()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
+		return runonce.ExitConfig, true
+	}
+	// Checked as the run checks it, so that what is printed runs.
+	if _, err := setup.Parse(o.ConfigFile, b); err != nil {
+		fmt.Fprintln(os.Stderr, runonce.FlagErrors(err))
 		return runonce.ExitConfig, true
 	}
 	if printOnly {
-		// Checked as the run would check it, so what is printed runs.
-		if _, err := setup.Parse("flags", b); err != nil {
-			fmt.Fprintln(os.Stderr, runonce.FlagErrors(err))
-			return runonce.ExitConfig, true
-		}
 		_, _ = os.Stdout.Write(b)
 		return runonce.ExitOK, true
 	}
-	o.ConfigFile, o.Config = "flags", b
+	o.Config = b
 	return 0, false
 }
 
