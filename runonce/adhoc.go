@@ -269,8 +269,11 @@ func (a *AdHoc) Override(data []byte, profile string) ([]byte, error) {
 		return nil, err
 	}
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) == 0 {
-		return nil, fmt.Errorf("reading the configuration: %v", err)
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("reading the configuration: %w", err)
+	}
+	if len(doc.Content) == 0 {
+		return nil, errors.New("the configuration is empty")
 	}
 	root := doc.Content[0]
 	profiles := child(root, "profiles")
