@@ -349,19 +349,7 @@ func TestRunFromFlagsEqualsItsPrintedConfig(t *testing.T) {
 		if code := run(append(args, "--artifacts-dir", art)); code != runonce.ExitOK {
 			t.Fatalf("%v: exit %d", args, code)
 		}
-		m, _ := filepath.Glob(filepath.Join(art, "*", "summary.json"))
-		if len(m) != 1 {
-			t.Fatalf("summaries %v", m)
-		}
-		b, err := os.ReadFile(m[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		var all []stats.Summary
-		if err := json.Unmarshal(b, &all); err != nil || len(all) != 1 {
-			t.Fatalf("%v: %s", err, b)
-		}
-		return all[0]
+		return onlySummary(t, art)
 	}
 	a := summary(append([]string{"run"}, flags...)...)
 	b := summary("run", "-c", printed, "--progress-interval", "0")
@@ -415,16 +403,7 @@ profiles:
 	if code := run([]string{"run", "-c", cfg, "-p", "a", "--request-rate", "50", "--requests", "6", "--artifacts-dir", art, "--progress-interval", "0"}); code != runonce.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
-	m, _ := filepath.Glob(filepath.Join(art, "*", "summary.json"))
-	if len(m) != 1 {
-		t.Fatalf("summaries %v", m)
-	}
-	b, _ := os.ReadFile(m[0])
-	var all []stats.Summary
-	if err := json.Unmarshal(b, &all); err != nil || len(all) != 1 {
-		t.Fatalf("%v: %s", err, b)
-	}
-	if s := all[0]; s.Profile != "a" || s.Requests != 6 || s.Level != 50 || s.Objective != 0.9 || s.OSL.Max != 4 {
+	if s := onlySummary(t, art); s.Profile != "a" || s.Requests != 6 || s.Level != 50 || s.Objective != 0.9 || s.OSL.Max != 4 {
 		t.Fatalf("profile %s, %d requests at level %g, objective %g, OSL max %g; want a, 6 at rate 50, 0.9 and 4 kept",
 			s.Profile, s.Requests, s.Level, s.Objective, s.OSL.Max)
 	}
@@ -432,4 +411,23 @@ profiles:
 	if code := run([]string{"run", "-c", cfg, "--concurrency", "3", "--print-config"}); code != runonce.ExitConfig {
 		t.Errorf("flags on two profiles without -p: exit %d", code)
 	}
+}
+
+// onlySummary reads the summary of the one run of the one invocation whose
+// artifacts are under art.
+func onlySummary(t *testing.T, art string) stats.Summary {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(art, "*", "summary.json"))
+	if len(m) != 1 {
+		t.Fatalf("summaries %v", m)
+	}
+	b, err := os.ReadFile(m[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []stats.Summary
+	if err := json.Unmarshal(b, &all); err != nil || len(all) != 1 {
+		t.Fatalf("%v: %s", err, b)
+	}
+	return all[0]
 }
