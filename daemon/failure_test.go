@@ -1,21 +1,20 @@
 package daemon
 
 import (
-	"net"
 	"strings"
 	"testing"
+
+	"github.com/tokenprobe/tokenprobe/internal/hostile"
 )
 
 // A job whose endpoint is down: its run is aborted early and recorded as
 // an error that says why, the gauge of aborted runs in a row says 1, and
 // the job's state says it backs off.
 func TestAbortedRunBacksTheJobOff(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := hostile.ClosedAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	d, _, reg := start(t, `
 endpoints:
   - {name: down, base_url: "http://`+addr+`/v1", model: m}

@@ -2,13 +2,14 @@ package web
 
 import (
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tokenprobe/tokenprobe/internal/hostile"
 )
 
 // chromium returns the headless browser, or skips the test where there is
@@ -86,12 +87,10 @@ func TestStatusPageInABrowser(t *testing.T) {
 // nor a latency chart.
 func TestFailedRunInABrowser(t *testing.T) {
 	browser := chromium(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := hostile.ClosedAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	f := newFixtureWith(t, `
 endpoints:
   - {name: down, base_url: "http://`+addr+`/v1", model: m}

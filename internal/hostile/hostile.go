@@ -180,3 +180,14 @@ func answer(conn net.Conn, req *http.Request) bool {
 	_, _ = io.WriteString(conn, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
 	return true
 }
+
+// ClosedAddr is a local address where nothing listens (one was, a moment
+// ago): an endpoint that refuses every connection.
+func ClosedAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
