@@ -29,7 +29,8 @@ level of a profile against an endpoint has 306 series with two SLO thresholds (T
 request duration 25, TTST and inter-chunk 22 each, dispatch lag 16, error reasons 8, SLO 4,
 outcomes 3, and 4 more; each further SLO threshold adds 2), and each profile x endpoint about 20
 more (runs, skips, last-run gauges, info). The demo (three profiles, eight load levels) exports
-2,512 tokenprobe series after one run of each.
+2,512 tokenprobe series after one run of each (` + "`curl -s localhost:9470/metrics | grep -c '^tokenprobe_'`" + `, the
+runs started with ` + "`POST /api/v1/runs`" + `).
 
 Histograms have classic buckets (listed) and native buckets (factor 1.1) side by side. What a
 Prometheus keeps depends on how it scrapes: the text format gives it the classic buckets only;
