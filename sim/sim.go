@@ -127,6 +127,7 @@ type Handler struct {
 	slots *slots
 	seq   atomic.Uint64
 	mux   *http.ServeMux
+	sm    *serverMetrics
 
 	// Counters for tests and the simulator's own /metrics.
 	requests atomic.Uint64
@@ -140,11 +141,12 @@ func NewHandler(cfg Config) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{cfg: cfg, slots: newSlots(cfg.Slots), mux: http.NewServeMux()}
+	h.sm = newServerMetrics(h)
 	h.mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { h.complete(w, r, true) })
 	h.mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { h.complete(w, r, false) })
 	h.mux.HandleFunc("GET /v1/models", h.models)
 	h.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	h.mux.HandleFunc("GET /metrics", h.metrics)
+	h.mux.Handle("GET /metrics", h.sm.handler())
 	return h, nil
 }
 
@@ -259,13 +261,16 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		}
 	}
 
+	inTokens := req.promptTokens()
 	ctx := r.Context()
+	life := h.sm.arrive()
 	if err := h.slots.acquire(ctx); err != nil {
 		return // the client went away while queued
 	}
 	defer h.slots.release()
+	life.schedule(inTokens)
+	defer life.finish(false) // a no-op after the answer's end was recorded
 
-	inTokens := req.promptTokens()
 	prefill := h.cfg.PrefillBase + time.Duration(inTokens)*h.cfg.PrefillPerToken
 	if !sleep(ctx, h.jitter(rng, prefill)) {
 		return
@@ -276,16 +281,19 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	id := fmt.Sprintf("sim-%d", seq)
 	if !req.Stream {
+		life.tokens(1)
 		for i := 1; i < maxTokens; i++ {
 			if !sleep(ctx, h.jitter(rng, h.decodeStep())) {
 				return
 			}
+			life.tokens(1)
 		}
+		life.finish(true)
 		writeWhole(w, chat, id, model, maxTokens, inTokens)
 		return
 	}
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-	h.stream(ctx, w, rng, plan, streamArgs{chat: chat, id: id, model: model, maxTokens: maxTokens, inTokens: inTokens, usage: includeUsage})
+	h.stream(ctx, w, rng, plan, life, streamArgs{chat: chat, id: id, model: model, maxTokens: maxTokens, inTokens: inTokens, usage: includeUsage})
 }
 
 // plan is what faults this request will meet, drawn up front.
@@ -351,7 +359,7 @@ type streamArgs struct {
 	usage               bool
 }
 
-func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, rng *rand.Rand, p plan, a streamArgs) {
+func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, rng *rand.Rand, p plan, life *lifecycle, a streamArgs) {
 	fl, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -382,6 +390,7 @@ func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, rng *rand.R
 		n := min(h.cfg.TokensPerChunk, a.maxTokens-sent)
 		buf = appendChunk(buf[:0], a, words(sent, n), "")
 		sent += n
+		life.tokens(n)
 		if _, err := w.Write(buf); err != nil {
 			return
 		}
@@ -395,6 +404,7 @@ func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, rng *rand.R
 			a.id, object(a.chat, true), a.model, a.inTokens, a.maxTokens, a.inTokens+a.maxTokens)
 	}
 	buf = append(buf, "data: [DONE]\n\n"...)
+	life.finish(true)
 	_, _ = w.Write(buf)
 	if fl != nil {
 		fl.Flush()
@@ -457,16 +467,6 @@ func (h *Handler) models(w http.ResponseWriter, _ *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": []any{
 		map[string]any{"id": h.cfg.Model, "object": "model", "owned_by": "tokenprobe-sim"},
 	}})
-}
-
-func (h *Handler) metrics(w http.ResponseWriter, _ *http.Request) {
-	running, waiting, requests, faults := h.Stats()
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	fmt.Fprintf(w, "# TYPE tokenprobe_sim_running_requests gauge\ntokenprobe_sim_running_requests %d\n", running)
-	fmt.Fprintf(w, "# TYPE tokenprobe_sim_waiting_requests gauge\ntokenprobe_sim_waiting_requests %d\n", waiting)
-	fmt.Fprintf(w, "# TYPE tokenprobe_sim_requests_total counter\ntokenprobe_sim_requests_total %d\n", requests)
-	fmt.Fprintf(w, "# TYPE tokenprobe_sim_faults_total counter\ntokenprobe_sim_faults_total %d\n", faults)
-	fmt.Fprintf(w, "# TYPE tokenprobe_sim_slots gauge\ntokenprobe_sim_slots %d\n", h.cfg.Slots)
 }
 
 func httpError(w http.ResponseWriter, code int, msg string) {
