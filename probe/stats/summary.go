@@ -71,6 +71,13 @@ type Summary struct {
 	Knee *Knee `json:"knee,omitempty"`
 	// GPU is what the GPUs did over the run, when a GPU source is set.
 	GPU *GPU `json:"gpu,omitempty"`
+	// Server is what the endpoint's server said about the run, when its
+	// metrics are read (server_metrics).
+	Server *Server `json:"server,omitempty"`
+	// Start is the first request's send time, End the last one's end:
+	// the window the server's figures are read over.
+	Start time.Time `json:"start,omitzero"`
+	End   time.Time `json:"end,omitzero"`
 }
 
 // GPU is what the GPUs did during one run, from DCGM or a dcgm-exporter.
@@ -194,6 +201,7 @@ func (a *Aggregator) Summary() Summary {
 	s.InterChunk, s.E2E = Compute(a.gaps), Compute(a.e2e)
 	s.ISL, s.OSL, s.UserTPS = Compute(a.isl), Compute(a.osl), Compute(a.tps)
 	s.DispatchLag, s.InputLengthError = Compute(a.lag), Compute(a.inErr)
+	s.Start, s.End = a.first, a.last
 	if !a.first.IsZero() && a.last.After(a.first) {
 		s.DurationSeconds = a.last.Sub(a.first).Seconds()
 	}

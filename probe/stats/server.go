@@ -1,0 +1,77 @@
+package stats
+
+// Server is what the endpoint's server said about itself during a run,
+// read from its own /metrics: deltas of its histograms and counters over
+// the run's window, and its gauges sampled while the run went. Times are
+// in milliseconds. A phase the server exposes no series for is absent.
+type Server struct {
+	Kind    string `json:"kind"`
+	URL     string `json:"url"`
+	Scrapes int    `json:"scrapes"`
+	// Err is why the figures are missing or partial: the server could not
+	// be read, restarted during the run, or exposes none of the series.
+	Err string `json:"error,omitempty"`
+	// Missing names the figures the server exposes no series for.
+	Missing []string `json:"missing,omitempty"`
+
+	Queue   *Phase `json:"queue_time_ms,omitempty"`
+	Prefill *Phase `json:"prefill_time_ms,omitempty"`
+	TTFT    *Phase `json:"server_ttft_ms,omitempty"`
+	ITL     *Phase `json:"server_itl_ms,omitempty"`
+	E2E     *Phase `json:"server_e2e_ms,omitempty"`
+
+	Running *Level `json:"running_requests,omitempty"`
+	Waiting *Level `json:"waiting_requests,omitempty"`
+	KVCache *Level `json:"kv_cache_usage,omitempty"`
+
+	PrefixCacheHitRate *float64 `json:"prefix_cache_hit_rate,omitempty"`
+	Preemptions        *float64 `json:"preemptions,omitempty"`
+	PromptTokens       *float64 `json:"prompt_tokens,omitempty"`
+	GenerationTokens   *float64 `json:"generation_tokens,omitempty"`
+
+	// Breakdown splits the client's TTFT into the server's queue, its
+	// prefill and the rest; nil where the server has no queue series.
+	Breakdown *Breakdown `json:"ttft_breakdown,omitempty"`
+	// Note says what the figures cannot show: no breakdown and why, or
+	// other traffic on the server mixed into them.
+	Note string `json:"note,omitempty"`
+}
+
+// Phase is one server histogram's change over a window.
+type Phase struct {
+	// Count is the observations in the window: requests, for the
+	// per-request histograms.
+	Count float64 `json:"count"`
+	Mean  float64 `json:"mean"`
+	// P50 is interpolated within the server's buckets, as
+	// histogram_quantile does: only as fine as they are. Absent where the
+	// histogram has no classic buckets.
+	P50 *float64 `json:"p50,omitempty"`
+}
+
+// Level is a gauge sampled over a window.
+type Level struct {
+	Avg  float64 `json:"avg"`
+	Peak float64 `json:"peak"`
+}
+
+// Breakdown is where the client's TTFT went, in milliseconds.
+type Breakdown struct {
+	Mean Split `json:"mean"`
+	// P50 splits the medians; absent where a phase has no median.
+	P50 *Split `json:"p50,omitempty"`
+	// Dominant is the largest part of the mean: "queue", "prefill" or
+	// "elsewhere" (network, gateway, tokenization, the client).
+	Dominant string `json:"dominant"`
+	// Verdict says it in one line.
+	Verdict string `json:"verdict"`
+}
+
+// Split is a TTFT and its parts. Prefill is absent where the server does
+// not expose it; Elsewhere is then everything but the queue.
+type Split struct {
+	TTFT      float64  `json:"ttft"`
+	Queue     float64  `json:"queue"`
+	Prefill   *float64 `json:"prefill,omitempty"`
+	Elsewhere float64  `json:"elsewhere"`
+}

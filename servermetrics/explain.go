@@ -1,0 +1,252 @@
+package servermetrics
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/probe/stats"
+)
+
+// Explain puts what the server said beside what the client measured: for
+// the run and for each of its stages (load levels), over each one's window.
+func Explain(sum *stats.Summary, rd Readings) {
+	sum.Server = window(rd, sum)
+	for i := range sum.Stages {
+		sum.Stages[i].Server = window(rd, &sum.Stages[i])
+	}
+}
+
+func window(rd Readings, sum *stats.Summary) *stats.Server {
+	out := &stats.Server{Kind: string(rd.Kind), URL: rd.URL, Scrapes: len(rd.Snaps)}
+	if len(rd.Snaps) < 2 {
+		out.Err = "the server's metrics were read fewer than twice"
+		if rd.Err != nil {
+			out.Err = fmt.Sprintf("the server's metrics could not be read: %v", rd.Err)
+		}
+		return out
+	}
+	from, to := sum.Start, sum.End
+	if from.IsZero() {
+		from, to = rd.Snaps[0].At, rd.Snaps[len(rd.Snaps)-1].At
+	}
+	// The reading just before the window opened and the first after it
+	// closed: the deltas between them hold every request of the window.
+	bi, ai := 0, len(rd.Snaps)-1
+	for i, s := range rd.Snaps {
+		if !s.At.After(from) {
+			bi = i
+		}
+	}
+	for i := len(rd.Snaps) - 1; i >= 0; i-- {
+		if !rd.Snaps[i].At.Before(to) {
+			ai = i
+		}
+	}
+	if ai <= bi {
+		ai = min(bi+1, len(rd.Snaps)-1)
+		bi = ai - 1
+	}
+	before, after := rd.Snaps[bi], rd.Snaps[ai]
+
+	phase := func(r Role) (*stats.Phase, error) {
+		a, okA := after.Hist[r]
+		b, okB := before.Hist[r]
+		if !okA || !okB {
+			return nil, nil
+		}
+		d, err := delta(a, b)
+		if err != nil || d.Count == 0 {
+			return nil, err
+		}
+		p := &stats.Phase{Count: d.Count, Mean: 1000 * d.Sum / d.Count}
+		if q, ok := quantile(0.5, d); ok {
+			q *= 1000
+			p.P50 = &q
+		}
+		return p, nil
+	}
+	var errs []error
+	for r, dst := range map[Role]**stats.Phase{Queue: &out.Queue, Prefill: &out.Prefill, TTFT: &out.TTFT, ITL: &out.ITL, E2E: &out.E2E} {
+		p, err := phase(r)
+		errs = append(errs, err)
+		*dst = p
+	}
+	counter := func(r Role) *float64 {
+		a, okA := after.Value[r]
+		b, okB := before.Value[r]
+		if !okA || !okB {
+			return nil
+		}
+		if a < b {
+			errs = append(errs, errRestarted)
+			return nil
+		}
+		d := a - b
+		return &d
+	}
+	out.Preemptions, out.PromptTokens, out.GenerationTokens = counter(Preemptions), counter(PromptTokens), counter(GenerationTokens)
+	level := func(r Role) *stats.Level {
+		var l stats.Level
+		n := 0
+		for _, s := range rd.Snaps[bi : ai+1] {
+			if v, ok := s.Value[r]; ok {
+				l.Avg += v
+				l.Peak = max(l.Peak, v)
+				n++
+			}
+		}
+		if n == 0 {
+			return nil
+		}
+		l.Avg /= float64(n)
+		return &l
+	}
+	out.Running, out.Waiting, out.KVCache = level(Running), level(Waiting), level(KVCache)
+	if hits, queries := counter(PrefixHits), counter(PrefixQueries); hits != nil && queries != nil && *queries > 0 {
+		rate := *hits / *queries
+		out.PrefixCacheHitRate = &rate
+	} else if l := level(PrefixHitRate); l != nil {
+		out.PrefixCacheHitRate = &l.Avg
+	}
+	if err := errors.Join(errs...); err != nil {
+		out.Err = err.Error()
+	}
+	out.Missing = missing(after)
+	out.Breakdown, out.Note = breakdown(out, sum)
+	return out
+}
+
+var errRestarted = errors.New("a counter of the server went down during the run: the server restarted, so its figures for the run are incomplete")
+
+// missing names the roles the server did not serve (the two prefix
+// cache counters stand for the hit rate they make).
+func missing(after Snapshot) []string {
+	has := func(r Role) bool {
+		_, h := after.Hist[r]
+		_, v := after.Value[r]
+		return h || v
+	}
+	var out []string
+	for _, r := range Roles() {
+		switch {
+		case r == PrefixHits || r == PrefixQueries:
+		case r == PrefixHitRate && has(PrefixHits) && has(PrefixQueries):
+		case !has(r):
+			out = append(out, string(r))
+		}
+	}
+	return out
+}
+
+func delta(a, b Hist) (Hist, error) {
+	d := Hist{Count: a.Count - b.Count, Sum: a.Sum - b.Sum, Bounds: a.Bounds}
+	if d.Count < 0 {
+		return Hist{}, errRestarted
+	}
+	prev := map[float64]float64{}
+	for i, ub := range b.Bounds {
+		prev[ub] = b.Cumulative[i]
+	}
+	d.Cumulative = make([]float64, len(a.Cumulative))
+	for i, ub := range a.Bounds {
+		d.Cumulative[i] = a.Cumulative[i] - prev[ub]
+	}
+	return d, nil
+}
+
+// quantile interpolates linearly within the bucket holding the q-th
+// observation, as Prometheus's histogram_quantile does for classic
+// buckets; the lowest bucket starts at 0.
+func quantile(q float64, h Hist) (float64, bool) {
+	if len(h.Bounds) == 0 || h.Count <= 0 {
+		return 0, false
+	}
+	total := h.Cumulative[len(h.Cumulative)-1]
+	if !math.IsInf(h.Bounds[len(h.Bounds)-1], 1) {
+		total = h.Count
+	}
+	rank := q * total
+	lower, below := 0.0, 0.0
+	for i, ub := range h.Bounds {
+		c := h.Cumulative[i]
+		if c >= rank && c > below {
+			if math.IsInf(ub, 1) {
+				return lower, true
+			}
+			return lower + (ub-lower)*(rank-below)/(c-below), true
+		}
+		lower, below = ub, c
+	}
+	return lower, true
+}
+
+// breakdown splits the client's TTFT with the server's queue and prefill
+// means (exact: sums over counts) and medians (as coarse as the buckets).
+func breakdown(s *stats.Server, sum *stats.Summary) (*stats.Breakdown, string) {
+	served := 0.0
+	for _, p := range []*stats.Phase{s.E2E, s.Queue, s.TTFT} {
+		if p != nil {
+			served = max(served, p.Count)
+		}
+	}
+	sent := sum.Success + sum.Errors
+	var note string
+	switch {
+	case sum.TTFT.Count == 0:
+		return nil, "no request measured a TTFT: nothing to break down"
+	case served == 0 && s.Err == "":
+		return nil, "the server recorded no request in the run's window: is server_metrics.url the server behind this endpoint?"
+	case s.Queue == nil:
+		return nil, fmt.Sprintf("the server (%s) exposes no queue-time series: no breakdown of TTFT", s.Kind)
+	case served > 1.2*float64(sent)+2:
+		note = fmt.Sprintf("the server served %.0f requests in the run's window, the probe sent %d: other traffic is mixed into the server's figures", served, sent)
+	}
+	b := &stats.Breakdown{Mean: split(sum.TTFT.Avg, s.Queue.Mean, s.Prefill, func(p *stats.Phase) float64 { return p.Mean })}
+	if s.Queue.P50 != nil && (s.Prefill == nil || s.Prefill.P50 != nil) {
+		p50 := split(sum.TTFT.P50, *s.Queue.P50, s.Prefill, func(p *stats.Phase) float64 { return *p.P50 })
+		b.P50 = &p50
+	}
+	m := b.Mean
+	b.Dominant, b.Verdict = "queue", ""
+	largest := m.Queue
+	if m.Prefill != nil && *m.Prefill > largest {
+		b.Dominant, largest = "prefill", *m.Prefill
+	}
+	if m.Elsewhere > largest {
+		b.Dominant = "elsewhere"
+	}
+	what := map[string]string{"queue": "the server's queue", "prefill": "the server's prefill", "elsewhere": "outside the server's queue and prefill"}[b.Dominant]
+	if m.Prefill != nil {
+		b.Verdict = fmt.Sprintf("TTFT mean %s, mostly %s: %s waiting in the server's queue, %s prefill, %s elsewhere",
+			Millis(m.TTFT), what, Millis(m.Queue), Millis(*m.Prefill), Millis(m.Elsewhere))
+	} else {
+		b.Verdict = fmt.Sprintf("TTFT mean %s, mostly %s: %s waiting in the server's queue, %s elsewhere (prefill included: the server exposes no prefill series)",
+			Millis(m.TTFT), what, Millis(m.Queue), Millis(m.Elsewhere))
+	}
+	return b, note
+}
+
+func split(ttft, queue float64, prefill *stats.Phase, of func(*stats.Phase) float64) stats.Split {
+	s := stats.Split{TTFT: ttft, Queue: queue, Elsewhere: ttft - queue}
+	if prefill != nil {
+		p := of(prefill)
+		s.Prefill = &p
+		s.Elsewhere -= p
+	}
+	return s
+}
+
+// Millis writes a time in milliseconds for a person: "4.3 s", "230 ms",
+// "4.2 ms".
+func Millis(ms float64) string {
+	d := time.Duration(ms * float64(time.Millisecond))
+	switch a := math.Abs(ms); {
+	case a >= 1000:
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	case a >= 10:
+		return fmt.Sprintf("%.0f ms", ms)
+	}
+	return fmt.Sprintf("%.1f ms", ms)
+}

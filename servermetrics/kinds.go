@@ -1,0 +1,187 @@
+// Package servermetrics reads an inference server's own Prometheus
+// metrics while tokenprobe probes it, and sets what the server saw beside
+// what the client measured: how much of the client's TTFT the server spent
+// queueing the request, how much in prefill, and how much was elsewhere.
+package servermetrics
+
+import (
+	"slices"
+	"strings"
+)
+
+// Kind is a family of servers that name their series alike.
+type Kind string
+
+const (
+	VLLM     Kind = "vllm"
+	SGLang   Kind = "sglang"
+	TGI      Kind = "tgi"
+	LlamaCpp Kind = "llamacpp"
+	NIM      Kind = "nim"
+	// Auto picks the kind from the names the server exposes.
+	Auto Kind = "auto"
+)
+
+// Kinds lists the kinds a configuration may name, Auto last.
+func Kinds() []Kind { return []Kind{VLLM, SGLang, TGI, LlamaCpp, NIM, Auto} }
+
+// Role is one thing tokenprobe reads from a server, whatever the server
+// calls it.
+type Role string
+
+// Histograms, in seconds: each request's time in that phase.
+const (
+	Queue   Role = "queue_time"
+	Prefill Role = "prefill_time"
+	TTFT    Role = "ttft"
+	ITL     Role = "itl"
+	E2E     Role = "e2e_latency"
+)
+
+// Gauges, sampled during the run.
+const (
+	Running       Role = "running_requests"
+	Waiting       Role = "waiting_requests"
+	KVCache       Role = "kv_cache_usage"
+	PrefixHitRate Role = "prefix_cache_hit_rate"
+)
+
+// Counters, read as their rise over the run.
+const (
+	PrefixHits       Role = "prefix_cache_hits"
+	PrefixQueries    Role = "prefix_cache_queries"
+	Preemptions      Role = "preemptions"
+	PromptTokens     Role = "prompt_tokens"
+	GenerationTokens Role = "generation_tokens"
+)
+
+// Roles lists every role in the order reports show them.
+func Roles() []Role {
+	return []Role{Queue, Prefill, TTFT, ITL, E2E, Running, Waiting, KVCache, PrefixHitRate, PrefixHits, PrefixQueries,
+		Preemptions, PromptTokens, GenerationTokens}
+}
+
+// IsHistogram reports whether the role is read from a histogram.
+func (r Role) IsHistogram() bool { return slices.Contains([]Role{Queue, Prefill, TTFT, ITL, E2E}, r) }
+
+// IsGauge reports whether the role is a level sampled over the run.
+func (r Role) IsGauge() bool {
+	return slices.Contains([]Role{Running, Waiting, KVCache, PrefixHitRate}, r)
+}
+
+// Series is one name a server exposes a role under.
+type Series struct {
+	Name string
+	// Match is label values a sample must carry to count.
+	Match map[string]string
+	// Note says which versions use the name, or how it differs.
+	Note string
+}
+
+// Table maps every kind's roles to the series that carry them, the
+// current name first: the first a server exposes is read. A role with no
+// entry is one the kind does not expose. docs/MEASUREMENT.md prints this
+// table (`make docs`).
+var Table = map[Kind]map[Role][]Series{
+	VLLM: {
+		Queue:   {{Name: "vllm:request_queue_time_seconds"}},
+		Prefill: {{Name: "vllm:request_prefill_time_seconds"}},
+		TTFT:    {{Name: "vllm:time_to_first_token_seconds"}},
+		ITL: {
+			{Name: "vllm:inter_token_latency_seconds", Note: "V1 engine"},
+			{Name: "vllm:time_per_output_token_seconds", Note: "before 0.11"},
+		},
+		E2E:     {{Name: "vllm:e2e_request_latency_seconds"}},
+		Running: {{Name: "vllm:num_requests_running"}},
+		Waiting: {{Name: "vllm:num_requests_waiting"}},
+		KVCache: {
+			{Name: "vllm:kv_cache_usage_perc", Note: "V1 engine"},
+			{Name: "vllm:gpu_cache_usage_perc", Note: "before 0.10"},
+		},
+		PrefixHitRate:    {{Name: "vllm:gpu_prefix_cache_hit_rate", Note: "before 0.10; later from the hits and queries counters"}},
+		PrefixHits:       {{Name: "vllm:prefix_cache_hits_total"}},
+		PrefixQueries:    {{Name: "vllm:prefix_cache_queries_total"}},
+		Preemptions:      {{Name: "vllm:num_preemptions_total"}},
+		PromptTokens:     {{Name: "vllm:prompt_tokens_total"}},
+		GenerationTokens: {{Name: "vllm:generation_tokens_total"}},
+	},
+	SGLang: {
+		Queue: {{Name: "sglang:queue_time_seconds"}},
+		TTFT:  {{Name: "sglang:time_to_first_token_seconds", Note: "from arrival: includes the queue"}},
+		ITL: {
+			{Name: "sglang:inter_token_latency_seconds"},
+			{Name: "sglang:time_per_output_token_seconds", Note: "older releases"},
+		},
+		E2E:              {{Name: "sglang:e2e_request_latency_seconds"}},
+		Running:          {{Name: "sglang:num_running_reqs"}},
+		Waiting:          {{Name: "sglang:num_queue_reqs"}},
+		KVCache:          {{Name: "sglang:token_usage", Note: "tokens in use over the pool"}},
+		PrefixHitRate:    {{Name: "sglang:cache_hit_rate"}},
+		PromptTokens:     {{Name: "sglang:prompt_tokens_total"}},
+		GenerationTokens: {{Name: "sglang:generation_tokens_total"}},
+	},
+	TGI: {
+		Queue:            {{Name: "tgi_request_queue_duration"}},
+		Prefill:          {{Name: "tgi_batch_inference_duration", Match: map[string]string{"method": "prefill"}, Note: "per batch, not per request"}},
+		ITL:              {{Name: "tgi_request_mean_time_per_token_duration", Note: "each request's mean"}},
+		E2E:              {{Name: "tgi_request_duration"}},
+		Running:          {{Name: "tgi_batch_current_size"}},
+		Waiting:          {{Name: "tgi_queue_size"}},
+		PromptTokens:     {{Name: "tgi_request_input_length", Note: "the sum of its histogram"}},
+		GenerationTokens: {{Name: "tgi_request_generated_tokens", Note: "the sum of its histogram"}},
+	},
+	LlamaCpp: {
+		Running:          {{Name: "llamacpp:requests_processing"}},
+		Waiting:          {{Name: "llamacpp:requests_deferred"}},
+		KVCache:          {{Name: "llamacpp:kv_cache_usage_ratio", Note: "removed in later builds"}},
+		PromptTokens:     {{Name: "llamacpp:prompt_tokens_total"}},
+		GenerationTokens: {{Name: "llamacpp:tokens_predicted_total"}},
+	},
+	// NIM for LLMs names the vLLM series without their prefix; NIMs
+	// built on a recent vLLM also expose vLLM's own, read next.
+	NIM: {
+		Queue: {{Name: "vllm:request_queue_time_seconds"}},
+		Prefill: {
+			{Name: "vllm:request_prefill_time_seconds"},
+		},
+		TTFT: {{Name: "time_to_first_token_seconds"}, {Name: "vllm:time_to_first_token_seconds"}},
+		ITL:  {{Name: "time_per_output_token_seconds"}, {Name: "vllm:inter_token_latency_seconds"}},
+		E2E:  {{Name: "e2e_request_latency_seconds"}, {Name: "vllm:e2e_request_latency_seconds"}},
+		Running: {
+			{Name: "num_requests_running"}, {Name: "vllm:num_requests_running"},
+		},
+		Waiting: {
+			{Name: "num_requests_waiting"}, {Name: "vllm:num_requests_waiting"},
+		},
+		KVCache:          {{Name: "gpu_cache_usage_perc"}, {Name: "vllm:kv_cache_usage_perc"}},
+		PromptTokens:     {{Name: "prompt_tokens_total"}, {Name: "vllm:prompt_tokens_total"}},
+		GenerationTokens: {{Name: "generation_tokens_total"}, {Name: "vllm:generation_tokens_total"}},
+	},
+}
+
+// Detect names the kind whose series a server exposes, from the names of
+// its metric families, or "" when none is recognised.
+func Detect(names []string) Kind {
+	count := map[Kind]int{}
+	for _, n := range names {
+		switch {
+		case strings.HasPrefix(n, "vllm:"):
+			count[VLLM]++
+		case strings.HasPrefix(n, "sglang:"):
+			count[SGLang]++
+		case strings.HasPrefix(n, "tgi_"):
+			count[TGI]++
+		case strings.HasPrefix(n, "llamacpp:"):
+			count[LlamaCpp]++
+		case n == "num_requests_running" || n == "time_to_first_token_seconds" || n == "gpu_cache_usage_perc":
+			count[NIM] += 100 // NIM's own names outrank the vLLM ones it may also expose
+		}
+	}
+	best, most := Kind(""), 0
+	for _, k := range []Kind{NIM, VLLM, SGLang, TGI, LlamaCpp} {
+		if count[k] > most {
+			best, most = k, count[k]
+		}
+	}
+	return best
+}

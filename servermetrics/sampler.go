@@ -1,0 +1,102 @@
+package servermetrics
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// maxReadings bounds a run's readings: two hours at one a second. Past it
+// every other reading is dropped, so a long run keeps its whole span at a
+// coarser step instead of growing without bound.
+const maxReadings = 7200
+
+// Readings are the snapshots taken during one run.
+type Readings struct {
+	Kind  Kind
+	URL   string
+	Snaps []Snapshot
+	// Failed counts the scrapes that failed; Err is the last failure.
+	Failed int
+	Err    error
+}
+
+// Sampler reads a source all through a run.
+type Sampler struct {
+	src    *Source
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu sync.Mutex
+	rd Readings
+}
+
+// Start takes a first reading before it returns, so that the run's first
+// request finds the server's counters already read, then reads every
+// interval until Stop.
+func Start(src *Source) *Sampler {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Sampler{src: src, cancel: cancel, done: make(chan struct{})}
+	first, stop := context.WithTimeout(ctx, 2*time.Second) // a server that does not answer delays no run by more
+	s.read(first)
+	stop()
+	go s.loop(ctx)
+	return s
+}
+
+func (s *Sampler) loop(ctx context.Context) {
+	defer close(s.done)
+	t := time.NewTicker(s.src.Interval())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.read(ctx)
+		}
+	}
+}
+
+func (s *Sampler) read(ctx context.Context) {
+	snap, err := s.src.Scrape(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		if ctx.Err() == nil {
+			s.rd.Failed++
+			s.rd.Err = err
+		}
+		return
+	}
+	if len(s.rd.Snaps) >= maxReadings {
+		kept := s.rd.Snaps[:0]
+		for i, r := range s.rd.Snaps {
+			if i%2 == 0 {
+				kept = append(kept, r)
+			}
+		}
+		s.rd.Snaps = kept
+	}
+	s.rd.Snaps = append(s.rd.Snaps, snap)
+}
+
+// settle is how long Stop waits before its last reading: a server records
+// a request about when it sends the last chunk, and the last reading must
+// come after the last request is recorded.
+const settle = 250 * time.Millisecond
+
+// Stop ends the readings with a last one and returns them all.
+func (s *Sampler) Stop() Readings {
+	s.cancel()
+	<-s.done
+	time.Sleep(min(settle, s.src.Interval()))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.read(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rd := s.rd
+	rd.Kind, rd.URL = s.src.Kind(), s.src.URL()
+	return rd
+}
