@@ -135,6 +135,14 @@ func (c *Config) defaults() {
 		if e.Simulator != nil && e.Model == "" {
 			e.Model = "tokenprobe-sim"
 		}
+		if m := e.ServerMetrics; m != nil {
+			if m.Kind == "" {
+				m.Kind = "auto"
+			}
+			if m.Interval == 0 {
+				m.Interval = Duration(time.Second)
+			}
+		}
 	}
 	for _, p := range c.Profiles {
 		if p == nil {
@@ -227,6 +235,9 @@ func (c *Config) validate(l *locator, dir string) {
 		}
 		if e.TLS != nil {
 			e.TLS.validate(l, path+".tls", dir, e)
+		}
+		if e.ServerMetrics != nil {
+			e.ServerMetrics.validate(l, path+".server_metrics", dir, e.Simulator != nil)
 		}
 	}
 	if o := c.OTLP; o != nil {
@@ -335,6 +346,37 @@ func (e *Endpoint) resolveKey(l *locator, path, dir string) {
 		e.APIKey, _ = readSecretFile(l, path+".api_key_file", dir, e.APIKeyFile)
 	case e.APIKeyEnv != "":
 		e.APIKey, _ = readSecretEnv(l, path+".api_key_env", e.APIKeyEnv)
+	}
+}
+
+func (m *ServerMetrics) validate(l *locator, path, dir string, simulated bool) {
+	switch {
+	case m.URL == "" && !simulated:
+		l.errf(path, "url is required (the server's metrics page, such as http://host:8000/metrics)")
+	case m.URL != "" && simulated:
+		l.errf(path+".url", "a simulator endpoint serves its metrics itself: leave url out")
+	}
+	if m.URL != "" {
+		u, err := url.Parse(m.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			l.errf(path+".url", "%q is not an http(s) URL", m.URL)
+		} else if u.User != nil {
+			l.errf(path+".url", "credentials in the URL would leak into logs: use bearer_token_file or bearer_token_env")
+		}
+	}
+	if !slices.Contains(ServerKinds, m.Kind) {
+		l.errf(path+".kind", "%q is not one of %s", m.Kind, strings.Join(ServerKinds, ", "))
+	}
+	if m.Interval < Duration(100*time.Millisecond) {
+		l.errf(path+".interval", "%v is too short: at least 100ms, so that reading the page does not load the server", m.Interval.D())
+	}
+	switch {
+	case m.BearerTokenFile != "" && m.BearerTokenEnv != "":
+		l.errf(path+".bearer_token_env", "give bearer_token_file or bearer_token_env, not both")
+	case m.BearerTokenFile != "":
+		m.BearerToken, _ = readSecretFile(l, path+".bearer_token_file", dir, m.BearerTokenFile)
+	case m.BearerTokenEnv != "":
+		m.BearerToken, _ = readSecretEnv(l, path+".bearer_token_env", m.BearerTokenEnv)
 	}
 }
 

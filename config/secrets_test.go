@@ -101,3 +101,24 @@ profiles:
 		t.Fatalf("check of an invalid file: %v", err)
 	}
 }
+
+// A server's metrics page may need a token of its own; it is a secret as
+// the API key is.
+func TestServerMetricsToken(t *testing.T) {
+	t.Setenv("TOKENPROBE_TEST_METRICS", "metrics-token-321")
+	cfg, err := Parse("tokenprobe.yaml", []byte(`endpoints:
+  - name: vllm
+    base_url: http://vllm:8000/v1
+    model: m
+    server_metrics: {url: "http://vllm:8000/metrics", kind: vllm, bearer_token_env: TOKENPROBE_TEST_METRICS}
+profiles:
+  - name: p
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := cfg.Endpoints[0].ServerMetrics
+	if m.BearerToken.Reveal() != "metrics-token-321" || m.Interval.D().Seconds() != 1 || !slices.Contains(cfg.Secrets(), "metrics-token-321") {
+		t.Fatalf("token %q interval %v, secrets listed: %v", m.BearerToken, m.Interval, slices.Contains(cfg.Secrets(), "metrics-token-321"))
+	}
+}

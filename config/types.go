@@ -230,6 +230,11 @@ type Endpoint struct {
 	ExtraBody map[string]any `yaml:"extra_body"`
 	// TLS configures HTTPS: a private CA, a client certificate.
 	TLS *TLS `yaml:"tls"`
+	// ServerMetrics is where the server behind the endpoint serves its own
+	// Prometheus metrics, read during every run to split the TTFT the
+	// client measures into the server's queue, its prefill and the rest.
+	// A simulator endpoint has it on its own.
+	ServerMetrics *ServerMetrics `yaml:"server_metrics"`
 
 	// APIKey is resolved from APIKeyFile or APIKeyEnv at load time.
 	APIKey Secret `yaml:"-"`
@@ -298,7 +303,31 @@ func (e *certError) Unwrap() error { return e.err }
 // Secrets lists what the endpoint sends that must never be shown: its API
 // key and the header values read from files or variables.
 func (e *Endpoint) Secrets() []string {
-	return append(e.Headers.Secrets(), e.APIKey.Reveal())
+	out := append(e.Headers.Secrets(), e.APIKey.Reveal())
+	if m := e.ServerMetrics; m != nil && m.BearerToken != "" {
+		out = append(out, m.BearerToken.Reveal())
+	}
+	return out
+}
+
+// Server kinds that server_metrics.kind names (servermetrics.Kinds).
+var ServerKinds = []string{"vllm", "sglang", "tgi", "llamacpp", "nim", "auto"}
+
+// ServerMetrics is where a server's own metrics are read.
+type ServerMetrics struct {
+	// URL is the server's metrics page (http://host:8000/metrics).
+	URL string `yaml:"url"`
+	// Kind names how the server names its series: vllm, sglang, tgi,
+	// llamacpp, nim, or auto (default: from the names it serves).
+	Kind string `yaml:"kind"`
+	// Interval is how often the page is read during a run (default 1s).
+	Interval Duration `yaml:"interval"`
+	// BearerTokenFile and BearerTokenEnv name where a bearer token for
+	// the page is read from.
+	BearerTokenFile string `yaml:"bearer_token_file"`
+	BearerTokenEnv  string `yaml:"bearer_token_env"`
+
+	BearerToken Secret `yaml:"-"`
 }
 
 // Secrets lists every secret of the configuration.

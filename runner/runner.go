@@ -1,7 +1,8 @@
 // Package runner carries out one run of one job, the same way for the
 // daemon, `tokenprobe run` and the benchmark harness: it tells the run's
-// sinks that it starts, samples the GPUs while it goes, executes the plan,
-// and gives the one verdict to every sink and to its caller.
+// sinks that it starts, samples the GPUs and reads the server's own
+// metrics while it goes, executes the plan, and gives the one verdict to
+// every sink and to its caller.
 package runner
 
 import (
@@ -10,6 +11,7 @@ import (
 
 	"github.com/tokenprobe/tokenprobe/gpu"
 	"github.com/tokenprobe/tokenprobe/probe"
+	"github.com/tokenprobe/tokenprobe/servermetrics"
 )
 
 // Options are what a run needs beyond itself.
@@ -18,6 +20,10 @@ type Options struct {
 	// the summary gets what the GPUs did.
 	GPU         gpu.Source
 	GPUInterval time.Duration
+	// Server, when set, is the endpoint's server's own metrics, read all
+	// through the run; the summary gets what the server said beside what
+	// the client measured.
+	Server *servermetrics.Source
 }
 
 // Execute carries out run and returns how it ended. Every sink of the run
@@ -37,10 +43,17 @@ func Execute(ctx context.Context, run *probe.Run, o Options) probe.Finished {
 	if o.GPU != nil {
 		sampler = gpu.Start(o.GPU, o.GPUInterval)
 	}
+	var server *servermetrics.Sampler
+	if o.Server != nil {
+		server = servermetrics.Start(o.Server)
+	}
 	s, err := run.Execute(ctx)
 	if sampler != nil {
 		g := sampler.Stop(s.OutputTokens)
 		s.GPU = &g
+	}
+	if server != nil {
+		servermetrics.Explain(&s, server.Stop())
 	}
 	f := probe.Finished{Summary: &s, Verdict: probe.VerdictOf(&s, err), Err: err}
 	for _, s := range lifecycle {

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"math"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -18,6 +19,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
 	"github.com/tokenprobe/tokenprobe/probe/workload"
+	"github.com/tokenprobe/tokenprobe/servermetrics"
 	"github.com/tokenprobe/tokenprobe/sim"
 )
 
@@ -120,5 +122,55 @@ func TestOnlyRunnerExecutesRuns(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Against the simulator at eight times its slots, the server's queue
+// explains the client's TTFT: the breakdown's queue is the simulator's own
+// queue time within 5%, the client's TTFT less the server's queue and
+// prefill is a small rest, and the verdict names the queue. With one
+// request at a time it names the prefill.
+func TestExecuteExplainsTTFTWithTheServersQueue(t *testing.T) {
+	for _, c := range []struct {
+		concurrency, requests int
+		dominant              string
+	}{{16, 64, "queue"}, {1, 12, "prefill"}} {
+		s, err := sim.Start("127.0.0.1:0", sim.Config{Model: "m", Slots: 2, PrefillBase: 20 * time.Millisecond, DecodeBase: 5 * time.Millisecond, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		run := &probe.Run{
+			Profile:  "p",
+			Plan:     probe.Plan{Stages: []probe.Stage{{Concurrency: c.concurrency, Requests: c.requests}}},
+			Workload: workload.NewSynthetic(workload.Lengths{Mean: 8}, workload.Lengths{Mean: 20}, true, 1),
+			Endpoint: &client.Endpoint{Name: "sim", BaseURL: s.URL(), API: openai.Chat, Model: "m", Timeout: 30 * time.Second},
+			Client:   client.New(client.Options{}),
+		}
+		src := servermetrics.New(servermetrics.Options{URL: "http://" + s.Addr() + "/metrics", Model: "m", Interval: 100 * time.Millisecond})
+		f := Execute(context.Background(), run, Options{Server: src})
+		sv := f.Summary.Server
+		if f.Err != nil || sv == nil || sv.Breakdown == nil {
+			t.Fatalf("concurrency %d: %v, server %+v", c.concurrency, f.Err, sv)
+		}
+		b := sv.Breakdown
+		total, n := s.QueueTime()
+		truth := float64(total) / float64(time.Millisecond) / float64(n)
+		t.Logf("concurrency %d: %s (the simulator's queue: %.1f ms mean)", c.concurrency, b.Verdict, truth)
+		if sv.Kind != "vllm" || sv.Queue.Count != float64(c.requests) {
+			t.Errorf("concurrency %d: kind %q, the server's queue histogram counted %v requests of %d", c.concurrency, sv.Kind, sv.Queue.Count, c.requests)
+		}
+		if c.dominant == "queue" && math.Abs(b.Mean.Queue-truth) > 0.05*truth {
+			t.Errorf("queue %.1f ms, the simulator's %.1f ms: more than 5%% apart", b.Mean.Queue, truth)
+		}
+		if rest := b.Mean.Elsewhere; rest < -2 || rest > max(0.05*b.Mean.TTFT, 10) {
+			t.Errorf("concurrency %d: %.1f ms of the client's %.1f ms TTFT outside the server's queue and prefill", c.concurrency, rest, b.Mean.TTFT)
+		}
+		if b.Dominant != c.dominant {
+			t.Errorf("concurrency %d: %q dominates, want %q: %s", c.concurrency, b.Dominant, c.dominant, b.Verdict)
+		}
+		if c.dominant == "queue" && (sv.Waiting == nil || sv.Waiting.Peak < 8 || sv.Running.Peak != 2) {
+			t.Errorf("waiting %+v running %+v: want the queue and both slots seen", sv.Waiting, sv.Running)
+		}
 	}
 }

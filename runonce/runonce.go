@@ -251,7 +251,7 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *setup.Target, 
 	levelName := run.Plan.LevelName()
 	fmt.Fprintf(o.Progress, "Running profile %s against %s (%s)...\n", p.Name, t.Endpoint.Name, run.Plan)
 	stop := progress(o, run)
-	var ro runner.Options
+	ro := runner.Options{Server: t.Server}
 	if gpus != nil {
 		ro.GPU, ro.GPUInterval = gpus.src, gpus.interval
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/internal/redact"
 	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/openai"
+	"github.com/tokenprobe/tokenprobe/servermetrics"
 	"github.com/tokenprobe/tokenprobe/sim"
 )
 
@@ -23,6 +24,8 @@ type Target struct {
 	Client   *client.Client
 	// Sim is the embedded simulator behind the endpoint, or nil.
 	Sim *sim.Server
+	// Server reads the server's own metrics during runs, or is nil.
+	Server *servermetrics.Source
 }
 
 // Targets is every opened endpoint of a configuration, by name.
@@ -77,7 +80,28 @@ func OpenEndpoint(e *config.Endpoint, secrets *redact.Set) (*Target, error) {
 		t.Sim = srv
 		t.Endpoint.BaseURL = srv.URL()
 	}
+	t.Server = serverMetrics(e, t.Sim, opts)
 	return t, nil
+}
+
+// serverMetrics opens the reader of the server's own metrics: the
+// simulator's always, as the demo's breakdown needs them, another server's
+// where the endpoint names them.
+func serverMetrics(e *config.Endpoint, s *sim.Server, opts client.Options) *servermetrics.Source {
+	m := e.ServerMetrics
+	o := servermetrics.Options{Model: e.Model, TLS: opts.TLS}
+	switch {
+	case s != nil:
+		o.URL, o.Kind = "http://"+s.Addr()+"/metrics", servermetrics.VLLM
+		if m != nil {
+			o.Interval = m.Interval.D()
+		}
+	case m != nil:
+		o.URL, o.Kind, o.Interval, o.BearerToken = m.URL, servermetrics.Kind(m.Kind), m.Interval.D(), m.BearerToken.Reveal()
+	default:
+		return nil
+	}
+	return servermetrics.New(o)
 }
 
 // SimConfig converts the YAML simulator block to the simulator's model.
@@ -110,6 +134,9 @@ func (s *Targets) Close() error {
 // Close closes idle connections and stops the simulator, if any.
 func (t *Target) Close() error {
 	t.Client.CloseIdle()
+	if t.Server != nil {
+		t.Server.Close()
+	}
 	if t.Sim != nil {
 		return t.Sim.Close()
 	}

@@ -24,7 +24,7 @@ var layer = map[string]int{
 
 	"probe/slo": 1, "probe/client": 1, "internal/timingtest": 1,
 	"probe/stats": 2, "probe/workload": 2,
-	"probe": 3, "report": 3, "gpu": 3,
+	"probe": 3, "report": 3, "gpu": 3, "servermetrics": 3,
 	"catalog": 4,
 	"sink":    5, "sink/prom": 5, "sink/otlp": 5, "sink/records": 5,
 	"runner": 6, "setup": 6, "rundir": 6,
