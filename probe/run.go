@@ -43,6 +43,10 @@ type Run struct {
 	// sent, the requests in flight run on until they end or the context
 	// given to Execute ends, and the summary is marked interrupted.
 	Stop context.Context
+	// OnPhase, when set, is called as the warmup and each stage begin,
+	// before their first request: the runner reads the server's metrics
+	// there, so that each stage's figures come from its own window.
+	OnPhase func()
 
 	nextID    atomic.Uint64
 	cancelMu  sync.Mutex
@@ -123,6 +127,7 @@ func (r *Run) Execute(parent context.Context) (stats.Summary, error) {
 	if r.Plan.Warmup > 0 && len(r.Plan.Stages) > 0 {
 		warm := r.Plan.Stages[0]
 		warm.Duration, warm.Requests, warm.RampTo = 0, r.Plan.Warmup, 0
+		r.onPhase()
 		err = r.phase(send, ctx, 0, warm, true, results)
 	}
 	r.started.Store(time.Now().UnixNano())
@@ -131,6 +136,7 @@ func (r *Run) Execute(parent context.Context) (stats.Summary, error) {
 			break
 		}
 		r.stage.Store(int64(i))
+		r.onPhase()
 		err = r.phase(send, ctx, i, st, false, results)
 	}
 	close(results)
@@ -164,6 +170,12 @@ func (r *Run) Execute(parent context.Context) (stats.Summary, error) {
 		}
 	}
 	return s, err
+}
+
+func (r *Run) onPhase() {
+	if r.OnPhase != nil {
+		r.OnPhase()
+	}
 }
 
 // ErrInterrupted is Execute's error for a run its Stop ended: a

@@ -91,6 +91,9 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 			}
 		}
 	}
+	if s.Server != nil {
+		Server(w, s.Server)
+	}
 	if len(s.Stages) > 0 {
 		Stages(w, s.Stages, levelName)
 	}
@@ -113,15 +116,45 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 }
 
 // Stages writes one line per stage: latency read against load, where a
-// TTFT cliff shows as TTFT climbing while ITL stays flat.
+// TTFT cliff shows as TTFT climbing while ITL stays flat. Where the
+// server's metrics were read, its queue, running and waiting requests and
+// KV cache usage follow, so the knee is explained: waiting rises above 0
+// at the level where TTFT leaves its floor.
 func Stages(w io.Writer, stages []stats.Summary, levelName string) {
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "%-12s %9s %11s %11s %11s %11s %11s %11s %11s\n", levelName, "requests", "TTFT p50", "TTFT p95", "ITL p50",
-		"ITL p95", "req/s", "goodput", "attainment")
+	server := false
 	for _, st := range stages {
-		fmt.Fprintf(w, "%-12g %9d %11s %11s %11s %11s %11.2f %11.2f %10.1f%%\n", st.Level, st.Requests,
+		server = server || st.Server != nil
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%-12s %9s %11s %11s %11s %11s %11s %11s %11s", levelName, "requests", "TTFT p50", "TTFT p95", "ITL p50",
+		"ITL p95", "req/s", "goodput", "attainment")
+	if server {
+		fmt.Fprintf(w, " %11s %9s %9s %9s", "srv queue", "running", "waiting", "KV cache")
+	}
+	fmt.Fprintln(w)
+	for _, st := range stages {
+		fmt.Fprintf(w, "%-12g %9d %11s %11s %11s %11s %11.2f %11.2f %10.1f%%", st.Level, st.Requests,
 			Millis(st.TTFT, st.TTFT.P50), Millis(st.TTFT, st.TTFT.P95), Millis(st.ITL, st.ITL.P50), Millis(st.ITL, st.ITL.P95),
 			st.RequestThroughput, st.Goodput, st.Attainment*100)
+		if server {
+			queue, running, waiting, kv := "n/a", "n/a", "n/a", "n/a"
+			if sv := st.Server; sv != nil {
+				if sv.Queue != nil {
+					queue = stats.FormatMillis(sv.Queue.Mean)
+				}
+				if sv.Running != nil {
+					running = fmt.Sprintf("%.1f", sv.Running.Avg)
+				}
+				if sv.Waiting != nil {
+					waiting = fmt.Sprintf("%.1f", sv.Waiting.Avg)
+				}
+				if sv.KVCache != nil {
+					kv = fmt.Sprintf("%.0f%%", 100*sv.KVCache.Avg)
+				}
+			}
+			fmt.Fprintf(w, " %11s %9s %9s %9s", queue, running, waiting, kv)
+		}
+		fmt.Fprintln(w)
 	}
 }
 

@@ -46,6 +46,7 @@ func Execute(ctx context.Context, run *probe.Run, o Options) probe.Finished {
 	var server *servermetrics.Sampler
 	if o.Server != nil {
 		server = servermetrics.Start(o.Server)
+		run.OnPhase = server.Mark
 	}
 	s, err := run.Execute(ctx)
 	if sampler != nil {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 )
@@ -61,9 +60,9 @@ func window(rd Readings, sum *stats.Summary) *stats.Server {
 			return nil, err
 		}
 		p := &stats.Phase{Count: d.Count, Mean: 1000 * d.Sum / d.Count}
-		if q, ok := quantile(0.5, d); ok {
+		if q, lo, hi, ok := quantile(0.5, d); ok {
 			q *= 1000
-			p.P50 = &q
+			p.P50, p.P50Bucket = &q, []float64{1000 * lo, 1000 * hi}
 		}
 		return p, nil
 	}
@@ -87,10 +86,22 @@ func window(rd Readings, sum *stats.Summary) *stats.Server {
 		return &d
 	}
 	out.Preemptions, out.PromptTokens, out.GenerationTokens = counter(Preemptions), counter(PromptTokens), counter(GenerationTokens)
+	// Gauges are read inside the window: the readings on its edges are
+	// taken between stages, when the server is idle. A window too short
+	// to hold a reading takes its edges.
+	inside := []Snapshot{}
+	for _, s := range rd.Snaps[bi : ai+1] {
+		if s.At.After(from) && s.At.Before(to) {
+			inside = append(inside, s)
+		}
+	}
+	if len(inside) == 0 {
+		inside = rd.Snaps[bi : ai+1]
+	}
 	level := func(r Role) *stats.Level {
 		var l stats.Level
 		n := 0
-		for _, s := range rd.Snaps[bi : ai+1] {
+		for _, s := range inside {
 			if v, ok := s.Value[r]; ok {
 				l.Avg += v
 				l.Peak = max(l.Peak, v)
@@ -158,28 +169,28 @@ func delta(a, b Hist) (Hist, error) {
 
 // quantile interpolates linearly within the bucket holding the q-th
 // observation, as Prometheus's histogram_quantile does for classic
-// buckets; the lowest bucket starts at 0.
-func quantile(q float64, h Hist) (float64, bool) {
+// buckets, and returns that bucket's bounds; the lowest bucket starts at 0.
+func quantile(q float64, h Hist) (v, lower, upper float64, ok bool) {
 	if len(h.Bounds) == 0 || h.Count <= 0 {
-		return 0, false
+		return 0, 0, 0, false
 	}
 	total := h.Cumulative[len(h.Cumulative)-1]
 	if !math.IsInf(h.Bounds[len(h.Bounds)-1], 1) {
 		total = h.Count
 	}
 	rank := q * total
-	lower, below := 0.0, 0.0
+	below := 0.0
 	for i, ub := range h.Bounds {
 		c := h.Cumulative[i]
 		if c >= rank && c > below {
 			if math.IsInf(ub, 1) {
-				return lower, true
+				return lower, lower, ub, true
 			}
-			return lower + (ub-lower)*(rank-below)/(c-below), true
+			return lower + (ub-lower)*(rank-below)/(c-below), lower, ub, true
 		}
 		lower, below = ub, c
 	}
-	return lower, true
+	return lower, lower, lower, true
 }
 
 // breakdown splits the client's TTFT with the server's queue and prefill
@@ -204,10 +215,7 @@ func breakdown(s *stats.Server, sum *stats.Summary) (*stats.Breakdown, string) {
 		note = fmt.Sprintf("the server served %.0f requests in the run's window, the probe sent %d: other traffic is mixed into the server's figures", served, sent)
 	}
 	b := &stats.Breakdown{Mean: split(sum.TTFT.Avg, s.Queue.Mean, s.Prefill, func(p *stats.Phase) float64 { return p.Mean })}
-	if s.Queue.P50 != nil && (s.Prefill == nil || s.Prefill.P50 != nil) {
-		p50 := split(sum.TTFT.P50, *s.Queue.P50, s.Prefill, func(p *stats.Phase) float64 { return *p.P50 })
-		b.P50 = &p50
-	}
+	b.P50, b.P50Note = medianSplit(s, sum.TTFT.P50)
 	m := b.Mean
 	b.Dominant, b.Verdict = "queue", ""
 	largest := m.Queue
@@ -220,12 +228,38 @@ func breakdown(s *stats.Server, sum *stats.Summary) (*stats.Breakdown, string) {
 	what := map[string]string{"queue": "the server's queue", "prefill": "the server's prefill", "elsewhere": "outside the server's queue and prefill"}[b.Dominant]
 	if m.Prefill != nil {
 		b.Verdict = fmt.Sprintf("TTFT mean %s, mostly %s: %s waiting in the server's queue, %s prefill, %s elsewhere",
-			Millis(m.TTFT), what, Millis(m.Queue), Millis(*m.Prefill), Millis(m.Elsewhere))
+			stats.FormatMillis(m.TTFT), what, stats.FormatMillis(m.Queue), stats.FormatMillis(*m.Prefill), stats.FormatMillis(m.Elsewhere))
 	} else {
 		b.Verdict = fmt.Sprintf("TTFT mean %s, mostly %s: %s waiting in the server's queue, %s elsewhere (prefill included: the server exposes no prefill series)",
-			Millis(m.TTFT), what, Millis(m.Queue), Millis(m.Elsewhere))
+			stats.FormatMillis(m.TTFT), what, stats.FormatMillis(m.Queue), stats.FormatMillis(m.Elsewhere))
 	}
 	return b, note
+}
+
+// coarse is how wide, against the client's median TTFT, the bucket holding
+// a server phase's median may be for the medians to be split: vLLM's
+// queue buckets start at (0, 300 ms], whose interpolated middle says
+// nothing of a 30 ms TTFT.
+const coarse = 0.5
+
+func medianSplit(s *stats.Server, ttftP50 float64) (*stats.Split, string) {
+	phases := map[string]*stats.Phase{"queue": s.Queue}
+	if s.Prefill != nil {
+		phases["prefill"] = s.Prefill
+	}
+	for _, name := range []string{"queue", "prefill"} {
+		p := phases[name]
+		switch {
+		case p == nil:
+		case p.P50 == nil:
+			return nil, fmt.Sprintf("the server's %s histogram has no classic buckets: no median split", name)
+		case p.P50Bucket[1]-p.P50Bucket[0] > coarse*ttftP50:
+			return nil, fmt.Sprintf("no median split: the server's %s median lies in its bucket (%s, %s], too coarse beside a TTFT p50 of %s",
+				name, stats.FormatMillis(p.P50Bucket[0]), stats.FormatMillis(p.P50Bucket[1]), stats.FormatMillis(ttftP50))
+		}
+	}
+	sp := split(ttftP50, *s.Queue.P50, s.Prefill, func(p *stats.Phase) float64 { return *p.P50 })
+	return &sp, ""
 }
 
 func split(ttft, queue float64, prefill *stats.Phase, of func(*stats.Phase) float64) stats.Split {
@@ -236,17 +270,4 @@ func split(ttft, queue float64, prefill *stats.Phase, of func(*stats.Phase) floa
 		s.Elsewhere -= p
 	}
 	return s
-}
-
-// Millis writes a time in milliseconds for a person: "4.3 s", "230 ms",
-// "4.2 ms".
-func Millis(ms float64) string {
-	d := time.Duration(ms * float64(time.Millisecond))
-	switch a := math.Abs(ms); {
-	case a >= 1000:
-		return fmt.Sprintf("%.1f s", d.Seconds())
-	case a >= 10:
-		return fmt.Sprintf("%.0f ms", ms)
-	}
-	return fmt.Sprintf("%.1f ms", ms)
 }

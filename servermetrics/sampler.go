@@ -81,6 +81,15 @@ func (s *Sampler) read(ctx context.Context) {
 	s.rd.Snaps = append(s.rd.Snaps, snap)
 }
 
+// Mark takes a reading now, between two stages of a run, so that each
+// stage's window starts and ends on a reading of its own. It waits for the
+// reading at most a second: a slow server delays no stage by more.
+func (s *Sampler) Mark() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	s.read(ctx)
+}
+
 // settle is how long Stop waits before its last reading: a server records
 // a request about when it sends the last chunk, and the last reading must
 // come after the last request is recorded.

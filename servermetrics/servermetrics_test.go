@@ -108,16 +108,16 @@ func TestDetect(t *testing.T) {
 func TestQuantile(t *testing.T) {
 	h := Hist{Count: 10, Bounds: []float64{1, 2, 4, math.Inf(1)}, Cumulative: []float64{2, 6, 10, 10}}
 	for q, want := range map[float64]float64{0.5: 1.75, 0.1: 0.5, 0.9: 3.5, 1: 4} {
-		if got, ok := quantile(q, h); !ok || math.Abs(got-want) > 1e-9 {
+		if got, _, _, ok := quantile(q, h); !ok || math.Abs(got-want) > 1e-9 {
 			t.Errorf("q%v = %v, want %v", q, got, want)
 		}
 	}
 	// Observations past the last finite bound: the bound, as Prometheus.
 	h = Hist{Count: 4, Bounds: []float64{1, math.Inf(1)}, Cumulative: []float64{1, 4}}
-	if got, _ := quantile(0.5, h); got != 1 {
+	if got, _, _, _ := quantile(0.5, h); got != 1 {
 		t.Errorf("q0.5 in +Inf = %v, want 1", got)
 	}
-	if _, ok := quantile(0.5, Hist{Count: 3}); ok {
+	if _, _, _, ok := quantile(0.5, Hist{Count: 3}); ok {
 		t.Error("a histogram with no buckets has a median")
 	}
 }
@@ -125,18 +125,19 @@ func TestQuantile(t *testing.T) {
 // snapshots builds readings from a queue, prefill and e2e histogram that
 // rise by the given totals between two readings.
 func snapshots(start time.Time, requests, queueSum, prefillSum float64) Readings {
-	bounds := []float64{0.3, 1, 5, math.Inf(1)}
+	bounds := []float64{0.3, 1, 4, 5, math.Inf(1)}
+	all := func(n float64) []float64 { return []float64{n, n, n, n, n} }
 	before := Snapshot{At: start, Kind: VLLM, Hist: map[Role]Hist{
-		Queue: {Count: 100, Sum: 10, Bounds: bounds, Cumulative: []float64{100, 100, 100, 100}},
-		E2E:   {Count: 100, Sum: 200, Bounds: bounds, Cumulative: []float64{0, 50, 100, 100}},
+		Queue: {Count: 100, Sum: 10, Bounds: bounds, Cumulative: all(100)},
+		E2E:   {Count: 100, Sum: 200, Bounds: bounds, Cumulative: []float64{0, 50, 100, 100, 100}},
 	}, Value: map[Role]float64{Running: 0, Waiting: 0, PromptTokens: 1000}}
 	after := Snapshot{At: start.Add(time.Minute), Kind: VLLM, Hist: map[Role]Hist{
-		Queue: {Count: 100 + requests, Sum: 10 + queueSum, Bounds: bounds, Cumulative: []float64{100, 100, 100 + requests, 100 + requests}},
-		E2E:   {Count: 100 + requests, Sum: 200 + 2*queueSum, Bounds: bounds, Cumulative: []float64{0, 50, 100 + requests, 100 + requests}},
+		Queue: {Count: 100 + requests, Sum: 10 + queueSum, Bounds: bounds, Cumulative: []float64{100, 100, 100, 100 + requests, 100 + requests}},
+		E2E:   {Count: 100 + requests, Sum: 200 + 2*queueSum, Bounds: bounds, Cumulative: []float64{0, 50, 100, 100 + requests, 100 + requests}},
 	}, Value: map[Role]float64{Running: 8, Waiting: 32, PromptTokens: 1000 + 512*requests}}
 	if prefillSum >= 0 {
-		before.Hist[Prefill] = Hist{Count: 100, Sum: 1, Bounds: bounds, Cumulative: []float64{100, 100, 100, 100}}
-		after.Hist[Prefill] = Hist{Count: 100 + requests, Sum: 1 + prefillSum, Bounds: bounds, Cumulative: []float64{100 + requests, 100 + requests, 100 + requests, 100 + requests}}
+		before.Hist[Prefill] = Hist{Count: 100, Sum: 1, Bounds: bounds, Cumulative: all(100)}
+		after.Hist[Prefill] = Hist{Count: 100 + requests, Sum: 1 + prefillSum, Bounds: bounds, Cumulative: all(100 + requests)}
 	}
 	return Readings{Kind: VLLM, URL: "http://vllm:8000/metrics", Snaps: []Snapshot{before, after}}
 }
@@ -165,9 +166,10 @@ func TestBreakdownNamesTheQueue(t *testing.T) {
 	if b.Verdict != want {
 		t.Fatalf("verdict\n%s\nwant\n%s", b.Verdict, want)
 	}
-	// The medians: all 40 in the (1, 5] bucket, so its middle.
-	if b.P50 == nil || b.P50.Queue != 3000 {
-		t.Fatalf("p50 split %+v", b.P50)
+	// The medians: every queue time in (4 s, 5 s], so its middle; every
+	// prefill in (0, 300 ms], so 150 ms.
+	if b.P50 == nil || b.P50.Queue != 4500 || *b.P50.Prefill != 150 || b.P50.Elsewhere != 0 {
+		t.Fatalf("p50 split %+v (%s)", b.P50, b.P50Note)
 	}
 	if s.Running == nil || s.Running.Peak != 8 || s.Waiting.Avg != 16 || *s.PromptTokens != 512*40 {
 		t.Fatalf("levels %+v %+v, tokens %v", s.Running, s.Waiting, s.PromptTokens)
@@ -183,6 +185,11 @@ func TestBreakdownAtLowLoad(t *testing.T) {
 	Explain(sum, snapshots(start, 40, 40*0.0005, 40*0.045))
 	if b := sum.Server.Breakdown; b == nil || b.Dominant != "prefill" || !strings.Contains(b.Verdict, "mostly the server's prefill") {
 		t.Fatalf("%+v", b)
+	}
+	// vLLM's first queue bucket is (0, 300 ms]: its middle says nothing
+	// of a 58 ms median, so the medians are not split.
+	if b := sum.Server.Breakdown; b.P50 != nil || !strings.Contains(b.P50Note, "too coarse") {
+		t.Fatalf("median split %+v: %q", b.P50, b.P50Note)
 	}
 	// No prefill series: the queue is still split out, and the verdict
 	// says the prefill is in the rest.

@@ -1,5 +1,11 @@
 package stats
 
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
 // Server is what the endpoint's server said about itself during a run,
 // read from its own /metrics: deltas of its histograms and counters over
 // the run's window, and its gauges sampled while the run went. Times are
@@ -47,6 +53,9 @@ type Phase struct {
 	// histogram_quantile does: only as fine as they are. Absent where the
 	// histogram has no classic buckets.
 	P50 *float64 `json:"p50,omitempty"`
+	// P50Bucket is the bucket the median lies in, [lower, upper]: how far
+	// P50 may be off.
+	P50Bucket []float64 `json:"p50_bucket,omitempty"`
 }
 
 // Level is a gauge sampled over a window.
@@ -58,8 +67,10 @@ type Level struct {
 // Breakdown is where the client's TTFT went, in milliseconds.
 type Breakdown struct {
 	Mean Split `json:"mean"`
-	// P50 splits the medians; absent where a phase has no median.
-	P50 *Split `json:"p50,omitempty"`
+	// P50 splits the medians; absent where a phase has no median or its
+	// buckets are too coarse to split the client's (P50Note says which).
+	P50     *Split `json:"p50,omitempty"`
+	P50Note string `json:"p50_note,omitempty"`
 	// Dominant is the largest part of the mean: "queue", "prefill" or
 	// "elsewhere" (network, gateway, tokenization, the client).
 	Dominant string `json:"dominant"`
@@ -74,4 +85,16 @@ type Split struct {
 	Queue     float64  `json:"queue"`
 	Prefill   *float64 `json:"prefill,omitempty"`
 	Elsewhere float64  `json:"elsewhere"`
+}
+
+// FormatMillis writes a time in milliseconds for a person: "4.3 s",
+// "230 ms", "4.2 ms".
+func FormatMillis(ms float64) string {
+	switch a := math.Abs(ms); {
+	case a >= 1000:
+		return fmt.Sprintf("%.1f s", (time.Duration(ms * float64(time.Millisecond))).Seconds())
+	case a >= 10:
+		return fmt.Sprintf("%.0f ms", ms)
+	}
+	return fmt.Sprintf("%.1f ms", ms)
 }

@@ -1,0 +1,79 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tokenprobe/tokenprobe/probe/stats"
+)
+
+// Server writes what the server said about the run: where the client's
+// TTFT went, the server's own phases, its load, and what it does not say.
+func Server(w io.Writer, sv *stats.Server) {
+	kv := func(k, format string, args ...any) {
+		fmt.Fprintf(w, "%-28s "+format+"\n", append([]any{k}, args...)...)
+	}
+	fmt.Fprintln(w)
+	kv("Server", "%s, %s, %d readings", sv.Kind, sv.URL, sv.Scrapes)
+	if b := sv.Breakdown; b != nil {
+		kv("  where TTFT went", "%s", b.Verdict)
+		if p := b.P50; p != nil {
+			kv("  TTFT p50 split", "%s", splitText(*p)+" (medians interpolated in the server's buckets)")
+		} else if b.P50Note != "" {
+			kv("  TTFT p50 split", "%s", b.P50Note)
+		}
+	}
+	if sv.Note != "" {
+		kv("  note", "%s", sv.Note)
+	}
+	if sv.Err != "" {
+		kv("  error", "%s", sv.Err)
+	}
+	for _, ph := range []struct {
+		name string
+		p    *stats.Phase
+	}{{"  queue time", sv.Queue}, {"  prefill time", sv.Prefill}, {"  server TTFT", sv.TTFT}, {"  server ITL", sv.ITL}, {"  server e2e latency", sv.E2E}} {
+		if ph.p == nil {
+			continue
+		}
+		p50 := ""
+		if ph.p.P50 != nil {
+			p50 = fmt.Sprintf(", p50 %s in (%s, %s]", stats.FormatMillis(*ph.p.P50), stats.FormatMillis(ph.p.P50Bucket[0]), stats.FormatMillis(ph.p.P50Bucket[1]))
+		}
+		kv(ph.name, "mean %s%s (%.0f observations)", stats.FormatMillis(ph.p.Mean), p50, ph.p.Count)
+	}
+	if sv.Running != nil || sv.Waiting != nil {
+		kv("  running / waiting", "%s / %s", levelText(sv.Running, 1, ""), levelText(sv.Waiting, 1, ""))
+	}
+	if sv.KVCache != nil {
+		kv("  KV cache usage", "%s", levelText(sv.KVCache, 100, "%"))
+	}
+	if r := sv.PrefixCacheHitRate; r != nil {
+		kv("  prefix cache hit rate", "%.1f%%", *r*100)
+	}
+	if p := sv.Preemptions; p != nil {
+		kv("  preemptions", "%.0f", *p)
+	}
+	if sv.PromptTokens != nil && sv.GenerationTokens != nil {
+		kv("  tokens", "%.0f prompt, %.0f generated", *sv.PromptTokens, *sv.GenerationTokens)
+	}
+	if len(sv.Missing) > 0 {
+		kv("  not exposed", "%s", strings.Join(sv.Missing, ", "))
+	}
+}
+
+func splitText(s stats.Split) string {
+	out := fmt.Sprintf("%s: %s queue", stats.FormatMillis(s.TTFT), stats.FormatMillis(s.Queue))
+	if s.Prefill != nil {
+		out += ", " + stats.FormatMillis(*s.Prefill) + " prefill"
+	}
+	return out + ", " + stats.FormatMillis(s.Elsewhere) + " elsewhere"
+}
+
+func levelText(l *stats.Level, scale float64, unit string) string {
+	if l == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("avg %.1f%s peak %.1f%s", l.Avg*scale, unit, l.Peak*scale, unit)
+}
