@@ -2,11 +2,11 @@ package runner
 
 import (
 	"context"
-	"math"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"

@@ -30,9 +30,9 @@ type serverMetrics struct {
 	reg *prometheus.Registry
 
 	queue, prefill, decode, inference, e2e, ttft, itl, tpot prometheus.Observer
-	promptLen, genLen                                        prometheus.Observer
-	promptTokens, genTokens, prefixQueries, prefixHits       prometheus.Counter
-	success                                                  prometheus.Counter
+	promptLen, genLen                                       prometheus.Observer
+	promptTokens, genTokens, prefixQueries, prefixHits      prometheus.Counter
+	success                                                 prometheus.Counter
 
 	// kvTokens is the prompt and output tokens of the running requests,
 	// the KV cache they would hold.
