@@ -160,6 +160,10 @@ var (
 		Help: "Capacity at SLO from the last multi-stage run (a sweep): the highest load level whose attainment met the objective; 0 when none did. Absent for single-level profiles."}
 	RunLastCliff = Metric{Name: "tokenprobe_run_last_ttft_cliff_level", Type: Gauge, Unit: "load level", Labels: RunLabels,
 		Help: "The load level where the last multi-stage run's TTFT p50 reached 3x its first level's while ITL p50 stayed under 1.5x (a queue); 0 when there was no cliff."}
+	RunLastTTFTBreakdown = Metric{Name: "tokenprobe_run_last_ttft_breakdown_seconds", Type: Gauge, Unit: "seconds", Labels: with(RunLabels, "phase", "stat"),
+		Help: "Where the last run's TTFT went, from the server's own metrics (server_metrics): phase queue (waiting in the server's queue), prefill, or elsewhere (the client's TTFT less both: network, gateway, tokenization, client); stat mean or p50. Absent where the server exposes no queue series."}
+	RunLastTTFTDominant = Metric{Name: "tokenprobe_run_last_ttft_dominant_phase", Type: Gauge, Unit: "boolean", Labels: with(RunLabels, "phase"),
+		Help: "1 for the phase holding the largest part of the last run's mean TTFT (queue, prefill, elsewhere), 0 for the others; absent without a breakdown."}
 	RunObjective = Metric{Name: "tokenprobe_slo_objective_ratio", Type: Gauge, Unit: "ratio", Labels: RunLabels,
 		Help: "The profile's SLO objective (fraction of requests that must be good); 0 when none."}
 	ProfileInfo = Metric{Name: "tokenprobe_profile_info", Type: Gauge, Unit: "info", Labels: []string{"profile", "endpoint", "model", "url", "api"},
@@ -183,7 +187,8 @@ var All = []Metric{
 	Requests, Errors, Anomalies, Good, SLORequests, InputTokens, OutputTokens,
 	InFlight, TargetConcurrency, TargetRate,
 	Runs, RunsSkipped, RunsAbortedInARow, RunNext, RunLastTimestamp, RunLastSuccess, RunLastPassed, RunLastDuration,
-	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunLastCapacity, RunLastCliff, RunObjective, ProfileInfo,
+	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunLastCapacity, RunLastCliff, RunLastTTFTBreakdown, RunLastTTFTDominant,
+	RunObjective, ProfileInfo,
 	ConfigReloadOK, ConfigReloadTime, Dropped,
 }
 

@@ -21,4 +21,6 @@ var OTel = []Instrument{
 	{"tokenprobe.slo.requests", "counter", "{request}", otelAttrs + ", tokenprobe.slo, tokenprobe.slo.result", "Requests counted against one SLO threshold, met or missed."},
 	{"tokenprobe.requests.in_flight", "gauge", "{request}", "tokenprobe.profile, tokenprobe.endpoint", "Requests sent and not yet finished."},
 	{"tokenprobe.dispatch_lag", "histogram", "s", otelAttrs, "How late the probe sent each request against its schedule."},
+	{"tokenprobe.ttft.breakdown", "gauge", "s", "tokenprobe.profile, tokenprobe.endpoint, tokenprobe.ttft.phase (queue, prefill, elsewhere), tokenprobe.statistic (mean, p50), tokenprobe.ttft.dominant (true on the largest mean part)",
+		"Where the last run's TTFT went, from the server's own metrics; as tokenprobe_run_last_ttft_breakdown_seconds."},
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
+	"github.com/tokenprobe/tokenprobe/probe/stats"
 )
 
 // Config says where and how to push. Empty fields fall back to the
@@ -94,7 +95,14 @@ type Exporter struct {
 	mu     sync.Mutex
 	series map[seriesKey]*series
 	live   map[*probe.Run]struct{}
-	reg    metric.Registration
+	// breakdowns are the last run's TTFT parts per profile and endpoint.
+	breakdowns map[[2]string][]breakdownPoint
+	reg        metric.Registration
+}
+
+type breakdownPoint struct {
+	seconds float64
+	attrs   metric.MeasurementOption
 }
 
 type seriesKey struct {
@@ -205,7 +213,7 @@ func newExporter(ctx context.Context, cfg Config) (sdkmetric.Exporter, error) {
 
 func newInstruments(p *sdkmetric.MeterProvider) (*Exporter, error) {
 	m := p.Meter("github.com/tokenprobe/tokenprobe", metric.WithSchemaURL(semconv.SchemaURL))
-	e := &Exporter{provider: p, series: map[seriesKey]*series{}, live: map[*probe.Run]struct{}{}}
+	e := &Exporter{provider: p, series: map[seriesKey]*series{}, live: map[*probe.Run]struct{}{}, breakdowns: map[[2]string][]breakdownPoint{}}
 	dur, err1 := genaiconv.NewClientOperationDuration(m)
 	ttfc, err2 := genaiconv.NewClientOperationTimeToFirstChunk(m)
 	tpoc, err3 := genaiconv.NewClientOperationTimePerOutputChunk(m)
@@ -222,7 +230,9 @@ func newInstruments(p *sdkmetric.MeterProvider) (*Exporter, error) {
 		metric.WithDescription("Requests counted against one SLO threshold (tokenprobe.slo), tokenprobe.slo.result met or missed."))
 	inFlight, err9 := m.Int64ObservableGauge("tokenprobe.requests.in_flight", metric.WithUnit("{request}"),
 		metric.WithDescription("Requests sent and not yet finished."))
-	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9} {
+	breakdown, err10 := m.Float64ObservableGauge("tokenprobe.ttft.breakdown", metric.WithUnit("s"),
+		metric.WithDescription("Where the last run's TTFT went, from the server's own metrics: its queue, its prefill, and elsewhere."))
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10} {
 		if err != nil {
 			return nil, err
 		}
@@ -234,8 +244,13 @@ func newInstruments(p *sdkmetric.MeterProvider) (*Exporter, error) {
 			o.ObserveInt64(inFlight, run.Progress().InFlight, metric.WithAttributes(
 				attribute.String("tokenprobe.profile", run.Profile), attribute.String("tokenprobe.endpoint", run.Endpoint.Name)))
 		}
+		for _, points := range e.breakdowns {
+			for _, p := range points {
+				o.ObserveFloat64(breakdown, p.seconds, p.attrs)
+			}
+		}
 		return nil
-	}, inFlight)
+	}, inFlight, breakdown)
 	if err != nil {
 		return nil, err
 	}
@@ -250,11 +265,36 @@ func (e *Exporter) RunStarted(run *probe.Run) {
 	e.live[run] = struct{}{}
 }
 
-// RunFinished stops observing a run.
-func (e *Exporter) RunFinished(run *probe.Run, _ probe.Finished) {
+// RunFinished stops observing a run and keeps where its TTFT went (or
+// forgets the last run's, when this one has no breakdown).
+func (e *Exporter) RunFinished(run *probe.Run, f probe.Finished) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.live, run)
+	key := [2]string{run.Profile, run.Endpoint.Name}
+	delete(e.breakdowns, key)
+	if f.Summary == nil || f.Summary.Server == nil || f.Summary.Server.Breakdown == nil {
+		return
+	}
+	b := f.Summary.Server.Breakdown
+	var points []breakdownPoint
+	add := func(phase, stat string, ms float64) {
+		points = append(points, breakdownPoint{seconds: ms / 1000, attrs: metric.WithAttributes(
+			attribute.String("tokenprobe.profile", run.Profile), attribute.String("tokenprobe.endpoint", run.Endpoint.Name),
+			attribute.String("tokenprobe.ttft.phase", phase), attribute.String("tokenprobe.statistic", stat),
+			attribute.Bool("tokenprobe.ttft.dominant", phase == b.Dominant))})
+	}
+	for stat, sp := range map[string]*stats.Split{"mean": &b.Mean, "p50": b.P50} {
+		if sp == nil {
+			continue
+		}
+		add("queue", stat, sp.Queue)
+		add("elsewhere", stat, sp.Elsewhere)
+		if sp.Prefill != nil {
+			add("prefill", stat, *sp.Prefill)
+		}
+	}
+	e.breakdowns[key] = points
 }
 
 // Observe records one measured request.

@@ -8,8 +8,11 @@ import (
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
 	"github.com/tokenprobe/tokenprobe/catalog"
+	"github.com/tokenprobe/tokenprobe/probe"
+	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
+	"github.com/tokenprobe/tokenprobe/probe/stats"
 	"github.com/tokenprobe/tokenprobe/sink/otlp/otlptest"
 )
 
@@ -32,6 +35,16 @@ func TestPushesGenAIInstruments(t *testing.T) {
 		e.Observe(&ok, set.Evaluate(&ok))
 	}
 	e.Observe(&fail, set.Evaluate(&fail))
+	run := &probe.Run{Profile: "chat", Endpoint: &client.Endpoint{Name: "vllm"}}
+	e.RunStarted(run)
+	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{Server: &stats.Server{Breakdown: &stats.Breakdown{
+		Mean: stats.Split{TTFT: 4700, Queue: 4300, Elsewhere: 400}, Dominant: "queue"}}}})
+	// Gauges are read while the provider runs: flushed before Shutdown.
+	if err := e.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	flushed, _ := rc.Last()
+	checkBreakdown(t, flushed["tokenprobe.ttft.breakdown"])
 	if err := e.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +121,19 @@ func TestPushesGenAIInstruments(t *testing.T) {
 		t.Errorf("counters: good %d success %d 5xx %d missed %d", sum("tokenprobe.requests.good", "", ""),
 			sum("tokenprobe.requests", "tokenprobe.outcome", "success"), sum("tokenprobe.requests", "error.type", "http_5xx"),
 			sum("tokenprobe.slo.requests", "tokenprobe.slo.result", "missed"))
+	}
+}
+
+// checkBreakdown holds the pushed TTFT breakdown to the run's.
+func checkBreakdown(t *testing.T, m *metricpb.Metric) {
+	t.Helper()
+	got := map[string]float64{}
+	for _, dp := range m.GetGauge().GetDataPoints() {
+		a := otlptest.Attrs(dp.Attributes)
+		got[a["tokenprobe.ttft.phase"]+"/"+a["tokenprobe.statistic"]+"/"+a["tokenprobe.ttft.dominant"]] = dp.GetAsDouble()
+	}
+	if len(got) != 2 || got["queue/mean/true"] != 4.3 || got["elsewhere/mean/false"] != 0.4 {
+		t.Errorf("tokenprobe.ttft.breakdown: %v", got)
 	}
 }
 

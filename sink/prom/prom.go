@@ -29,7 +29,7 @@ type Exporter struct {
 	ttft, ttst, itl, gaps, dur, lag                                          *prometheus.HistogramVec
 	requests, errors, anomalies, good, sloReqs, inTok, outTok, runs, skipped *prometheus.CounterVec
 	lastTS, lastOK, lastPassed, lastDur, lastAtt, lastGood, lastThr          *prometheus.GaugeVec
-	objective, info, next, aborts, capacity, cliff                           *prometheus.GaugeVec
+	objective, info, next, aborts, capacity, cliff, breakdown, dominant      *prometheus.GaugeVec
 	dropped                                                                  *prometheus.CounterVec
 	reloadOK, reloadTime                                                     prometheus.Gauge
 
@@ -92,13 +92,14 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	e.lastThr, e.objective, e.info = gauge(catalog.RunLastThroughput), gauge(catalog.RunObjective), gauge(catalog.ProfileInfo)
 	e.next, e.capacity, e.cliff = gauge(catalog.RunNext), gauge(catalog.RunLastCapacity), gauge(catalog.RunLastCliff)
 	e.aborts = gauge(catalog.RunsAbortedInARow)
+	e.breakdown, e.dominant = gauge(catalog.RunLastTTFTBreakdown), gauge(catalog.RunLastTTFTDominant)
 	e.dropped.WithLabelValues("otlp") // at 0 without an OTLP push too: nothing dropped
 	e.reloadOK = prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ConfigReloadOK.Name, Help: catalog.ConfigReloadOK.Help})
 	e.reloadTime = prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ConfigReloadTime.Name, Help: catalog.ConfigReloadTime.Help})
 	for _, c := range []prometheus.Collector{
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.requests, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.outTok,
 		e.runs, e.skipped, e.dropped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr,
-		e.objective, e.info, e.next, e.aborts, e.capacity, e.cliff, e.reloadOK, e.reloadTime, (*liveCollector)(e),
+		e.objective, e.info, e.next, e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.reloadOK, e.reloadTime, (*liveCollector)(e),
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -277,6 +278,41 @@ func (e *Exporter) RunFinished(run *probe.Run, f probe.Finished) {
 		e.capacity.WithLabelValues(lv...).Set(k.CapacityAtSLO)
 		e.cliff.WithLabelValues(lv...).Set(k.CliffLevel)
 	}
+	e.setBreakdown(lv, s.Server)
+}
+
+// setBreakdown publishes where the run's TTFT went, or removes the last
+// run's figures when this one has none: an old breakdown beside a new run
+// would explain what it did not see.
+func (e *Exporter) setBreakdown(lv []string, sv *stats.Server) {
+	match := prometheus.Labels{"profile": lv[0], "endpoint": lv[1]}
+	e.breakdown.DeletePartialMatch(match)
+	e.dominant.DeletePartialMatch(match)
+	if sv == nil || sv.Breakdown == nil {
+		return
+	}
+	b := sv.Breakdown
+	set := func(stat string, sp *stats.Split) {
+		e.breakdown.WithLabelValues(plus(lv, "queue", stat)...).Set(sp.Queue / 1000)
+		e.breakdown.WithLabelValues(plus(lv, "elsewhere", stat)...).Set(sp.Elsewhere / 1000)
+		if sp.Prefill != nil {
+			e.breakdown.WithLabelValues(plus(lv, "prefill", stat)...).Set(*sp.Prefill / 1000)
+		}
+	}
+	set("mean", &b.Mean)
+	if b.P50 != nil {
+		set("p50", b.P50)
+	}
+	for _, phase := range []string{"queue", "prefill", "elsewhere"} {
+		if phase == "prefill" && b.Mean.Prefill == nil {
+			continue
+		}
+		v := 0.0
+		if phase == b.Dominant {
+			v = 1
+		}
+		e.dominant.WithLabelValues(plus(lv, phase)...).Set(v)
+	}
 }
 
 // RunSkipped counts a scheduled tick that started no run.
@@ -319,7 +355,7 @@ func (e *Exporter) Forget(profile, endpoint string) {
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.requests, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.outTok,
 		e.runs, e.skipped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr, e.objective, e.info, e.next,
-		e.aborts, e.capacity, e.cliff,
+		e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant,
 	} {
 		v.DeletePartialMatch(match)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
+	"github.com/tokenprobe/tokenprobe/probe/stats"
 	"github.com/tokenprobe/tokenprobe/probe/workload"
 	"github.com/tokenprobe/tokenprobe/runner"
 	"github.com/tokenprobe/tokenprobe/sim"
@@ -368,4 +369,36 @@ func sumWhere(t *testing.T, reg *prometheus.Registry, name, labels string) float
 		}
 	}
 	return total
+}
+
+// A run whose server was read publishes where its TTFT went, and the next
+// run without a breakdown takes those figures away rather than leave them
+// explaining a run they did not see.
+func TestTTFTBreakdownOfTheLastRun(t *testing.T) {
+	reg, e := feed(t)
+	run := &probe.Run{Profile: "chat", Endpoint: &client.Endpoint{Name: "vllm"}}
+	prefill := 200.0
+	sum := &stats.Summary{Server: &stats.Server{Breakdown: &stats.Breakdown{
+		Mean: stats.Split{TTFT: 4700, Queue: 4300, Prefill: &prefill, Elsewhere: 200}, Dominant: "queue"}}}
+	e.RunFinished(run, probe.Finished{Summary: sum, Verdict: probe.Passed})
+	want := `
+# HELP tokenprobe_run_last_ttft_breakdown_seconds ` + catalog.RunLastTTFTBreakdown.Help + `
+# TYPE tokenprobe_run_last_ttft_breakdown_seconds gauge
+tokenprobe_run_last_ttft_breakdown_seconds{endpoint="vllm",phase="elsewhere",profile="chat",stat="mean"} 0.2
+tokenprobe_run_last_ttft_breakdown_seconds{endpoint="vllm",phase="prefill",profile="chat",stat="mean"} 0.2
+tokenprobe_run_last_ttft_breakdown_seconds{endpoint="vllm",phase="queue",profile="chat",stat="mean"} 4.3
+# HELP tokenprobe_run_last_ttft_dominant_phase ` + catalog.RunLastTTFTDominant.Help + `
+# TYPE tokenprobe_run_last_ttft_dominant_phase gauge
+tokenprobe_run_last_ttft_dominant_phase{endpoint="vllm",phase="elsewhere",profile="chat"} 0
+tokenprobe_run_last_ttft_dominant_phase{endpoint="vllm",phase="prefill",profile="chat"} 0
+tokenprobe_run_last_ttft_dominant_phase{endpoint="vllm",phase="queue",profile="chat"} 1
+`
+	names := []string{catalog.RunLastTTFTBreakdown.Name, catalog.RunLastTTFTDominant.Name}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
+		t.Fatal(err)
+	}
+	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{}, Verdict: probe.Passed})
+	if n, err := testutil.GatherAndCount(reg, names...); err != nil || n != 0 {
+		t.Fatalf("%d series left after a run without a breakdown (%v)", n, err)
+	}
 }
