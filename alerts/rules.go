@@ -196,12 +196,19 @@ func (o Options) sloAlerts() []Rule {
 	}
 }
 
+// dominantPhase names, where the server's own metrics are read, the phase
+// that held most of the last run's TTFT: the queue confirms the cliff's
+// reading, elsewhere points away from the server. Without a breakdown it
+// adds nothing.
+const dominantPhase = `{{ with printf "max by (phase) (tokenprobe_run_last_ttft_dominant_phase{profile=%q,endpoint=%q}) == 1" $labels.profile $labels.endpoint | query }}{{ with first . }}` +
+	` The server's own metrics say where the last run's TTFT went: mostly {{ if eq (label "phase" .) "queue" }}waiting in the server's queue{{ else if eq (label "phase" .) "prefill" }}in the server's prefill{{ else }}outside the server's queue and prefill (network, gateway, tokenization){{ end }}.{{ end }}{{ end }}`
+
 func (o Options) latencyAlerts() []Rule {
 	cliff := o.alert("TokenprobeTTFTCliff", "page",
 		fmt.Sprintf(`tokenprobe:ttft_p95:rate5m > %[1]g * tokenprobe:ttft_p95:baseline1h and on (%[2]s) tokenprobe:itl_p50:rate5m < %[3]g * tokenprobe:itl_p50:baseline1h and on (%[2]s) tokenprobe:requests:rate5m > %[4]g`,
 			o.CliffTTFT, by, o.CliffITL, o.MinRate),
 		"TTFT cliff on {{ $labels.endpoint }} ({{ $labels.profile }}): requests are queueing",
-		fmt.Sprintf("TTFT p95 is {{ $value | humanizeDuration }}, over %gx its floor of the last hour, while inter-token latency stays under %gx its own: the server is not slower, requests wait for a slot. Check load, batch size and replicas.", o.CliffTTFT, o.CliffITL))
+		fmt.Sprintf("TTFT p95 is {{ $value | humanizeDuration }}, over %gx its floor of the last hour, while inter-token latency stays under %gx its own: the server is not slower, requests wait for a slot. Check load, batch size and replicas.", o.CliffTTFT, o.CliffITL)+dominantPhase)
 	cliff.For = o.window(2 * time.Minute)
 	cliff.KeepFiringFor = o.window(10 * time.Minute)
 	tail := o.alert("TokenprobeTTFTTailDivergence", "ticket",
