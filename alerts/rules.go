@@ -105,8 +105,46 @@ func Generate(o Options) RuleFile {
 		o.Scale = 1
 	}
 	rec := Group{Name: "tokenprobe.recording", Rules: o.recording()}
-	return RuleFile{Groups: []Group{rec, {Name: "tokenprobe.slo", Rules: o.sloAlerts()}, {Name: "tokenprobe.latency", Rules: o.latencyAlerts()},
-		{Name: "tokenprobe.probe", Rules: o.probeAlerts()}}}
+	return RuleFile{Groups: []Group{rec, {Name: "tokenprobe.server", Rules: o.serverRecording()}, {Name: "tokenprobe.slo", Rules: o.sloAlerts()},
+		{Name: "tokenprobe.latency", Rules: o.latencyAlerts()}, {Name: "tokenprobe.probe", Rules: o.probeAlerts()}}}
+}
+
+// serverRecording puts the servers' own series beside tokenprobe's, by
+// model: the servers label theirs model_name, tokenprobe model, and the
+// two are the same name when the endpoint asks for the model the server
+// serves. The hidden queue is the part of the user's TTFT that the
+// server's own TTFT does not show.
+func (o Options) serverRecording() []Rule {
+	short := o.window(5 * time.Minute)
+	byModel := func(server, expr string) string {
+		return fmt.Sprintf(`label_replace(label_replace(%s, "model", "$1", "model_name", "(.*)"), "server", %q, "model_name", ".*")`, expr, server)
+	}
+	mean := func(metric string) string {
+		return fmt.Sprintf(`sum by (model_name) (rate(%[1]s_sum[%[2]s])) / sum by (model_name) (rate(%[1]s_count[%[2]s]))`, metric, short)
+	}
+	anyServer := func(of func(server string, i int) string) string {
+		parts := make([]string, len(catalog.Servers))
+		for i, s := range catalog.Servers {
+			parts[i] = byModel(s.Server, of(s.Server, i))
+		}
+		return strings.Join(parts, " or ")
+	}
+	x := "tokenprobe_time_to_first_token_seconds"
+	return []Rule{
+		{Record: "tokenprobe:ttft_seconds:mean5m", Expr: fmt.Sprintf(`sum by (model) (histogram_sum(rate(%[1]s[%[2]s]))) / sum by (model) (histogram_count(rate(%[1]s[%[2]s]))) or sum by (model) (rate(%[1]s_sum[%[2]s])) / sum by (model) (rate(%[1]s_count[%[2]s]))`, x, short)},
+		{Record: "tokenprobe:server_queue_seconds:mean5m", Expr: anyServer(func(_ string, i int) string { return mean(catalog.Servers[i].Queue) })},
+		{Record: "tokenprobe:server_ttft_seconds:mean5m", Expr: anyServer(func(_ string, i int) string { return mean(catalog.Servers[i].TTFT) })},
+		{Record: "tokenprobe:hidden_queue_seconds:mean5m", Expr: `tokenprobe:ttft_seconds:mean5m - on (model) group_right tokenprobe:server_ttft_seconds:mean5m`},
+		{Record: "tokenprobe:server_running_requests", Expr: anyServer(func(_ string, i int) string { return "sum by (model_name) (" + catalog.Servers[i].Running + ")" })},
+		{Record: "tokenprobe:server_waiting_requests", Expr: anyServer(func(_ string, i int) string { return "sum by (model_name) (" + catalog.Servers[i].Waiting + ")" })},
+		{Record: "tokenprobe:server_kv_cache_usage:ratio", Expr: anyServer(func(_ string, i int) string {
+			var alts []string
+			for _, m := range catalog.Servers[i].KVCache {
+				alts = append(alts, "avg by (model_name) ("+m+")")
+			}
+			return "(" + strings.Join(alts, " or ") + ")"
+		})},
+	}
 }
 
 func (o Options) recording() []Rule {

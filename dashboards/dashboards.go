@@ -83,6 +83,43 @@ func variables(b *dashboard.DashboardBuilder) {
 	}
 }
 
+// serverVariable picks whose own series the server panels read (vLLM,
+// SGLang): the names the server recording rules put under one label.
+func serverVariable(b *dashboard.DashboardBuilder) {
+	names := catalog.ServerNames()
+	var options []dashboard.VariableOption
+	for i, n := range names {
+		options = append(options, dashboard.VariableOption{Selected: cog.ToPtr(i == 0),
+			Text: dashboard.StringOrArrayOfString{String: cog.ToPtr(n)}, Value: dashboard.StringOrArrayOfString{String: cog.ToPtr(n)}})
+	}
+	b.WithVariable(dashboard.NewCustomVariableBuilder("server").Label("server").
+		Description("The inference server whose own metrics the server panels read (Prometheus must scrape it).").
+		Values(dashboard.StringOrMap{String: cog.ToPtr(strings.Join(names, ","))}).Options(options).Current(options[0]))
+}
+
+// serverSel selects the server recording rules' series.
+const serverSel = `server="$server",model=~"$model"`
+
+// serverPanels put the server's own view beside the user's: its TTFT and
+// queue over tokenprobe's TTFT (the gap is the queue the server's TTFT
+// does not show), its running and waiting requests and KV cache, and where
+// the last run's TTFT went.
+func serverPanels(b *dashboard.DashboardBuilder) {
+	b.WithPanel(ts("TTFT: the user's and the server's ($server)", "Mean TTFT as tokenprobe measures it (tokenprobe:ttft_seconds:mean5m) over the server's own TTFT (tokenprobe:server_ttft_seconds:mean5m) and queue time (tokenprobe:server_queue_seconds:mean5m), by model. The gap between the user's and the server's TTFT (tokenprobe:hidden_queue_seconds:mean5m) is time the server's TTFT does not show: its queue where its TTFT starts at scheduling, and the network and gateways.", "s",
+		q(`tokenprobe:ttft_seconds:mean5m{model=~"$model"}`, "user TTFT {{model}}"),
+		q(fmt.Sprintf(`tokenprobe:server_ttft_seconds:mean5m{%s}`, serverSel), "server TTFT {{model}}"),
+		q(fmt.Sprintf(`tokenprobe:server_queue_seconds:mean5m{%s}`, serverSel), "server queue {{model}}"),
+		q(fmt.Sprintf(`tokenprobe:hidden_queue_seconds:mean5m{%s}`, serverSel), "hidden from the server's TTFT {{model}}")))
+	b.WithPanel(ts("Server running and waiting requests ($server)", "The server's own running and waiting requests by model (tokenprobe:server_running_requests, tokenprobe:server_waiting_requests), beside tokenprobe's in flight: waiting above 0 where TTFT leaves its floor is the knee.", "short",
+		q(fmt.Sprintf(`tokenprobe:server_running_requests{%s}`, serverSel), "running {{model}}"),
+		q(fmt.Sprintf(`tokenprobe:server_waiting_requests{%s}`, serverSel), "waiting {{model}}"),
+		q(fmt.Sprintf(`sum(tokenprobe_in_flight_requests{%s})`, runSel), "tokenprobe in flight")))
+	b.WithPanel(ts("Server KV cache usage ($server)", "The server's KV cache in use by model (tokenprobe:server_kv_cache_usage:ratio): near 1, requests wait for memory, not for a slot.", "percentunit",
+		q(fmt.Sprintf(`tokenprobe:server_kv_cache_usage:ratio{%s}`, serverSel), "{{model}}")))
+	b.WithPanel(ts("Where the last run's TTFT went", "The last run's mean TTFT split with the server's own histograms (tokenprobe_run_last_ttft_breakdown_seconds{stat=\"mean\"}): waiting in the server's queue, in its prefill, and elsewhere (network, gateway, tokenization, the client). Runs of endpoints with server_metrics only.", "s",
+		q(fmt.Sprintf(`max by (profile, phase) (tokenprobe_run_last_ttft_breakdown_seconds{%s,stat="mean"})`, runSel), "{{profile}} {{phase}}")))
+}
+
 func base(uid, title, desc string) *dashboard.DashboardBuilder {
 	b := dashboard.NewDashboardBuilder(title).Uid(uid).Description(desc).Tags([]string{"tokenprobe", "llm"}).
 		Refresh("30s").Time("now-6h", "now")
@@ -148,6 +185,8 @@ func slo() *dashboard.DashboardBuilder {
 	b.WithPanel(heat("ITL heatmap", "Per-request inter-token latency over time (tokenprobe_inter_token_latency_seconds): classic buckets where kept, else the native histogram.", "tokenprobe_inter_token_latency_seconds"))
 	b.WithPanel(ts("Error budget spent over 3 days", "Share of the error budget of the profile's objective used over the last 3 days (tokenprobe:slo_errors:ratio_rate3d / (1 - tokenprobe_slo_objective_ratio)); above 0.1 a 30-day budget runs out early.", "percentunit",
 		q(fmt.Sprintf(`tokenprobe:slo_errors:ratio_rate3d{%s} / on (profile, endpoint) (1 - max by (profile, endpoint) (tokenprobe_slo_objective_ratio{%s})) * 3 / 30`, runSel, runSel), "{{profile}} {{endpoint}}")))
+	serverVariable(b)
+	serverPanels(b)
 	return b
 }
 
@@ -168,6 +207,8 @@ func cliff() *dashboard.DashboardBuilder {
 		q(fmt.Sprintf(`tokenprobe_run_last_ttft_cliff_level{%s}`, runSel), "cliff {{profile}}")))
 	b.WithPanel(ts("Dispatch lag p99", "How late the probe sent requests (tokenprobe_dispatch_lag_seconds): the probe's own queue, which must stay small for the rest to mean anything.", "s",
 		quantileBy("0.99", "tokenprobe_dispatch_lag_seconds", "profile", "{{profile}}")...))
+	serverVariable(b)
+	serverPanels(b)
 	return b
 }
 
