@@ -199,9 +199,9 @@ func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Reque
 	r.Start = time.Now()
 	var resp response
 	if tg.h1 != nil {
-		resp, err = c.sendH1(ctx, ep, tg, p)
+		resp, err = c.sendH1(ctx, ep, tg, p, r.ID)
 	} else {
-		resp, err = c.sendNetHTTP(ctx, ep, tg, p)
+		resp, err = c.sendNetHTTP(ctx, ep, tg, p, r.XRequestID())
 	}
 	if err != nil {
 		c.fail(r, c.classify(ctx, err), err)
@@ -259,8 +259,9 @@ var (
 )
 
 // sendH1 sends p through tokenprobe's own HTTP/1.1 client.
-func (c *Client) sendH1(ctx context.Context, ep *Endpoint, tg *target, p Prompt) (response, error) {
-	req := h1.Request{Target: tg.h1, Header: ep.Headers, ContentType: contentJSON, BearerToken: ep.APIKey, Body: p.Body}
+func (c *Client) sendH1(ctx context.Context, ep *Endpoint, tg *target, p Prompt, id uint64) (response, error) {
+	req := h1.Request{Target: tg.h1, Header: ep.Headers, ContentType: contentJSON, BearerToken: ep.APIKey, Body: p.Body,
+		RequestIDPrefix: result.RequestIDPrefix(), RequestID: id}
 	if p.Stream {
 		req.Accept = acceptSSE
 	}
@@ -272,7 +273,7 @@ func (c *Client) sendH1(ctx context.Context, ep *Endpoint, tg *target, p Prompt)
 }
 
 // sendNetHTTP sends p through net/http.
-func (c *Client) sendNetHTTP(ctx context.Context, ep *Endpoint, tg *target, p Prompt) (response, error) {
+func (c *Client) sendNetHTTP(ctx context.Context, ep *Endpoint, tg *target, p Prompt, requestID string) (response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tg.url, bytes.NewReader(p.Body))
 	if err != nil {
 		return response{}, err
@@ -289,6 +290,9 @@ func (c *Client) sendNetHTTP(ctx context.Context, ep *Endpoint, tg *target, p Pr
 	}
 	if ep.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+ep.APIKey)
+	}
+	if requestID != "" {
+		req.Header.Set("X-Request-Id", requestID)
 	}
 	// Some servers close every connection after a response while
 	// advertising keep-alive. An empty idempotency key (never sent on the

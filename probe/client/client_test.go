@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -468,6 +469,33 @@ func TestWhichHTTPClientSends(t *testing.T) {
 		New(Options{NetHTTP: netHTTP}).Do(context.Background(), endpoint(srv.URL), Prompt{Text: "x", Stream: true}, &r)
 		if got := <-agents; got != want || r.Outcome != result.Success {
 			t.Errorf("NetHTTP %v: sent by %q (%s %s), want %q", netHTTP, got, r.Outcome, r.Err, want)
+		}
+	}
+}
+
+// Every request carries its record's id as X-Request-Id, through both
+// HTTP clients, in place of one the endpoint's headers set: a fixed id
+// on every request would make a server that keys on it refuse them.
+func TestRequestIDHeader(t *testing.T) { bothClients(t, testRequestIDHeader) }
+
+func testRequestIDHeader(t *testing.T, newClient func(Options) *Client) {
+	ids := make(chan []string, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		ids <- req.Header.Values("X-Request-Id")
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", chunk("a"))
+	}))
+	defer srv.Close()
+	c := newClient(Options{})
+	ep := endpoint(srv.URL)
+	ep.Headers = http.Header{"X-Request-Id": {"fixed"}}
+	for _, id := range []uint64{41, 1000000042} {
+		r := result.Request{ID: id}
+		c.Do(context.Background(), ep, Prompt{Text: "x", Stream: true}, &r)
+		got := <-ids
+		want := result.RequestIDPrefix() + strconv.FormatUint(id, 10)
+		if len(got) != 1 || got[0] != want || r.XRequestID() != want || !strings.HasPrefix(want, "tp-") {
+			t.Errorf("request %d sent X-Request-Id %q, its record says %q; want %q once", id, got, r.XRequestID(), want)
 		}
 	}
 }

@@ -259,7 +259,11 @@ type Request struct {
 	ContentType string
 	Accept      string
 	BearerToken string
-	Body        []byte
+	// RequestID, when not 0, is sent as X-Request-Id: RequestIDPrefix
+	// and the number, in place of one in Header.
+	RequestIDPrefix string
+	RequestID       uint64
+	Body            []byte
 }
 
 // Response is the head of a response and its body. It belongs to the

@@ -104,9 +104,9 @@ func (cn *conn) writeRequest(req *Request) error {
 		switch k {
 		case "Host", "Content-Length", "Transfer-Encoding", "Connection", "Accept-Encoding":
 			continue // framing and coding are this client's
-		case "Content-Type", "Accept", "Authorization":
+		case "Content-Type", "Accept", "Authorization", "X-Request-Id":
 			if req.ContentType != "" && k == "Content-Type" || req.Accept != "" && k == "Accept" ||
-				(req.BearerToken != "" || t.basicAuth != "") && k == "Authorization" {
+				(req.BearerToken != "" || t.basicAuth != "") && k == "Authorization" || req.RequestID != 0 && k == "X-Request-Id" {
 				continue // the request's own fields win
 			}
 		}
@@ -127,6 +127,12 @@ func (cn *conn) writeRequest(req *Request) error {
 		b = append(b, "\r\n"...)
 	case t.basicAuth != "":
 		b = appendHeader(b, "Authorization", t.basicAuth)
+	}
+	if req.RequestID != 0 {
+		b = append(b, "X-Request-Id: "...)
+		b = append(b, req.RequestIDPrefix...)
+		b = strconv.AppendUint(b, req.RequestID, 10)
+		b = append(b, "\r\n"...)
 	}
 	// This client decodes no content coding: ask for none, so that a
 	// compressing proxy in between sends the stream as it is.

@@ -16,7 +16,10 @@ import (
 // Record is one request as written to records.jsonl. Times are
 // milliseconds; a value the request does not have is omitted.
 type Record struct {
-	ID                  uint64          `json:"id"`
+	ID uint64 `json:"id"`
+	// RequestID is the X-Request-Id the request carried: find it in the
+	// server's logs and traces.
+	RequestID           string          `json:"x_request_id,omitempty"`
 	Profile             string          `json:"profile"`
 	Endpoint            string          `json:"endpoint"`
 	Model               string          `json:"model"`
@@ -50,7 +53,7 @@ type Record struct {
 func NewRecord(r *result.Request, v slo.Verdict) Record {
 	ms := func(d time.Duration) *float64 { f := float64(d) / float64(time.Millisecond); return &f }
 	rec := Record{
-		ID: r.ID, Profile: r.Profile, Endpoint: r.Endpoint, Model: r.Model, Level: r.Level,
+		ID: r.ID, RequestID: r.XRequestID(), Profile: r.Profile, Endpoint: r.Endpoint, Model: r.Model, Level: r.Level,
 		Start: r.Start, DispatchLagMs: *ms(r.DispatchLag()), Outcome: r.Outcome.String(), Reason: r.Reason.String(),
 		Error: r.Err, HTTPStatus: r.HTTPStatus, Anomaly: r.Anomaly.String(), ContentChunks: r.ContentChunks,
 		InputTokens: r.InputTokens, InputSource: r.InputSource.String(), IntendedInputTokens: r.IntendedInputTokens,
