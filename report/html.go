@@ -37,8 +37,9 @@ func HTML(w io.Writer, title string, runs []stats.Summary, levelNames []string, 
 }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"mul100": func(v float64) float64 { return v * 100 },
-	"msOf":   Millis,
+	"mul100":    func(v float64) float64 { return v * 100 },
+	"msOf":      Millis,
+	"breakdown": Breakdown,
 }).Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>{{.Title}}</title>
 <style>
@@ -66,6 +67,7 @@ table{border-collapse:collapse}th,td{border-bottom:1px solid #ddd;padding:.3em .
 {{if .Summary.Failures}}<h3>Failures</h3><table class="failures"><tr><th>reason</th><th>count</th><th>status codes</th><th>most frequent message</th><th>hint</th></tr>
 {{range .Summary.Failures}}<tr><td class="error">{{.Reason}}</td><td>{{.Count}}</td><td>{{range $code, $n := .Statuses}}{{$code}} ×{{$n}} {{end}}</td><td>{{.Message}} ({{.MessageCount}})</td><td>{{.Hint}}</td></tr>{{end}}
 </table>{{end}}
+{{with .Summary.Server}}<h3>Where TTFT went</h3>{{breakdown .}}{{end}}
 {{if .Curves}}<h3>Against load</h3><div class="charts curves">{{range .Curves}}{{.}}{{end}}</div>{{end}}
 <h3>Distributions</h3><div class="charts">{{range .Ladders}}{{.}}{{end}}</div>
 <details><summary>Full report</summary><pre>{{.Text}}</pre></details>

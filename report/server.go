@@ -2,6 +2,8 @@ package report
 
 import (
 	"fmt"
+	"html"
+	"html/template"
 	"io"
 	"strings"
 
@@ -76,4 +78,48 @@ func levelText(l *stats.Level, scale float64, unit string) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("avg %.1f%s peak %.1f%s", l.Avg*scale, unit, l.Peak*scale, unit)
+}
+
+// Breakdown draws where a run's mean TTFT went as one bar: the server's
+// queue, its prefill and the rest, each as wide as its share, with the
+// verdict above; or, without a breakdown, why there is none. Empty when
+// the server's metrics were not read.
+func Breakdown(sv *stats.Server) template.HTML {
+	if sv == nil {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(`<div class="ttft-breakdown">`)
+	switch bd := sv.Breakdown; {
+	case bd != nil:
+		fmt.Fprintf(&b, `<p class="verdict" data-dominant="%s">%s</p>`, html.EscapeString(bd.Dominant), html.EscapeString(bd.Verdict))
+		parts := []struct {
+			name, color string
+			ms          float64
+		}{{"queue", "#cf222e", bd.Mean.Queue}, {"prefill", "#bf8700", 0}, {"elsewhere", "#57606a", bd.Mean.Elsewhere}}
+		if bd.Mean.Prefill != nil {
+			parts[1].ms = *bd.Mean.Prefill
+		}
+		total := 0.0
+		for _, p := range parts {
+			total += max(p.ms, 0)
+		}
+		b.WriteString(`<div class="bar" style="display:flex;height:1.4em;max-width:640px;border:1px solid #ddd">`)
+		for _, p := range parts {
+			if p.ms <= 0 || total <= 0 {
+				continue
+			}
+			share := 100 * p.ms / total
+			fmt.Fprintf(&b, `<div class="part" data-phase="%s" title="%s %s" style="width:%.2f%%;background:%s;color:#fff;font-size:12px;overflow:hidden;white-space:nowrap;padding-left:2px">%s %s</div>`,
+				p.name, p.name, stats.FormatMillis(p.ms), share, p.color, p.name, stats.FormatMillis(p.ms))
+		}
+		b.WriteString(`</div>`)
+	case sv.Note != "":
+		fmt.Fprintf(&b, `<p class="note">%s</p>`, html.EscapeString(sv.Note))
+	}
+	if sv.Err != "" {
+		fmt.Fprintf(&b, `<p class="error">The server's metrics: %s</p>`, html.EscapeString(sv.Err))
+	}
+	b.WriteString(`</div>`)
+	return template.HTML(b.String()) //nolint:gosec // every text in it is escaped above
 }

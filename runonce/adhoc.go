@@ -20,26 +20,28 @@ import (
 // it is validated by the same code, and --print-config prints it for a
 // scheduled profile to start from.
 type AdHoc struct {
-	URL, Model, API     string
-	Concurrency         int
-	Rate                float64
-	Arrival             string
-	Smoothness          float64
-	Requests            int
-	Duration            time.Duration
-	Warmup              int
-	InputTokens         string // MEAN[,STDDEV]
-	OutputTokens        string
-	Goodput             string // "ttft:500ms itl:50ms"
-	Objective           float64
-	Sweep               string // concurrency=1,2,4 or rate=1,2
-	Dataset, Trace      string
-	Speedup             float64
-	Tokenizer           string
-	Headers             []string // K=V
-	APIKeyEnv           string
-	ExtraBody           string // JSON object
-	ProfileName, Target string
+	URL, Model, API string
+	Concurrency     int
+	Rate            float64
+	Arrival         string
+	Smoothness      float64
+	Requests        int
+	Duration        time.Duration
+	Warmup          int
+	InputTokens     string // MEAN[,STDDEV]
+	OutputTokens    string
+	Goodput         string // "ttft:500ms itl:50ms"
+	Objective       float64
+	Sweep           string // concurrency=1,2,4 or rate=1,2
+	Dataset, Trace  string
+	Speedup         float64
+	Tokenizer       string
+	Headers         []string // K=V
+	APIKeyEnv       string
+	ExtraBody       string // JSON object
+	// ServerMetrics and ServerKind name the server's own metrics page.
+	ServerMetrics, ServerKind string
+	ProfileName, Target       string
 }
 
 // Set reports whether the flags describe a whole run (--url, --model).
@@ -56,6 +58,7 @@ func (a *AdHoc) Any() bool {
 var flagOf = []struct{ field, flag string }{
 	{"endpoints[0].base_url", "--url"}, {"endpoints[0].model", "--model"}, {"endpoints[0].api_key_env", "--api-key-env"},
 	{"endpoints[0].api", "--api"}, {"endpoints[0].headers", "--header"}, {"endpoints[0].extra_body", "--extra-body"},
+	{"endpoints[0].server_metrics.kind", "--server-kind"}, {"endpoints[0].server_metrics", "--server-metrics"},
 	{"endpoints[0]", "--url"},
 	{"profiles[0].load.sweep", "--sweep"}, {"profiles[0].load.concurrency", "--concurrency"}, {"profiles[0].load.rate", "--request-rate"},
 	{"profiles[0].load.arrival", "--arrival"}, {"profiles[0].load.smoothness", "--smoothness"},
@@ -124,6 +127,16 @@ func (a *AdHoc) parts() (ep, load, workload, slo map[string]any, err error) {
 			return nil, nil, nil, nil, fmt.Errorf("--extra-body: not a JSON object: %w", err)
 		}
 		ep["extra_body"] = body
+	}
+	if a.ServerMetrics != "" || a.ServerKind != "" {
+		sm := map[string]any{}
+		if a.ServerMetrics != "" {
+			sm["url"] = a.ServerMetrics
+		}
+		if a.ServerKind != "" {
+			sm["kind"] = a.ServerKind
+		}
+		ep["server_metrics"] = sm
 	}
 
 	load = map[string]any{}

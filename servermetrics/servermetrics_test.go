@@ -222,8 +222,8 @@ func TestWhatTheBreakdownCannotSay(t *testing.T) {
 	}{noQueue, summary(start, 40, 4700, 4650), "(tgi) exposes no queue-time series"}
 	for name, c := range cases {
 		Explain(c.sum, c.rd)
-		if !strings.Contains(c.sum.Server.Note, c.want) {
-			t.Errorf("%s: note %q, want %q", name, c.sum.Server.Note, c.want)
+		if !strings.Contains(c.sum.Server.Note, c.want) || c.sum.Server.Breakdown != nil {
+			t.Errorf("%s: note %q, breakdown %+v; want %q and no breakdown", name, c.sum.Server.Note, c.sum.Server.Breakdown, c.want)
 		}
 	}
 	restarted := snapshots(start, 40, 1, 1)

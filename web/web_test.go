@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -173,6 +174,18 @@ func TestEndpoints(t *testing.T) {
 	}
 	if code, body := f.do(t, "GET", "/"); code != 200 || !strings.Contains(body, `data-profile="demo"`) {
 		t.Errorf("status page: %d", code)
+	}
+	// The simulator serves vLLM's series: the run's TTFT is split with
+	// them, on the status page and the run's page.
+	b := run.Summary.Server
+	if b == nil || b.Breakdown == nil {
+		t.Fatalf("no TTFT breakdown in the run: %+v", b)
+	}
+	if _, body := f.do(t, "GET", "/"); !strings.Contains(body, html.EscapeString(b.Breakdown.Verdict)) {
+		t.Errorf("the status page lacks the breakdown %q", b.Breakdown.Verdict)
+	}
+	if _, body := f.do(t, "GET", fmt.Sprintf("/runs/%d", run.ID)); !strings.Contains(body, `class="ttft-breakdown"`) || !strings.Contains(body, `data-phase="prefill"`) {
+		t.Errorf("the run page lacks the breakdown bar")
 	}
 	if _, body := f.do(t, "GET", "/metrics"); !strings.Contains(body, "tokenprobe_requests_total") {
 		t.Error("metrics lack tokenprobe_requests_total")

@@ -327,7 +327,8 @@ func TestRunFromFlagsEqualsItsPrintedConfig(t *testing.T) {
 	defer s.Close()
 	dir := t.TempDir()
 	flags := []string{"--url", s.URL(), "--model", s.Config().Model, "--concurrency", "2", "--requests", "12",
-		"--input-tokens", "40,5", "--output-tokens", "6", "--goodput", "ttft:2s itl:500ms", "--objective", "0.5", "--progress-interval", "0"}
+		"--input-tokens", "40,5", "--output-tokens", "6", "--goodput", "ttft:2s itl:500ms", "--objective", "0.5", "--progress-interval", "0",
+		"--server-metrics", "http://" + s.Addr() + "/metrics", "--server-kind", "vllm"}
 
 	printed := filepath.Join(dir, "printed.yaml")
 	stdout := os.Stdout
@@ -360,6 +361,11 @@ func TestRunFromFlagsEqualsItsPrintedConfig(t *testing.T) {
 	if same(a) != same(b) || a.Requests != 12 || a.ISL.Count != 12 {
 		t.Fatalf("from flags:   %s\nfrom config: %s", same(a), same(b))
 	}
+	for _, s := range []stats.Summary{a, b} {
+		if s.Server == nil || s.Server.Kind != "vllm" || s.Server.Breakdown == nil {
+			t.Fatalf("--server-metrics: the server's view %+v, want a TTFT breakdown", s.Server)
+		}
+	}
 }
 
 // Bad flags are refused with the flag named, before anything runs.
@@ -367,12 +373,14 @@ func TestRunFlagErrorsNameTheFlag(t *testing.T) {
 	stderr := os.Stderr
 	r, w, _ := os.Pipe()
 	os.Stderr = w
-	code := run([]string{"run", "--url", "http://127.0.0.1:1/v1", "--model", "m", "--concurrency=-2", "--objective", "2", "--print-config"})
+	code := run([]string{"run", "--url", "http://127.0.0.1:1/v1", "--model", "m", "--concurrency=-2", "--objective", "2",
+		"--server-metrics", "vllm:8000", "--server-kind", "triton", "--print-config"})
 	w.Close()
 	os.Stderr = stderr
 	out, _ := io.ReadAll(r)
 	if code != runonce.ExitConfig || !strings.Contains(string(out), "--concurrency: must be positive") ||
-		!strings.Contains(string(out), "--objective: 2 is not a fraction") {
+		!strings.Contains(string(out), "--objective: 2 is not a fraction") || !strings.Contains(string(out), `--server-metrics: "vllm:8000" is not an http(s) URL`) ||
+		!strings.Contains(string(out), `--server-kind: "triton" is not one of`) {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 	if code := run([]string{"run", "--url", "http://x/v1"}); code != runonce.ExitConfig {
