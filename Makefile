@@ -76,8 +76,9 @@ manifests: rules dashboards ## copy the rules and dashboards into the Helm chart
 	cp dashboards/tokenprobe-*.json deploy/helm/tokenprobe/files/dashboards/
 	cd deploy && $(GO) run ./cmd/render
 
-docs: ## regenerate docs/METRICS.md from the metric catalog
+docs: ## regenerate docs/METRICS.md from the metric catalog, and the server table of docs/MEASUREMENT.md
 	$(GO) test ./catalog -run Docs -update
+	$(GO) test ./servermetrics -run Docs -update
 
 clean:
 	rm -rf bin artifacts
