@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 )
@@ -66,10 +67,10 @@ func window(rd Readings, sum *stats.Summary) *stats.Server {
 		}
 		return p, nil
 	}
-	var errs []error
+	restarted := false
 	for r, dst := range map[Role]**stats.Phase{Queue: &out.Queue, Prefill: &out.Prefill, TTFT: &out.TTFT, ITL: &out.ITL, E2E: &out.E2E} {
 		p, err := phase(r)
-		errs = append(errs, err)
+		restarted = restarted || err != nil
 		*dst = p
 	}
 	counter := func(r Role) *float64 {
@@ -79,7 +80,7 @@ func window(rd Readings, sum *stats.Summary) *stats.Server {
 			return nil
 		}
 		if a < b {
-			errs = append(errs, errRestarted)
+			restarted = true
 			return nil
 		}
 		d := a - b
@@ -121,9 +122,14 @@ func window(rd Readings, sum *stats.Summary) *stats.Server {
 	} else if l := level(PrefixHitRate); l != nil {
 		out.PrefixCacheHitRate = &l.Avg
 	}
-	if err := errors.Join(errs...); err != nil {
-		out.Err = err.Error()
+	var problems []string
+	if restarted {
+		problems = append(problems, errRestarted.Error())
 	}
+	if rd.Failed > 0 {
+		problems = append(problems, fmt.Sprintf("%d readings of the server's metrics failed (the last: %v)", rd.Failed, rd.Err))
+	}
+	out.Err = strings.Join(problems, "; ")
 	out.Missing = missing(after)
 	out.Breakdown, out.Note = breakdown(out, sum)
 	return out
@@ -204,6 +210,8 @@ func breakdown(s *stats.Server, sum *stats.Summary) (*stats.Breakdown, string) {
 	}
 	sent := sum.Success + sum.Errors
 	switch {
+	case s.Queue == nil && s.Err != "":
+		return nil, "" // the error says why
 	case sum.TTFT.Count == 0:
 		return nil, "no request measured a TTFT: nothing to break down"
 	case served == 0 && s.Err == "":

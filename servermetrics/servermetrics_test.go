@@ -2,6 +2,7 @@ package servermetrics
 
 import (
 	"context"
+	"errors"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/tokenprobe/tokenprobe/internal/hostile"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 	"github.com/tokenprobe/tokenprobe/sim"
 )
@@ -230,7 +232,7 @@ func TestWhatTheBreakdownCannotSay(t *testing.T) {
 	restarted.Snaps[1].Hist[Queue] = Hist{Count: 3, Sum: 1, Bounds: []float64{math.Inf(1)}, Cumulative: []float64{3}}
 	sum := summary(start, 40, 4700, 4650)
 	Explain(sum, restarted)
-	if !strings.Contains(sum.Server.Err, "restarted") || sum.Server.Breakdown != nil {
+	if !strings.Contains(sum.Server.Err, "restarted") || sum.Server.Breakdown != nil || sum.Server.Note != "" {
 		t.Errorf("a server restarted in the window: %+v", sum.Server)
 	}
 	one := snapshots(start, 40, 1, 1)
@@ -295,5 +297,39 @@ func TestScrapeBothFormats(t *testing.T) {
 	}
 	if u := New(Options{URL: "http://user:pw@host:9/metrics"}).URL(); strings.Contains(u, "pw") {
 		t.Fatalf("URL %q shows the password", u)
+	}
+}
+
+// A server whose page cannot be read gives the run no figures and the
+// reason, counted; it does not hold the run up past the first reading's
+// bound.
+func TestSamplerOfAnUnreadablePage(t *testing.T) {
+	addr, err := hostile.ClosedAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := New(Options{URL: "http://" + addr + "/metrics", Kind: VLLM, Interval: 50 * time.Millisecond})
+	start := time.Now()
+	smp := Start(src)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("Start took %v", took)
+	}
+	time.Sleep(200 * time.Millisecond)
+	rd := smp.Stop()
+	if len(rd.Snaps) != 0 || rd.Failed < 2 || rd.Err == nil {
+		t.Fatalf("readings %d, failed %d, err %v", len(rd.Snaps), rd.Failed, rd.Err)
+	}
+	sum := summary(time.Now(), 10, 100, 100)
+	Explain(sum, rd)
+	if !strings.Contains(sum.Server.Err, "could not be read") || sum.Server.Breakdown != nil {
+		t.Fatalf("%+v", sum.Server)
+	}
+	// Readings that failed between good ones are counted in the report.
+	rd = snapshots(time.Now(), 40, 40*4.3, 40*0.2)
+	rd.Failed, rd.Err = 3, errors.New("HTTP 503")
+	sum = summary(rd.Snaps[0].At, 40, 4700, 4650)
+	Explain(sum, rd)
+	if !strings.Contains(sum.Server.Err, "3 readings of the server's metrics failed (the last: HTTP 503)") || sum.Server.Breakdown == nil {
+		t.Fatalf("%+v", sum.Server)
 	}
 }
