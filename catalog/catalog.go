@@ -164,6 +164,10 @@ var (
 		Help: "Where the last run's TTFT went, from the server's own metrics (server_metrics): phase queue (waiting in the server's queue), prefill, or elsewhere (the client's TTFT less both: network, gateway, tokenization, client); stat mean or p50. Absent where the server exposes no queue series."}
 	RunLastTTFTDominant = Metric{Name: "tokenprobe_run_last_ttft_dominant_phase", Type: Gauge, Unit: "boolean", Labels: with(RunLabels, "phase"),
 		Help: "1 for the phase holding the largest part of the last run's mean TTFT (queue, prefill, elsewhere), 0 for the others; absent without a breakdown."}
+	RunLastServerRequests = Metric{Name: "tokenprobe_run_last_server_requests", Type: Gauge, Unit: "requests", Labels: with(RunLabels, "load_level", "state"),
+		Help: "The server's own running (state running) and waiting (state waiting) requests, averaged over each load level of the last run, from its metrics (server_metrics): waiting above 0 at the level where TTFT leaves its floor is the knee."}
+	RunLastServerKVCache = Metric{Name: "tokenprobe_run_last_server_kv_cache_usage_ratio", Type: Gauge, Unit: "ratio", Labels: with(RunLabels, "load_level"),
+		Help: "The server's KV cache usage averaged over each load level of the last run, from its metrics (server_metrics)."}
 	RunObjective = Metric{Name: "tokenprobe_slo_objective_ratio", Type: Gauge, Unit: "ratio", Labels: RunLabels,
 		Help: "The profile's SLO objective (fraction of requests that must be good); 0 when none."}
 	ProfileInfo = Metric{Name: "tokenprobe_profile_info", Type: Gauge, Unit: "info", Labels: []string{"profile", "endpoint", "model", "url", "api"},
@@ -188,6 +192,7 @@ var All = []Metric{
 	InFlight, TargetConcurrency, TargetRate,
 	Runs, RunsSkipped, RunsAbortedInARow, RunNext, RunLastTimestamp, RunLastSuccess, RunLastPassed, RunLastDuration,
 	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunLastCapacity, RunLastCliff, RunLastTTFTBreakdown, RunLastTTFTDominant,
+	RunLastServerRequests, RunLastServerKVCache,
 	RunObjective, ProfileInfo,
 	ConfigReloadOK, ConfigReloadTime, Dropped,
 }

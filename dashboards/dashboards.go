@@ -207,6 +207,9 @@ func cliff() *dashboard.DashboardBuilder {
 		q(fmt.Sprintf(`tokenprobe_run_last_ttft_cliff_level{%s}`, runSel), "cliff {{profile}}")))
 	b.WithPanel(ts("Dispatch lag p99", "How late the probe sent requests (tokenprobe_dispatch_lag_seconds): the probe's own queue, which must stay small for the rest to mean anything.", "s",
 		quantileBy("0.99", "tokenprobe_dispatch_lag_seconds", "profile", "{{profile}}")...))
+	b.WithPanel(ts("Server load by load level (last run)", "The server's own running and waiting requests and KV cache usage at each load level of the last run (tokenprobe_run_last_server_requests, tokenprobe_run_last_server_kv_cache_usage_ratio; endpoints with server_metrics): waiting leaves 0 at the level where TTFT leaves its floor.", "short",
+		q(fmt.Sprintf(`max by (load_level, state) (tokenprobe_run_last_server_requests{%s})`, runSel), "{{state}} at load {{load_level}}"),
+		q(fmt.Sprintf(`max by (load_level) (tokenprobe_run_last_server_kv_cache_usage_ratio{%s}) * 100`, runSel), "KV cache % at load {{load_level}}")))
 	serverVariable(b)
 	serverPanels(b)
 	return b

@@ -30,6 +30,7 @@ type Exporter struct {
 	requests, errors, anomalies, good, sloReqs, inTok, outTok, runs, skipped *prometheus.CounterVec
 	lastTS, lastOK, lastPassed, lastDur, lastAtt, lastGood, lastThr          *prometheus.GaugeVec
 	objective, info, next, aborts, capacity, cliff, breakdown, dominant      *prometheus.GaugeVec
+	serverRequests, serverKV                                                 *prometheus.GaugeVec
 	dropped                                                                  *prometheus.CounterVec
 	reloadOK, reloadTime                                                     prometheus.Gauge
 
@@ -93,13 +94,14 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	e.next, e.capacity, e.cliff = gauge(catalog.RunNext), gauge(catalog.RunLastCapacity), gauge(catalog.RunLastCliff)
 	e.aborts = gauge(catalog.RunsAbortedInARow)
 	e.breakdown, e.dominant = gauge(catalog.RunLastTTFTBreakdown), gauge(catalog.RunLastTTFTDominant)
+	e.serverRequests, e.serverKV = gauge(catalog.RunLastServerRequests), gauge(catalog.RunLastServerKVCache)
 	e.dropped.WithLabelValues("otlp") // at 0 without an OTLP push too: nothing dropped
 	e.reloadOK = prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ConfigReloadOK.Name, Help: catalog.ConfigReloadOK.Help})
 	e.reloadTime = prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ConfigReloadTime.Name, Help: catalog.ConfigReloadTime.Help})
 	for _, c := range []prometheus.Collector{
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.requests, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.outTok,
 		e.runs, e.skipped, e.dropped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr,
-		e.objective, e.info, e.next, e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.reloadOK, e.reloadTime, (*liveCollector)(e),
+		e.objective, e.info, e.next, e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.serverRequests, e.serverKV, e.reloadOK, e.reloadTime, (*liveCollector)(e),
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -279,6 +281,35 @@ func (e *Exporter) RunFinished(run *probe.Run, f probe.Finished) {
 		e.cliff.WithLabelValues(lv...).Set(k.CliffLevel)
 	}
 	e.setBreakdown(lv, s.Server)
+	e.setServerLoad(lv, &s)
+}
+
+// setServerLoad publishes the server's load per level of the run, the
+// last run's only.
+func (e *Exporter) setServerLoad(lv []string, s *stats.Summary) {
+	match := prometheus.Labels{"profile": lv[0], "endpoint": lv[1]}
+	e.serverRequests.DeletePartialMatch(match)
+	e.serverKV.DeletePartialMatch(match)
+	levels := s.Stages
+	if len(levels) == 0 {
+		levels = []stats.Summary{*s}
+	}
+	for _, st := range levels {
+		sv := st.Server
+		if sv == nil {
+			continue
+		}
+		level := LevelLabel(st.Level)
+		if sv.Running != nil {
+			e.serverRequests.WithLabelValues(plus(lv, level, "running")...).Set(sv.Running.Avg)
+		}
+		if sv.Waiting != nil {
+			e.serverRequests.WithLabelValues(plus(lv, level, "waiting")...).Set(sv.Waiting.Avg)
+		}
+		if sv.KVCache != nil {
+			e.serverKV.WithLabelValues(plus(lv, level)...).Set(sv.KVCache.Avg)
+		}
+	}
 }
 
 // setBreakdown publishes where the run's TTFT went, or removes the last
@@ -355,7 +386,7 @@ func (e *Exporter) Forget(profile, endpoint string) {
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.requests, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.outTok,
 		e.runs, e.skipped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr, e.objective, e.info, e.next,
-		e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant,
+		e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.serverRequests, e.serverKV,
 	} {
 		v.DeletePartialMatch(match)
 	}

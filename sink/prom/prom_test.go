@@ -397,6 +397,28 @@ tokenprobe_run_last_ttft_dominant_phase{endpoint="vllm",phase="queue",profile="c
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
 		t.Fatal(err)
 	}
+	// A sweep's server load, per level.
+	sweep := &stats.Summary{Stages: []stats.Summary{
+		{Level: 1, Server: &stats.Server{Running: &stats.Level{Avg: 1}, Waiting: &stats.Level{Avg: 0}, KVCache: &stats.Level{Avg: 0.1}}},
+		{Level: 8, Server: &stats.Server{Running: &stats.Level{Avg: 4}, Waiting: &stats.Level{Avg: 3.5}, KVCache: &stats.Level{Avg: 0.4}}},
+	}}
+	e.RunFinished(run, probe.Finished{Summary: sweep, Verdict: probe.Passed})
+	load := `
+# HELP tokenprobe_run_last_server_requests ` + catalog.RunLastServerRequests.Help + `
+# TYPE tokenprobe_run_last_server_requests gauge
+tokenprobe_run_last_server_requests{endpoint="vllm",load_level="1",profile="chat",state="running"} 1
+tokenprobe_run_last_server_requests{endpoint="vllm",load_level="1",profile="chat",state="waiting"} 0
+tokenprobe_run_last_server_requests{endpoint="vllm",load_level="8",profile="chat",state="running"} 4
+tokenprobe_run_last_server_requests{endpoint="vllm",load_level="8",profile="chat",state="waiting"} 3.5
+# HELP tokenprobe_run_last_server_kv_cache_usage_ratio ` + catalog.RunLastServerKVCache.Help + `
+# TYPE tokenprobe_run_last_server_kv_cache_usage_ratio gauge
+tokenprobe_run_last_server_kv_cache_usage_ratio{endpoint="vllm",load_level="1",profile="chat"} 0.1
+tokenprobe_run_last_server_kv_cache_usage_ratio{endpoint="vllm",load_level="8",profile="chat"} 0.4
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(load), catalog.RunLastServerRequests.Name, catalog.RunLastServerKVCache.Name); err != nil {
+		t.Fatal(err)
+	}
+	names = append(names, catalog.RunLastServerRequests.Name, catalog.RunLastServerKVCache.Name)
 	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{}, Verdict: probe.Passed})
 	if n, err := testutil.GatherAndCount(reg, names...); err != nil || n != 0 {
 		t.Fatalf("%d series left after a run without a breakdown (%v)", n, err)
