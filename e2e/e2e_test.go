@@ -23,6 +23,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/daemon"
 	"github.com/tokenprobe/tokenprobe/dashboards"
 	"github.com/tokenprobe/tokenprobe/probe"
+	"github.com/tokenprobe/tokenprobe/sim"
 	"github.com/tokenprobe/tokenprobe/web"
 )
 
@@ -30,8 +31,11 @@ import (
 const scale = 60
 
 // Two replicas (--shard.count 2) share it: cliff runs on the one its name
-// hashes to, steady on both, half its load each, beside cliff on the same
-// simulator (one more request in flight, within its four slots).
+// hashes to, steady on both, half its load each. Cliff's simulator runs
+// apart, as a model server would, so that Prometheus scrapes its vLLM
+// series too (%[1]s is its address) and the daemons read them during runs
+// as server_metrics; steady has a simulator of its own in each replica, so
+// that cliff's server sees cliff's requests only and splits its TTFT.
 //
 // The simulator's prefill puts TTFT near 200 ms at concurrency 1, so that
 // a pause of the whole test machine (a CI run saw 250 ms) does not look
@@ -40,7 +44,14 @@ const scale = 60
 const profile = `
 endpoints:
   - name: sim
-    simulator: {slots: 4, prefill_base: 100ms, prefill_per_token: 1ms, decode_base: 5ms, decode_slowdown: 0.05, seed: 1}
+    base_url: http://%[1]s/v1
+    model: tokenprobe-sim
+    server_metrics: {url: "http://%[1]s/metrics", kind: vllm}
+  # A model of its own: the server rules join tokenprobe's TTFT to the
+  # servers' by model, and this simulator is not scraped.
+  - name: steady-sim
+    simulator: {slots: 4, prefill_base: 10ms, decode_base: 5ms, seed: 2}
+    model: steady-model
 profiles:
   - name: cliff
     endpoints: [sim]
@@ -54,13 +65,18 @@ profiles:
   # Split over the two replicas: both export its series and objective,
   # which the rules must aggregate (a many-to-many match fails a rule).
   - name: steady
-    endpoints: [sim]
+    endpoints: [steady-sim]
     shard: {split: true}
     load: {concurrency: 2, duration: 20s}
     workload: {input_tokens: {mean: 20}, output_tokens: {mean: 8}}
     slo: {ttft: 2s, objective: 0.5}
     schedule: {continuous: true}
 `
+
+// simulator is the model's server of the test: the model the profile's
+// simulator block used to describe.
+var simulator = sim.Config{Model: "tokenprobe-sim", Slots: 4, PrefillBase: 100 * time.Millisecond, PrefillPerToken: time.Millisecond,
+	DecodeBase: 5 * time.Millisecond, DecodeSlowdown: 0.05, Seed: 1}
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -84,11 +100,22 @@ func prometheusBinary(t *testing.T) string {
 	return p
 }
 
-// query runs an instant query and returns the first sample's value, or
-// false when the result is empty.
+// query runs an instant query now and returns the first sample's value,
+// or false when the result is empty.
 func query(t *testing.T, base, q string) (float64, bool) {
 	t.Helper()
-	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(q))
+	return queryAt(t, base, q, time.Time{})
+}
+
+// queryAt runs an instant query at when (now, when zero) and returns the
+// first sample's value, or false when the result is empty.
+func queryAt(t *testing.T, base, q string, when time.Time) (float64, bool) {
+	t.Helper()
+	u := base + "/api/v1/query?query=" + url.QueryEscape(q)
+	if !when.IsZero() {
+		u += "&time=" + strconv.FormatInt(when.Unix(), 10)
+	}
+	resp, err := http.Get(u)
 	if err != nil {
 		return 0, false
 	}
@@ -159,6 +186,11 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 		t.Skip("runs for about two minutes")
 	}
 	dir := t.TempDir()
+	model, err := sim.Start("127.0.0.1:0", simulator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
 	addrs := map[*server]string{}
 	for _, p := range proms {
 		addrs[p] = freeAddr(t)
@@ -170,7 +202,7 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 	// one instance.
 	var probeAddrs []string
 	for i := range 2 {
-		body := profile
+		body := fmt.Sprintf(profile, model.Addr())
 		for _, p := range proms {
 			if p.otlp && probe.Owns("cliff/sim", i, 2) {
 				body += fmt.Sprintf("otlp: {protocol: http, endpoint: \"http://%s/api/v1/otlp/v1/metrics\", insecure: true, interval: 2s}\n", addrs[p])
@@ -213,7 +245,8 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(pdir, "rules.yaml"), rules, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		promCfg := fmt.Sprintf("global: {scrape_interval: 1s, evaluation_interval: 1s}\nrule_files: [rules.yaml]\nscrape_configs:\n  - job_name: tokenprobe\n%s    static_configs: [{targets: [%q, %q]}]\n", p.scrape, probeAddrs[0], probeAddrs[1])
+		promCfg := fmt.Sprintf("global: {scrape_interval: 1s, evaluation_interval: 1s}\nrule_files: [rules.yaml]\nscrape_configs:\n  - job_name: tokenprobe\n%s    static_configs: [{targets: [%q, %q]}]\n  - job_name: vllm\n    static_configs: [{targets: [%q]}]\n",
+			p.scrape, probeAddrs[0], probeAddrs[1], model.Addr())
 		if err := os.WriteFile(filepath.Join(pdir, "prometheus.yml"), []byte(promCfg), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -306,6 +339,24 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 		return false
 	})
 	time.Sleep(4 * time.Second) // the last scrape, rule evaluation and OTLP export
+	// The simulator's vLLM series split the run's TTFT: the prefill at
+	// concurrency 1, the queue at 24.
+	if sv := run.Summary.Server; sv == nil || sv.Breakdown == nil {
+		t.Errorf("the run's summary has no TTFT breakdown from the simulator's vLLM series: %+v", sv)
+	} else {
+		t.Logf("the run's breakdown: %s", sv.Breakdown.Verdict)
+	}
+	for i, want := range []string{"prefill", "queue"} {
+		if len(run.Summary.Stages) != 2 {
+			t.Errorf("%d stages in the summary, want 2", len(run.Summary.Stages))
+			break
+		}
+		if b := run.Summary.Stages[i].Server; b == nil || b.Breakdown == nil || b.Breakdown.Dominant != want {
+			t.Errorf("stage %d: breakdown %+v, want %s dominant", i, b, want)
+		} else {
+			t.Logf("stage %d: %s", i, b.Breakdown.Verdict)
+		}
+	}
 	ended := time.Now()
 	for _, p := range proms {
 		// The 3-day window at this scale is 72 minutes: the whole run.
@@ -315,6 +366,15 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 			continue
 		}
 		t.Logf("%s: attainment: recording rules %.4f, daemon summary %.4f (%d requests)", p.name, v, run.Summary.Attainment, run.Summary.Requests)
+		// Well into overload (its queue is full 15 s after the alert
+		// fired) the server's TTFT, which starts at scheduling in the
+		// simulator, leaves out the queue the users wait in (1.4 s): the
+		// server rules show it as the hidden queue.
+		if v, ok := queryAt(t, p.base, `tokenprobe:hidden_queue_seconds:mean5m{server="vllm",model="tokenprobe-sim"}`, overload.Add(15*time.Second)); !ok || v < 0.5 {
+			t.Errorf("%s: hidden queue in overload %.3f s (found: %v), want the queue, over 0.5 s", p.name, v, ok)
+		} else {
+			t.Logf("%s: hidden queue in overload from the server rules: %.3f s", p.name, v)
+		}
 		if d := v - run.Summary.Attainment; d > 0.03 || d < -0.03 {
 			t.Errorf("%s: recording rules say %.4f, the daemon %.4f", p.name, v, run.Summary.Attainment)
 		}
@@ -392,7 +452,7 @@ func dashboardsShowData(t *testing.T, p *server, at ...time.Time) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vars := strings.NewReplacer(`$profile`, `.*`, `$endpoint`, `.*`, `$model`, `.*`, `$__rate_interval`, `10s`, `$__range`, `2m`)
+	vars := strings.NewReplacer(`$profile`, `.*`, `$endpoint`, `.*`, `$model`, `.*`, `$server`, `vllm`, `$__rate_interval`, `10s`, `$__range`, `2m`)
 	checked := 0
 	for name, b := range files {
 		var d struct {
