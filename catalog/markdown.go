@@ -29,8 +29,9 @@ level of a profile against an endpoint has 306 series with two SLO thresholds (T
 request duration 25, TTST and inter-chunk 22 each, dispatch lag 16, error reasons 8, SLO 4,
 outcomes 3, and 4 more; each further SLO threshold adds 2), and each profile x endpoint about 20
 more (runs, skips, last-run gauges, info); an endpoint with server_metrics adds up to 9 (where
-the last run's TTFT went) and 3 per load level (the server's load). The demo (three profiles, eight load levels) exports
-2,512 tokenprobe series after one run of each (` + "`curl -s localhost:9470/metrics | grep -c '^tokenprobe_'`" + `, the
+the last run's TTFT went) and 3 per load level (the server's load). The demo (three profiles,
+eight load levels) exports 2,559 tokenprobe series after one run of each (45 of them the
+server's view, its simulator being read as server_metrics; ` + "`curl -s localhost:9470/metrics | grep -c '^tokenprobe_'`" + `, the
 runs started with ` + "`POST /api/v1/runs`" + `).
 
 Histograms have classic buckets (listed) and native buckets (factor 1.1) side by side. What a
