@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/tokenprobe/tokenprobe/alerts"
+	"github.com/tokenprobe/tokenprobe/compare"
 	"github.com/tokenprobe/tokenprobe/dashboards"
 	"github.com/tokenprobe/tokenprobe/internal/schedslice"
 	"github.com/tokenprobe/tokenprobe/runonce"
@@ -235,6 +236,12 @@ func run(args []string) int {
 	genSLOService := genSLO.Flag("service", "Sloth's service name.").Default("tokenprobe").String()
 	genSLOOut := genSLO.Flag("out", "File to write ('-': standard output).").Default("-").String()
 
+	cmpCmd := app.Command("compare", "Compare two runs' artifacts (a run's folder, or a `tokenprobe run` folder of several) metric by metric, with whether each change is beyond the runs' own noise (a bootstrap over their records); exit 1 when a --fail-on rule breaks, 2 on bad input.")
+	cmpBase := cmpCmd.Arg("base", "The baseline's artifacts folder.").Required().String()
+	cmpNew := cmpCmd.Arg("new", "The new run's artifacts folder.").Required().String()
+	cmpFailOn := cmpCmd.Flag("fail-on", "Exit 1 when a change passes a threshold and the runs' noise, e.g. 'ttft.p95>+10%,goodput<-5%' (metrics: ttft, ttst, itl, request_latency with .avg .p50 .p90 .p95 .p99; goodput, throughput, attainment, errors).").String()
+	cmpResamples := cmpCmd.Flag("resamples", "Bootstrap resamples.").Default("2000").Int()
+
 	simCmd := app.Command("sim", "Serve a simulated OpenAI-compatible LLM endpoint with a queueing model and fault injection.")
 	simListen := simCmd.Flag("listen", "Address to listen on.").Default("127.0.0.1:8000").String()
 	var sc sim.Config
@@ -315,6 +322,8 @@ func run(args []string) int {
 		}
 		fmt.Printf("%s: valid (%d endpoints, %d profiles)\n", *checkConfig, len(cfg.Endpoints), len(cfg.Profiles))
 		return 0
+	case cmpCmd.FullCommand():
+		return compare.Main(os.Stdout, *cmpBase, *cmpNew, *cmpFailOn, compare.Options{Resamples: *cmpResamples})
 	case simCmd.FullCommand():
 		s, err := sim.Start(*simListen, sc)
 		if err != nil {

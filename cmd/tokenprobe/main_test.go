@@ -439,3 +439,57 @@ func onlySummary(t *testing.T, art string) stats.Summary {
 	}
 	return all[0]
 }
+
+// stdoutOf runs the command line and returns its exit code and what it
+// wrote to standard output.
+func stdoutOf(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := os.Stdout
+	os.Stdout = f
+	code := run(args)
+	os.Stdout = stdout
+	f.Close()
+	b, _ := os.ReadFile(f.Name())
+	return code, string(b)
+}
+
+// Two runs of one profile against one server compare as noise and pass
+// the gate; a run against a server with twice the prefill fails it, and
+// the failure names the metric.
+func TestCompareGatesARegression(t *testing.T) {
+	server := func(prefill time.Duration) *sim.Server {
+		s, err := sim.Start("127.0.0.1:0", sim.Config{Slots: 4, PrefillBase: prefill, DecodeBase: time.Millisecond, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	fast, slow := server(50*time.Millisecond), server(100*time.Millisecond)
+	dir := t.TempDir()
+	runOf := func(s *sim.Server, name string) string {
+		art := filepath.Join(dir, name)
+		if code := run([]string{"run", "--url", s.URL(), "--model", s.Config().Model, "--concurrency", "2", "--requests", "30",
+			"--output-tokens", "4", "--progress-interval", "0", "--artifacts-dir", art}); code != runonce.ExitOK {
+			t.Fatalf("run %s: exit %d", name, code)
+		}
+		m, _ := filepath.Glob(filepath.Join(art, "*"))
+		return m[0]
+	}
+	base, again, slower := runOf(fast, "base"), runOf(fast, "again"), runOf(slow, "slower")
+	const gate = "ttft.p50>+20%"
+	if code, out := stdoutOf(t, "compare", base, again, "--fail-on", gate); code != 0 || !strings.Contains(out, "passed") {
+		t.Errorf("the same server twice: exit %d\n%s", code, out)
+	}
+	code, out := stdoutOf(t, "compare", base, slower, "--fail-on", gate)
+	if code != 1 || !strings.Contains(out, "FAILED ttft.p50>+20%: adhoc on target ttft.p50 is +") {
+		t.Errorf("twice the prefill: exit %d\n%s", code, out)
+	}
+	if code, out := stdoutOf(t, "compare", base, slower, "--fail-on", "ttft.p42>+1%"); code != 2 || !strings.Contains(out, `no metric "ttft.p42"`) {
+		t.Errorf("a rule naming no metric: exit %d\n%s", code, out)
+	}
+}

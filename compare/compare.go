@@ -1,0 +1,386 @@
+// Package compare sets two runs side by side, metric by metric, and says
+// whether each change is larger than the runs' own noise: the question a
+// CI gate asks of a pull request ("is it slower?"), which a fixed
+// threshold on one run cannot answer.
+package compare
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/tokenprobe/tokenprobe/probe/stats"
+	"github.com/tokenprobe/tokenprobe/sink/records"
+)
+
+// Run is one run's artifacts: its summary and its per-request records.
+type Run struct {
+	Dir     string
+	Summary stats.Summary
+	Records []records.Record
+}
+
+// Key names a run across two invocations: its profile and endpoint.
+func (r *Run) Key() string { return r.Summary.Profile + " on " + r.Summary.Endpoint }
+
+// Load reads the runs under dir: one run's folder (summary.json and
+// records.jsonl), or an invocation's folder holding one folder per run.
+func Load(dir string) ([]*Run, error) {
+	if _, err := os.Stat(filepath.Join(dir, "records.jsonl")); err == nil {
+		r, err := loadRun(dir)
+		if err != nil {
+			return nil, err
+		}
+		return []*Run{r}, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var runs []*Run
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		sub := filepath.Join(dir, e.Name())
+		if _, err := os.Stat(filepath.Join(sub, "records.jsonl")); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		r, err := loadRun(sub)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("%s: no run's artifacts (records.jsonl and summary.json) here or in its folders", dir)
+	}
+	return runs, nil
+}
+
+func loadRun(dir string) (*Run, error) {
+	r := &Run{Dir: dir}
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &r.Summary); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "summary.json"), err)
+	}
+	f, err := os.Open(filepath.Join(dir, "records.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for line := 1; sc.Scan(); line++ {
+		var rec records.Record
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", f.Name(), line, err)
+		}
+		r.Records = append(r.Records, rec)
+	}
+	return r, sc.Err()
+}
+
+// Metric is one figure compared: a statistic of a per-request value, or
+// a rate of the run.
+type Metric struct {
+	Name string // ttft, itl, goodput, ...
+	Stat string // p50, p95, avg; "" for the rates
+	Unit string
+	// HigherIsBetter tells a regression from an improvement.
+	HigherIsBetter bool
+}
+
+// Label is the metric as --fail-on names it: ttft.p95, goodput.
+func (m Metric) Label() string {
+	if m.Stat == "" {
+		return m.Name
+	}
+	return m.Name + "." + m.Stat
+}
+
+// Row is one metric of two runs.
+type Row struct {
+	Metric
+	Base, New float64
+	// Change is (New - Base) / Base; NaN when Base is 0.
+	Change float64
+	// Low and High bound the change's 95% confidence interval, from the
+	// bootstrap; the change is noise when the interval holds 0.
+	Low, High   float64
+	Significant bool
+	// N is the values behind each side.
+	BaseN, NewN int
+}
+
+// perRequest are the per-request values compared, from successful requests.
+var perRequest = []struct {
+	name, unit string
+	value      func(*records.Record) (float64, bool)
+}{
+	{"ttft", "ms", func(r *records.Record) (float64, bool) { return deref(r.TTFTMs) }},
+	{"ttst", "ms", func(r *records.Record) (float64, bool) { return deref(r.TTSTMs) }},
+	{"itl", "ms", func(r *records.Record) (float64, bool) { return deref(r.ITLMs) }},
+	{"request_latency", "ms", func(r *records.Record) (float64, bool) { return deref(r.RequestLatencyMs) }},
+}
+
+func deref(p *float64) (float64, bool) {
+	if p == nil {
+		return 0, false
+	}
+	return *p, true
+}
+
+// Stats are the statistics compared for every per-request value.
+var Stats = []string{"avg", "p50", "p90", "p95", "p99"}
+
+// Options set the bootstrap.
+type Options struct {
+	// Resamples is the bootstrap's draws (default 2000).
+	Resamples int
+	// Seed makes the result repeatable (default 1).
+	Seed uint64
+}
+
+// Compare sets base and new side by side.
+func Compare(base, new *Run, o Options) []Row {
+	if o.Resamples <= 0 {
+		o.Resamples = 2000
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	rng := rand.New(rand.NewPCG(o.Seed, 0xc0ffee))
+	var rows []Row
+	for _, pr := range perRequest {
+		a, b := values(base, pr.value), values(new, pr.value)
+		if len(a) == 0 && len(b) == 0 {
+			continue
+		}
+		sort.Float64s(a)
+		sort.Float64s(b)
+		var ca, cb [][]float64 // per statistic, the bootstrap's values
+		if len(a) > 0 && len(b) > 0 {
+			ca, cb = resampled(rng, a, o.Resamples), resampled(rng, b, o.Resamples)
+		}
+		for i, st := range Stats {
+			row := Row{Metric: Metric{Name: pr.name, Stat: st, Unit: pr.unit}, BaseN: len(a), NewN: len(b),
+				Base: ofSorted(a, st), New: ofSorted(b, st)}
+			row.Change = change(row.Base, row.New)
+			row.Low, row.High = math.NaN(), math.NaN()
+			if ca != nil {
+				row.Low, row.High = interval(ca[i], cb[i])
+				row.Significant = row.Low > 0 || row.High < 0
+			}
+			rows = append(rows, row)
+		}
+	}
+	for _, rate := range rates {
+		row := Row{Metric: rate.Metric, BaseN: len(base.Records), NewN: len(new.Records)}
+		ga, da := rate.outcomes(base)
+		gb, db := rate.outcomes(new)
+		row.Base, row.New = rate.of(ga, da), rate.of(gb, db)
+		row.Change = change(row.Base, row.New)
+		if len(ga) == 0 || len(gb) == 0 {
+			row.Low, row.High = math.NaN(), math.NaN()
+		} else {
+			fa := func(xs []float64) float64 { return rate.of(xs, da) }
+			fb := func(xs []float64) float64 { return rate.of(xs, db) }
+			row.Low, row.High = bootstrapRate(rng, ga, gb, fa, fb, o.Resamples)
+			row.Significant = row.Low > 0 || row.High < 0
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// rates are the run-level figures: each request counts 1 or 0 towards
+// them, so resampling requests resamples the rate.
+var rates = []struct {
+	Metric
+	outcomes func(*Run) ([]float64, float64) // per counted request 0/1, and the run's duration
+	of       func(xs []float64, duration float64) float64
+}{
+	{Metric{Name: "goodput", Unit: "req/s", HigherIsBetter: true}, func(r *Run) ([]float64, float64) {
+		return indicator(r, func(rec *records.Record) bool { return rec.Good }), r.Summary.DurationSeconds
+	}, perSecond},
+	{Metric{Name: "throughput", Unit: "req/s", HigherIsBetter: true}, func(r *Run) ([]float64, float64) {
+		return indicator(r, func(rec *records.Record) bool { return rec.Outcome == "success" }), r.Summary.DurationSeconds
+	}, perSecond},
+	{Metric{Name: "attainment", Unit: "%", HigherIsBetter: true}, func(r *Run) ([]float64, float64) {
+		return indicator(r, func(rec *records.Record) bool { return rec.Good }), 0
+	}, mean100},
+	{Metric{Name: "errors", Unit: "%"}, func(r *Run) ([]float64, float64) {
+		return indicator(r, func(rec *records.Record) bool { return rec.Outcome == "error" }), 0
+	}, mean100},
+}
+
+// indicator is 1 or 0 per request counted against the SLO (success or
+// error; cancelled requests count in neither, as in the summary).
+func indicator(r *Run, yes func(*records.Record) bool) []float64 {
+	var out []float64
+	for i := range r.Records {
+		rec := &r.Records[i]
+		if rec.Outcome != "success" && rec.Outcome != "error" {
+			continue
+		}
+		v := 0.0
+		if yes(rec) {
+			v = 1
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func perSecond(xs []float64, duration float64) float64 {
+	if duration <= 0 {
+		return math.NaN()
+	}
+	return sum(xs) / duration
+}
+
+func mean100(xs []float64, _ float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	return 100 * sum(xs) / float64(len(xs))
+}
+
+func sum(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s
+}
+
+func values(r *Run, of func(*records.Record) (float64, bool)) []float64 {
+	var out []float64
+	for i := range r.Records {
+		if r.Records[i].Outcome != "success" {
+			continue
+		}
+		if v, ok := of(&r.Records[i]); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// ofSorted computes st over sorted values as the run summary does
+// (numpy's linear interpolation for percentiles).
+func ofSorted(sorted []float64, st string) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	if st == "avg" {
+		return sum(sorted) / float64(len(sorted))
+	}
+	return stats.Percentile(sorted, percentOf[st])
+}
+
+var percentOf = map[string]float64{"p50": 50, "p90": 90, "p95": 95, "p99": 99}
+
+// resampled draws n bootstrap resamples of sorted and returns, per
+// statistic of Stats, its value in each. A resample is kept as how many
+// times it drew each value, so its order statistics come from one walk
+// over the sorted values rather than from sorting it: a run of 100,000
+// requests costs O(n) per resample, not O(n log n).
+func resampled(rng *rand.Rand, sorted []float64, n int) [][]float64 {
+	out := make([][]float64, len(Stats))
+	counts := make([]int32, len(sorted))
+	size := len(sorted)
+	for range n {
+		clear(counts)
+		for range size {
+			counts[rng.IntN(size)]++
+		}
+		for i, st := range Stats {
+			out[i] = append(out[i], ofCounts(sorted, counts, st))
+		}
+	}
+	return out
+}
+
+// ofCounts is ofSorted of the values sorted[i] each taken counts[i] times.
+func ofCounts(sorted []float64, counts []int32, st string) float64 {
+	total := 0
+	for _, c := range counts {
+		total += int(c)
+	}
+	if st == "avg" {
+		s := 0.0
+		for i, c := range counts {
+			s += float64(c) * sorted[i]
+		}
+		return s / float64(total)
+	}
+	rank := percentOf[st] / 100 * float64(total-1)
+	lo := int(math.Floor(rank))
+	at := func(k int) float64 { // the k-th value (from 0) of the resample
+		seen := 0
+		for i, c := range counts {
+			seen += int(c)
+			if seen > k {
+				return sorted[i]
+			}
+		}
+		return sorted[len(sorted)-1]
+	}
+	vlo := at(lo)
+	if float64(lo) == rank {
+		return vlo
+	}
+	return vlo + (at(lo+1)-vlo)*(rank-float64(lo))
+}
+
+// interval is the 95% percentile interval of the relative change from
+// the base's bootstrap values to the new's.
+func interval(base, new []float64) (low, high float64) {
+	changes := make([]float64, 0, len(base))
+	for i := range base {
+		if c := change(base[i], new[i]); !math.IsNaN(c) && !math.IsInf(c, 0) {
+			changes = append(changes, c)
+		}
+	}
+	if len(changes) < len(base)/2 {
+		return math.NaN(), math.NaN()
+	}
+	sort.Float64s(changes)
+	return stats.Percentile(changes, 2.5), stats.Percentile(changes, 97.5)
+}
+
+func change(base, new float64) float64 {
+	if base == 0 || math.IsNaN(base) {
+		return math.NaN()
+	}
+	return (new - base) / base
+}
+
+// bootstrapRate is the 95% interval of the relative change of a rate
+// whose requests each count 0 or 1: each side's requests resampled.
+func bootstrapRate(rng *rand.Rand, a, b []float64, fa, fb func([]float64) float64, n int) (low, high float64) {
+	ra, rb := make([]float64, len(a)), make([]float64, len(b))
+	va, vb := make([]float64, n), make([]float64, n)
+	for k := range n {
+		for i := range ra {
+			ra[i] = a[rng.IntN(len(a))]
+		}
+		for i := range rb {
+			rb[i] = b[rng.IntN(len(b))]
+		}
+		va[k], vb[k] = fa(ra), fb(rb)
+	}
+	return interval(va, vb)
+}
