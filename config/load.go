@@ -156,7 +156,27 @@ func (c *Config) defaults() {
 				p.Load.Stages = append(p.Load.Stages, Stage{Rate: r, Requests: sw.Requests, Duration: sw.Duration})
 			}
 		}
-		if len(p.Load.Stages) == 0 && p.Workload.Trace == nil {
+		switch sr := p.Load.Search; {
+		case sr != nil:
+			// The search sets the level; each step's length and arrival
+			// process default as a stage's do.
+			if sr.Precision == 0 {
+				sr.Precision = 0.1
+			}
+			if sr.Steps == 0 {
+				sr.Steps = 10
+			}
+			st := &p.Load.Stage
+			if st.Duration == 0 && st.Requests == 0 {
+				st.Duration = Duration(60 * time.Second)
+			}
+			if len(sr.Rate) > 0 && st.Arrival == "" {
+				st.Arrival = "poisson"
+				if st.Smoothness > 0 {
+					st.Arrival = "gamma"
+				}
+			}
+		case len(p.Load.Stages) == 0 && p.Workload.Trace == nil:
 			p.Load.Stage.defaults()
 		}
 		if p.Schedule.Every == 0 && !p.Schedule.Continuous {
@@ -284,6 +304,12 @@ func (c *Config) validate(l *locator, dir string) {
 			}
 		}
 		p.Load.validate(l, path+".load", p.Workload.Trace != nil)
+		if p.Load.Search != nil && p.SLO.Objective <= 0 {
+			l.errf(path+".load.search", "a search needs slo.objective: the attainment each step must meet")
+		}
+		if p.Load.Search != nil && p.Shard.Split {
+			l.errf(path+".shard.split", "a search decides each step from the last: it cannot be divided over replicas")
+		}
 		p.Schedule.validate(l, path+".schedule")
 		p.Workload.validate(l, path+".workload", dir)
 		if p.Workload.Trace != nil && (len(p.Load.Stages) > 0 || p.Load.Rate > 0 || p.Load.Concurrency > 0 || p.Load.Requests > 0 || p.Load.Duration > 0) {
@@ -507,6 +533,23 @@ func (s *Schedule) validate(l *locator, path string) {
 	}
 }
 
+func (sr *Search) validate(l *locator, path string) {
+	switch {
+	case len(sr.Concurrency) > 0 == (len(sr.Rate) > 0):
+		l.errf(path, "give concurrency: [MIN, MAX] or rate: [MIN, MAX]")
+	case len(sr.Concurrency) > 0 && (len(sr.Concurrency) != 2 || sr.Concurrency[0] < 1 || sr.Concurrency[1] <= sr.Concurrency[0]):
+		l.errf(path+".concurrency", "%v is not [MIN, MAX] with 1 <= MIN < MAX", sr.Concurrency)
+	case len(sr.Rate) > 0 && (len(sr.Rate) != 2 || sr.Rate[0] <= 0 || sr.Rate[1] <= sr.Rate[0]):
+		l.errf(path+".rate", "%v is not [MIN, MAX] with 0 < MIN < MAX", sr.Rate)
+	}
+	if sr.Precision <= 0 || sr.Precision >= 1 {
+		l.errf(path+".precision", "%v is not a fraction between 0 and 1 (0.1: within 10%%)", sr.Precision)
+	}
+	if sr.Steps < 2 {
+		l.errf(path+".steps", "%d: a search needs at least 2 steps", sr.Steps)
+	}
+}
+
 func (st *Stage) defaults() {
 	if st.Rate > 0 && st.Arrival == "" {
 		st.Arrival = "poisson"
@@ -523,6 +566,23 @@ func (st *Stage) defaults() {
 }
 
 func (ld *Load) validate(l *locator, path string, trace bool) {
+	if sr := ld.Search; sr != nil {
+		sr.validate(l, path+".search")
+		switch {
+		case trace:
+			l.errf(path+".search", "a trace sets its own schedule: no search")
+		case ld.Sweep != nil || len(ld.Stages) > 0:
+			l.errf(path+".search", "give a search, a sweep, stages, or one level of load, not several")
+		case ld.Concurrency != 0 || ld.Rate != 0 || ld.RampTo != 0:
+			l.errf(path+".search", "the search sets the level: leave concurrency, rate and ramp_to out")
+		case ld.Duration < 0 || ld.Requests < 0 || ld.MaxConcurrency < 0:
+			l.errf(path+".search", "duration, requests and max_concurrency must not be negative")
+		}
+		if ld.WarmupRequests < 0 {
+			l.errf(path+".warmup_requests", "must not be negative")
+		}
+		return
+	}
 	if sw := ld.Sweep; sw != nil {
 		switch {
 		case len(sw.Concurrency) > 0 == (len(sw.Rate) > 0):

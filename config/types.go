@@ -458,6 +458,10 @@ type Load struct {
 	Stages []Stage `yaml:"stages"`
 	// Sweep is a shorthand for stages that step one kind of load.
 	Sweep *Sweep `yaml:"sweep"`
+	// Search finds the highest level whose SLO attainment meets the
+	// objective; every step holds its level for the duration or requests
+	// above.
+	Search *Search `yaml:"search"`
 	// WarmupRequests are sent first, at the first stage's load, and left
 	// out of every result.
 	WarmupRequests int    `yaml:"warmup_requests"`
@@ -494,6 +498,19 @@ type Sweep struct {
 	Rate        []float64 `yaml:"rate"`
 	Requests    int       `yaml:"requests"`
 	Duration    Duration  `yaml:"duration"`
+}
+
+// Search is a capacity search: the levels it may try, [min, max], of
+// concurrency or of rate, how near it must come, and in how many steps.
+type Search struct {
+	Concurrency []int     `yaml:"concurrency"`
+	Rate        []float64 `yaml:"rate"`
+	// Precision ends the search when the highest level that met the
+	// objective and the lowest that missed it are this close, relative to
+	// the latter (default 0.1; concurrency stops at 1 apart in any case).
+	Precision float64 `yaml:"precision"`
+	// Steps is the budget of levels tried (default 10).
+	Steps int `yaml:"steps"`
 }
 
 // Plan returns the stages to run: Stages, or the single inline stage.

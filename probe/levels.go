@@ -26,6 +26,9 @@ type levelGroup struct {
 
 func newLevelGroups(r *Run) *levelGroups {
 	g := &levelGroups{r: r}
+	if r.Plan.Search != nil {
+		return g // a search's steps get their groups as they run
+	}
 	for i, st := range r.Plan.Stages {
 		if st.RampTo == 0 { // a fixed level: its group exists even if no request finished
 			g.groups = append(g.groups, &levelGroup{stage: i, level: st.Level(), agg: g.newAgg(st.Level())})
@@ -54,6 +57,22 @@ func (g *levelGroups) add(res *result.Request, v slo.Verdict) {
 		grp.first = res.Scheduled
 	}
 	grp.agg.Add(res, v)
+}
+
+// attainment is the SLO attainment of a stage's requests so far, and how
+// many were counted.
+func (g *levelGroups) attainment(stage int) (float64, int) {
+	good, counted := 0, 0
+	for _, grp := range g.groups {
+		if grp.stage == stage {
+			gd, c := grp.agg.Good()
+			good, counted = good+gd, counted+c
+		}
+	}
+	if counted == 0 {
+		return 0, 0
+	}
+	return float64(good) / float64(counted), counted
 }
 
 // summaries returns one summary per group, in the order of the plan and,

@@ -84,15 +84,23 @@ func (s Stage) String() string {
 	if s.RampTo != 0 {
 		out += fmt.Sprintf(" ramping to %g", s.RampTo)
 	}
-	switch {
-	case s.Requests > 0 && s.Duration > 0:
-		out += fmt.Sprintf(" for %d requests or %s", s.Requests, s.Duration)
-	case s.Requests > 0:
-		out += fmt.Sprintf(" for %d requests", s.Requests)
-	case s.Duration > 0:
-		out += " for " + s.Duration.String()
+	if a := s.amount(); a != "" {
+		out += " " + a
 	}
 	return out
+}
+
+// amount says how long the stage holds its level: "for 100 requests".
+func (s Stage) amount() string {
+	switch {
+	case s.Requests > 0 && s.Duration > 0:
+		return fmt.Sprintf("for %d requests or %s", s.Requests, s.Duration)
+	case s.Requests > 0:
+		return fmt.Sprintf("for %d requests", s.Requests)
+	case s.Duration > 0:
+		return "for " + s.Duration.String()
+	}
+	return ""
 }
 
 // Plan is how hard and how long a run pushes: one stage, or several run
@@ -107,10 +115,28 @@ type Plan struct {
 	// CancelAfter, as impatient users do; they count as cancelled.
 	CancelFraction float64
 	CancelAfter    time.Duration
+	// Search, when set, decides the stages as the run goes: Stages then
+	// holds one slot per step the search may take (PrepareSearch).
+	Search *Search
+}
+
+// PrepareSearch gives a searching plan its stage slots, each the step at
+// the search's lowest level until the search sets it.
+func (p *Plan) PrepareSearch() {
+	if p.Search == nil {
+		return
+	}
+	p.Stages = make([]Stage, p.Search.Steps)
+	for i := range p.Stages {
+		p.Stages[i] = p.Search.stage(p.Search.Min)
+	}
 }
 
 // String says what the plan does, in a line.
 func (p Plan) String() string {
+	if p.Search != nil {
+		return p.Search.String()
+	}
 	parts := make([]string, len(p.Stages))
 	for i, st := range p.Stages {
 		parts[i] = st.String()

@@ -4,10 +4,12 @@
 package probe
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -101,9 +103,14 @@ func (r *Run) Execute(parent context.Context) (stats.Summary, error) {
 	levels := newLevelGroups(r)
 	results := make(chan *result.Request, 1024)
 	collected := make(chan struct{})
+	counted := make(chan struct{}) // answers a barrier: every result before it is counted
 	go func() {
 		defer close(collected)
 		for res := range results {
+			if res == barrier {
+				counted <- struct{}{}
+				continue
+			}
 			g.add(res)
 			if res.Warmup {
 				continue
@@ -131,8 +138,14 @@ func (r *Run) Execute(parent context.Context) (stats.Summary, error) {
 		err = r.phase(send, ctx, 0, warm, true, results)
 	}
 	r.started.Store(time.Now().UnixNano())
+	var found *stats.Search
+	if r.Plan.Search != nil && err == nil {
+		var res stats.Search
+		res, err = r.search(send, ctx, results, counted, levels)
+		found = &res
+	}
 	for i, st := range r.Plan.Stages {
-		if err != nil || send.Err() != nil {
+		if found != nil || err != nil || send.Err() != nil {
 			break
 		}
 		r.stage.Store(int64(i))
@@ -162,13 +175,21 @@ func (r *Run) Execute(parent context.Context) (stats.Summary, error) {
 	if errors.As(err, &stopped) {
 		s.Error, s.Aborted = stopped.Error(), stopped.Aborted
 	}
-	if per := levels.summaries(); len(per) > 1 {
+	if per := levels.summaries(); len(per) > 1 || found != nil {
 		s.Stages = per
+		if found != nil {
+			// A search's steps, read against load like a sweep's levels.
+			slices.SortStableFunc(s.Stages, func(a, b stats.Summary) int { return cmp.Compare(a.Level, b.Level) })
+		}
 		if r.Plan.OneKind() {
 			k := stats.FindKnee(s.Stages, r.SLO.Objective)
+			if found != nil {
+				k.CapacityAtSLO = found.Capacity
+			}
 			s.Knee = &k
 		}
 	}
+	s.Search = found
 	return s, err
 }
 

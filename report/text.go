@@ -97,6 +97,23 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 	if len(s.Stages) > 0 {
 		Stages(w, s.Stages, levelName)
 	}
+	if sr := s.Search; sr != nil {
+		fmt.Fprintln(w)
+		var tried []string
+		for _, st := range sr.Tried {
+			mark := "missed"
+			if st.Passed {
+				mark = "met"
+			}
+			tried = append(tried, fmt.Sprintf("%g %s (%.0f%%)", st.Level, mark, 100*st.Attainment))
+		}
+		state := fmt.Sprintf("found in %d steps, within %g%%", sr.Steps, 100*sr.Precision)
+		if !sr.Done {
+			state = fmt.Sprintf("NOT FOUND: %d steps ran out (or the run stopped) before the bracket narrowed; the best level known", sr.Steps)
+		}
+		kv("Capacity search", "%s %g: %s", levelName, sr.Capacity, state)
+		kv("  steps, in order", "%s", strings.Join(tried, ", "))
+	}
 	if k := s.Knee; k != nil {
 		fmt.Fprintln(w)
 		switch {

@@ -33,6 +33,7 @@ type AdHoc struct {
 	Goodput         string // "ttft:500ms itl:50ms"
 	Objective       float64
 	Sweep           string // concurrency=1,2,4 or rate=1,2
+	Search          string // concurrency=1:64 or rate=0.5:20
 	Dataset, Trace  string
 	Speedup         float64
 	Tokenizer       string
@@ -60,7 +61,7 @@ var flagOf = []struct{ field, flag string }{
 	{"endpoints[0].api", "--api"}, {"endpoints[0].headers", "--header"}, {"endpoints[0].extra_body", "--extra-body"},
 	{"endpoints[0].server_metrics.kind", "--server-kind"}, {"endpoints[0].server_metrics", "--server-metrics"},
 	{"endpoints[0]", "--url"},
-	{"profiles[0].load.sweep", "--sweep"}, {"profiles[0].load.concurrency", "--concurrency"}, {"profiles[0].load.rate", "--request-rate"},
+	{"profiles[0].load.sweep", "--sweep"}, {"profiles[0].load.search", "--search"}, {"profiles[0].load.concurrency", "--concurrency"}, {"profiles[0].load.rate", "--request-rate"},
 	{"profiles[0].load.arrival", "--arrival"}, {"profiles[0].load.smoothness", "--smoothness"},
 	{"profiles[0].load.requests", "--requests"}, {"profiles[0].load.duration", "--duration"},
 	{"profiles[0].load.warmup_requests", "--warmup-requests"}, {"profiles[0].load", "--concurrency or --request-rate"},
@@ -174,6 +175,23 @@ func (a *AdHoc) parts() (ep, load, workload, slo map[string]any, err error) {
 			}
 		}
 		load["sweep"] = sweep
+	}
+
+	if a.Search != "" {
+		kind, span, ok := strings.Cut(a.Search, "=")
+		lo, hi, ok2 := strings.Cut(span, ":")
+		if !ok || !ok2 || (kind != "concurrency" && kind != "rate") {
+			return nil, nil, nil, nil, fmt.Errorf("--search %q: give concurrency=MIN:MAX or rate=MIN:MAX", a.Search)
+		}
+		var bounds []float64
+		for _, f := range []string{lo, hi} {
+			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil {
+				return nil, nil, nil, nil, fmt.Errorf("--search %q: %q is not a number", a.Search, f)
+			}
+			bounds = append(bounds, v)
+		}
+		load["search"] = map[string]any{kind: bounds}
 	}
 
 	workload = map[string]any{}

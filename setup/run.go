@@ -117,6 +117,20 @@ func setDuration(dst *time.Duration, d *config.Duration) {
 // PlanOf converts a profile's load block.
 func PlanOf(l *config.Load) probe.Plan {
 	plan := probe.Plan{Warmup: l.WarmupRequests, Seed: l.Seed}
+	if sr := l.Search; sr != nil {
+		st := l.Stage
+		search := &probe.Search{Precision: sr.Precision, Steps: sr.Steps, Step: probe.Stage{
+			Arrival: st.Arrival, Smoothness: st.Smoothness, MaxConcurrency: st.MaxConcurrency, Duration: st.Duration.D(), Requests: st.Requests,
+		}}
+		if len(sr.Rate) == 2 {
+			search.Rate, search.Min, search.Max = true, sr.Rate[0], sr.Rate[1]
+		} else if len(sr.Concurrency) == 2 {
+			search.Min, search.Max = float64(sr.Concurrency[0]), float64(sr.Concurrency[1])
+		}
+		plan.Search = search
+		plan.PrepareSearch()
+		return plan
+	}
 	if len(l.Stages) == 0 && l.Stage == (config.Stage{}) {
 		return plan // a trace's schedule, filled in by NewRun
 	}

@@ -3,6 +3,7 @@ package setup
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,5 +91,32 @@ profiles:
 	}
 	if got := ScheduleBackoffMax(tuned); got != 10*time.Minute {
 		t.Errorf("tuned schedule backoff cap %s", got)
+	}
+}
+
+// A search becomes a plan that searches: its bounds, its budget of stage
+// slots, and each step's length and arrival process from the load.
+func TestSearchPlan(t *testing.T) {
+	cfg, err := Parse("search.yaml", []byte(`
+endpoints: [{name: e, base_url: "http://127.0.0.1:1/v1", model: m}]
+profiles:
+  - name: rate
+    endpoints: [e]
+    load: {search: {rate: [0.5, 20], steps: 6}, duration: 30s, max_concurrency: 64}
+    slo: {ttft: 1s, objective: 0.95}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := PlanOf(&cfg.Profile("rate").Load)
+	s := plan.Search
+	if s == nil || !s.Rate || s.Min != 0.5 || s.Max != 20 || s.Steps != 6 || s.Precision != 0.1 || len(plan.Stages) != 6 {
+		t.Fatalf("plan %+v, search %+v", plan, s)
+	}
+	if st := s.Step; st.Duration != 30*time.Second || st.Arrival != "poisson" || st.MaxConcurrency != 64 || st.Concurrency != 0 {
+		t.Fatalf("step %+v", st)
+	}
+	if got := plan.String(); !strings.Contains(got, "search of request rate from 0.5 to 20") {
+		t.Fatalf("plan reads %q", got)
 	}
 }

@@ -200,6 +200,7 @@ func run(args []string) int {
 	runCmd.Flag("output-tokens", "From flags: answer length, MEAN[,STDDEV] tokens.").StringVar(&adhoc.OutputTokens)
 	runCmd.Flag("goodput", "From flags: SLO thresholds, e.g. 'ttft:500ms itl:50ms' (ttft, ttst, itl, request_latency, output_tokens_per_second).").StringVar(&adhoc.Goodput)
 	runCmd.Flag("objective", "From flags: fraction of requests that must be good; below it the run exits 1.").Float64Var(&adhoc.Objective)
+	runCmd.Flag("search", "From flags: find the highest level meeting --objective, e.g. concurrency=1:64 or rate=0.5:20 (each step --requests or --duration long).").StringVar(&adhoc.Search)
 	runCmd.Flag("sweep", "From flags: levels to step through, e.g. concurrency=1,2,4,8 or rate=1,2,4.").StringVar(&adhoc.Sweep)
 	runCmd.Flag("dataset", "From flags: a JSONL prompt file (AIPerf's single-turn format).").StringVar(&adhoc.Dataset)
 	runCmd.Flag("trace", "From flags: a Mooncake trace to replay.").StringVar(&adhoc.Trace)

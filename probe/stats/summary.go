@@ -69,6 +69,8 @@ type Summary struct {
 	Stages []Summary `json:"stages,omitempty"`
 	// Knee is read off Stages: capacity at SLO and where TTFT breaks.
 	Knee *Knee `json:"knee,omitempty"`
+	// Search is a capacity search's result, its steps in Stages.
+	Search *Search `json:"search,omitempty"`
 	// GPU is what the GPUs did over the run, when a GPU source is set.
 	GPU *GPU `json:"gpu,omitempty"`
 	// Server is what the endpoint's server said about the run, when its
@@ -192,6 +194,10 @@ func (a *Aggregator) Add(r *result.Request, v slo.Verdict) {
 		a.inErr = append(a.inErr, float64(r.InputTokens-r.IntendedInputTokens))
 	}
 }
+
+// Good returns the good requests and those counted against the SLO
+// (success and error) so far.
+func (a *Aggregator) Good() (good, counted int) { return a.good, a.counted }
 
 // Summary computes the report. It sorts the accumulated values, so call it
 // once, after the last Add.
