@@ -18,7 +18,8 @@ import (
 // has one worker per request of its highest level, worker k sending only
 // while the level in force is above k; without a ramp that is every worker
 // all the time.
-func (r *Run) closedLoop(stop, reqCtx context.Context, index int, st Stage, warmup bool, out chan<- *result.Request) {
+// Prompts come ready from prompts (nil for sessions, built as they go).
+func (r *Run) closedLoop(stop, reqCtx context.Context, index int, st Stage, warmup bool, out chan<- *result.Request, prompts <-chan client.Prompt) {
 	limit := st.Requests
 	var issued atomic.Int64
 	var wg sync.WaitGroup
@@ -51,7 +52,7 @@ func (r *Run) closedLoop(stop, reqCtx context.Context, index int, st Stage, warm
 				if limit > 0 && issued.Add(1) > int64(limit) {
 					return
 				}
-				last := r.next(stop, reqCtx, index, st, time.Now(), warmup, out)
+				last := r.next(stop, reqCtx, index, st, time.Now(), warmup, out, prompts)
 				// The wait is intended: the next request is scheduled
 				// after it, so it is in no latency figure nor dispatch lag.
 				r.pause(stop, bo.after(last))
@@ -63,11 +64,19 @@ func (r *Run) closedLoop(stop, reqCtx context.Context, index int, st Stage, warm
 
 // next sends the workload's next request, or its next whole session, and
 // returns the last request it sent (nil when a session sent none).
-func (r *Run) next(stop, ctx context.Context, index int, st Stage, scheduled time.Time, warmup bool, out chan<- *result.Request) *result.Request {
+// A prompt that is not ready at the scheduled time makes the request late
+// by the wait: the probe's own lateness, in dispatch lag.
+func (r *Run) next(stop, ctx context.Context, index int, st Stage, scheduled time.Time, warmup bool, out chan<- *result.Request, prompts <-chan client.Prompt) *result.Request {
 	if r.Sessions != nil {
 		return r.session(stop, ctx, index, st, scheduled, r.Sessions.NextSession(), warmup, out)
 	}
-	res := r.one(ctx, index, st, scheduled, r.Workload.Next(), warmup)
+	var p client.Prompt
+	select {
+	case p = <-prompts:
+	case <-stop.Done():
+		return nil
+	}
+	res := r.one(ctx, index, st, scheduled, p, warmup)
 	out <- res
 	return res
 }

@@ -212,13 +212,25 @@ func (r *Run) phase(send, ctx context.Context, index int, st Stage, warmup bool,
 	if st.Rate > 0 || st.Offsets != nil {
 		return r.openLoop(send, ctx, index, st, warmup, out)
 	}
+	// Prompts are built and encoded ahead, as the open loop's are, so that
+	// building one (a tokenizer's work, a long prompt) never counts in a
+	// request's dispatch lag or latency; the stage's clock starts once
+	// the first are ready. A session's later turns wait for its answers:
+	// nothing to prepare.
+	var prompts <-chan client.Prompt
+	if r.Sessions == nil {
+		var stopPrompts func()
+		prompts, stopPrompts = r.prepare(send, st.Requests)
+		defer stopPrompts()
+		r.stageStart.Store(time.Now().UnixNano())
+	}
 	stop := send
 	if st.Duration > 0 {
 		var cancel context.CancelFunc
 		stop, cancel = context.WithTimeout(send, st.Duration)
 		defer cancel()
 	}
-	r.closedLoop(stop, ctx, index, st, warmup, out)
+	r.closedLoop(stop, ctx, index, st, warmup, out, prompts)
 	return nil
 }
 

@@ -285,3 +285,29 @@ func TestCancellationInjection(t *testing.T) {
 		t.Fatalf("attainment %v: cancelled requests must not count against it", sum.Attainment)
 	}
 }
+
+// slowPrompts builds each prompt in 10 ms, as a tokenizer sizing long
+// prompts does.
+type slowPrompts struct{ workload.Source }
+
+func (s slowPrompts) Next() client.Prompt {
+	time.Sleep(10 * time.Millisecond)
+	return s.Source.Next()
+}
+
+// A closed loop's prompts are ready before their send time: building one
+// is in no request's dispatch lag. Before they were built ahead, each
+// request was late by the 10 ms of its prompt (a tokenizer's lock made it
+// 29-41 ms at concurrency 4 against a llama.cpp server).
+func TestClosedLoopPromptsAreReadyBeforeTheirSendTime(t *testing.T) {
+	run, _ := newRun(t, sim.Config{Slots: 4, PrefillBase: 20 * time.Millisecond, DecodeBase: 5 * time.Millisecond, Seed: 1},
+		Plan{Stages: []Stage{{Concurrency: 4, Requests: 40}}}, 8, 8)
+	run.Workload = slowPrompts{run.Workload}
+	s, err := run.Execute(context.Background())
+	if err != nil || s.Success != 40 {
+		t.Fatalf("%v, %d successes", err, s.Success)
+	}
+	if s.DispatchLag.P50 > 2 {
+		t.Fatalf("dispatch lag p50 %.2f ms, p99 %.2f ms: the prompt was built on the send path", s.DispatchLag.P50, s.DispatchLag.P99)
+	}
+}
