@@ -111,7 +111,7 @@ var (
 	Errors = Metric{Name: "tokenprobe_request_errors_total", Type: Counter, Unit: "requests", Labels: with(RequestLabels, "reason"),
 		Help: "Failed requests by reason: timeout, connect, http_4xx, http_429, http_5xx, stream, empty, validation."}
 	Anomalies = Metric{Name: "tokenprobe_server_anomalies_total", Type: Counter, Unit: "requests", Labels: with(RequestLabels, "kind"),
-		Help: "Requests during which the server misbehaved without changing the request's outcome, by kind: drain (the body did not end within 100ms of the stream's end, so the connection was closed)."}
+		Help: "Requests during which the server misbehaved without changing the request's outcome, by kind: drain (the body did not end within 100ms of the stream's end, so the connection was closed), retried (the server had closed the kept-alive connection the request was first sent on, so it was sent again on a new one; its TTFT includes the first attempt)."}
 	Good = Metric{Name: "tokenprobe_good_requests_total", Type: Counter, Unit: "requests", Labels: RequestLabels,
 		Help: "Requests that succeeded and met every SLO of their profile (goodput is its rate). Attainment is this over success + error outcomes."}
 	SLORequests = Metric{Name: "tokenprobe_slo_requests_total", Type: Counter, Unit: "requests", Labels: with(RequestLabels, "slo", "result"),

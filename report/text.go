@@ -71,6 +71,9 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 	if s.FailureWaitSeconds > 0 {
 		kv("Waited after failures", "%.1f s over all workers (backoff and Retry-After; in no latency figure)", s.FailureWaitSeconds)
 	}
+	if s.Retried > 0 {
+		kv("Sent twice", "%d requests: the server had closed the kept-alive connection each was first sent on (its TTFT includes the first attempt)", s.Retried)
+	}
 	if len(s.Dropped) > 0 {
 		kv("Arrivals not sent", "%s (retry_after: the server's Retry-After was in force)", reasons(s.Dropped))
 	}

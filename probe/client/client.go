@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
@@ -163,6 +164,9 @@ type response struct {
 	retryAfter  []byte
 	encoding    []byte // Content-Encoding
 	body        io.ReadCloser
+	// retried: sent a second time, the kept connection of the first
+	// attempt having been closed by the server.
+	retried bool
 }
 
 var errRequestTimeout = errors.New("request timeout")
@@ -207,7 +211,7 @@ func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Reque
 		c.fail(r, c.classify(ctx, err), err)
 		return
 	}
-	r.HTTPStatus = resp.status
+	r.HTTPStatus, r.Retried = resp.status, resp.retried
 	c.readBody(ctx, resp, r, p)
 	if c.closeBody(resp.body, tg.h1 == nil) {
 		r.Anomaly = result.AnomalyDrain
@@ -269,7 +273,8 @@ func (c *Client) sendH1(ctx context.Context, ep *Endpoint, tg *target, p Prompt,
 	if err != nil {
 		return response{}, err
 	}
-	return response{status: resp.StatusCode, contentType: resp.ContentType, retryAfter: resp.RetryAfter, encoding: resp.ContentEncoding, body: resp.Body}, nil
+	return response{status: resp.StatusCode, contentType: resp.ContentType, retryAfter: resp.RetryAfter, encoding: resp.ContentEncoding, body: resp.Body,
+		retried: resp.Retried}, nil
 }
 
 // sendNetHTTP sends p through net/http.
@@ -300,6 +305,8 @@ func (c *Client) sendNetHTTP(ctx context.Context, ep *Endpoint, tg *target, p Pr
 	// reused connection before any response, instead of reporting an error
 	// the server did not make.
 	req.Header["X-Idempotency-Key"] = nil
+	conns := 0 // more than one: the transport sent the request again
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{GetConn: func(string) { conns++ }}))
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return response{}, err
@@ -311,5 +318,6 @@ func (c *Client) sendNetHTTP(ctx context.Context, ep *Endpoint, tg *target, p Pr
 		return response{}, h1.ErrSwitchingProtocols
 	}
 	return response{status: resp.StatusCode, contentType: []byte(resp.Header.Get("Content-Type")),
-		retryAfter: []byte(resp.Header.Get("Retry-After")), encoding: []byte(resp.Header.Get("Content-Encoding")), body: resp.Body}, nil
+		retryAfter: []byte(resp.Header.Get("Retry-After")), encoding: []byte(resp.Header.Get("Content-Encoding")), body: resp.Body,
+		retried: conns > 1}, nil
 }

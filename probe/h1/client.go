@@ -169,6 +169,39 @@ type host struct {
 
 	mu   sync.Mutex
 	idle []*conn // most recently used last
+	// closedInARow counts the kept connections in a row that the server
+	// had closed when they were next used; from closesAfterEach on, the
+	// server is taken to close every connection after its response and
+	// none is kept until noReuseUntil, when keeping is tried again (a
+	// restarted server may keep them).
+	closedInARow int
+	noReuseUntil time.Time
+}
+
+// closesAfterEach is how many kept connections in a row found closed make
+// a server one that closes after every response; recheckReuse how long
+// its connections are then not kept.
+const (
+	closesAfterEach = 3
+	recheckReuse    = 5 * time.Minute
+)
+
+// reuseFailed notes a kept connection found closed by the server.
+func (h *host) reuseFailed() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closedInARow++
+	if h.closedInARow >= closesAfterEach {
+		h.noReuseUntil = time.Now().Add(recheckReuse)
+		h.closedInARow = 0
+	}
+}
+
+// reuseWorked notes a kept connection that carried a request.
+func (h *host) reuseWorked() {
+	h.mu.Lock()
+	h.closedInARow = 0
+	h.mu.Unlock()
 }
 
 // get returns an idle connection that still looks open, or nil.
@@ -185,9 +218,14 @@ func (h *host) get() *conn {
 		h.idle[n-1] = nil
 		h.idle = h.idle[:n-1]
 		h.mu.Unlock()
-		if now.Sub(cn.idleSince) < h.c.o.IdleTimeout && cn.alive() {
+		if now.Sub(cn.idleSince) >= h.c.o.IdleTimeout {
+			cn.close()
+			continue
+		}
+		if cn.alive() {
 			return cn
 		}
+		h.reuseFailed()
 		cn.close()
 	}
 }
@@ -198,7 +236,7 @@ func (h *host) put(cn *conn) {
 	cn.idleSince = time.Now()
 	var drop *conn
 	h.mu.Lock()
-	if len(h.idle) >= h.c.o.MaxIdlePerHost {
+	if len(h.idle) >= h.c.o.MaxIdlePerHost || cn.idleSince.Before(h.noReuseUntil) {
 		h.mu.Unlock()
 		cn.close()
 		return
@@ -277,6 +315,10 @@ type Response struct {
 	RetryAfter      []byte
 	ContentEncoding []byte
 	Body            *Body
+	// Retried is set when the request was sent a second time, on a new
+	// connection, because the kept one it was first sent on had been
+	// closed by the server.
+	Retried bool
 }
 
 // ErrHeaderTooLarge is returned for a response head over 1 MiB.
@@ -297,6 +339,7 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 		return nil, err
 	}
 	h := req.Target.h
+	retried := false
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -319,11 +362,17 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 			gotBytes, err = cn.readHead()
 		}
 		if err == nil {
+			if reused {
+				h.reuseWorked()
+			}
+			cn.resp.Retried = retried
 			return &cn.resp, nil
 		}
 		cn.disarm()
 		cn.close()
 		if ctx.Err() == nil && reused && !gotBytes && attempt == 0 && retryable(err) {
+			h.reuseFailed()
+			retried = true
 			continue
 		}
 		return nil, err

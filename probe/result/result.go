@@ -72,9 +72,13 @@ const (
 	// timeout after the stream's end ([DONE]); the connection was closed
 	// instead of kept.
 	AnomalyDrain
+	// AnomalyRetried: the server had closed the kept-alive connection the
+	// request was first sent on, and it was sent again on a new one
+	// (Request.Retried; counted beside the request's other anomaly).
+	AnomalyRetried
 )
 
-var anomalyNames = [...]string{AnomalyNone: "", AnomalyDrain: "drain"}
+var anomalyNames = [...]string{AnomalyNone: "", AnomalyDrain: "drain", AnomalyRetried: "retried"}
 
 func (a Anomaly) String() string {
 	if int(a) < len(anomalyNames) {
@@ -84,7 +88,7 @@ func (a Anomaly) String() string {
 }
 
 // Anomalies lists every anomaly, in label order.
-var Anomalies = []Anomaly{AnomalyDrain}
+var Anomalies = []Anomaly{AnomalyDrain, AnomalyRetried}
 
 // TokenSource says where a token count came from.
 type TokenSource uint8
@@ -110,7 +114,11 @@ func (s TokenSource) String() string {
 // a one-chunk answer, ITL with fewer than two tokens) is reported by the
 // matching Has method, never as a zero that would pass an SLO.
 type Request struct {
-	ID       uint64
+	ID uint64
+	// Retried is set when the request was sent a second time, on a new
+	// connection, because the server had closed the kept-alive connection
+	// it was first sent on: its TTFT includes the first attempt.
+	Retried  bool
 	Profile  string
 	Endpoint string
 	Model    string

@@ -32,6 +32,9 @@ type Summary struct {
 	// (backoff and Retry-After), summed over workers; it is intended, so
 	// it is in no latency figure.
 	FailureWaitSeconds float64 `json:"failure_wait_s,omitempty"`
+	// Retried counts requests sent a second time because the server had
+	// closed the kept-alive connection they were first sent on.
+	Retried int `json:"retried_requests,omitempty"`
 	// Dropped counts arrivals an open loop did not send, by reason
 	// ("retry_after": the server asked for a pause).
 	Dropped map[string]int `json:"dropped_arrivals,omitempty"`
@@ -132,6 +135,9 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // Add counts one measured (non-warmup) request.
 func (a *Aggregator) Add(r *result.Request, v slo.Verdict) {
 	a.s.Requests++
+	if r.Retried {
+		a.s.Retried++
+	}
 	if a.first.IsZero() || r.Start.Before(a.first) {
 		a.first = r.Start
 	}

@@ -59,7 +59,7 @@ type series struct {
 	labels                          []string
 }
 
-var anomalyKinds = [...]result.Anomaly{result.AnomalyNone, result.AnomalyDrain}
+var anomalyKinds = [...]result.Anomaly{result.AnomalyNone, result.AnomalyDrain, result.AnomalyRetried}
 
 var kinds = [...]slo.Kind{slo.TTFT, slo.TTST, slo.ITL, slo.RequestLatency, slo.OutputTokensPerSecond}
 
@@ -118,6 +118,9 @@ func (e *Exporter) Observe(r *result.Request, v slo.Verdict) {
 	s.lag.Observe(r.DispatchLag().Seconds())
 	if r.Outcome == result.Error {
 		s.reason[r.Reason].Inc()
+	}
+	if r.Retried {
+		s.anomaly[result.AnomalyRetried].Inc()
 	}
 	if r.Anomaly != result.AnomalyNone && int(r.Anomaly) < len(s.anomaly) {
 		s.anomaly[r.Anomaly].Inc()

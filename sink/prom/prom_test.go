@@ -46,6 +46,7 @@ func scripted() []result.Request {
 	slow := ok
 	slow.ID, slow.TTFT, slow.E2E = 2, ms(900), ms(980)
 	slow.Anomaly = result.AnomalyDrain // measured in full, the body left hanging after [DONE]
+	slow.Retried = true                // and sent twice, its first connection closed by the server
 	oneTok := base
 	oneTok.ID, oneTok.ContentChunks, oneTok.OutputTokens, oneTok.TTFT, oneTok.E2E = 3, 1, 1, ms(50), ms(50)
 	fail := base

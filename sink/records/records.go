@@ -19,26 +19,29 @@ type Record struct {
 	ID uint64 `json:"id"`
 	// RequestID is the X-Request-Id the request carried: find it in the
 	// server's logs and traces.
-	RequestID           string          `json:"x_request_id,omitempty"`
-	Profile             string          `json:"profile"`
-	Endpoint            string          `json:"endpoint"`
-	Model               string          `json:"model"`
-	Level               float64         `json:"level"`
-	Session             string          `json:"session_id,omitempty"`
-	Turn                *int            `json:"turn,omitempty"`
-	Start               time.Time       `json:"start"`
-	DispatchLagMs       float64         `json:"dispatch_lag_ms"`
-	Outcome             string          `json:"outcome"`
-	Reason              string          `json:"reason,omitempty"`
-	Error               string          `json:"error,omitempty"`
-	HTTPStatus          int             `json:"http_status,omitempty"`
-	TTFTMs              *float64        `json:"ttft_ms,omitempty"`
-	TTSTMs              *float64        `json:"ttst_ms,omitempty"`
-	TTFOMs              *float64        `json:"time_to_first_output_token_ms,omitempty"`
-	ITLMs               *float64        `json:"itl_ms,omitempty"`
-	RequestLatencyMs    *float64        `json:"request_latency_ms,omitempty"`
-	InterChunkMs        []float64       `json:"inter_chunk_ms,omitempty"`
-	Anomaly             string          `json:"anomaly,omitempty"`
+	RequestID        string    `json:"x_request_id,omitempty"`
+	Profile          string    `json:"profile"`
+	Endpoint         string    `json:"endpoint"`
+	Model            string    `json:"model"`
+	Level            float64   `json:"level"`
+	Session          string    `json:"session_id,omitempty"`
+	Turn             *int      `json:"turn,omitempty"`
+	Start            time.Time `json:"start"`
+	DispatchLagMs    float64   `json:"dispatch_lag_ms"`
+	Outcome          string    `json:"outcome"`
+	Reason           string    `json:"reason,omitempty"`
+	Error            string    `json:"error,omitempty"`
+	HTTPStatus       int       `json:"http_status,omitempty"`
+	TTFTMs           *float64  `json:"ttft_ms,omitempty"`
+	TTSTMs           *float64  `json:"ttst_ms,omitempty"`
+	TTFOMs           *float64  `json:"time_to_first_output_token_ms,omitempty"`
+	ITLMs            *float64  `json:"itl_ms,omitempty"`
+	RequestLatencyMs *float64  `json:"request_latency_ms,omitempty"`
+	InterChunkMs     []float64 `json:"inter_chunk_ms,omitempty"`
+	Anomaly          string    `json:"anomaly,omitempty"`
+	// Retried: sent again on a new connection, the server having closed
+	// the kept one (its TTFT includes the first attempt).
+	Retried             bool            `json:"retried,omitempty"`
 	ContentChunks       int             `json:"content_chunks"`
 	InputTokens         int             `json:"input_tokens"`
 	InputSource         string          `json:"input_tokens_source"`
@@ -55,7 +58,7 @@ func NewRecord(r *result.Request, v slo.Verdict) Record {
 	rec := Record{
 		ID: r.ID, RequestID: r.XRequestID(), Profile: r.Profile, Endpoint: r.Endpoint, Model: r.Model, Level: r.Level,
 		Start: r.Start, DispatchLagMs: *ms(r.DispatchLag()), Outcome: r.Outcome.String(), Reason: r.Reason.String(),
-		Error: r.Err, HTTPStatus: r.HTTPStatus, Anomaly: r.Anomaly.String(), ContentChunks: r.ContentChunks,
+		Error: r.Err, HTTPStatus: r.HTTPStatus, Anomaly: r.Anomaly.String(), Retried: r.Retried, ContentChunks: r.ContentChunks,
 		InputTokens: r.InputTokens, InputSource: r.InputSource.String(), IntendedInputTokens: r.IntendedInputTokens,
 		OutputTokens: r.OutputTokens, Good: v.Good,
 	}
