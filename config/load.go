@@ -657,9 +657,18 @@ func (st *Stage) validate(l *locator, path string) {
 func (w *Workload) validate(l *locator, path, dir string) {
 	if w.Tokenizer != "" {
 		w.TokenizerPath = resolve(dir, w.Tokenizer)
-		if w.Trace != nil || w.Dataset != nil {
-			l.errf(path+".tokenizer", "a tokenizer sizes synthetic prompts; a trace or dataset brings its own")
+		if (w.Trace != nil || w.Dataset != nil) && w.OSL != "tokenizer" {
+			l.errf(path+".tokenizer", "a tokenizer sizes synthetic prompts; a trace or dataset brings its own (with osl: tokenizer it counts the answers)")
 		}
+	}
+	switch w.OSL {
+	case "", "auto", "usage", "chunks":
+	case "tokenizer":
+		if w.Tokenizer == "" {
+			l.errf(path+".osl", "osl: tokenizer counts the answers with workload.tokenizer: give one (a tokenizer.json)")
+		}
+	default:
+		l.errf(path+".osl", "%q is not auto, usage, chunks or tokenizer", w.OSL)
 	}
 	if d := w.Dataset; d != nil {
 		switch {

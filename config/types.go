@@ -534,6 +534,11 @@ type Workload struct {
 	// configuration file) that sizes synthetic prompts exactly in the
 	// model's tokens; without it one word counts as one token.
 	Tokenizer string `yaml:"tokenizer"`
+	// OSL is where output lengths come from: auto (default: the server's
+	// usage; without it the tokenizer's count of the answer when there is
+	// a tokenizer, else the content chunks), usage, chunks, or tokenizer
+	// (the tokenizer's count of the answer, as AIPerf counts it).
+	OSL string `yaml:"osl"`
 	// TokenizerPath is Tokenizer resolved against the configuration's folder.
 	TokenizerPath string `yaml:"-"`
 	// Stream asks for a streamed answer (default true).

@@ -45,6 +45,10 @@ type Run struct {
 	// sent, the requests in flight run on until they end or the context
 	// given to Execute ends, and the summary is marked interrupted.
 	Stop context.Context
+	// OSL is where output lengths come from; CountTokens, when set, counts
+	// an answer's tokens for it (a tokenizer).
+	OSL         OSL
+	CountTokens func(text string) (int, error)
 	// OnPhase, when set, is called as the warmup and each stage begin,
 	// before their first request: the runner reads the server's metrics
 	// there, so that each stage's figures come from its own window.
@@ -302,9 +306,11 @@ func (r *Run) one(ctx context.Context, index int, st Stage, scheduled time.Time,
 		ctx, cancel = context.WithTimeoutCause(ctx, r.Plan.CancelAfter, errInjectedCancel)
 		defer cancel()
 	}
+	p.KeepText = r.keepText()
 	r.inFlight.Add(1)
 	r.Client.Do(ctx, r.Endpoint, p, res)
 	r.inFlight.Add(-1)
+	r.settleOSL(res)
 	r.hold(res)
 	if !warmup {
 		r.done.Add(1)

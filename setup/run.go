@@ -30,11 +30,13 @@ func NewRun(p *config.Profile, ep *client.Endpoint, c *client.Client, sinks ...p
 		Sinks:    sinks,
 	}
 	run.Plan.CancelFraction, run.Plan.CancelAfter = w.Cancel.Fraction, w.Cancel.After.D()
+	run.OSL = probe.OSLModes[w.OSL] // "" is auto
 	if w.TokenizerPath != "" {
 		tk, err := tokenizer.Shared(w.TokenizerPath)
 		if err != nil {
 			return nil, err
 		}
+		run.CountTokens = tk.Count
 		if err := run.Workload.(*workload.Synthetic).UseTokenizer(tk); err != nil {
 			return nil, fmt.Errorf("%s: %w", w.Tokenizer, err)
 		}

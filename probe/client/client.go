@@ -236,7 +236,7 @@ func (c *Client) readBody(ctx context.Context, resp response, r *result.Request,
 		}
 		c.readStream(ctx, limited, r, p)
 	} else {
-		c.readWhole(ctx, limited, r)
+		c.readWhole(ctx, limited, r, p)
 	}
 }
 

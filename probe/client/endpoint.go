@@ -51,6 +51,9 @@ type Prompt struct {
 	Stream    bool
 	// History is the conversation before Text, for a session's later turns.
 	History []openai.Message
+	// KeepText keeps the answer's text (Request.Answer), for a tokenizer to
+	// count its output tokens after the request is measured.
+	KeepText bool
 	// Body is the request body already encoded by Encode, or nil: a
 	// load generator encodes ahead of the send time, so that the encoding
 	// of a long prompt never makes a request late.

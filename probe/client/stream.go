@@ -77,6 +77,9 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r *result.Reque
 		}
 		last = now
 		r.ContentChunks++
+		if p.KeepText { // as it came: read as text after the request, off its clock
+			r.Answer = append(append(r.Answer, ev.Data...), 0)
+		}
 		if c.onChunk != nil {
 			c.onChunk(ev.Data, now)
 		}
@@ -111,7 +114,7 @@ func (c *Client) endStream(ctx context.Context, r *result.Request, last time.Tim
 	}
 }
 
-func (c *Client) readWhole(ctx context.Context, body io.Reader, r *result.Request) {
+func (c *Client) readWhole(ctx context.Context, body io.Reader, r *result.Request, p Prompt) {
 	data, err := io.ReadAll(body)
 	if err != nil {
 		reason := result.ReasonStream
@@ -136,6 +139,9 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, r *result.Reques
 		return
 	}
 	r.ContentChunks = 1
+	if p.KeepText {
+		r.Answer = append(append(r.Answer, data...), 0)
+	}
 	c.tokens(r, chunk)
 	r.E2E = r.End.Sub(r.Start)
 	r.Outcome = result.Success

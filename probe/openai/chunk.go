@@ -4,10 +4,13 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/bits"
+	"strings"
 )
 
 // Chunk is what the probe needs to know about one streamed chunk. It is
@@ -519,4 +522,40 @@ func (s *scanner) usage(c *Chunk) error {
 			return err
 		}
 	}
+}
+
+// AnswerText is the output and reasoning text of an answer kept as its
+// chunks' JSON, each followed by a 0 byte (client.Prompt.KeepText): what
+// a tokenizer counts as the answer, as AIPerf counts it. It allocates, and
+// is read after the request, never while it is being measured.
+func AnswerText(chunks []byte) string {
+	var b strings.Builder
+	for raw := range bytes.SplitSeq(chunks, []byte{0}) {
+		if len(raw) == 0 {
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				Text  string `json:"text"`
+				Delta struct {
+					Content          string `json:"content"`
+					ReasoningContent string `json:"reasoning_content"`
+					Reasoning        string `json:"reasoning"`
+				} `json:"delta"`
+				Message struct {
+					Content          string `json:"content"`
+					ReasoningContent string `json:"reasoning_content"`
+				} `json:"message"`
+			} `json:"choices"`
+		}
+		if json.Unmarshal(raw, &c) != nil {
+			continue
+		}
+		for _, ch := range c.Choices {
+			for _, t := range []string{ch.Delta.ReasoningContent, ch.Delta.Reasoning, ch.Message.ReasoningContent, ch.Delta.Content, ch.Text, ch.Message.Content} {
+				b.WriteString(t)
+			}
+		}
+	}
+	return b.String()
 }

@@ -370,3 +370,22 @@ func TestDeepNestingIsAnErrorOnABoundedStack(t *testing.T) {
 		t.Fatalf("nested objects: %v, want ErrTooDeep", err)
 	}
 }
+
+// An answer kept as its chunks is read back as AIPerf reads it: output and
+// reasoning text, from chat deltas, completions and whole messages; chunks
+// without text add nothing.
+func TestAnswerText(t *testing.T) {
+	chunks := []string{
+		`{"choices":[{"delta":{"role":"assistant","content":""}}]}`,
+		`{"choices":[{"delta":{"reasoning_content":"think "}}]}`,
+		`{"choices":[{"delta":{"content":"the \"answer\""}}]}`,
+		`{"choices":[{"text":" and more"}]}`,
+		`{"choices":[],"usage":{"completion_tokens":9}}`,
+		`{"choices":[{"message":{"content":" whole"}}]}`,
+		"not json",
+	}
+	raw := []byte(strings.Join(chunks, "\x00") + "\x00")
+	if got, want := AnswerText(raw), `think the "answer" and more whole`; got != want {
+		t.Fatalf("%q, want %q", got, want)
+	}
+}

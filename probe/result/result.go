@@ -94,13 +94,14 @@ var Anomalies = []Anomaly{AnomalyDrain, AnomalyRetried}
 type TokenSource uint8
 
 const (
-	SourceNone     TokenSource = iota
-	SourceUsage                // the server's usage object
-	SourceChunks               // counted content chunks (output only)
-	SourceIntended             // what the workload meant to send (input only)
+	SourceNone      TokenSource = iota
+	SourceUsage                 // the server's usage object
+	SourceChunks                // counted content chunks (output only)
+	SourceIntended              // what the workload meant to send (input only)
+	SourceTokenizer             // the tokenizer's count of the answer's text (output only)
 )
 
-var sourceNames = [...]string{SourceNone: "none", SourceUsage: "usage", SourceChunks: "chunks", SourceIntended: "intended"}
+var sourceNames = [...]string{SourceNone: "none", SourceUsage: "usage", SourceChunks: "chunks", SourceIntended: "intended", SourceTokenizer: "tokenizer"}
 
 func (s TokenSource) String() string {
 	if int(s) < len(sourceNames) {
@@ -176,6 +177,10 @@ type Request struct {
 	IntendedInputTokens int
 	OutputTokens        int
 	OutputSource        TokenSource
+	// Answer is the answer's chunks as they came, each followed by a 0
+	// byte, kept only when the prompt asked (client.Prompt.KeepText) and
+	// dropped once its tokens are counted.
+	Answer []byte
 }
 
 // DispatchLag is how late the client sent the request against its schedule.
