@@ -153,7 +153,7 @@ type Options struct {
 }
 
 // Compare sets base and new side by side.
-func Compare(base, new *Run, o Options) []Row {
+func Compare(base, next *Run, o Options) []Row {
 	if o.Resamples <= 0 {
 		o.Resamples = 2000
 	}
@@ -163,7 +163,7 @@ func Compare(base, new *Run, o Options) []Row {
 	rng := rand.New(rand.NewPCG(o.Seed, 0xc0ffee))
 	var rows []Row
 	for _, pr := range perRequest {
-		a, b := values(base, pr.value), values(new, pr.value)
+		a, b := values(base, pr.value), values(next, pr.value)
 		if len(a) == 0 && len(b) == 0 {
 			continue
 		}
@@ -186,9 +186,9 @@ func Compare(base, new *Run, o Options) []Row {
 		}
 	}
 	for _, rate := range rates {
-		row := Row{Metric: rate.Metric, BaseN: len(base.Records), NewN: len(new.Records)}
+		row := Row{Metric: rate.Metric, BaseN: len(base.Records), NewN: len(next.Records)}
 		ga, da := rate.outcomes(base)
-		gb, db := rate.outcomes(new)
+		gb, db := rate.outcomes(next)
 		row.Base, row.New = rate.of(ga, da), rate.of(gb, db)
 		row.Change = change(row.Base, row.New)
 		if len(ga) == 0 || len(gb) == 0 {
@@ -347,10 +347,10 @@ func ofCounts(sorted []float64, counts []int32, st string) float64 {
 
 // interval is the 95% percentile interval of the relative change from
 // the base's bootstrap values to the new's.
-func interval(base, new []float64) (low, high float64) {
+func interval(base, next []float64) (low, high float64) {
 	changes := make([]float64, 0, len(base))
 	for i := range base {
-		if c := change(base[i], new[i]); !math.IsNaN(c) && !math.IsInf(c, 0) {
+		if c := change(base[i], next[i]); !math.IsNaN(c) && !math.IsInf(c, 0) {
 			changes = append(changes, c)
 		}
 	}
@@ -361,11 +361,11 @@ func interval(base, new []float64) (low, high float64) {
 	return stats.Percentile(changes, 2.5), stats.Percentile(changes, 97.5)
 }
 
-func change(base, new float64) float64 {
+func change(base, next float64) float64 {
 	if base == 0 || math.IsNaN(base) {
 		return math.NaN()
 	}
-	return (new - base) / base
+	return (next - base) / base
 }
 
 // bootstrapRate is the 95% interval of the relative change of a rate

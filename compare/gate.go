@@ -96,8 +96,8 @@ func Check(key string, rows []Row, rules []Rule) []Tripped {
 }
 
 // Text writes the rows of one pair of runs as a table.
-func Text(w io.Writer, key string, base, new *Run, rows []Row) {
-	fmt.Fprintf(w, "%s\n  base %s (%d requests)\n  new  %s (%d requests)\n\n", key, base.Dir, len(base.Records), new.Dir, len(new.Records))
+func Text(w io.Writer, key string, base, next *Run, rows []Row) {
+	fmt.Fprintf(w, "%s\n  base %s (%d requests)\n  new  %s (%d requests)\n\n", key, base.Dir, len(base.Records), next.Dir, len(next.Records))
 	fmt.Fprintf(w, "  %-22s %14s %14s %9s %20s  %s\n", "metric", "base", "new", "change", "95% interval", "")
 	for _, r := range rows {
 		verdict := "noise"
