@@ -63,7 +63,9 @@ func Prune(parent string, keep int) error {
 
 // Run is one run's folder while the run goes.
 type Run struct {
-	Dir     string
+	Dir string
+	// AIPerf also writes the run in AIPerf's export layout (WriteAIPerf).
+	AIPerf  bool
 	file    *os.File
 	writer  *records.Writer
 	queue   *sink.Queue
@@ -95,11 +97,18 @@ func (r *Run) Inc() { r.warn(r.dropped.Add(1)) }
 // Sink is what the run's results go to.
 func (r *Run) Sink() *sink.Queue { return r.queue }
 
-// Finish writes every queued record, then summary.json and report.txt.
+// Finish writes every queued record, then summary.json and report.txt,
+// the two as CSV (records.csv, summary.csv), and AIPerf's layout when
+// asked.
 func (r *Run) Finish(s *stats.Summary, levelName string) error {
 	r.queue.Close()
 	err := errors.Join(r.writer.Flush(), r.file.Close())
-	return errors.Join(err, WriteJSON(filepath.Join(r.Dir, "summary.json"), s), writeText(filepath.Join(r.Dir, "report.txt"), s, levelName))
+	err = errors.Join(err, WriteJSON(filepath.Join(r.Dir, "summary.json"), s), writeText(filepath.Join(r.Dir, "report.txt"), s, levelName),
+		writeRecordsCSV(r.Dir), writeSummaryCSV(r.Dir, s))
+	if r.AIPerf {
+		err = errors.Join(err, WriteAIPerf(r.Dir, s))
+	}
+	return err
 }
 
 // Abandon closes the records of a run that did not start.

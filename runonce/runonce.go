@@ -54,6 +54,8 @@ type Options struct {
 	Endpoint string
 	// ArtifactsDir receives one folder per run; "" writes none.
 	ArtifactsDir string
+	// AIPerf also writes each run in AIPerf's export layout.
+	AIPerf bool
 	// ProgressEvery is the interval of progress lines on Progress (0: none).
 	ProgressEvery time.Duration
 	// Grace is how long requests in flight may finish once ctx ends (an
@@ -241,6 +243,7 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *setup.Target, 
 		if err != nil {
 			return nil, "", err
 		}
+		art.AIPerf = o.AIPerf
 		defer art.Abandon() // on every return; after Finish it is no harm
 		sinks = append(sinks, art.Sink())
 	}

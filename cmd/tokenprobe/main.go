@@ -215,6 +215,7 @@ func run(args []string) int {
 	runProfiles := runCmd.Flag("profile", "Profile to run (repeatable; default: every profile).").Short('p').Strings()
 	runEndpoint := runCmd.Flag("endpoint", "Only run against this endpoint.").String()
 	runArtifacts := runCmd.Flag("artifacts-dir", "Folder for records.jsonl, summary.json and report.txt (empty: write none).").Default("artifacts").String()
+	runAIPerf := runCmd.Flag("export-aiperf", "Also write each run in AIPerf's export layout (profile_export_aiperf.json and .csv, profile_export.jsonl) for the figures both tools share.").Bool()
 	runProgress := runCmd.Flag("progress-interval", "How often to print progress (0 turns it off).").Default("2s").Duration()
 	runCPUProfile := runCmd.Flag("debug.cpu-profile", "Write a CPU profile of the run to this file (go tool pprof reads it).").String()
 	runHeapProfile := runCmd.Flag("debug.heap-profile", "Write a heap profile (allocations included) to this file when the run ends.").String()
@@ -298,7 +299,7 @@ func run(args []string) int {
 		context.AfterFunc(ctx, stop)
 		o := runonce.Options{
 			ConfigFile: *runConfig, Profiles: *runProfiles, Endpoint: *runEndpoint,
-			ArtifactsDir: *runArtifacts, ProgressEvery: *runProgress, Out: os.Stdout, Progress: os.Stderr,
+			ArtifactsDir: *runArtifacts, AIPerf: *runAIPerf, ProgressEvery: *runProgress, Out: os.Stdout, Progress: os.Stderr,
 		}
 		if code, done := fromFlags(&o, &adhoc, *runPrintConfig); done {
 			return code
