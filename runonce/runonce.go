@@ -228,6 +228,11 @@ type gpuSource struct {
 // gracefully: the summary comes back marked interrupted.
 func runOne(ctx context.Context, o Options, p *config.Profile, t *setup.Target, dir string, push *pusher, gpus *gpuSource) (*stats.Summary, string, error) {
 	var sinks []probe.Sink
+	var view *live
+	if o.ProgressEvery > 0 && isTerminal(o.Progress) {
+		view = newLive()
+		sinks = append(sinks, view)
+	}
 	if push != nil {
 		sinks = append(sinks, push.queue)
 	}
@@ -253,7 +258,12 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *setup.Target, 
 	}
 	levelName := run.Plan.LevelName()
 	fmt.Fprintf(o.Progress, "Running profile %s against %s (%s)...\n", p.Name, t.Endpoint.Name, run.Plan)
-	stop := progress(o, run)
+	var stop func()
+	if view != nil {
+		stop = liveView(o.Progress, min(o.ProgressEvery, 500*time.Millisecond), run, view)
+	} else {
+		stop = progress(o, run)
+	}
 	ro := runner.Options{Server: t.Server}
 	if gpus != nil {
 		ro.GPU, ro.GPUInterval = gpus.src, gpus.interval
