@@ -166,6 +166,7 @@ func run(args []string) int {
 	app := kingpin.New("tokenprobe", "Synthetic monitoring and load testing of LLM inference endpoints: TTFT, ITL, goodput and SLO attainment.")
 	app.Version(version.Print("tokenprobe"))
 	app.HelpFlag.Short('h')
+	groupedUsage(app)
 	logCfg := &promslog.Config{}
 	promslogflag.AddFlags(app, logCfg)
 
