@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Rule is one --fail-on condition: a metric's change beyond a threshold,
@@ -145,7 +147,7 @@ const (
 // Main compares the runs under baseDir and newDir, pairing them by
 // profile and endpoint, writes the tables and the broken rules to w, and
 // returns the exit code.
-func Main(w io.Writer, baseDir, newDir, failOn string, o Options) int {
+func Main(w io.Writer, baseDir, newDir, failOn, htmlPath string, o Options) int {
 	var rules []Rule
 	if failOn != "" {
 		var err error
@@ -169,6 +171,7 @@ func Main(w io.Writer, baseDir, newDir, failOn string, o Options) int {
 		byKey[r.Key()] = r
 	}
 	var tripped []Tripped
+	var pairs []Pair
 	paired := 0
 	for _, b := range base {
 		n := byKey[b.Key()]
@@ -180,6 +183,7 @@ func Main(w io.Writer, baseDir, newDir, failOn string, o Options) int {
 		paired++
 		rows := Compare(b, n, o)
 		Text(w, b.Key(), b, n, rows)
+		pairs = append(pairs, Pair{Key: b.Key(), Base: b, New: n, Rows: rows})
 		tripped = append(tripped, Check(b.Key(), rows, rules)...)
 	}
 	for key := range byKey {
@@ -188,6 +192,13 @@ func Main(w io.Writer, baseDir, newDir, failOn string, o Options) int {
 	if paired == 0 {
 		fmt.Fprintf(w, "no run of %s has a run of the same profile and endpoint in %s\n", baseDir, newDir)
 		return ExitBadInput
+	}
+	if htmlPath != "" {
+		if err := writeHTML(htmlPath, pairs); err != nil {
+			fmt.Fprintln(w, err)
+			return ExitBadInput
+		}
+		fmt.Fprintf(w, "wrote %s\n", htmlPath)
 	}
 	for _, t := range tripped {
 		fmt.Fprintf(w, "FAILED %s: %s %s is %s (95%% interval [%s, %s], beyond the runs' noise)\n",
@@ -200,4 +211,16 @@ func Main(w io.Writer, baseDir, newDir, failOn string, o Options) int {
 		fmt.Fprintf(w, "passed: no change beyond %s and the runs' noise\n", failOn)
 	}
 	return ExitOK
+}
+
+func writeHTML(path string, pairs []Pair) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := HTML(f, pairs, time.Now()); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

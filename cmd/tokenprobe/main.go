@@ -244,6 +244,7 @@ func run(args []string) int {
 	cmpNew := cmpCmd.Arg("new", "The new run's artifacts folder.").Required().String()
 	cmpFailOn := cmpCmd.Flag("fail-on", "Exit 1 when a change passes a threshold and the runs' noise, e.g. 'ttft.p95>+10%,goodput<-5%' (metrics: ttft, ttst, itl, request_latency with .avg .p50 .p90 .p95 .p99; goodput, throughput, attainment, errors).").String()
 	cmpResamples := cmpCmd.Flag("resamples", "Bootstrap resamples.").Default("2000").Int()
+	cmpHTML := cmpCmd.Flag("html", "Also write the comparison as a page: the table and both runs' distributions drawn together.").String()
 
 	simCmd := app.Command("sim", "Serve a simulated OpenAI-compatible LLM endpoint with a queueing model and fault injection.")
 	simListen := simCmd.Flag("listen", "Address to listen on.").Default("127.0.0.1:8000").String()
@@ -326,7 +327,7 @@ func run(args []string) int {
 		fmt.Printf("%s: valid (%d endpoints, %d profiles)\n", *checkConfig, len(cfg.Endpoints), len(cfg.Profiles))
 		return 0
 	case cmpCmd.FullCommand():
-		return compare.Main(os.Stdout, *cmpBase, *cmpNew, *cmpFailOn, compare.Options{Resamples: *cmpResamples})
+		return compare.Main(os.Stdout, *cmpBase, *cmpNew, *cmpFailOn, *cmpHTML, compare.Options{Resamples: *cmpResamples})
 	case simCmd.FullCommand():
 		s, err := sim.Start(*simListen, sc)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -485,9 +486,20 @@ func TestCompareGatesARegression(t *testing.T) {
 	if code, out := stdoutOf(t, "compare", base, again, "--fail-on", gate); code != 0 || !strings.Contains(out, "passed") {
 		t.Errorf("the same server twice: exit %d\n%s", code, out)
 	}
-	code, out := stdoutOf(t, "compare", base, slower, "--fail-on", gate)
+	page := filepath.Join(dir, "compare.html")
+	code, out := stdoutOf(t, "compare", base, slower, "--fail-on", gate, "--html", page)
 	if code != 1 || !strings.Contains(out, "FAILED ttft.p50>+20%: adhoc on target ttft.p50 is +") {
 		t.Errorf("twice the prefill: exit %d\n%s", code, out)
+	}
+	// The page sets the baseline beside the new run: the slower TTFT
+	// marked worse, the distributions drawn together.
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if html := string(b); !regexp.MustCompile(`<tr class="worse"><td>ttft.p50</td>`).MatchString(html) || strings.Count(html, "<svg") != 3 ||
+		!strings.Contains(html, "Time to first token: baseline and new") {
+		t.Errorf("the comparison page:\n%.2000s", html)
 	}
 	if code, out := stdoutOf(t, "compare", base, slower, "--fail-on", "ttft.p42>+1%"); code != 2 || !strings.Contains(out, `no metric "ttft.p42"`) {
 		t.Errorf("a rule naming no metric: exit %d\n%s", code, out)
