@@ -194,6 +194,18 @@ func (r *Run) Execute(parent context.Context) (stats.Summary, error) {
 		}
 	}
 	s.Search = found
+	s.SLOThresholds = r.SLO.Values()
+	for i := range s.Stages {
+		s.Stages[i].SLOThresholds = s.SLOThresholds
+	}
+	if len(s.Stages) > 1 {
+		// A staged run has no one level: its range says what it covered.
+		lo, hi := s.Stages[0].Level, s.Stages[0].Level
+		for _, st := range s.Stages {
+			lo, hi = min(lo, st.Level), max(hi, st.Level)
+		}
+		s.Level, s.LevelRange = 0, []float64{lo, hi}
+	}
 	return s, err
 }
 

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"html/template"
 	"io"
 	"time"
@@ -21,9 +22,10 @@ type htmlRun struct {
 // fetch, so it opens anywhere, attached to a CI job or mailed.
 func HTML(w io.Writer, title string, runs []stats.Summary, levelNames []string, at time.Time) error {
 	var data struct {
-		Title string
-		At    string
-		Runs  []htmlRun
+		Title  string
+		At     string
+		Runs   []htmlRun
+		Across []template.HTML
 	}
 	data.Title, data.At = title, at.Format("2006-01-02 15:04:05 MST")
 	for i := range runs {
@@ -33,6 +35,7 @@ func HTML(w io.Writer, title string, runs []stats.Summary, levelNames []string, 
 		data.Runs = append(data.Runs, htmlRun{Summary: s, Level: levelNames[i], Text: text.String(),
 			Curves: CliffCharts(&s, levelNames[i]), Ladders: Ladders(&s)})
 	}
+	data.Across = Across(runs, levelNames)
 	return page.Execute(w, data)
 }
 
@@ -40,6 +43,20 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"mul100":    func(v float64) float64 { return v * 100 },
 	"msOf":      Millis,
 	"breakdown": Breakdown,
+	// levels says what load a run ran at: one level, or a staged run's
+	// range, so that a staged run is never headed by its first level.
+	"levels": func(s stats.Summary, name string) string {
+		if len(s.LevelRange) == 2 {
+			return fmt.Sprintf("staged: %s %g to %g in %d stages", name, s.LevelRange[0], s.LevelRange[1], len(s.Stages))
+		}
+		return fmt.Sprintf("%s %g", name, s.Level)
+	},
+	"errorRate": func(s stats.Summary) string {
+		if s.Success+s.Errors == 0 {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.1f%%", 100*float64(s.Errors)/float64(s.Success+s.Errors))
+	},
 }).Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>{{.Title}}</title>
 <style>
@@ -53,8 +70,15 @@ pre{background:#f6f8fa;padding:1em;overflow:auto;font-size:12px}
 table{border-collapse:collapse}th,td{border-bottom:1px solid #ddd;padding:.3em .6em;text-align:left;font-size:13px}
 </style></head><body>
 <h1>{{.Title}}</h1><p>{{.At}}</p>
+{{if gt (len .Runs) 1}}<h2>The runs side by side</h2>
+<table class="across"><tr><th>profile</th><th>endpoint</th><th>load</th><th>requests</th><th>error rate</th><th>TTFT p50</th><th>TTFT p95</th><th>ITL p50</th><th>throughput</th><th>goodput</th><th>SLO attainment</th></tr>
+{{range .Runs}}{{$level := .Level}}{{with .Summary}}<tr><td>{{.Profile}}</td><td>{{.Endpoint}}</td><td>{{levels . $level}}</td><td>{{.Requests}}</td><td class="{{if gt .Errors 0}}error{{end}}">{{errorRate .}}</td>
+<td>{{msOf .TTFT .TTFT.P50}}</td><td>{{msOf .TTFT .TTFT.P95}}</td><td>{{msOf .ITL .ITL.P50}}</td><td>{{printf "%.2f" .RequestThroughput}}/s</td><td>{{printf "%.2f" .Goodput}}/s</td>
+<td class="{{if .Passed}}passed{{else}}failed{{end}}">{{printf "%.1f" (mul100 .Attainment)}}%</td></tr>{{end}}{{end}}
+</table>
+{{if .Across}}<div class="charts across">{{range .Across}}{{.}}{{end}}</div>{{end}}{{end}}
 {{range .Runs}}<section class="run" data-profile="{{.Summary.Profile}}">
-<h2>{{.Summary.Profile}} on {{.Summary.Endpoint}} <small>({{.Summary.Model}})</small></h2>
+<h2>{{.Summary.Profile}} on {{.Summary.Endpoint}} <small>({{.Summary.Model}} · {{levels .Summary .Level}})</small></h2>
 {{if .Summary.Interrupted}}<p class="banner interrupted">Interrupted: the run was stopped before its end; these figures are of what it measured.</p>{{end}}
 {{with .Summary.Error}}<p class="banner error">Run error: {{.}}</p>{{end}}
 <div class="kpi">

@@ -1,10 +1,13 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
 	"math"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 )
@@ -16,65 +19,144 @@ type Series struct {
 	Values []float64 // one per x position; NaN leaves a gap
 }
 
-// LineChart draws series over categorical x labels as an inline SVG, so a
-// report needs no script and no network to show its pictures.
+// Chart is a line chart drawn as an inline SVG, so a report needs no
+// script and no network to show its pictures. Every chart names its axes
+// and its lines; an SLO threshold is a labelled horizontal line, and
+// capacity at SLO and the TTFT cliff are vertical markers of their own.
+type Chart struct {
+	Title string
+	// XTitle and YTitle name the axes; Unit follows each y tick.
+	XTitle, YTitle, Unit string
+	// X are the x labels, evenly spaced; with At, the points are placed
+	// by time instead (a trend of runs that did not come evenly).
+	X  []string
+	At []time.Time
+	// Series are the lines, one value per x.
+	Series []Series
+	// Threshold, when Label is set, is drawn as a horizontal line at Value.
+	Threshold Threshold
+	Marks     []Mark
+}
+
+// Threshold is an SLO's limit on the chart's quantity.
+type Threshold struct {
+	Value float64
+	Label string
+}
+
+// Mark is a vertical marker at an x position: capacity at SLO, the cliff.
+type Mark struct {
+	At    int
+	Kind  string // a class: "capacity", "cliff"
+	Label string
+	Color string
+}
+
+// LineChart is a chart of series over x labels, for callers that need no
+// more than that.
 func LineChart(title, unit string, xs []string, series []Series, marks map[int]string) template.HTML {
-	const w, h, left, right, top, bottom = 560.0, 260.0, 56.0, 16.0, 28.0, 40.0
+	c := Chart{Title: title, Unit: unit, X: xs, Series: series}
+	for i, m := range marks {
+		c.Marks = append(c.Marks, Mark{At: i, Kind: "mark", Label: m, Color: "#cf222e"})
+	}
+	return c.SVG()
+}
+
+// SVG draws the chart.
+func (c Chart) SVG() template.HTML {
+	const w, h, left, right, top, bottom = 600.0, 300.0, 64.0, 16.0, 44.0, 58.0
 	maxY := 0.0
-	for _, s := range series {
+	for _, s := range c.Series {
 		for _, v := range s.Values {
 			if !math.IsNaN(v) {
 				maxY = math.Max(maxY, v)
 			}
 		}
 	}
+	if c.Threshold.Label != "" {
+		maxY = math.Max(maxY, c.Threshold.Value)
+	}
 	if maxY == 0 {
 		maxY = 1
 	}
-	maxY *= 1.1
+	maxY *= 1.12
+	n := len(c.X)
 	x := func(i int) float64 {
-		if len(xs) == 1 {
+		if n == 1 {
 			return left + (w-left-right)/2
 		}
-		return left + float64(i)*(w-left-right)/float64(len(xs)-1)
+		if len(c.At) == n && c.At[n-1].After(c.At[0]) {
+			f := c.At[i].Sub(c.At[0]).Seconds() / c.At[n-1].Sub(c.At[0]).Seconds()
+			return left + f*(w-left-right)
+		}
+		return left + float64(i)*(w-left-right)/float64(n-1)
 	}
 	y := func(v float64) float64 { return top + (h-top-bottom)*(1-v/maxY) }
+	esc := template.HTMLEscapeString
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %g %g" width="%g" height="%g" role="img" aria-label="%s">`, w, h, w, h, template.HTMLEscapeString(title))
-	fmt.Fprintf(&b, `<text x="%g" y="16" font-size="13" font-weight="600">%s</text>`, left, template.HTMLEscapeString(title))
+	fmt.Fprintf(&b, `<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %g %g" width="%g" height="%g" role="img" aria-label="%s">`, w, h, w, h, esc(c.Title))
+	fmt.Fprintf(&b, `<text class="title" x="%g" y="17" font-size="13" font-weight="600">%s</text>`, left, esc(c.Title))
 	for i := 0; i <= 4; i++ {
 		v := maxY * float64(i) / 4
 		fmt.Fprintf(&b, `<line x1="%g" x2="%g" y1="%.1f" y2="%.1f" stroke="#e5e5e5"/><text x="%g" y="%.1f" font-size="10" text-anchor="end">%s</text>`,
-			left, w-right, y(v), y(v), left-4, y(v)+3, short(v)+unit)
+			left, w-right, y(v), y(v), left-4, y(v)+3, short(v)+c.Unit)
 	}
-	for i, l := range xs {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%g" font-size="10" text-anchor="middle">%s</text>`, x(i), h-bottom+14, template.HTMLEscapeString(l))
-		if m, ok := marks[i]; ok {
-			fmt.Fprintf(&b, `<line class="mark" x1="%.1f" x2="%.1f" y1="%g" y2="%g" stroke="#cf222e" stroke-dasharray="4 3"/><text x="%.1f" y="%g" font-size="10" fill="#cf222e" text-anchor="middle">%s</text>`,
-				x(i), x(i), top, h-bottom, x(i), h-bottom+28, template.HTMLEscapeString(m))
+	// Label every x when they fit, else about ten of them.
+	step := max(1, (n+9)/10)
+	for i, l := range c.X {
+		if i%step == 0 || i == n-1 {
+			fmt.Fprintf(&b, `<text x="%.1f" y="%g" font-size="10" text-anchor="middle">%s</text>`, x(i), h-bottom+14, esc(l))
 		}
 	}
-	for si, s := range series {
+	if c.XTitle != "" {
+		fmt.Fprintf(&b, `<text class="axis-title x" x="%g" y="%g" font-size="11" text-anchor="middle">%s</text>`, left+(w-left-right)/2, h-bottom+30, esc(c.XTitle))
+	}
+	if c.YTitle != "" {
+		fmt.Fprintf(&b, `<text class="axis-title y" transform="translate(13 %g) rotate(-90)" font-size="11" text-anchor="middle">%s</text>`, top+(h-top-bottom)/2, esc(c.YTitle))
+	}
+	if t := c.Threshold; t.Label != "" {
+		fmt.Fprintf(&b, `<line class="slo" x1="%g" x2="%g" y1="%.1f" y2="%.1f" stroke="#bf8700" stroke-width="1.5" stroke-dasharray="6 4"/><text class="slo-label" x="%g" y="%.1f" font-size="10" fill="#9a6700">%s</text>`,
+			left, w-right, y(t.Value), y(t.Value), left+4, y(t.Value)-4, esc(t.Label))
+	}
+	for mi, m := range c.Marks {
+		if m.At < 0 || m.At >= n {
+			continue
+		}
+		// Two marks at one level are set side by side, never on top of each other.
+		dx := float64(mi%2) * 3
+		fmt.Fprintf(&b, `<line class="mark %s" x1="%.1f" x2="%.1f" y1="%g" y2="%g" stroke="%s" stroke-width="1.5" stroke-dasharray="4 3"/><text class="mark-label %s" x="%.1f" y="%g" font-size="10" fill="%s">%s</text>`,
+			m.Kind, x(m.At)+dx, x(m.At)+dx, top, h-bottom, m.Color, m.Kind, x(m.At)+dx+3, top+10+float64(mi)*12, m.Color, esc(m.Label))
+	}
+	var legend []Series
+	for _, s := range c.Series {
 		var pts []string
 		for i, v := range s.Values {
 			if !math.IsNaN(v) {
 				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(i), y(v)))
 			}
 		}
-		fmt.Fprintf(&b, `<polyline class="series" data-name="%s" fill="none" stroke="%s" stroke-width="2" points="%s"/>`, template.HTMLEscapeString(s.Name), s.Color, strings.Join(pts, " "))
+		fmt.Fprintf(&b, `<polyline class="series" data-name="%s" fill="none" stroke="%s" stroke-width="2" points="%s"/>`, esc(s.Name), s.Color, strings.Join(pts, " "))
 		for _, p := range pts {
 			xy := strings.Split(p, ",")
 			fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="2.5" fill="%s"/>`, xy[0], xy[1], s.Color)
 		}
-		fmt.Fprintf(&b, `<rect x="%g" y="%d" width="10" height="3" fill="%s"/><text x="%g" y="%d" font-size="10">%s</text>`,
-			w-right-150, 30+si*13, s.Color, w-right-136, 34+si*13, template.HTMLEscapeString(s.Name))
+		legend = append(legend, s)
+	}
+	// The legend is a row under the title, clear of the lines.
+	lx := left
+	for _, s := range legend {
+		fmt.Fprintf(&b, `<g class="legend"><rect x="%g" y="27" width="10" height="3" fill="%s"/><text x="%g" y="31" font-size="10">%s</text></g>`,
+			lx, s.Color, lx+14, esc(s.Name))
+		lx += 24 + 5.6*float64(len([]rune(s.Name)))
 	}
 	b.WriteString(`</svg>`)
-	return template.HTML(b.String())
+	return template.HTML(b.String()) //nolint:gosec // every text in it is escaped above
 }
 
 func short(v float64) string {
 	switch {
+	case v == 0:
+		return "0"
 	case v >= 1000:
 		return fmt.Sprintf("%.0f", v)
 	case v >= 10:
@@ -83,6 +165,34 @@ func short(v float64) string {
 		return fmt.Sprintf("%.1f", v)
 	}
 	return fmt.Sprintf("%.2f", v)
+}
+
+// sloLine is the chart threshold of SLO kind in s, if the profile sets one.
+func sloLine(s *stats.Summary, kind, what string) Threshold {
+	v, ok := s.SLOThresholds[kind]
+	if !ok {
+		return Threshold{}
+	}
+	return Threshold{Value: v, Label: fmt.Sprintf("SLO: %s %s", what, stats.FormatMillis(v))}
+}
+
+// kneeMarks are the capacity at SLO and the TTFT cliff of s, each a
+// marker of its own, at the stages' positions.
+func kneeMarks(s *stats.Summary, levelName string) []Mark {
+	k := s.Knee
+	if k == nil {
+		return nil
+	}
+	var out []Mark
+	for i, st := range s.Stages {
+		if k.CapacityAtSLO > 0 && st.Level == k.CapacityAtSLO {
+			out = append(out, Mark{At: i, Kind: "capacity", Label: fmt.Sprintf("capacity at SLO: %s %g", levelName, st.Level), Color: "#1a7f37"})
+		}
+		if k.CliffLevel > 0 && st.Level == k.CliffLevel {
+			out = append(out, Mark{At: i, Kind: "cliff", Label: fmt.Sprintf("TTFT cliff: %s %g", levelName, st.Level), Color: "#cf222e"})
+		}
+	}
+	return out
 }
 
 // CliffCharts draws latency and goodput against the load level of a
@@ -100,29 +210,19 @@ func CliffCharts(s *stats.Summary, levelName string) []template.HTML {
 		itl50, itl95 = append(itl50, at(st.ITL, st.ITL.P50)), append(itl95, at(st.ITL, st.ITL.P95))
 		good, thr = append(good, st.Goodput), append(thr, st.RequestThroughput)
 	}
-	marks := map[int]string{}
-	if k := s.Knee; k != nil {
-		for i, st := range s.Stages {
-			var names []string
-			if st.Level == k.CapacityAtSLO {
-				names = append(names, "capacity at SLO")
-			}
-			if st.Level == k.CliffLevel {
-				names = append(names, "TTFT cliff")
-			}
-			if len(names) > 0 {
-				marks[i] = strings.Join(names, " · ")
-			}
-		}
-	}
+	marks := kneeMarks(s, levelName)
 	return []template.HTML{
-		LineChart("TTFT against "+levelName, " ms", xs, []Series{{"TTFT p50", "#0969da", ttft50}, {"TTFT p95", "#cf222e", ttft95}}, marks),
-		LineChart("ITL against "+levelName, " ms", xs, []Series{{"ITL p50", "#1a7f37", itl50}, {"ITL p95", "#9a6700", itl95}}, marks),
-		LineChart("Goodput and throughput against "+levelName, "/s", xs, []Series{{"throughput", "#57606a", thr}, {"goodput", "#8250df", good}}, marks),
+		Chart{Title: "TTFT against " + levelName, XTitle: levelName, YTitle: "time to first token (ms)", Unit: " ms", X: xs,
+			Series: []Series{{"TTFT p50", "#0969da", ttft50}, {"TTFT p95", "#cf222e", ttft95}}, Threshold: sloLine(s, "ttft", "TTFT"), Marks: marks}.SVG(),
+		Chart{Title: "ITL against " + levelName, XTitle: levelName, YTitle: "inter-token latency (ms)", Unit: " ms", X: xs,
+			Series: []Series{{"ITL p50", "#1a7f37", itl50}, {"ITL p95", "#9a6700", itl95}}, Threshold: sloLine(s, "itl", "ITL"), Marks: marks}.SVG(),
+		Chart{Title: "Goodput and throughput against " + levelName, XTitle: levelName, YTitle: "requests per second", Unit: "/s", X: xs,
+			Series: []Series{{"throughput (successes)", "#57606a", thr}, {"goodput (met every SLO)", "#8250df", good}}, Marks: marks}.SVG(),
 	}
 }
 
-// Ladders draws a run's latency distributions as percentile ladders.
+// Ladders draws a run's latency distributions as percentile ladders, each
+// with its SLO line.
 func Ladders(s *stats.Summary) []template.HTML {
 	xs := []string{"min", "p50", "p75", "p90", "p95", "p99", "max"}
 	ladder := func(d stats.Dist) []float64 {
@@ -133,29 +233,60 @@ func Ladders(s *stats.Summary) []template.HTML {
 	}
 	var out []template.HTML
 	for _, c := range []struct {
-		name, color string
-		d           stats.Dist
-	}{{"Time to first token", "#cf222e", s.TTFT}, {"Inter-token latency", "#1a7f37", s.ITL}, {"Request latency", "#0969da", s.E2E}} {
+		name, kind, short, color string
+		d                        stats.Dist
+	}{{"Time to first token", "ttft", "TTFT", "#cf222e", s.TTFT}, {"Inter-token latency", "itl", "ITL", "#1a7f37", s.ITL},
+		{"Request latency", "request_latency", "request latency", "#0969da", s.E2E}} {
 		if v := ladder(c.d); v != nil {
-			out = append(out, LineChart(c.name+" distribution", " ms", xs, []Series{{c.name, c.color, v}}, nil))
+			out = append(out, Chart{Title: c.name + " distribution", XTitle: "percentile of successful requests", YTitle: strings.ToLower(c.name) + " (ms)",
+				Unit: " ms", X: xs, Series: []Series{{c.short, c.color, v}}, Threshold: sloLine(s, c.kind, c.short)}.SVG())
 		}
 	}
 	return out
 }
 
-// Trend draws a profile's recent runs: TTFT p95 and ITL p50 (ms), and
-// goodput and throughput (per second), oldest first.
+// Trend draws a profile's recent runs over time, oldest first: TTFT p95
+// and ITL p50 each on a chart of its own (they differ by orders of
+// magnitude), and goodput against throughput and attempts.
 func Trend(profile string, runs []stats.Summary, ids []string) []template.HTML {
-	var ttft, itl, good, thr []float64
-	for _, r := range runs {
+	var ttft, itl, good, thr, tried []float64
+	var when []time.Time
+	xs := make([]string, len(runs))
+	timed := true
+	for i, r := range runs {
 		ttft, itl = append(ttft, at(r.TTFT, r.TTFT.P95)), append(itl, at(r.ITL, r.ITL.P50))
 		good, thr = append(good, r.Goodput), append(thr, r.RequestThroughput)
+		attempted := 0.0
+		if r.DurationSeconds > 0 {
+			attempted = float64(r.Success+r.Errors) / r.DurationSeconds
+		}
+		tried = append(tried, attempted)
+		when = append(when, r.Start)
+		timed = timed && !r.Start.IsZero()
+		xs[i] = ids[i]
+		if !r.Start.IsZero() {
+			xs[i] = r.Start.Local().Format("15:04:05")
+		}
+	}
+	if !timed {
+		when = nil
+	}
+	xTitle := "run start (local time)"
+	if !timed {
+		xTitle = "run"
 	}
 	var out []template.HTML
-	if !allNaN(ttft) || !allNaN(itl) {
-		out = append(out, LineChart(profile+": latency of recent runs", " ms", ids, []Series{{"TTFT p95", "#cf222e", ttft}, {"ITL p50", "#1a7f37", itl}}, nil))
+	last := &runs[len(runs)-1]
+	if !allNaN(ttft) {
+		out = append(out, Chart{Title: profile + ": TTFT p95 of recent runs", XTitle: xTitle, YTitle: "TTFT p95 (ms)", Unit: " ms", X: xs, At: when,
+			Series: []Series{{"TTFT p95", "#cf222e", ttft}}, Threshold: sloLine(last, "ttft", "TTFT")}.SVG())
 	}
-	return append(out, LineChart(profile+": goodput of recent runs", "/s", ids, []Series{{"throughput", "#57606a", thr}, {"goodput", "#8250df", good}}, nil))
+	if !allNaN(itl) {
+		out = append(out, Chart{Title: profile + ": ITL p50 of recent runs", XTitle: xTitle, YTitle: "ITL p50 (ms)", Unit: " ms", X: xs, At: when,
+			Series: []Series{{"ITL p50", "#1a7f37", itl}}, Threshold: sloLine(last, "itl", "ITL")}.SVG())
+	}
+	return append(out, Chart{Title: profile + ": goodput of recent runs", XTitle: xTitle, YTitle: "requests per second", Unit: "/s", X: xs, At: when,
+		Series: []Series{{"attempted (success + error)", "#9a6700", tried}, {"throughput (successes)", "#57606a", thr}, {"goodput (met every SLO)", "#8250df", good}}}.SVG())
 }
 
 // at is a percentile v of d, or NaN (a gap, never a 0 ms point) when d
@@ -174,4 +305,49 @@ func allNaN(vs []float64) bool {
 		}
 	}
 	return true
+}
+
+// Across draws the runs of one report together against their load level,
+// when there are several: each run at its level (a staged run at each of
+// its stages), so that a baseline at concurrency 1 and an overload at 32
+// become one picture of the cliff. Runs whose levels count different
+// things (concurrency, rate) are drawn on no common axis: nil.
+func Across(runs []stats.Summary, levelNames []string) []template.HTML {
+	if len(runs) < 2 {
+		return nil
+	}
+	type point struct {
+		level                   float64
+		ttft, itl, good, thr, n float64
+	}
+	var pts []point
+	for i, r := range runs {
+		if levelNames[i] != levelNames[0] {
+			return nil
+		}
+		levels := r.Stages
+		if len(levels) == 0 {
+			levels = []stats.Summary{r}
+		}
+		for _, st := range levels {
+			pts = append(pts, point{level: st.Level, ttft: at(st.TTFT, st.TTFT.P50), itl: at(st.ITL, st.ITL.P50), good: st.Goodput, thr: st.RequestThroughput})
+		}
+	}
+	slices.SortStableFunc(pts, func(a, b point) int { return cmp.Compare(a.level, b.level) })
+	var xs []string
+	var ttft, itl, good, thr []float64
+	for _, p := range pts {
+		xs = append(xs, fmt.Sprintf("%g", p.level))
+		ttft, itl, good, thr = append(ttft, p.ttft), append(itl, p.itl), append(good, p.good), append(thr, p.thr)
+	}
+	ln := levelNames[0]
+	first := &runs[0]
+	return []template.HTML{
+		Chart{Title: "TTFT of every run, against " + ln, XTitle: ln, YTitle: "TTFT p50 (ms)", Unit: " ms", X: xs,
+			Series: []Series{{"TTFT p50", "#cf222e", ttft}}, Threshold: sloLine(first, "ttft", "TTFT")}.SVG(),
+		Chart{Title: "ITL of every run, against " + ln, XTitle: ln, YTitle: "ITL p50 (ms)", Unit: " ms", X: xs,
+			Series: []Series{{"ITL p50", "#1a7f37", itl}}, Threshold: sloLine(first, "itl", "ITL")}.SVG(),
+		Chart{Title: "Goodput and throughput of every run, against " + ln, XTitle: ln, YTitle: "requests per second", Unit: "/s", X: xs,
+			Series: []Series{{"throughput (successes)", "#57606a", thr}, {"goodput (met every SLO)", "#8250df", good}}}.SVG(),
+	}
 }

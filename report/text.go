@@ -14,7 +14,10 @@ import (
 // Text writes the summary as a table followed by the run's totals.
 func Text(w io.Writer, s *stats.Summary, levelName string) {
 	fmt.Fprintf(w, "profile %s · endpoint %s · model %s", s.Profile, s.Endpoint, s.Model)
-	if levelName != "" {
+	switch {
+	case len(s.LevelRange) == 2:
+		fmt.Fprintf(w, " · staged: %s %g to %g in %d stages", levelName, s.LevelRange[0], s.LevelRange[1], len(s.Stages))
+	case levelName != "":
 		fmt.Fprintf(w, " · %s %g", levelName, s.Level)
 	}
 	fmt.Fprintln(w)
@@ -25,6 +28,9 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 		fmt.Fprintf(w, "RUN ERROR: %s\n", s.Error)
 	}
 	fmt.Fprintln(w)
+	if len(s.Stages) > 1 {
+		fmt.Fprintln(w, "Every stage pooled (each stage's figures follow the totals):")
+	}
 	fmt.Fprintf(w, "%-34s %10s %10s %10s %10s %10s %10s %10s %10s\n", "Metric", "avg", "min", "max", "p50", "p90", "p95", "p99", "std")
 	rows := []struct {
 		name string

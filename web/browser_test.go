@@ -2,14 +2,18 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tokenprobe/tokenprobe/internal/hostile"
+	"github.com/tokenprobe/tokenprobe/probe/stats"
+	"github.com/tokenprobe/tokenprobe/report"
 )
 
 // chromium returns the headless browser, or skips the test where there is
@@ -77,8 +81,80 @@ func TestStatusPageInABrowser(t *testing.T) {
 	}
 	dom = Headless(t, browser, f.srv.URL+"/", "--dump-dom")
 	trend := regexp.MustCompile(`(?s)<section class="charts-of" data-job="demo on sim">.*?</section>`).FindString(dom)
-	if strings.Count(trend, "<svg") != 2 || strings.Count(trend, `class="series"`) != 4 {
+	// TTFT and ITL on charts of their own, goodput beside attempts and
+	// throughput, over the runs' start times, axes titled; TTFT with the
+	// profile's SLO line.
+	if strings.Count(trend, "<svg") != 3 || strings.Count(trend, `class="series"`) != 5 {
 		t.Fatalf("no trend charts for the demo profile:\n%.1500s", trend)
+	}
+	for _, want := range []string{`class="axis-title x"`, "run start (local time)", `class="axis-title y"`, "TTFT p95 (ms)", "SLO: TTFT 1.0 s"} {
+		if !strings.Contains(trend, want) {
+			t.Errorf("the trend charts lack %q", want)
+		}
+	}
+	if !regexp.MustCompile(`>\d\d:\d\d:\d\d</text>`).MatchString(trend) {
+		t.Error("the trend's x axis is not the runs' times")
+	}
+	// Attempted beside successful throughput, and the error rate.
+	if !regexp.MustCompile(`class="num throughput">[0-9.]+/s \([0-9.]+/s\)<`).MatchString(row) || !strings.Contains(row, `class="num error-rate">0.0%<`) {
+		t.Errorf("the demo row lacks attempted throughput or the error rate:\n%s", row)
+	}
+}
+
+// A staged run's page, rendered by a real browser, draws its curves with
+// the SLO line on the TTFT chart, titled axes, and capacity at SLO and
+// the cliff as two markers of their own; so does the report of the run.
+func TestStagedRunChartsInABrowser(t *testing.T) {
+	browser := chromium(t)
+	f := newFixtureWith(t, `
+endpoints:
+  - name: sim
+    simulator: {slots: 2, prefill_base: 10ms, prefill_per_token: 1ns, decode_base: 5ms, seed: 1}
+profiles:
+  - name: staged
+    load:
+      sweep: {concurrency: [1, 2, 4, 8], requests: 16}
+    workload: {input_tokens: {mean: 8}, output_tokens: {mean: 20}}
+    slo: {ttft: 60ms, objective: 0.9}
+    schedule: {every: 1h}
+`, true)
+	if code, body := f.do(t, "POST", "/api/v1/runs?profile=staged"); code != 202 {
+		t.Fatalf("run now: %d %s", code, body)
+	}
+	run := f.waitForRun(t, "staged")
+	k := run.Summary.Knee
+	if k == nil || k.CapacityAtSLO != 2 || k.CliffLevel != 4 {
+		t.Fatalf("knee %+v: want capacity 2 and the cliff at 4 (2 slots, a 60 ms TTFT SLO)", k)
+	}
+	check := func(where, dom string) {
+		t.Helper()
+		ttft := regexp.MustCompile(`(?s)<svg[^>]*aria-label="TTFT against [^"]*".*?</svg>`).FindString(dom)
+		for _, want := range []string{`class="slo"`, "SLO: TTFT 60 ms", `class="axis-title x"`, `class="axis-title y"`, "time to first token (ms)",
+			`class="mark capacity"`, "capacity at SLO: load level 2", `class="mark cliff"`, "TTFT cliff: load level 4", `class="legend"`} {
+			if !strings.Contains(ttft, want) && !strings.Contains(ttft, strings.ReplaceAll(want, "load level", "concurrency")) {
+				t.Errorf("%s: the TTFT chart lacks %q:\n%.3000s", where, want, ttft)
+			}
+		}
+		xs := regexp.MustCompile(`class="mark (capacity|cliff)" x1="([0-9.]+)"`).FindAllStringSubmatch(ttft, -1)
+		if len(xs) != 2 || xs[0][2] == xs[1][2] {
+			t.Errorf("%s: the capacity and cliff markers are not two lines apart: %v", where, xs)
+		}
+	}
+	check("the run page", Headless(t, browser, fmt.Sprintf("%s/runs/%d", f.srv.URL, run.ID), "--dump-dom"))
+
+	page := filepath.Join(t.TempDir(), "report.html")
+	out, err := os.Create(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := report.HTML(out, "staged", []stats.Summary{*run.Summary}, []string{"concurrency"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	out.Close()
+	dom := Headless(t, browser, "file://"+page, "--dump-dom")
+	check("the report", dom)
+	if !strings.Contains(dom, "staged: concurrency 1 to 8 in 4 stages") || !strings.Contains(dom, "Every stage pooled") {
+		t.Errorf("the report does not say the run is staged, or that its totals pool the stages")
 	}
 }
 
@@ -123,7 +199,7 @@ profiles:
 			t.Errorf("the runs table does not say %q:\n%s", want, runs)
 		}
 	}
-	if strings.Contains(dom, "latency of recent runs") {
+	if strings.Contains(dom, "TTFT p95 of recent runs") || strings.Contains(dom, "ITL p50 of recent runs") {
 		t.Error("a latency trend is drawn for runs without latency")
 	}
 	page := Headless(t, browser, f.srv.URL+"/runs/1", "--dump-dom")

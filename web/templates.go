@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"time"
 
+	"github.com/tokenprobe/tokenprobe/probe/stats"
 	"github.com/tokenprobe/tokenprobe/report"
 )
 
@@ -13,6 +14,21 @@ var funcs = template.FuncMap{
 	"breakdown": report.Breakdown,
 	"pct":       func(v float64) string { return fmt.Sprintf("%.1f%%", v*100) },
 	"rate":      func(v float64) string { return fmt.Sprintf("%.2f/s", v) },
+	// attempted is requests per second that reached an outcome, failed or
+	// not: beside throughput (successes), a run with many errors cannot
+	// read as healthy.
+	"attempted": func(s *stats.Summary) float64 {
+		if s.DurationSeconds <= 0 {
+			return 0
+		}
+		return float64(s.Success+s.Errors) / s.DurationSeconds
+	},
+	"errorRate": func(s *stats.Summary) float64 {
+		if s.Success+s.Errors == 0 {
+			return 0
+		}
+		return float64(s.Errors) / float64(s.Success+s.Errors)
+	},
 	"ago": func(t time.Time) string {
 		if t.IsZero() {
 			return "never"
@@ -58,17 +74,18 @@ var statusPage = template.Must(template.New("status").Funcs(funcs).Parse(`<!doct
 <h2>Profiles</h2>
 <table id="jobs">
 <tr><th>profile</th><th>endpoint</th><th>model</th><th>load</th><th>schedule</th><th>SLO</th><th>state</th><th>next run</th>
-<th>last run</th><th>result</th><th class="num">goodput</th><th class="num">throughput</th><th class="num">attainment</th>
-<th class="num">TTFT p50</th><th class="num">TTFT p95</th><th class="num">ITL p50</th><th class="num">ITL p95</th><th>where TTFT went</th></tr>
+<th>last run</th><th>result</th><th class="num">goodput</th><th class="num" title="successful requests per second, of all attempted">throughput (attempted)</th><th class="num">attainment</th>
+<th class="num">TTFT p50</th><th class="num">TTFT p95</th><th class="num">ITL p50</th><th class="num">ITL p95</th><th class="num">error rate</th><th>where TTFT went</th></tr>
 {{range .Jobs}}<tr class="job" data-profile="{{.Profile}}" data-endpoint="{{.Endpoint}}">
 <td>{{.Profile}}</td><td>{{.Endpoint}}</td><td>{{.Model}}</td><td>{{.Load}}</td><td>{{.Schedule}}</td><td>{{.SLO}}</td>
 <td>{{if .State.Running}}<span class="running">running</span>{{else if .State.Paused}}paused: {{.State.Paused}}{{else if .State.Aborts}}<span class="error backoff">backing off: {{.State.Aborts}} aborted runs in a row; next run {{in .State.BackoffUntil}}</span>{{else}}idle{{end}}</td>
 <td>{{if .State.Aborts}}{{in .State.BackoffUntil}}{{else}}{{in .State.Next}}{{end}}</td>
 {{with .Last}}<td><a href="/runs/{{.ID}}">#{{.ID}}</a> {{ago .End}}</td><td class="{{.Result}}">{{.Result}}</td>
-{{with .Summary}}<td class="num goodput">{{rate .Goodput}}</td><td class="num">{{rate .RequestThroughput}}</td><td class="num">{{pct .Attainment}}</td>
+{{with .Summary}}<td class="num goodput">{{rate .Goodput}}</td><td class="num throughput">{{rate .RequestThroughput}} ({{rate (attempted .)}})</td><td class="num{{if not .Passed}} failed{{end}}">{{pct .Attainment}}</td>
 <td class="num">{{msOf .TTFT .TTFT.P50}}</td><td class="num">{{msOf .TTFT .TTFT.P95}}</td><td class="num">{{msOf .ITL .ITL.P50}}</td><td class="num">{{msOf .ITL .ITL.P95}}</td>
+<td class="num error-rate{{if gt .Errors 0}} error{{end}}">{{pct (errorRate .)}}</td>
 <td class="ttft-went">{{with .Server}}{{with .Breakdown}}{{.Verdict}}{{else}}{{.Note}}{{.Err}}{{end}}{{end}}</td>{{end}}
-{{else}}<td colspan="10">no run yet</td>{{end}}
+{{else}}<td colspan="11">no run yet</td>{{end}}
 </tr>{{end}}
 </table>
 {{if .Charts}}<h2>Against load and over time</h2>
@@ -99,6 +116,7 @@ var runPage = template.Must(template.New("run").Funcs(funcs).Parse(`<!doctype ht
 {{range .Failures}}<tr><td class="error">{{.Reason}}</td><td class="num">{{.Count}}</td><td>{{range $code, $n := .Statuses}}{{$code}} ×{{$n}} {{end}}</td><td>{{.Message}} ({{.MessageCount}} of {{.Count}})</td><td>{{.Hint}}</td></tr>{{end}}
 </table>{{end}}
 {{with .Server}}<h2>Where TTFT went</h2>{{breakdown .}}{{end}}{{end}}
+{{if .Charts}}<h2>Charts</h2><div class="charts" id="run-charts">{{range .Charts}}{{.}}{{end}}</div>{{end}}
 {{if .Report}}<h2>Report</h2><pre id="report">{{.Report}}</pre>{{end}}
 <h2>Log</h2>
 <table><tr><th>time</th><th>level</th><th>message</th><th>details</th></tr>

@@ -220,11 +220,13 @@ func (s *server) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var rep bytes.Buffer
+	var charts []template.HTML
 	if rec.Summary != nil {
-		levelName := "level"
+		levelName := "load level"
 		report.Text(&rep, rec.Summary, levelName)
+		charts = append(report.CliffCharts(rec.Summary, levelName), report.Ladders(rec.Summary)...)
 	}
-	render(w, runPage, map[string]any{"Run": rec, "Report": rep.String(), "Version": s.o.Version})
+	render(w, runPage, map[string]any{"Run": rec, "Report": rep.String(), "Charts": charts, "Version": s.o.Version})
 }
 
 func render(w http.ResponseWriter, t *template.Template, data any) {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tokenprobe/tokenprobe/alerts"
 	"github.com/tokenprobe/tokenprobe/config"
 )
 
@@ -175,8 +176,8 @@ func TestExampleValues(t *testing.T) {
 		t.Fatalf("the example configuration is invalid: %v", err)
 	}
 	pr := objs["PrometheusRule"][0].(rule)
-	if len(pr.Spec.Groups) != 4 {
-		t.Errorf("%d rule groups", len(pr.Spec.Groups))
+	if want := len(alerts.Generate(alerts.Defaults()).Groups); len(pr.Spec.Groups) != want {
+		t.Errorf("%d rule groups, the rule file has %d", len(pr.Spec.Groups), want)
 	}
 }
 

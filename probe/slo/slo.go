@@ -96,3 +96,20 @@ func (t Threshold) met(r *result.Request) bool {
 	}
 	return false
 }
+
+// Values are the thresholds by kind name: milliseconds for the latencies,
+// tokens per second for the output rate's floor.
+func (s Set) Values() map[string]float64 {
+	if len(s.Thresholds) == 0 {
+		return nil
+	}
+	out := map[string]float64{}
+	for _, t := range s.Thresholds {
+		if t.Kind == OutputTokensPerSecond {
+			out[t.Kind.String()] = t.Floor
+		} else {
+			out[t.Kind.String()] = float64(t.Max) / float64(time.Millisecond)
+		}
+	}
+	return out
+}

@@ -14,6 +14,9 @@ type Summary struct {
 	Endpoint string  `json:"endpoint"`
 	Model    string  `json:"model"`
 	Level    float64 `json:"level,omitempty"`
+	// LevelRange is a staged run's lowest and highest level, in place of
+	// Level.
+	LevelRange []float64 `json:"level_range,omitempty"`
 
 	Requests  int            `json:"requests"`
 	Success   int            `json:"success"`
@@ -66,6 +69,9 @@ type Summary struct {
 	Attainment float64            `json:"slo_attainment"`
 	PerSLO     map[string]float64 `json:"slo_attainment_by_slo,omitempty"`
 	Objective  float64            `json:"slo_objective,omitempty"`
+	// SLOThresholds are the profile's SLO limits by kind: milliseconds,
+	// tokens per second for output_tokens_per_second.
+	SLOThresholds map[string]float64 `json:"slo_thresholds,omitempty"`
 	// Passed is false when Objective is set and Attainment is below it.
 	Passed bool `json:"passed"`
 	// Stages holds one summary per stage of a multi-stage run, in order.
