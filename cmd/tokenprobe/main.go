@@ -184,7 +184,7 @@ func run(args []string) int {
 	serveSlice := schedSliceFlag(serveCmd)
 	serveCmd.Flag("shutdown.timeout", "How long to wait for runs to stop and metrics to flush on SIGTERM.").Default("30s").DurationVar(&so.shutdownTimeout)
 
-	runCmd := app.Command("run", "Run profiles once, print a report, write artifacts (records.jsonl, summary.json, report.txt per run; summary.json and report.html for all) and exit: 0 passed, 1 an SLO objective missed, 2 bad configuration, 3 a run could not be carried out, was aborted or broken (no success, too many failures), or was interrupted.")
+	runCmd := app.Command("run", "Run profiles once, print a report, write artifacts (records.jsonl, summary.json, their CSV and report.txt in a folder per run; summary.json and report.html of all the runs beside those folders) and exit: 0 passed, 1 an SLO objective missed, 2 bad configuration, 3 a run could not be carried out, was aborted or broken (no success, too many failures), or was interrupted.")
 	runConfig := runCmd.Flag("config.file", "Configuration file (or describe one profile with the flags below, as aiperf profile takes them).").Short('c').String()
 	var adhoc runonce.AdHoc
 	runCmd.Flag("url", "From flags: the endpoint's OpenAI-compatible base URL, e.g. http://localhost:8000/v1.").StringVar(&adhoc.URL)
