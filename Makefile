@@ -5,7 +5,7 @@ LDFLAGS := -X github.com/prometheus/common/version.Version=$(VERSION) \
            -X github.com/prometheus/common/version.Revision=$(shell git rev-parse --short HEAD 2>/dev/null) \
            -X github.com/prometheus/common/version.Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
 
-.PHONY: gobench grafana-push dashboards test-deploy help build run demo-once e2e prometheus3 rules soak manifests test race lint bench fuzz docs clean
+.PHONY: screenshots gobench grafana-push dashboards test-deploy help build run demo-once e2e prometheus3 rules soak manifests test race lint bench fuzz docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -75,6 +75,9 @@ manifests: rules dashboards ## copy the rules and dashboards into the Helm chart
 	cp alerts/tokenprobe-rules.yaml deploy/helm/tokenprobe/files/tokenprobe-rules.yaml
 	cp dashboards/tokenprobe-*.json deploy/helm/tokenprobe/files/dashboards/
 	cd deploy && $(GO) run ./cmd/render
+
+screenshots: ## regenerate docs/img from the current code with headless Chromium
+	$(GO) test ./web -run TestScreenshots -screenshots -count=1 -v
 
 docs: ## regenerate docs/METRICS.md from the metric catalog, and the server table of docs/MEASUREMENT.md
 	$(GO) test ./catalog -run Docs -update

@@ -33,7 +33,7 @@ func (d *Daemon) Jobs() []JobView {
 	out := make([]JobView, 0, len(jobs))
 	for _, j := range jobs {
 		v := JobView{Profile: j.profile.Name, Endpoint: j.endpoint, Model: j.target.Endpoint.Model,
-			Schedule: describeSchedule(&j.profile.Schedule), Load: setup.PlanOf(&j.profile.Load).String(), SLO: describeSLO(&j.profile.SLO)}
+			Schedule: describeSchedule(&j.profile.Schedule), Load: setup.PlanOf(&j.profile.Load).Short(), SLO: describeSLO(&j.profile.SLO)}
 		if t := j.profile.Workload.Trace; t != nil {
 			v.Load = fmt.Sprintf("trace %s from %s to %s at %gx", t.File, t.From.D(), t.To.D(), max(t.Speedup, 1))
 		}

@@ -144,6 +144,26 @@ func (p Plan) String() string {
 	return strings.Join(parts, ", then ")
 }
 
+// Short says what the plan does in a few words: a staged plan by its
+// stages' range, for a table's cell.
+func (p Plan) Short() string {
+	if p.Search != nil || len(p.Stages) < 2 {
+		return p.String()
+	}
+	lo, hi := p.Stages[0].Level(), p.Stages[0].Level()
+	for _, st := range p.Stages {
+		for _, v := range []float64{st.Level(), st.RampTo} {
+			if v > 0 {
+				lo, hi = min(lo, v), max(hi, v)
+			}
+		}
+	}
+	if !p.OneKind() {
+		return fmt.Sprintf("%d stages of concurrency and rate", len(p.Stages))
+	}
+	return fmt.Sprintf("%d stages, %s %g to %g", len(p.Stages), p.LevelName(), lo, hi)
+}
+
 // OneKind reports whether every stage's level counts the same thing
 // (concurrency, or rate): only then can levels be read as one scale for
 // capacity and the cliff.

@@ -77,3 +77,16 @@ func TestSearchBudgetAndNone(t *testing.T) {
 		}
 	}
 }
+
+// A staged plan reads in a table's cell as its stages' range.
+func TestPlanShort(t *testing.T) {
+	for plan, want := range map[*Plan]string{
+		{Stages: []Stage{{Concurrency: 1, Requests: 8}, {Concurrency: 8, Requests: 8}, {Concurrency: 4, Requests: 8}}}: "3 stages, concurrency 1 to 8",
+		{Stages: []Stage{{Rate: 1, RampTo: 20, Duration: time.Minute}, {Rate: 5, Duration: time.Minute}}}:              "2 stages, rate 1 to 20",
+		{Stages: []Stage{{Concurrency: 2, Requests: 8}}}:                                                               "concurrency 2 for 8 requests",
+	} {
+		if got := plan.Short(); got != want {
+			t.Errorf("%q, want %q", got, want)
+		}
+	}
+}

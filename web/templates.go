@@ -12,6 +12,7 @@ import (
 var funcs = template.FuncMap{
 	"msOf":      report.Millis,
 	"breakdown": report.Breakdown,
+	"human":     stats.FormatMillis,
 	"pct":       func(v float64) string { return fmt.Sprintf("%.1f%%", v*100) },
 	"rate":      func(v float64) string { return fmt.Sprintf("%.2f/s", v) },
 	// attempted is requests per second that reached an outcome, failed or
@@ -84,7 +85,7 @@ var statusPage = template.Must(template.New("status").Funcs(funcs).Parse(`<!doct
 {{with .Summary}}<td class="num goodput">{{rate .Goodput}}</td><td class="num throughput">{{rate .RequestThroughput}} ({{rate (attempted .)}})</td><td class="num{{if not .Passed}} failed{{end}}">{{pct .Attainment}}</td>
 <td class="num">{{msOf .TTFT .TTFT.P50}}</td><td class="num">{{msOf .TTFT .TTFT.P95}}</td><td class="num">{{msOf .ITL .ITL.P50}}</td><td class="num">{{msOf .ITL .ITL.P95}}</td>
 <td class="num error-rate{{if gt .Errors 0}} error{{end}}">{{pct (errorRate .)}}</td>
-<td class="ttft-went">{{with .Server}}{{with .Breakdown}}{{.Verdict}}{{else}}{{.Note}}{{.Err}}{{end}}{{end}}</td>{{end}}
+<td class="ttft-went">{{with .Server}}{{with .Breakdown}}<span title="{{.Verdict}}">mostly {{.Dominant}}: queue {{human .Mean.Queue}}{{with .Mean.Prefill}} · prefill {{human .}}{{end}} · elsewhere {{human .Mean.Elsewhere}}</span>{{else}}<span title="{{.Note}}{{.Err}}">no split</span>{{end}}{{end}}</td>{{end}}
 {{else}}<td colspan="11">no run yet</td>{{end}}
 </tr>{{end}}
 </table>

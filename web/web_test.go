@@ -106,6 +106,20 @@ func (f *fixture) waitForRun(t *testing.T, profile string) daemon.RunRecord {
 	return daemon.RunRecord{}
 }
 
+// waitForRunWithin returns the finished run of profile, or nil when it has
+// not finished within d.
+func (f *fixture) waitForRunWithin(profile string, d time.Duration) *daemon.RunRecord {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		recent, _ := f.d.History().Runs()
+		for _, r := range recent {
+			if r.Profile == profile && r.Result != daemon.ResultRunning {
+				return &r
+			}
+		}
+	}
+	return nil
+}
+
 func TestLifecycleIsOffByDefault(t *testing.T) {
 	f := newFixture(t, false)
 	for _, c := range []struct{ method, path string }{{"POST", "/-/reload"}, {"PUT", "/-/reload"}, {"POST", "/api/v1/runs?profile=demo"}} {
@@ -181,7 +195,7 @@ func TestEndpoints(t *testing.T) {
 	if b == nil || b.Breakdown == nil {
 		t.Fatalf("no TTFT breakdown in the run: %+v", b)
 	}
-	if _, body := f.do(t, "GET", "/"); !strings.Contains(body, html.EscapeString(b.Breakdown.Verdict)) {
+	if _, body := f.do(t, "GET", "/"); !strings.Contains(body, html.EscapeString(b.Breakdown.Verdict)) || !strings.Contains(body, ">mostly "+b.Breakdown.Dominant+": queue ") {
 		t.Errorf("the status page lacks the breakdown %q", b.Breakdown.Verdict)
 	}
 	if _, body := f.do(t, "GET", fmt.Sprintf("/runs/%d", run.ID)); !strings.Contains(body, `class="ttft-breakdown"`) || !strings.Contains(body, `data-phase="prefill"`) {
