@@ -64,7 +64,7 @@ series, matching the ` + "`id`" + ` of ` + "`records.jsonl`" + `: in ` + "`token
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", m.Name, m.Type, m.Unit, labels(m.Labels), m.Help)
 	}
 	b.WriteString("| `tokenprobe_build_info` | gauge | info | version, revision, branch, goversion, goos, goarch, tags | Always 1: the build, from client_golang's version collector. |\n")
-	b.WriteString("| `tokenprobe_gpu_source_up` | gauge | boolean | `source` | 1 when the GPU source (dcgm, dcgm-exporter) read its GPUs at the last scrape; 0 when it is missing or failing, and the DCGM series below are absent. Only with a `gpu` block. |\n")
+	b.WriteString("| `tokenprobe_gpu_source_up` | gauge | boolean | `source` | 1 when the GPU source (dcgm, nvml, auto, dcgm-exporter) read its GPUs at the last scrape; 0 when it is missing or failing, and the DCGM series below are absent. Only with a `gpu` block. |\n")
 	b.WriteString("\nClassic bucket boundaries (seconds):\n\n")
 	for _, m := range All {
 		if m.Type == Histogram {
@@ -89,13 +89,22 @@ those of ` + "`OTEL_RESOURCE_ATTRIBUTES`" + `.
 
 With a ` + "`gpu`" + ` block, ` + "`/metrics`" + ` also carries these DCGM series with exactly the names, help texts and
 labels of NVIDIA dcgm-exporter (` + "`" + strings.Join(dcgmLabels, "`, `") + "`" + `), so a dashboard works the same
-with either source. Profiling fields (` + "`DCGM_FI_PROF_*`" + `) appear on GPUs that support them.
+with any source. ` + "`gpu.source`" + ` is ` + "`dcgm`" + ` (libdcgm in-process or an nv-hostengine), ` + "`nvml`" + ` (the
+driver's libnvidia-ml, on GPU nodes without DCGM), ` + "`auto`" + ` (DCGM if it initialises, else NVML) or
+` + "`dcgm-exporter`" + ` (a running one's /metrics). The columns say which source provides each series; a
+series a source or a GPU lacks is absent, never 0 (the profiling fields, ` + "`DCGM_FI_PROF_*`" + `, are
+DCGM's alone and appear on GPUs that support them; XID errors come as events, which NVML polling
+does not read).
 
-| metric | type | meaning |
-| --- | --- | --- |
+| metric | type | dcgm | nvml | dcgm-exporter | meaning |
+| --- | --- | --- | --- | --- | --- |
 `)
 	for _, f := range dcgmFields {
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", f.Name, f.Type, f.Help)
+		nvml := "no"
+		if gpu.NVMLFields[f.Name] {
+			nvml = "yes"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | yes | %s | yes | %s |\n", f.Name, f.Type, nvml, f.Help)
 	}
 	return b.String()
 }

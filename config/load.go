@@ -271,9 +271,13 @@ func (c *Config) validate(l *locator, dir string) {
 	}
 	if g := c.GPU; g != nil {
 		switch g.Source {
-		case "dcgm":
+		case "dcgm", "auto":
 			if g.URL != "" {
-				l.errf("gpu.url", "url is for source dcgm-exporter; dcgm takes an nv-hostengine address, or none for in-process")
+				l.errf("gpu.url", "url is for source dcgm-exporter; %s takes an nv-hostengine address, or none for in-process", g.Source)
+			}
+		case "nvml":
+			if g.URL != "" || g.Address != "" {
+				l.errf("gpu.source", "nvml reads the local driver: it takes no url nor address")
 			}
 		case "dcgm-exporter":
 			checkURL(l, "gpu.url", g.URL)
@@ -281,7 +285,7 @@ func (c *Config) validate(l *locator, dir string) {
 				l.errf("gpu", "url is required with source dcgm-exporter (http://host:9400/metrics)")
 			}
 		default:
-			l.errf("gpu.source", "%q is not dcgm or dcgm-exporter", g.Source)
+			l.errf("gpu.source", "%q is not auto, dcgm, nvml or dcgm-exporter", g.Source)
 		}
 		if g.Interval < 0 {
 			l.errf("gpu.interval", "must be positive")

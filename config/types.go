@@ -173,8 +173,10 @@ type Config struct {
 
 // GPU is where GPU figures come from.
 type GPU struct {
-	// Source is "dcgm" (libdcgm in-process, or an nv-hostengine at Address)
-	// or "dcgm-exporter" (a running dcgm-exporter's /metrics at URL).
+	// Source is "dcgm" (libdcgm in-process, or an nv-hostengine at Address),
+	// "nvml" (the driver's libnvidia-ml: no profiling fields), "auto" (DCGM
+	// if it initialises, else NVML), or "dcgm-exporter" (a running
+	// dcgm-exporter's /metrics at URL).
 	Source  string `yaml:"source"`
 	Address string `yaml:"address"`
 	URL     string `yaml:"url"`
@@ -235,6 +237,10 @@ type Endpoint struct {
 	// client measures into the server's queue, its prefill and the rest.
 	// A simulator endpoint has it on its own.
 	ServerMetrics *ServerMetrics `yaml:"server_metrics"`
+	// GPUs are the GPUs that serve the endpoint, by UUID or index: its run
+	// reports' GPU figures count those alone (default: every GPU the gpu
+	// source sees).
+	GPUs []string `yaml:"gpus"`
 
 	// APIKey is resolved from APIKeyFile or APIKeyEnv at load time.
 	APIKey Secret `yaml:"-"`

@@ -354,7 +354,7 @@ func (d *Daemon) execute(ctx context.Context, j *job, t scheduler.Trigger) sched
 		run.Plan = run.Plan.Split(d.o.ShardIndex, d.o.ShardCount)
 	}
 	log.Info("run started", "trigger", trigger, "load", run.Plan.String())
-	f := runner.Execute(ctx, run, runner.Options{GPU: d.gpu, GPUInterval: d.gpuInterval, Server: j.target.Server})
+	f := runner.Execute(ctx, run, runner.Options{GPU: gpu.Only(d.gpu, j.target.GPUs), GPUInterval: d.gpuInterval, Server: j.target.Server})
 	s := f.Summary
 	log.Info("run finished", "result", f.Verdict, "requests", s.Requests, "errors", s.Errors,
 		"goodput", fmt.Sprintf("%.3f/s", s.Goodput), "slo_attainment", fmt.Sprintf("%.1f%%", 100*s.Attainment),

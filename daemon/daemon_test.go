@@ -263,30 +263,39 @@ func TestWatchWaitsForTheFileToSettle(t *testing.T) {
 
 // A GPU source that cannot start (no DCGM here) leaves the daemon probing,
 // with the source reported down in /metrics, the status and run reports.
+// With no GPU driver here, gpu.source dcgm and auto (DCGM, else NVML)
+// report down with the reason, and the daemon keeps probing.
 func TestDaemonRunsWithTheGPUSourceDown(t *testing.T) {
-	d, _, reg := start(t, endpoints+`
-gpu: {source: dcgm}
+	for _, source := range []string{"dcgm", "auto"} {
+		t.Run(source, func(t *testing.T) {
+			d, _, reg := start(t, endpoints+`
+gpu: {source: `+source+`}
 profiles:
 `+profile("p", "{concurrency: 1, requests: 3}"))
-	if !d.Ready() {
-		t.Fatal("not ready")
+			if !d.Ready() {
+				t.Fatal("not ready")
+			}
+			if _, err := d.RunNow("p", ""); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "a run", func() bool { r, ok := run(d, "p")(); return ok && r.Result == ResultPassed })
+			r, _ := run(d, "p")()
+			if r.Summary.GPU == nil || r.Summary.GPU.Samples != 0 || r.Summary.GPU.Err == "" {
+				t.Fatalf("run GPU report: %+v", r.Summary.GPU)
+			}
+			if v := gaugeWith(t, reg, "tokenprobe_gpu_source_up", "source", source); v != 0 {
+				t.Fatalf("gpu source up %v", v)
+			}
+			got, problem, configured := d.GPUStatus()
+			if !configured || got != source || problem == "" {
+				t.Fatalf("status: %q %q %v", got, problem, configured)
+			}
+			if source == "auto" && (!strings.Contains(problem, "DCGM") || !strings.Contains(problem, "NVML")) {
+				t.Fatalf("auto does not say why neither DCGM nor NVML reads: %s", problem)
+			}
+			t.Logf("GPU source down, daemon probing: %s", problem)
+		})
 	}
-	if _, err := d.RunNow("p", ""); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "a run", func() bool { r, ok := run(d, "p")(); return ok && r.Result == ResultPassed })
-	r, _ := run(d, "p")()
-	if r.Summary.GPU == nil || r.Summary.GPU.Samples != 0 || r.Summary.GPU.Err == "" {
-		t.Fatalf("run GPU report: %+v", r.Summary.GPU)
-	}
-	if v := gaugeWith(t, reg, "tokenprobe_gpu_source_up", "source", "dcgm"); v != 0 {
-		t.Fatalf("gpu source up %v", v)
-	}
-	source, problem, configured := d.GPUStatus()
-	if !configured || source != "dcgm" || problem == "" {
-		t.Fatalf("status: %q %q %v", source, problem, configured)
-	}
-	t.Logf("GPU source down, daemon probing: %s", problem)
 }
 
 func gaugeWith(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {

@@ -20,6 +20,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 
 	"github.com/tokenprobe/tokenprobe/catalog"
+	"github.com/tokenprobe/tokenprobe/gpu"
 )
 
 var ds = common.DataSourceRef{Type: cog.ToPtr("prometheus"), Uid: cog.ToPtr("${datasource}")}
@@ -216,9 +217,13 @@ func cliff() *dashboard.DashboardBuilder {
 }
 
 func gpuDashboard() *dashboard.DashboardBuilder {
-	b := base("tokenprobe-gpu", "tokenprobe / GPU", "DCGM GPU series (from tokenprobe or dcgm-exporter) aligned with TTFT and goodput.")
+	b := base("tokenprobe-gpu", "tokenprobe / GPU", "DCGM GPU series (from tokenprobe, through DCGM or NVML, or from dcgm-exporter) aligned with TTFT and goodput.")
 	g := func(title, metric, unit string) *timeseries.PanelBuilder {
-		return ts(title, fmt.Sprintf("%s per GPU (DCGM series %s, dcgm-exporter names).", title, metric), unit, q(metric, "{{Hostname}} GPU {{gpu}}"))
+		desc := fmt.Sprintf("%s per GPU (DCGM series %s, dcgm-exporter names).", title, metric)
+		if !gpu.NVMLFields[metric] {
+			desc += " A DCGM profiling field: empty with gpu.source nvml, which cannot read it."
+		}
+		return ts(title, desc, unit, q(metric, "{{Hostname}} GPU {{gpu}}"))
 	}
 	b.WithPanel(ts("TTFT p95 and goodput", "TTFT p95 (tokenprobe:ttft_p95:rate5m) and goodput (tokenprobe:goodput:rate5m) of the selected profiles, to read against the GPUs below.", "s",
 		q(fmt.Sprintf(`tokenprobe:ttft_p95:rate5m{%s}`, runSel), "TTFT p95 {{profile}}"),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -165,5 +166,141 @@ func TestSamplerReportsWhyItHasNothing(t *testing.T) {
 	time.Sleep(35 * time.Millisecond)
 	if r := s.Stop(100); r.Samples < 3 || r.GPUs != 2 || r.UtilPeak != 87 {
 		t.Fatalf("%+v", r)
+	}
+}
+
+// fakeNVML is a driver with two GPUs: the first supports everything, the
+// second neither power nor its violation counters (as some boards).
+type fakeNVML struct {
+	initErr error
+	closed  bool
+}
+
+func (f *fakeNVML) Init() error                      { return f.initErr }
+func (f *fakeNVML) Shutdown() error                  { f.closed = true; return nil }
+func (f *fakeNVML) Count() (int, error)              { return 2, nil }
+func (f *fakeNVML) Device(i int) (nvmlDevice, error) { return fakeDevice(i), nil }
+
+type fakeDevice int
+
+func (d fakeDevice) UUID() (string, error) { return fmt.Sprintf("GPU-%d", d), nil }
+func (d fakeDevice) Name() (string, error) { return "NVIDIA H100 80GB HBM3", nil }
+func (d fakeDevice) PCIBusID() (string, error) {
+	return fmt.Sprintf("00000000:%02X:00.0", 0x18+int(d)), nil
+}
+func (d fakeDevice) Minor() (int, error) { return int(d), nil }
+func (d fakeDevice) Utilization() (uint32, uint32, error) {
+	return 87, 41, nil
+}
+func (d fakeDevice) Memory() (uint64, uint64, error) { return 70 << 30, 10 << 30, nil }
+func (d fakeDevice) PowerUsage() (uint32, error) {
+	if d == 1 {
+		return 0, errNVMLNotSupported
+	}
+	return 512_345, nil
+}
+func (d fakeDevice) TotalEnergy() (uint64, error) { return 9_000_000, nil }
+func (d fakeDevice) Clock(memory bool) (uint32, error) {
+	if memory {
+		return 2619, nil
+	}
+	return 1980, nil
+}
+func (d fakeDevice) Temperature() (uint32, error) { return 61, nil }
+func (d fakeDevice) Violation(thermal bool) (uint64, error) {
+	if d == 1 {
+		return 0, errNVMLNotSupported
+	}
+	if thermal {
+		return 3_000, nil
+	}
+	return 5_000_000, nil
+}
+
+// NVML's readings come out under dcgm-exporter's names, labels and units
+// (W, MiB, us); a reading a GPU does not support is absent, not 0, and the
+// profiling fields only DCGM has are never there.
+func TestNVMLMapping(t *testing.T) {
+	lib := &fakeNVML{}
+	src := newNVML(lib, nil)
+	samples, err := src.Read(context.Background())
+	if err != nil || len(samples) != 2 {
+		t.Fatalf("%d samples, %v", len(samples), err)
+	}
+	g := samples[0]
+	if g.GPU.UUID != "GPU-0" || g.GPU.Device != "nvidia0" || g.GPU.PCIBusID != "00000000:18:00.0" || g.GPU.ModelName != "NVIDIA H100 80GB HBM3" {
+		t.Errorf("labels %+v", g.GPU)
+	}
+	want := map[string]float64{
+		"DCGM_FI_DEV_GPU_UTIL": 87, "DCGM_FI_DEV_MEM_COPY_UTIL": 41, "DCGM_FI_DEV_FB_USED": 70 * 1024, "DCGM_FI_DEV_FB_FREE": 10 * 1024,
+		"DCGM_FI_DEV_POWER_USAGE": 512.345, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": 9_000_000, "DCGM_FI_DEV_SM_CLOCK": 1980,
+		"DCGM_FI_DEV_MEM_CLOCK": 2619, "DCGM_FI_DEV_GPU_TEMP": 61, "DCGM_FI_DEV_POWER_VIOLATION": 5000, "DCGM_FI_DEV_THERMAL_VIOLATION": 3,
+	}
+	if len(g.Values) != len(want) {
+		t.Errorf("%d fields, want %d: %v", len(g.Values), len(want), g.Values)
+	}
+	for name, v := range want {
+		if got, ok := g.Values[name]; !ok || math.Abs(got-v) > 1e-9 {
+			t.Errorf("%s = %v (%v), want %v", name, got, ok, v)
+		}
+		if !NVMLFields[name] {
+			t.Errorf("%s is read but not in NVMLFields", name)
+		}
+	}
+	for _, name := range []string{"DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_POWER_VIOLATION", "DCGM_FI_PROF_SM_ACTIVE"} {
+		if _, ok := samples[1].Values[name]; ok {
+			t.Errorf("GPU 1 has %s, which it does not support", name)
+		}
+	}
+	// Exported through the collector, as dcgm-exporter names them.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewCollector(src, nil, nil))
+	n, err := testutil.GatherAndCount(reg, "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_PROF_SM_ACTIVE")
+	if err != nil || n != 1 {
+		t.Errorf("%d power and SM-active series, want the one GPU with power: %v", n, err)
+	}
+	if err := src.Close(); err != nil || !lib.closed {
+		t.Errorf("close: %v, shut down %v", err, lib.closed)
+	}
+	// A driver that does not initialise: down, with the reason.
+	down := newNVML(&fakeNVML{initErr: errors.New("Driver Not Loaded")}, nil)
+	if _, err := down.Read(context.Background()); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "Driver Not Loaded") || down.Name() != "nvml" {
+		t.Errorf("no driver: %v", err)
+	}
+}
+
+// Without a driver here, the real NVML source is down with the reason.
+func TestOpenNVMLWithoutADriver(t *testing.T) {
+	if _, err := os.Stat("/dev/nvidiactl"); err == nil {
+		t.Skip("an NVIDIA driver is here")
+	}
+	src := OpenNVML(nil)
+	defer src.Close()
+	if _, err := src.Read(context.Background()); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("read: %v", err)
+	} else {
+		t.Logf("NVML: %v", err)
+	}
+}
+
+// An endpoint's GPUs, by UUID or index, are the only ones its run reports
+// read; a selection the source does not see is an error that names it.
+func TestOnlyTheEndpointsGPUs(t *testing.T) {
+	src := newNVML(&fakeNVML{}, nil)
+	for which, want := range map[string][]string{"GPU-1": {"GPU-1"}, "0": {"GPU-0"}, "0,GPU-1": {"GPU-0", "GPU-1"}} {
+		samples, err := Only(src, strings.Split(which, ",")).Read(context.Background())
+		var got []string
+		for _, s := range samples {
+			got = append(got, s.GPU.UUID)
+		}
+		if err != nil || strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%s: %v %v, want %v", which, got, err, want)
+		}
+	}
+	if _, err := Only(src, []string{"GPU-9"}).Read(context.Background()); err == nil || !strings.Contains(err.Error(), "GPU-9") {
+		t.Errorf("a GPU the source does not see: %v", err)
+	}
+	if Only(src, nil) != src {
+		t.Error("no selection is not the source itself")
 	}
 }

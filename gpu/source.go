@@ -3,8 +3,12 @@ package gpu
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -139,4 +143,40 @@ func (c *Collector) Status() (string, string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.src.Name(), c.lastErr
+}
+
+// Only is src reduced to the GPUs named in which, by UUID or index: the
+// GPUs that serve one endpoint, so that its run reports (utilisation,
+// energy per output token) count those alone. With which empty it is src.
+func Only(src Source, which []string) Source {
+	if src == nil || len(which) == 0 {
+		return src
+	}
+	want := map[string]bool{}
+	for _, w := range which {
+		want[w] = true
+	}
+	return only{Source: src, want: want}
+}
+
+type only struct {
+	Source
+	want map[string]bool
+}
+
+func (o only) Read(ctx context.Context) ([]Sample, error) {
+	all, err := o.Source.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Sample
+	for _, s := range all {
+		if o.want[s.GPU.UUID] || o.want[strconv.FormatUint(uint64(s.GPU.Index), 10)] {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("none of the endpoint's GPUs (%s) is among the %d the source sees", strings.Join(slices.Sorted(maps.Keys(o.want)), ", "), len(all))
+	}
+	return out, nil
 }

@@ -266,7 +266,7 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *setup.Target, 
 	}
 	ro := runner.Options{Server: t.Server}
 	if gpus != nil {
-		ro.GPU, ro.GPUInterval = gpus.src, gpus.interval
+		ro.GPU, ro.GPUInterval = gpu.Only(gpus.src, t.GPUs), gpus.interval
 	}
 	// An interrupt stops sending at once; the requests in flight get the
 	// grace period, then the run's own context cancels them.

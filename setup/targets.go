@@ -26,6 +26,9 @@ type Target struct {
 	Sim *sim.Server
 	// Server reads the server's own metrics during runs, or is nil.
 	Server *servermetrics.Source
+	// GPUs are the GPUs serving the endpoint (UUIDs or indexes), or none
+	// for every GPU the source sees.
+	GPUs []string
 }
 
 // Targets is every opened endpoint of a configuration, by name.
@@ -81,6 +84,7 @@ func OpenEndpoint(e *config.Endpoint, secrets *redact.Set) (*Target, error) {
 		t.Endpoint.BaseURL = srv.URL()
 	}
 	t.Server = serverMetrics(e, t.Sim, opts)
+	t.GPUs = e.GPUs
 	return t, nil
 }
 
@@ -153,8 +157,13 @@ func OpenGPU(c *config.GPU) (gpu.Source, []gpu.Field) {
 			fields = append(fields, f)
 		}
 	}
-	if c.Source == "dcgm-exporter" {
+	switch c.Source {
+	case "dcgm-exporter":
 		return gpu.NewScrape(c.URL), fields
+	case "nvml":
+		return gpu.OpenNVML(fields), fields
+	case "auto":
+		return gpu.OpenAuto(c.Address, fields), fields
 	}
 	return gpu.Open(c.Address, fields), fields
 }
