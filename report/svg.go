@@ -317,8 +317,8 @@ func Across(runs []stats.Summary, levelNames []string) []template.HTML {
 		return nil
 	}
 	type point struct {
-		level                   float64
-		ttft, itl, good, thr, n float64
+		level                float64
+		ttft, itl, good, thr float64
 	}
 	var pts []point
 	for i, r := range runs {
