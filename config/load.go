@@ -369,14 +369,22 @@ func checkName(l *locator, path, name string, seen map[string]bool, what string)
 }
 
 func (e *Endpoint) resolveKey(l *locator, path, dir string) {
+	e.APIKey = secretFrom(l, path, dir, "api_key_file", e.APIKeyFile, "api_key_env", e.APIKeyEnv)
+}
+
+// secretFrom reads the secret that the fields fileField (a file, relative
+// to dir) or envField (a variable) name: one of them, never both.
+func secretFrom(l *locator, path, dir, fileField, file, envField, env string) Secret {
+	var v Secret
 	switch {
-	case e.APIKeyFile != "" && e.APIKeyEnv != "":
-		l.errf(path+".api_key_env", "give api_key_file or api_key_env, not both")
-	case e.APIKeyFile != "":
-		e.APIKey, _ = readSecretFile(l, path+".api_key_file", dir, e.APIKeyFile)
-	case e.APIKeyEnv != "":
-		e.APIKey, _ = readSecretEnv(l, path+".api_key_env", e.APIKeyEnv)
+	case file != "" && env != "":
+		l.errf(path+"."+envField, "give %s or %s, not both", fileField, envField)
+	case file != "":
+		v, _ = readSecretFile(l, path+"."+fileField, dir, file)
+	case env != "":
+		v, _ = readSecretEnv(l, path+"."+envField, env)
 	}
+	return v
 }
 
 func (m *ServerMetrics) validate(l *locator, path, dir string, simulated bool) {
@@ -400,14 +408,7 @@ func (m *ServerMetrics) validate(l *locator, path, dir string, simulated bool) {
 	if m.Interval < Duration(100*time.Millisecond) {
 		l.errf(path+".interval", "%v is too short: at least 100ms, so that reading the page does not load the server", m.Interval.D())
 	}
-	switch {
-	case m.BearerTokenFile != "" && m.BearerTokenEnv != "":
-		l.errf(path+".bearer_token_env", "give bearer_token_file or bearer_token_env, not both")
-	case m.BearerTokenFile != "":
-		m.BearerToken, _ = readSecretFile(l, path+".bearer_token_file", dir, m.BearerTokenFile)
-	case m.BearerTokenEnv != "":
-		m.BearerToken, _ = readSecretEnv(l, path+".bearer_token_env", m.BearerTokenEnv)
-	}
+	m.BearerToken = secretFrom(l, path, dir, "bearer_token_file", m.BearerTokenFile, "bearer_token_env", m.BearerTokenEnv)
 }
 
 // readSecretFile reads a secret from file (relative to dir), trimmed of
