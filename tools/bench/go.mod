@@ -12,6 +12,7 @@ require (
 
 require (
 	github.com/NVIDIA/go-dcgm v1.4611.2 // indirect
+	github.com/NVIDIA/go-nvml v0.13.4-1 // indirect
 	github.com/alecthomas/units v0.0.0-20240927000941-0f3dac36c52b // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/bits-and-blooms/bitset v1.25.0 // indirect
