@@ -5,7 +5,6 @@
 package compare
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"sort"
 
 	"github.com/tokenprobe/tokenprobe/probe/stats"
+	"github.com/tokenprobe/tokenprobe/rundir"
 	"github.com/tokenprobe/tokenprobe/sink/records"
 )
 
@@ -74,21 +74,11 @@ func loadRun(dir string) (*Run, error) {
 	if err := json.Unmarshal(b, &r.Summary); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "summary.json"), err)
 	}
-	f, err := os.Open(filepath.Join(dir, "records.jsonl"))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for line := 1; sc.Scan(); line++ {
-		var rec records.Record
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", f.Name(), line, err)
-		}
-		r.Records = append(r.Records, rec)
-	}
-	return r, sc.Err()
+	err = rundir.EachRecord(dir, func(rec *records.Record) error {
+		r.Records = append(r.Records, *rec)
+		return nil
+	})
+	return r, err
 }
 
 // Metric is one figure compared: a statistic of a per-request value, or

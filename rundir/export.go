@@ -47,8 +47,8 @@ func recordRow(r *records.Record) []string {
 		strconv.Itoa(r.OutputTokens), r.OutputSource, strconv.FormatBool(r.Good), r.Anomaly, strconv.FormatBool(r.Retried), r.Error}
 }
 
-// eachRecord calls f with every record of dir's records.jsonl.
-func eachRecord(dir string, f func(*records.Record) error) error {
+// EachRecord calls f with every record of dir's records.jsonl, in order.
+func EachRecord(dir string, f func(*records.Record) error) error {
 	in, err := os.Open(filepath.Join(dir, "records.jsonl"))
 	if err != nil {
 		return err
@@ -86,7 +86,7 @@ func writeCSV(path string, header []string, rows func(emit func([]string) error)
 // writeRecordsCSV writes records.csv beside records.jsonl.
 func writeRecordsCSV(dir string) error {
 	return writeCSV(filepath.Join(dir, "records.csv"), recordColumns, func(emit func([]string) error) error {
-		return eachRecord(dir, func(r *records.Record) error { return emit(recordRow(r)) })
+		return EachRecord(dir, func(r *records.Record) error { return emit(recordRow(r)) })
 	})
 }
 
@@ -227,7 +227,7 @@ func writeAIPerfRecords(dir string) error {
 	w := bufio.NewWriter(f)
 	enc := json.NewEncoder(w)
 	value := func(v float64, unit string) map[string]any { return map[string]any{"value": v, "unit": unit} }
-	err = eachRecord(dir, func(r *records.Record) error {
+	err = EachRecord(dir, func(r *records.Record) error {
 		start := r.Start.UnixNano()
 		meta := map[string]any{"session_num": r.ID - 1, "x_request_id": r.RequestID, "turn_index": 0,
 			"request_start_ns": start, "benchmark_phase": "profiling", "was_cancelled": r.Outcome == "cancelled"}

@@ -3,6 +3,7 @@ package runonce
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -117,20 +118,11 @@ func (l *live) snapshot() snapshot {
 	}
 	s.counted = l.counted
 	var parts []string
-	for _, k := range sortedKeys(l.reasons) {
+	for _, k := range slices.Sorted(maps.Keys(l.reasons)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, l.reasons[k]))
 	}
 	s.reasons = strings.Join(parts, ", ")
 	return s
-}
-
-func sortedKeys(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // planned is how much of the run is planned: the requests of the stages
