@@ -141,7 +141,7 @@ var (
 	RunsAbortedInARow = Metric{Name: "tokenprobe_runs_aborted_in_a_row", Type: Gauge, Unit: "runs", Labels: RunLabels,
 		Help: "Runs of the job aborted in a row by the failure policy (its endpoint was failing); above 0 the job's schedule backs off. A run that is not aborted sets it to 0."}
 	RunNext = Metric{Name: "tokenprobe_run_next_timestamp_seconds", Type: Gauge, Unit: "seconds", Labels: RunLabels,
-		Help: "Unix time of the next scheduled run."}
+		Help: "Unix time of the next scheduled run; absent for a profile that runs only when asked."}
 	RunLastTimestamp = Metric{Name: "tokenprobe_run_last_timestamp_seconds", Type: Gauge, Unit: "seconds", Labels: RunLabels,
 		Help: "Unix time the last run ended."}
 	RunLastSuccess = Metric{Name: "tokenprobe_run_last_success_timestamp_seconds", Type: Gauge, Unit: "seconds", Labels: RunLabels,

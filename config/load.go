@@ -179,7 +179,7 @@ func (c *Config) defaults() {
 		case len(p.Load.Stages) == 0 && p.Workload.Trace == nil:
 			p.Load.Stage.defaults()
 		}
-		if p.Schedule.Every == 0 && !p.Schedule.Continuous {
+		if p.Schedule.Every == 0 && !p.Schedule.Continuous && !p.Schedule.Manual {
 			p.Schedule.Every = Duration(5 * time.Minute)
 		}
 		for i := range p.Load.Stages {
@@ -520,6 +520,17 @@ func (s *Simulator) validate(l *locator, path string) {
 }
 
 func (s *Schedule) validate(l *locator, path string) {
+	if s.Manual {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"every", s.Every != 0}, {"continuous", s.Continuous}, {"jitter", s.Jitter != 0}, {"window", s.Window != "" || s.Timezone != ""}} {
+			if f.set {
+				l.errf(path+"."+f.name, "a manual profile runs only when asked: remove %s or manual", f.name)
+			}
+		}
+		return
+	}
 	switch {
 	case s.Continuous && s.Every != 0:
 		l.errf(path+".every", "give every or continuous, not both")

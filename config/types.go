@@ -440,6 +440,8 @@ type Schedule struct {
 	Jitter Duration `yaml:"jitter"`
 	// Continuous runs back to back instead of every interval.
 	Continuous bool `yaml:"continuous"`
+	// Manual runs only when asked through the run API, never on a tick.
+	Manual bool `yaml:"manual"`
 	// Window limits runs to a time of day, "HH:MM-HH:MM" (may cross
 	// midnight), in Timezone (an IANA name; default UTC).
 	Window   string `yaml:"window"`

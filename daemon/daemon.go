@@ -313,7 +313,7 @@ func (d *Daemon) apply(cfg *config.Config) error {
 func (d *Daemon) schedulerJob(j *job) scheduler.Job {
 	s := j.profile.Schedule
 	spec := scheduler.Spec{
-		Every: s.Every.D(), Jitter: s.Jitter.D(), Continuous: s.Continuous, Exclusive: s.Exclusive,
+		Every: s.Every.D(), Jitter: s.Jitter.D(), Continuous: s.Continuous, Manual: s.Manual, Exclusive: s.Exclusive,
 		RequestsPerHour: s.Budget.RequestsPerHour, TokensPerHour: s.Budget.TokensPerHour,
 		BackoffMax: setup.ScheduleBackoffMax(&j.profile.Failure),
 	}

@@ -327,12 +327,12 @@ func TestShards(t *testing.T) {
 	body += `  - name: split
     load: {concurrency: 6, requests: 60}
     workload: {input_tokens: {mean: 10}, output_tokens: {mean: 4}}
-    schedule: {every: 1h}
+    schedule: {manual: true}
     shard: {split: true}
   - name: splitrate
     load: {rate: 40, arrival: constant, duration: 2s}
     workload: {input_tokens: {mean: 10}, output_tokens: {mean: 4}}
-    schedule: {every: 1h}
+    schedule: {manual: true}
     shard: {split: true}
 `
 	path := filepath.Join(t.TempDir(), "tokenprobe.yaml")

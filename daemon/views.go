@@ -17,8 +17,10 @@ import (
 type JobView struct {
 	Profile, Endpoint, Model string
 	Schedule, Load, SLO      string
-	State                    scheduler.State
-	Last                     *RunRecord
+	// Manual jobs run only when asked: no next run to show.
+	Manual bool
+	State  scheduler.State
+	Last   *RunRecord
 }
 
 // Jobs lists the scheduled jobs, by profile then endpoint.
@@ -32,7 +34,7 @@ func (d *Daemon) Jobs() []JobView {
 	sort.Slice(jobs, func(a, b int) bool { return jobs[a].key < jobs[b].key })
 	out := make([]JobView, 0, len(jobs))
 	for _, j := range jobs {
-		v := JobView{Profile: j.profile.Name, Endpoint: j.endpoint, Model: j.target.Endpoint.Model,
+		v := JobView{Profile: j.profile.Name, Endpoint: j.endpoint, Model: j.target.Endpoint.Model, Manual: j.profile.Schedule.Manual,
 			Schedule: describeSchedule(&j.profile.Schedule), Load: setup.PlanOf(&j.profile.Load).Short(), SLO: describeSLO(&j.profile.SLO)}
 		if t := j.profile.Workload.Trace; t != nil {
 			v.Load = fmt.Sprintf("trace %s from %s to %s at %gx", t.File, t.From.D(), t.To.D(), max(t.Speedup, 1))
@@ -48,9 +50,12 @@ func (d *Daemon) Jobs() []JobView {
 
 func describeSchedule(s *config.Schedule) string {
 	var parts []string
-	if s.Continuous {
+	switch {
+	case s.Manual:
+		parts = append(parts, "when asked")
+	case s.Continuous:
 		parts = append(parts, "continuously")
-	} else {
+	default:
 		parts = append(parts, "every "+s.Every.D().String())
 	}
 	if s.Jitter > 0 {

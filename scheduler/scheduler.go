@@ -267,10 +267,11 @@ func (s *Scheduler) loop(jb *job) {
 	offset := Offset(jb.Key, sp.Every)
 	for {
 		now := s.clock.Now()
-		var next time.Time
-		if sp.Continuous {
+		var next time.Time // zero for a manual job: no tick at all
+		switch {
+		case sp.Continuous:
 			next = now
-		} else {
+		case !sp.Manual:
 			next = NextTick(now, sp.Every, offset).Add(JitterFor(rng, sp.Jitter))
 		}
 		jb.setNext(next)
@@ -279,8 +280,12 @@ func (s *Scheduler) loop(jb *job) {
 		}
 		var m *manualRun
 		if wait := next.Sub(now); wait > 0 || !sp.Continuous {
+			var tick <-chan time.Time // nil, never ready, for a manual job
+			if !sp.Manual {
+				tick = s.clock.After(wait)
+			}
 			select {
-			case <-s.clock.After(wait):
+			case <-tick:
 			case r := <-jb.trigger:
 				m = &r
 			case <-jb.ctx.Done():

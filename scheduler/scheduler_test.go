@@ -407,3 +407,36 @@ func TestAbortedRunsBackOff(t *testing.T) {
 		t.Fatalf("a good run left the backoff in place: %+v", st)
 	}
 }
+
+func TestManualJobRunsOnlyWhenAsked(t *testing.T) {
+	clk, c := newFake(), &counts{}
+	var nexts atomic.Int32
+	h := c.hooks()
+	h.Next = func(string, time.Time) { nexts.Add(1) }
+	s := New(clk, 0, h)
+	defer s.Stop()
+	b := newBlocking()
+	s.Add(Job{Key: "p/e", Endpoint: "e", Spec: Spec{Manual: true}, Run: b.run})
+
+	eventually(t, "the job to wait", func() bool { return nexts.Load() == 1 })
+	clk.advanceTo(clk.Now().Add(30 * 24 * time.Hour))
+	time.Sleep(20 * time.Millisecond) // time for a wrong tick to start a run
+	if n := b.started.Load(); n != 0 {
+		t.Fatalf("a manual job ran %d times on its own", n)
+	}
+	if st, _ := s.State("p/e"); !st.Next.IsZero() {
+		t.Fatalf("a manual job has a next run: %v", st.Next)
+	}
+	if err := s.RunNow("p/e", 0); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the asked-for run", func() bool { return b.started.Load() == 1 })
+	b.release <- struct{}{}
+	eventually(t, "the run to end", func() bool { return b.finished.Load() == 1 })
+	eventually(t, "the job to wait again", func() bool { return nexts.Load() == 2 })
+	clk.advanceTo(clk.Now().Add(30 * 24 * time.Hour))
+	time.Sleep(20 * time.Millisecond)
+	if n := b.started.Load(); n != 1 {
+		t.Fatalf("%d runs after one asked for", n)
+	}
+}

@@ -14,6 +14,8 @@ type Spec struct {
 	Jitter time.Duration
 	// Continuous runs back to back instead of every interval.
 	Continuous bool
+	// Manual runs only through RunNow.
+	Manual bool
 	// Window limits runs to a time of day; nil means always.
 	Window *Window
 	// Exclusive runs never share their endpoint with another run.

@@ -79,8 +79,8 @@ var statusPage = template.Must(template.New("status").Funcs(funcs).Parse(`<!doct
 <th class="num">TTFT p50</th><th class="num">TTFT p95</th><th class="num">ITL p50</th><th class="num">ITL p95</th><th class="num">error rate</th><th>where TTFT went</th></tr>
 {{range .Jobs}}<tr class="job" data-profile="{{.Profile}}" data-endpoint="{{.Endpoint}}">
 <td>{{.Profile}}</td><td>{{.Endpoint}}</td><td>{{.Model}}</td><td>{{.Load}}</td><td>{{.Schedule}}</td><td>{{.SLO}}</td>
-<td>{{if .State.Running}}<span class="running">running</span>{{else if .State.Paused}}paused: {{.State.Paused}}{{else if .State.Aborts}}<span class="error backoff">backing off: {{.State.Aborts}} aborted runs in a row; next run {{in .State.BackoffUntil}}</span>{{else}}idle{{end}}</td>
-<td>{{if .State.Aborts}}{{in .State.BackoffUntil}}{{else}}{{in .State.Next}}{{end}}</td>
+<td>{{if .State.Running}}<span class="running">running</span>{{else if .State.Paused}}paused: {{.State.Paused}}{{else if and .State.Aborts .Manual}}<span class="error">{{.State.Aborts}} aborted runs in a row</span>{{else if .State.Aborts}}<span class="error backoff">backing off: {{.State.Aborts}} aborted runs in a row; next run {{in .State.BackoffUntil}}</span>{{else}}idle{{end}}</td>
+<td>{{if .Manual}}when asked{{else if .State.Aborts}}{{in .State.BackoffUntil}}{{else}}{{in .State.Next}}{{end}}</td>
 {{with .Last}}<td><a href="/runs/{{.ID}}">#{{.ID}}</a> {{ago .End}}</td><td class="{{.Result}}">{{.Result}}</td>
 {{with .Summary}}<td class="num goodput">{{rate .Goodput}}</td><td class="num throughput">{{rate .RequestThroughput}} ({{rate (attempted .)}})</td><td class="num{{if not .Passed}} failed{{end}}">{{pct .Attainment}}</td>
 <td class="num">{{msOf .TTFT .TTFT.P50}}</td><td class="num">{{msOf .TTFT .TTFT.P95}}</td><td class="num">{{msOf .ITL .ITL.P50}}</td><td class="num">{{msOf .ITL .ITL.P95}}</td>

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tokenprobe/tokenprobe/daemon"
+	"github.com/tokenprobe/tokenprobe/internal/hostile"
 )
 
 const plantedKey = "sk-planted-3f9a1c"
@@ -34,17 +35,17 @@ profiles:
     load: {concurrency: 2, requests: 10}
     workload: {input_tokens: {mean: 10}, output_tokens: {mean: 6}}
     slo: {ttft: 1s, objective: 0.5}
-    schedule: {every: 1h}
+    schedule: {manual: true}
   - name: slow
     endpoints: [keyed]
     load: {concurrency: 1, duration: 1s}
     workload: {output_tokens: {mean: 4}}
-    schedule: {every: 1h}
+    schedule: {manual: true}
   - name: heavy
     endpoints: [keyed]
     load: {concurrency: 1, requests: 1}
     workload: {output_tokens: {mean: 4}}
-    schedule: {every: 1h, exclusive: true}
+    schedule: {manual: true, exclusive: true}
 `
 
 type fixture struct {
@@ -242,5 +243,54 @@ func TestReloadAnswers500WithTheError(t *testing.T) {
 	}
 	if code, body := f.do(t, "POST", "/-/reload"); code != 200 {
 		t.Fatalf("good reload: %d %s", code, body)
+	}
+}
+
+// A manual profile's row says when it runs (when asked) and, after an
+// aborted run, does not claim a backoff it does not have; an interval
+// profile's row does.
+func TestManualProfileRow(t *testing.T) {
+	addr, err := hostile.ClosedAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixtureWith(t, `
+endpoints:
+  - {name: down, base_url: "http://`+addr+`/v1", model: m}
+profiles:
+  - name: asked
+    endpoints: [down]
+    load: {concurrency: 8, duration: 30s}
+    schedule: {manual: true}
+  - name: hourly
+    endpoints: [down]
+    load: {concurrency: 8, duration: 30s}
+    schedule: {every: 1h}
+`, true)
+	row := func(page, profile string) string {
+		_, rest, _ := strings.Cut(page, `data-profile="`+profile+`"`)
+		r, _, _ := strings.Cut(rest, "</tr>")
+		return r
+	}
+	_, page := f.do(t, "GET", "/")
+	if r := row(page, "asked"); strings.Count(r, "when asked") != 2 {
+		t.Fatalf("a manual profile's row before its run: %s", r)
+	}
+	for _, p := range []string{"asked", "hourly"} {
+		if code, body := f.do(t, "POST", "/api/v1/runs?profile="+p); code != http.StatusAccepted {
+			t.Fatalf("run %s: %d %s", p, code, body)
+		}
+		if r := f.waitForRun(t, p); r.Result != daemon.ResultError {
+			t.Fatalf("%s: %s, want an aborted run", p, r.Result)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(row(page, "hourly"), "backing off"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("an interval profile's row after an aborted run: %s", row(page, "hourly"))
+		}
+		_, page = f.do(t, "GET", "/")
+	}
+	if r := row(page, "asked"); strings.Contains(r, "backing off") || !strings.Contains(r, "1 aborted runs in a row") || strings.Count(r, "when asked") != 2 {
+		t.Fatalf("a manual profile's row after an aborted run: %s", r)
 	}
 }

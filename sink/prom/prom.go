@@ -359,8 +359,13 @@ func (e *Exporter) AbortedInARow(profile, endpoint string, n int) {
 	e.aborts.WithLabelValues(profile, endpoint).Set(float64(n))
 }
 
-// NextRun publishes when a job runs next.
+// NextRun publishes when a job runs next; a zero time (a manual job)
+// removes the series, as there is no next run to show.
 func (e *Exporter) NextRun(profile, endpoint string, at time.Time) {
+	if at.IsZero() {
+		e.next.DeleteLabelValues(profile, endpoint)
+		return
+	}
 	e.next.WithLabelValues(profile, endpoint).Set(float64(at.UnixNano()) / 1e9)
 }
 
