@@ -27,7 +27,7 @@ func profile(name, load string) string {
 	return `  - name: ` + name + `
     load: ` + load + `
     workload: {input_tokens: {mean: 10}, output_tokens: {mean: 4}}
-    schedule: {every: 1h}
+    schedule: {manual: true}
 `
 }
 
@@ -239,7 +239,7 @@ func TestWatchWaitsForTheFileToSettle(t *testing.T) {
 	if got := names(); got != "a,b,c,d,e,f" {
 		t.Fatalf("a half-written file was applied: %s", got)
 	}
-	edited := strings.Replace(full, "every: 1h", "every: 2h", 1)
+	edited := strings.Replace(full, "manual: true", "every: 2h", 1)
 	writeFile(t, path, edited)
 	d.check(&w) // changed again: still being written
 	if got := names(); got != "a,b,c,d,e,f" {
@@ -398,4 +398,31 @@ func TestSimulatorURLLabelIsStable(t *testing.T) {
 	if v := gaugeWith(t, reg, "tokenprobe_profile_info", "url", "simulator"); v != 1 {
 		t.Fatalf("tokenprobe_profile_info{url=\"simulator\"} %v", v)
 	}
+}
+
+func TestManualProfileRunsOnlyWhenAsked(t *testing.T) {
+	d, _, reg := start(t, endpoints+"profiles:\n"+profile("asked", "{concurrency: 1, requests: 2}")+
+		"  - name: ticking\n    load: {concurrency: 1, requests: 1}\n    schedule: {every: 1h}\n")
+	var jobs []JobView
+	eventually(t, "the scheduled job's next run", func() bool { jobs = d.Jobs(); return len(jobs) == 2 && !jobs[1].State.Next.IsZero() })
+	if !jobs[0].Manual || jobs[0].Schedule != "when asked" || !jobs[0].State.Next.IsZero() {
+		t.Fatalf("the manual job as listed: %+v", jobs[0])
+	}
+	if jobs[1].Manual {
+		t.Fatalf("the scheduled job as listed: %+v", jobs[1])
+	}
+	// Only the scheduled job has a next run to export.
+	eventually(t, "the next-run series", func() bool {
+		mfs, _ := reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() == "tokenprobe_run_next_timestamp_seconds" {
+				return len(mf.Metric) == 1 && mf.Metric[0].GetLabel()[1].GetValue() == "ticking"
+			}
+		}
+		return false
+	})
+	if _, err := d.RunNow("asked", ""); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the asked-for run", func() bool { r, ok := run(d, "asked")(); return ok && r.Result == ResultPassed })
 }

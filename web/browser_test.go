@@ -116,7 +116,7 @@ profiles:
       sweep: {concurrency: [1, 2, 4, 8], requests: 16}
     workload: {input_tokens: {mean: 8}, output_tokens: {mean: 20}}
     slo: {ttft: 60ms, objective: 0.9}
-    schedule: {every: 1h}
+    schedule: {manual: true}
 `, true)
 	if code, body := f.do(t, "POST", "/api/v1/runs?profile=staged"); code != 202 {
 		t.Fatalf("run now: %d %s", code, body)
@@ -175,7 +175,7 @@ profiles:
     endpoints: [down]
     load: {concurrency: 2, requests: 6}
     workload: {output_tokens: {mean: 4}}
-    schedule: {every: 1h}
+    schedule: {manual: true}
 `, true)
 	for range 2 { // two runs: the page would draw a trend of them
 		if code, body := f.do(t, "POST", "/api/v1/runs?profile=broken"); code != 202 {

@@ -89,7 +89,7 @@ endpoints:
 profiles:
   - name: long
     load: {concurrency: 4, duration: 1m}
-    schedule: {every: 1h}
+    schedule: {manual: true}
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ profiles:
   - name: long
     load: {concurrency: 6, duration: 1m}
     workload: {output_tokens: {mean: 20}}
-    schedule: {every: 1h}
+    schedule: {manual: true}
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
