@@ -312,3 +312,74 @@ func FuzzWholeResponse(f *testing.F) {
 		}
 	})
 }
+
+// An error answer whose body stops short (a Content-Length longer than
+// what is sent, a chunked body left open) is an error at once, quoting
+// what came, not a request held until its timeout.
+func TestStalledErrorBodyIsBounded(t *testing.T) { bothClients(t, testStalledErrorBodyIsBounded) }
+
+func testStalledErrorBodyIsBounded(t *testing.T, newClient func(Options) *Client) {
+	cases := map[string]func(conn net.Conn){
+		"content-length longer than sent": func(conn net.Conn) {
+			_, _ = io.WriteString(conn, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\noverloaded")
+			hostile.Hold(conn)
+		},
+		"chunked body never ended": func(conn net.Conn) {
+			_, _ = io.WriteString(conn, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"+hostile.Chunk("overloaded"))
+			hostile.Hold(conn)
+		},
+	}
+	for name, answer := range cases {
+		t.Run(name, func(t *testing.T) {
+			srv := newRawServer(t, func(conn net.Conn, _ *http.Request) bool { answer(conn); return false })
+			c := newClient(Options{})
+			ep := endpoint(rawURL(srv))
+			ep.Timeout = 20 * time.Second
+			for i := range 2 {
+				var r result.Request
+				start := time.Now()
+				c.Do(context.Background(), ep, Prompt{Text: "x", Stream: true}, &r)
+				took := time.Since(start)
+				if r.Outcome != result.Error || r.Reason != result.ReasonHTTP5xx || !strings.Contains(r.Err, "HTTP 503: overloaded") || !strings.Contains(r.Err, "did not end") {
+					t.Fatalf("request %d: %v/%v %q; want http_5xx quoting what came and saying the body did not end", i, r.Outcome, r.Reason, r.Err)
+				}
+				// The bound is 1s; the request timeout is 20s. Anything
+				// near the latter is the bug.
+				if took > 10*time.Second {
+					t.Fatalf("request %d held for %v: the error body's read is not bounded", i, took)
+				}
+			}
+			if n := srv.Connections(); n != 2 {
+				t.Fatalf("%d connections for 2 requests: a connection left mid-body was reused", n)
+			}
+		})
+	}
+}
+
+// A whole error answer keeps its connection, and the bound on its read
+// does not outlive it: the next request on the connection, sent after the
+// bound, is not cut short by it.
+func TestWholeErrorBodyKeepsTheConnection(t *testing.T) {
+	bothClients(t, testWholeErrorBodyKeepsTheConnection)
+}
+
+func testWholeErrorBodyKeepsTheConnection(t *testing.T, newClient func(Options) *Client) {
+	srv := newRawServer(t, func(conn net.Conn, _ *http.Request) bool {
+		_, _ = io.WriteString(conn, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\noverloaded")
+		return true
+	})
+	c := newClient(Options{})
+	for i := range 2 {
+		if i > 0 {
+			time.Sleep(errorBodyWait + 200*time.Millisecond)
+		}
+		var r result.Request
+		c.Do(context.Background(), endpoint(rawURL(srv)), Prompt{Text: "x", Stream: true}, &r)
+		if r.Outcome != result.Error || r.Reason != result.ReasonHTTP5xx || r.Err != "HTTP 503: overloaded" {
+			t.Fatalf("request %d: %v/%v %q", i, r.Outcome, r.Reason, r.Err)
+		}
+	}
+	if n := srv.Connections(); n != 1 {
+		t.Fatalf("%d connections for 2 whole error answers, want 1", n)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,11 +34,19 @@ func (c *Client) fail(r *result.Request, reason result.Reason, err error) {
 // maxErrorBody is how much of an error answer's body an error quotes.
 const maxErrorBody = 512
 
+// errorBodyWait bounds the read of an error answer's body: it is only
+// quoted, and a server that sends less than it announced would otherwise
+// hold the request, and its load slot, until the request's timeout.
+const errorBodyWait = time.Second
+
 func (c *Client) failStatus(r *result.Request, resp response) {
 	// Read past the excerpt by the longest secret, so that one crossing
 	// its edge is seen whole and redacted.
-	body, _ := io.ReadAll(io.LimitReader(resp.body, int64(maxErrorBody+c.secrets.Longest())))
+	body, stalled := readBounded(resp.body, int64(maxErrorBody+c.secrets.Longest()), errorBodyWait)
 	snippet := c.secrets.Excerpt(bytes.TrimSpace(body), maxErrorBody)
+	if stalled {
+		snippet += " (the body did not end within " + errorBodyWait.String() + "; connection closed)"
+	}
 	var reason result.Reason
 	switch s := resp.status; {
 	case s == http.StatusTooManyRequests:
@@ -53,6 +62,27 @@ func (c *Client) failStatus(r *result.Request, resp response) {
 	}
 	c.fail(r, reason, errors.New(msg))
 	r.RetryAfter = ParseRetryAfter(resp.retryAfter, r.End)
+}
+
+// readBounded reads up to n bytes of body, waiting wait at most, and
+// reports whether the body stalled: neither ended nor gave n bytes in
+// time. probe/h1's body takes a read deadline; net/http's is closed by a
+// timer, which ends a read in progress and the connection with it.
+func readBounded(body io.ReadCloser, n int64, wait time.Duration) (b []byte, stalled bool) {
+	if d, ok := body.(interface{ SetReadDeadline(time.Time) error }); ok {
+		if err := d.SetReadDeadline(time.Now().Add(wait)); err == nil {
+			// A connection kept for the next request must not keep the bound.
+			defer func() { _ = d.SetReadDeadline(time.Time{}) }()
+		}
+		b, err := io.ReadAll(io.LimitReader(body, n))
+		var ne net.Error
+		return b, errors.As(err, &ne) && ne.Timeout()
+	}
+	var fired atomic.Bool
+	t := time.AfterFunc(wait, func() { fired.Store(true); _ = body.Close() })
+	b, err := io.ReadAll(io.LimitReader(body, n))
+	t.Stop()
+	return b, fired.Load() && err != nil
 }
 
 // ParseRetryAfter reads a Retry-After header (RFC 9110 10.2.3): a number

@@ -163,6 +163,11 @@ func chunkErr(err error, what string) error {
 	return errors.New("malformed chunked body: " + what)
 }
 
+// SetReadDeadline bounds the body's reads from now on, as net.Conn's does;
+// a read past it fails, and Close then closes the connection. The zero
+// time lifts the bound.
+func (b *Body) SetReadDeadline(t time.Time) error { return b.cn.nc.SetReadDeadline(t) }
+
 // drainBudget is how much of a body Close reads to keep the connection.
 const drainBudget = 4096
 
