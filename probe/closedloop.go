@@ -29,6 +29,7 @@ func (r *Run) closedLoop(stop, reqCtx context.Context, index int, st Stage, warm
 		wg.Go(func() {
 			var idle *time.Ticker // made only for a worker the ramp has not reached
 			bo := backoff{p: &r.Failure}
+			var wait time.Duration // before this worker's next request
 			defer func() {
 				if idle != nil {
 					idle.Stop()
@@ -49,13 +50,28 @@ func (r *Run) closedLoop(stop, reqCtx context.Context, index int, st Stage, warm
 					}
 					continue
 				}
+				// Waits are intended: the next request is scheduled after
+				// them, so they are in no latency figure nor dispatch lag.
+				// A worker with no request left to send does not wait.
+				if wait > 0 {
+					if limit > 0 && issued.Load() >= int64(limit) {
+						return
+					}
+					r.pause(stop, wait)
+					wait = 0
+					continue
+				}
+				// A Retry-After another worker or run heard holds this one
+				// too.
+				if d := r.Endpoint.HeldFor(time.Now()); d > 0 {
+					wait = d
+					continue
+				}
 				if limit > 0 && issued.Add(1) > int64(limit) {
 					return
 				}
 				last := r.next(stop, reqCtx, index, st, time.Now(), warmup, out, prompts)
-				// The wait is intended: the next request is scheduled
-				// after it, so it is in no latency figure nor dispatch lag.
-				r.pause(stop, bo.after(last))
+				wait = bo.after(last)
 			}
 		})
 	}

@@ -111,22 +111,17 @@ func (r *Run) pause(stop context.Context, d time.Duration) {
 	r.waited.Add(int64(time.Since(began)))
 }
 
-// hold records a Retry-After: until then, an open loop sends nothing.
+// hold records a Retry-After on the endpoint: until then, no run against
+// it sends (an open loop drops its arrivals, a closed loop waits).
 func (r *Run) hold(res *result.Request) {
 	if res.RetryAfter <= 0 || r.Failure.RetryAfterMax <= 0 {
 		return
 	}
-	until := res.End.Add(min(res.RetryAfter, r.Failure.RetryAfterMax)).UnixNano()
-	for {
-		cur := r.heldUntil.Load()
-		if cur >= until || r.heldUntil.CompareAndSwap(cur, until) {
-			return
-		}
-	}
+	r.Endpoint.Hold(res.End.Add(min(res.RetryAfter, r.Failure.RetryAfterMax)))
 }
 
 // held reports whether a Retry-After is in force at t.
-func (r *Run) held(t time.Time) bool { return t.UnixNano() < r.heldUntil.Load() }
+func (r *Run) held(t time.Time) bool { return r.Endpoint.HeldFor(t) > 0 }
 
 // dropReasonRetryAfter is why an open loop left an arrival unsent.
 const dropReasonRetryAfter = "retry_after"

@@ -65,7 +65,6 @@ type Run struct {
 	// stageStart is unix nanos of the running stage's (or warmup's) start.
 	stageStart atomic.Int64
 	waited     atomic.Int64 // nanos workers waited after failures
-	heldUntil  atomic.Int64 // unix nanos until which a Retry-After holds the open loop
 	dropped    drops
 }
 

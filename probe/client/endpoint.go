@@ -26,6 +26,29 @@ type Endpoint struct {
 	IncludeUsage bool
 	// Extra fields for the request body.
 	Extra map[string]any
+
+	// heldUntil is when the server's last Retry-After ends (unix nanos):
+	// it asked every client to wait, so every run against the endpoint
+	// does, not only the one that heard it.
+	heldUntil atomic.Int64
+}
+
+// Hold records that the server asked for no requests before until. A
+// later hold never shortens an earlier one.
+func (ep *Endpoint) Hold(until time.Time) {
+	u := until.UnixNano()
+	for {
+		cur := ep.heldUntil.Load()
+		if cur >= u || ep.heldUntil.CompareAndSwap(cur, u) {
+			return
+		}
+	}
+}
+
+// HeldFor is how long from now the server still asks for no requests
+// (0 or less: none asked).
+func (ep *Endpoint) HeldFor(now time.Time) time.Duration {
+	return time.Duration(ep.heldUntil.Load() - now.UnixNano())
 }
 
 // URL returns the base URL of the next request: BaseURL, or the replicas
