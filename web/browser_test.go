@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tokenprobe/tokenprobe/internal/hostile"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 	"github.com/tokenprobe/tokenprobe/report"
 )
@@ -163,20 +162,13 @@ profiles:
 // nor a latency chart.
 func TestFailedRunInABrowser(t *testing.T) {
 	browser := chromium(t)
-	addr, err := hostile.ClosedAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := newFixtureWith(t, `
-endpoints:
-  - {name: down, base_url: "http://`+addr+`/v1", model: m}
-profiles:
+	f := newDownFixture(t, `
   - name: broken
     endpoints: [down]
     load: {concurrency: 2, requests: 6}
     workload: {output_tokens: {mean: 4}}
     schedule: {manual: true}
-`, true)
+`)
 	for range 2 { // two runs: the page would draw a trend of them
 		if code, body := f.do(t, "POST", "/api/v1/runs?profile=broken"); code != 202 {
 			t.Fatalf("run now: %d %s", code, body)

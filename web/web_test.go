@@ -81,6 +81,17 @@ func newFixtureWith(t *testing.T, cfg string, lifecycle bool) *fixture {
 	return &fixture{d: d, srv: srv, path: path}
 }
 
+// newDownFixture serves profiles (YAML list items) against the endpoint
+// "down", where nothing listens, with the lifecycle endpoints on.
+func newDownFixture(t *testing.T, profiles string) *fixture {
+	t.Helper()
+	addr, err := hostile.ClosedAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newFixtureWith(t, "endpoints:\n  - {name: down, base_url: \"http://"+addr+"/v1\", model: m}\nprofiles:"+profiles, true)
+}
+
 func (f *fixture) do(t *testing.T, method, path string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, f.srv.URL+path, nil)
@@ -250,14 +261,7 @@ func TestReloadAnswers500WithTheError(t *testing.T) {
 // aborted run, does not claim a backoff it does not have; an interval
 // profile's row does.
 func TestManualProfileRow(t *testing.T) {
-	addr, err := hostile.ClosedAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := newFixtureWith(t, `
-endpoints:
-  - {name: down, base_url: "http://`+addr+`/v1", model: m}
-profiles:
+	f := newDownFixture(t, `
   - name: asked
     endpoints: [down]
     load: {concurrency: 8, duration: 30s}
@@ -266,7 +270,7 @@ profiles:
     endpoints: [down]
     load: {concurrency: 8, duration: 30s}
     schedule: {every: 1h}
-`, true)
+`)
 	row := func(page, profile string) string {
 		_, rest, _ := strings.Cut(page, `data-profile="`+profile+`"`)
 		r, _, _ := strings.Cut(rest, "</tr>")
