@@ -314,8 +314,8 @@ func FuzzWholeResponse(f *testing.F) {
 }
 
 // An error answer whose body stops short (a Content-Length longer than
-// what is sent, a chunked body left open) is an error at once, quoting
-// what came, not a request held until its timeout.
+// what is sent, a chunked body left open) is an error within a second,
+// quoting what came, not a request held until its timeout.
 func TestStalledErrorBodyIsBounded(t *testing.T) { bothClients(t, testStalledErrorBodyIsBounded) }
 
 func testStalledErrorBodyIsBounded(t *testing.T, newClient func(Options) *Client) {
