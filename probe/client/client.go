@@ -17,7 +17,6 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tokenprobe/tokenprobe/internal/redact"
@@ -249,12 +248,9 @@ func (c *Client) closeBody(body io.ReadCloser, netHTTP bool) (drainTimedOut bool
 	if !netHTTP {
 		return errors.Is(body.Close(), h1.ErrDrainTimeout)
 	}
-	var fired atomic.Bool
-	t := time.AfterFunc(h1.DrainTimeout, func() { fired.Store(true); _ = body.Close() })
-	_, err := io.CopyN(io.Discard, body, 4096)
-	t.Stop()
+	drainTimedOut = readBounded(io.Discard, body, 4096, h1.DrainTimeout)
 	_ = body.Close()
-	return fired.Load() && err != nil && !errors.Is(err, io.EOF)
+	return drainTimedOut
 }
 
 var (

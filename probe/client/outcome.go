@@ -42,8 +42,9 @@ const errorBodyWait = time.Second
 func (c *Client) failStatus(r *result.Request, resp response) {
 	// Read past the excerpt by the longest secret, so that one crossing
 	// its edge is seen whole and redacted.
-	body, stalled := readBounded(resp.body, int64(maxErrorBody+c.secrets.Longest()), errorBodyWait)
-	snippet := c.secrets.Excerpt(bytes.TrimSpace(body), maxErrorBody)
+	var body bytes.Buffer
+	stalled := readBounded(&body, resp.body, int64(maxErrorBody+c.secrets.Longest()), errorBodyWait)
+	snippet := c.secrets.Excerpt(bytes.TrimSpace(body.Bytes()), maxErrorBody)
 	if stalled {
 		snippet += " (the body did not end within " + errorBodyWait.String() + "; connection closed)"
 	}
@@ -64,25 +65,25 @@ func (c *Client) failStatus(r *result.Request, resp response) {
 	r.RetryAfter = ParseRetryAfter(resp.retryAfter, r.End)
 }
 
-// readBounded reads up to n bytes of body, waiting wait at most, and
-// reports whether the body stalled: neither ended nor gave n bytes in
+// readBounded copies up to n bytes of body to dst, waiting wait at most,
+// and reports whether the body stalled: neither ended nor gave n bytes in
 // time. probe/h1's body takes a read deadline; net/http's is closed by a
 // timer, which ends a read in progress and the connection with it.
-func readBounded(body io.ReadCloser, n int64, wait time.Duration) (b []byte, stalled bool) {
+func readBounded(dst io.Writer, body io.ReadCloser, n int64, wait time.Duration) (stalled bool) {
 	if d, ok := body.(interface{ SetReadDeadline(time.Time) error }); ok {
 		if err := d.SetReadDeadline(time.Now().Add(wait)); err == nil {
 			// A connection kept for the next request must not keep the bound.
 			defer func() { _ = d.SetReadDeadline(time.Time{}) }()
 		}
-		b, err := io.ReadAll(io.LimitReader(body, n))
+		_, err := io.Copy(dst, io.LimitReader(body, n))
 		var ne net.Error
-		return b, errors.As(err, &ne) && ne.Timeout()
+		return errors.As(err, &ne) && ne.Timeout()
 	}
 	var fired atomic.Bool
 	t := time.AfterFunc(wait, func() { fired.Store(true); _ = body.Close() })
-	b, err := io.ReadAll(io.LimitReader(body, n))
+	_, err := io.Copy(dst, io.LimitReader(body, n))
 	t.Stop()
-	return b, fired.Load() && err != nil
+	return fired.Load() && err != nil
 }
 
 // ParseRetryAfter reads a Retry-After header (RFC 9110 10.2.3): a number
