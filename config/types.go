@@ -362,6 +362,15 @@ type Simulator struct {
 	TokensPerChunk  int      `yaml:"tokens_per_chunk"`
 	Seed            uint64   `yaml:"seed"`
 	Faults          Faults   `yaml:"faults"`
+	// Metrics are how the simulator's vLLM series count, imitating servers
+	// that count otherwise.
+	Metrics SimMetrics `yaml:"metrics"`
+}
+
+// SimMetrics are the simulator's counting habits (see sim.MetricsHabits).
+type SimMetrics struct {
+	Lazy            bool `yaml:"lazy"`
+	QueueOnlyWaited bool `yaml:"queue_only_waited"`
 }
 
 // Faults are the simulator's per-request fault probabilities.

@@ -116,6 +116,7 @@ func SimConfig(sc *config.Simulator, model string) sim.Config {
 		PrefillBase: sc.PrefillBase.D(), PrefillPerToken: sc.PrefillPerToken.D(),
 		DecodeBase: sc.DecodeBase.D(), DecodeSlowdown: sc.DecodeSlowdown, Jitter: sc.Jitter,
 		TokensPerChunk: sc.TokensPerChunk, Seed: sc.Seed,
+		Metrics: sim.MetricsHabits{Lazy: sc.Metrics.Lazy, QueueOnlyWaited: sc.Metrics.QueueOnlyWaited},
 		Faults: sim.Faults{
 			Error500: f.Error500, Error503: f.Error503, Error429: f.Error429, RetryAfter: f.RetryAfter.D(),
 			Disconnect: f.Disconnect, Stall: f.Stall, StallFor: f.StallFor.D(), Malformed: f.Malformed,

@@ -1,12 +1,15 @@
 package sim
 
 import (
+	"bytes"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 )
 
 // The buckets vLLM's V1 engine uses (vllm/v1/metrics/loggers.py), so that
@@ -24,15 +27,22 @@ var (
 
 // serverMetrics are the series a vLLM server exposes, computed from the
 // simulator's own queueing model: the queue time is the time a request
-// waited for a slot, and the server's TTFT starts when it got one, as a
-// real server's does, so the gap to what a client measures is the queue.
+// waited for a slot, and the server's TTFT runs from the request's arrival
+// (its queue included) to its first token, as vLLM's does
+// (vllm/v1/metrics/stats.py: the first token latency is the time since
+// the request's arrival_time), so the gap to what a client measures is
+// what lies outside the server.
 type serverMetrics struct {
-	reg *prometheus.Registry
+	reg    *prometheus.Registry
+	habits MetricsHabits
+	// families are the labelled families, for the HELP and TYPE lines a
+	// lazy server writes for those not yet observed.
+	families []family
 
 	queue, prefill, decode, inference, e2e, ttft, itl, tpot prometheus.Observer
 	promptLen, genLen                                       prometheus.Observer
-	promptTokens, genTokens, prefixQueries, prefixHits      prometheus.Counter
-	success                                                 prometheus.Counter
+	promptTokens, genTokens, prefixQueries, prefixHits      adder
+	success                                                 adder
 
 	// kvTokens is the prompt and output tokens of the running requests,
 	// the KV cache they would hold.
@@ -42,17 +52,43 @@ type serverMetrics struct {
 	queueNanos, queued atomic.Int64
 }
 
+type family struct{ name, help, typ string }
+
+// adder is what the simulator does with a counter.
+type adder interface {
+	Add(float64)
+	Inc()
+}
+
+// lazyCounter creates its series at its first Add, as a lazy server does.
+type lazyCounter struct {
+	vec    *prometheus.CounterVec
+	labels prometheus.Labels
+}
+
+func (c lazyCounter) Add(v float64) { c.vec.With(c.labels).Add(v) }
+func (c lazyCounter) Inc()          { c.vec.With(c.labels).Inc() }
+
 func newServerMetrics(h *Handler) *serverMetrics {
-	m := &serverMetrics{reg: prometheus.NewRegistry()}
+	m := &serverMetrics{reg: prometheus.NewRegistry(), habits: h.cfg.Metrics}
 	labels := prometheus.Labels{"model_name": h.cfg.Model, "engine": "0"}
+	lazy := m.habits.Lazy
 	hist := func(name, help string, buckets []float64) prometheus.Observer {
 		v := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, vllmDefaultLabels)
 		m.reg.MustRegister(v)
+		m.families = append(m.families, family{name, help, "histogram"})
+		if lazy {
+			return prometheus.ObserverFunc(func(x float64) { v.With(labels).Observe(x) })
+		}
 		return v.With(labels)
 	}
-	counter := func(name, help string) prometheus.Counter {
+	counter := func(name, help string) adder {
 		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, vllmDefaultLabels)
 		m.reg.MustRegister(v)
+		m.families = append(m.families, family{name, help, "counter"})
+		if lazy {
+			return lazyCounter{vec: v, labels: labels}
+		}
 		return v.With(labels)
 	}
 	gauge := func(name, help string, f func() float64) {
@@ -75,7 +111,18 @@ func newServerMetrics(h *Handler) *serverMetrics {
 	counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.") // the model never preempts
 	success := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:request_success_total", Help: "Count of successfully processed requests."}, vllmFinishedLabels)
 	m.reg.MustRegister(success)
-	m.success = success.With(prometheus.Labels{"model_name": h.cfg.Model, "engine": "0", "finished_reason": "length"})
+	m.families = append(m.families, family{"vllm:request_success_total", "Count of successfully processed requests.", "counter"})
+	successLabels := prometheus.Labels{"model_name": h.cfg.Model, "engine": "0", "finished_reason": "length"}
+	if lazy {
+		m.success = lazyCounter{vec: success, labels: successLabels}
+	} else {
+		m.success = success.With(successLabels)
+	}
+	// A restart shows as a new start time, as prometheus_client's process
+	// collector gives it on a real server.
+	started := float64(time.Now().UnixNano()) / 1e9
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "process_start_time_seconds", Help: "Start time of the process since unix epoch in seconds."},
+		func() float64 { return started }))
 	gauge("vllm:num_requests_running", "Number of requests in model execution batches.", func() float64 { r, _ := h.slots.load(); return float64(r) })
 	gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", func() float64 { _, w := h.slots.load(); return float64(w) })
 	capacity := kvTokensPerSlot * float64(h.cfg.Slots)
@@ -98,7 +145,35 @@ func newServerMetrics(h *Handler) *serverMetrics {
 }
 
 func (m *serverMetrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	if !m.habits.Lazy {
+		return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	}
+	// A lazy server's page in the text format, as prometheus_client writes
+	// it: a labelled family with no series yet is there as its HELP and
+	// TYPE lines alone.
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fams, err := m.reg.Gather()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		var buf bytes.Buffer
+		written := map[string]bool{}
+		for _, f := range fams {
+			written[f.GetName()] = true
+			if _, err := expfmt.MetricFamilyToText(&buf, f); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+		}
+		for _, f := range m.families {
+			if !written[f.name] {
+				fmt.Fprintf(&buf, "# HELP %s %s\n# TYPE %s %s\n", f.name, f.help, f.name, f.typ)
+			}
+		}
+		w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
+		_, _ = w.Write(buf.Bytes())
+	})
 }
 
 // lifecycle records one request's way through the model as a vLLM server
@@ -113,11 +188,15 @@ type lifecycle struct {
 
 func (m *serverMetrics) arrive() *lifecycle { return &lifecycle{m: m, arrived: time.Now()} }
 
-func (l *lifecycle) schedule(inTokens int) {
+// schedule records that the request got a slot; waited says whether it
+// found every slot taken.
+func (l *lifecycle) schedule(inTokens int, waited bool) {
 	l.scheduled = time.Now()
 	l.inTokens = inTokens
 	q := l.scheduled.Sub(l.arrived)
-	l.m.queue.Observe(q.Seconds())
+	if waited || !l.m.habits.QueueOnlyWaited {
+		l.m.queue.Observe(q.Seconds())
+	}
 	l.m.queueNanos.Add(int64(q))
 	l.m.queued.Add(1)
 	l.m.kvTokens.Add(int64(inTokens))
@@ -132,7 +211,7 @@ func (l *lifecycle) tokens(n int) {
 	if l.firstToken.IsZero() {
 		l.firstToken = now
 		l.m.prefill.Observe(now.Sub(l.scheduled).Seconds())
-		l.m.ttft.Observe(now.Sub(l.scheduled).Seconds())
+		l.m.ttft.Observe(now.Sub(l.arrived).Seconds())
 	} else {
 		l.m.itl.Observe(now.Sub(l.lastToken).Seconds())
 	}
@@ -166,8 +245,9 @@ func (l *lifecycle) finish(ok bool) {
 }
 
 // QueueTime is the exact time requests waited for a slot, summed, and how
-// many waited (zero waits included): the truth behind
-// vllm:request_queue_time_seconds.
+// many got one (zero waits included): the truth behind
+// vllm:request_queue_time_seconds, whose count is smaller where only
+// requests that waited are observed (MetricsHabits.QueueOnlyWaited).
 func (h *Handler) QueueTime() (total time.Duration, requests int64) {
 	return time.Duration(h.sm.queueNanos.Load()), h.sm.queued.Load()
 }

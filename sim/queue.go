@@ -17,34 +17,35 @@ type slots struct {
 
 func newSlots(n int) *slots { return &slots{free: n} }
 
-// acquire waits for a slot in arrival order, or until ctx ends.
-func (s *slots) acquire(ctx context.Context) error {
+// acquire waits for a slot in arrival order, or until ctx ends; waited
+// says whether the request found every slot taken.
+func (s *slots) acquire(ctx context.Context) (waited bool, err error) {
 	s.mu.Lock()
 	if s.free > 0 && len(s.waiters) == 0 {
 		s.free--
 		s.running++
 		s.mu.Unlock()
-		return nil
+		return false, nil
 	}
 	ch := make(chan struct{})
 	s.waiters = append(s.waiters, ch)
 	s.mu.Unlock()
 	select {
 	case <-ch:
-		return nil
+		return true, nil
 	case <-ctx.Done():
 		s.mu.Lock()
 		for i, w := range s.waiters {
 			if w == ch {
 				s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
 				s.mu.Unlock()
-				return ctx.Err()
+				return true, ctx.Err()
 			}
 		}
 		s.mu.Unlock()
 		// The slot was handed to us as we gave up: pass it on.
 		s.release()
-		return ctx.Err()
+		return true, ctx.Err()
 	}
 }
 

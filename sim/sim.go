@@ -49,6 +49,9 @@ type Config struct {
 	TokensPerChunk int
 	Seed           uint64
 	Faults         Faults
+	// Metrics are how the simulator's vLLM series count, where real
+	// servers differ.
+	Metrics MetricsHabits
 	// Bench turns the model off for benchmarking the client: no slots, no
 	// prefill, no jitter, no faults; every request streams its tokens
 	// DecodeBase apart on a fixed schedule, and every content chunk starts
@@ -56,6 +59,18 @@ type Config struct {
 	// client's timing error can be measured chunk by chunk. The simulator's
 	// own cost per chunk is kept to a copy and a write.
 	Bench bool
+}
+
+// MetricsHabits imitate how some servers count, so that the reading of a
+// server's own metrics is tested against each way.
+type MetricsHabits struct {
+	// Lazy creates each series at its first observation, as a labelled
+	// histogram of Python's prometheus_client is (its family is on the
+	// page as HELP and TYPE lines alone until then), instead of at start.
+	Lazy bool
+	// QueueOnlyWaited observes the queue time only of requests that found
+	// every slot taken, instead of every request's (zero waits included).
+	QueueOnlyWaited bool
 }
 
 // Faults are per-request probabilities in [0, 1].
@@ -264,11 +279,12 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	inTokens := req.promptTokens()
 	ctx := r.Context()
 	life := h.sm.arrive()
-	if err := h.slots.acquire(ctx); err != nil {
+	waited, err := h.slots.acquire(ctx)
+	if err != nil {
 		return // the client went away while queued
 	}
 	defer h.slots.release()
-	life.schedule(inTokens)
+	life.schedule(inTokens, waited)
 	defer life.finish(false) // a no-op after the answer's end was recorded
 
 	prefill := h.cfg.PrefillBase + time.Duration(inTokens)*h.cfg.PrefillPerToken

@@ -267,6 +267,8 @@ func run(args []string) int {
 	simCmd.Flag("fault.stall", "Probability of a stall mid-stream.").Default("0").Float64Var(&sc.Faults.Stall)
 	simCmd.Flag("fault.stall-for", "Length of a stall.").Default("5s").DurationVar(&sc.Faults.StallFor)
 	simCmd.Flag("fault.malformed", "Probability of a malformed chunk mid-stream.").Default("0").Float64Var(&sc.Faults.Malformed)
+	simCmd.Flag("metrics.lazy", "Create each vLLM series at its first observation, as servers on Python's prometheus_client do.").BoolVar(&sc.Metrics.Lazy)
+	simCmd.Flag("metrics.queue-only-waited", "Observe the queue time only of requests that waited for a slot.").BoolVar(&sc.Metrics.QueueOnlyWaited)
 
 	cmd, err := app.Parse(args)
 	if err != nil {
