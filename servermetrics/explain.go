@@ -1,10 +1,8 @@
 package servermetrics
 
 import (
-	"errors"
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 )
@@ -49,41 +47,57 @@ func window(rd Readings, sum *stats.Summary) *stats.Server {
 		bi = ai - 1
 	}
 	before, after := rd.Snaps[bi], rd.Snaps[ai]
-
-	phase := func(r Role) (*stats.Phase, error) {
-		a, okA := after.Hist[r]
-		b, okB := before.Hist[r]
-		if !okA || !okB {
-			return nil, nil
-		}
-		d, err := delta(a, b)
-		if err != nil || d.Count == 0 {
-			return nil, err
-		}
-		p := &stats.Phase{Count: d.Count, Mean: 1000 * d.Sum / d.Count}
-		if q, lo, hi, ok := quantile(0.5, d); ok {
-			q *= 1000
-			p.P50, p.P50Bucket = &q, []float64{1000 * lo, 1000 * hi}
-		}
-		return p, nil
+	if why := restart(rd.Snaps[bi : ai+1]); why != "" {
+		// Any figure across a restart mixes two processes' counts:
+		// none is given.
+		out.Err = "the server restarted during the run (" + why + "), so none of its figures for the run is given"
+		return out
 	}
-	restarted := false
+
+	// A series missing from the first reading and present in the last
+	// started during the window: it counts from zero.
+	phase := func(r Role) (Hist, bool) {
+		a, okA := after.Hist[r]
+		if !okA {
+			return Hist{}, false
+		}
+		b := before.Hist[r]
+		return delta(a, b), true
+	}
+	hists := map[Role]Hist{}
+	for _, r := range []Role{Queue, Prefill, TTFT, ITL, E2E} {
+		if d, ok := phase(r); ok {
+			hists[r] = d
+		}
+	}
+	// The population: the requests the server finished in the window. A
+	// phase observed for fewer (a queue time kept only for requests that
+	// waited) left the rest out because they were zero.
+	population := hists[Clocks[rd.Kind].Population].Count
+	for _, r := range []Role{Queue, Prefill, TTFT} {
+		population = max(population, hists[r].Count)
+	}
+	out.Population = population
 	for r, dst := range map[Role]**stats.Phase{Queue: &out.Queue, Prefill: &out.Prefill, TTFT: &out.TTFT, ITL: &out.ITL, E2E: &out.E2E} {
-		p, err := phase(r)
-		restarted = restarted || err != nil
-		*dst = p
+		d, ok := hists[r]
+		over := d.Count
+		if r == Queue || r == Prefill || r == TTFT {
+			over = population
+		}
+		switch {
+		case ok && over > 0:
+			*dst = newPhase(d, over)
+		case r == Queue && after.has(Queue) && population > 0:
+			// The family is there, no request was observed in it: none waited.
+			*dst = &stats.Phase{Over: population, P50: new(float64), P50Bucket: []float64{0, 0}}
+		}
 	}
 	counter := func(r Role) *float64 {
 		a, okA := after.Value[r]
-		b, okB := before.Value[r]
-		if !okA || !okB {
+		if !okA {
 			return nil
 		}
-		if a < b {
-			restarted = true
-			return nil
-		}
-		d := a - b
+		d := a - before.Value[r]
 		return &d
 	}
 	out.Preemptions, out.PromptTokens, out.GenerationTokens = counter(Preemptions), counter(PromptTokens), counter(GenerationTokens)
@@ -122,20 +136,54 @@ func window(rd Readings, sum *stats.Summary) *stats.Server {
 	} else if l := level(PrefixHitRate); l != nil {
 		out.PrefixCacheHitRate = &l.Avg
 	}
-	var problems []string
-	if restarted {
-		problems = append(problems, errRestarted.Error())
-	}
 	if rd.Failed > 0 {
-		problems = append(problems, fmt.Sprintf("%d readings of the server's metrics failed (the last: %v)", rd.Failed, rd.Err))
+		out.Err = fmt.Sprintf("%d readings of the server's metrics failed (the last: %v)", rd.Failed, rd.Err)
 	}
-	out.Err = strings.Join(problems, "; ")
 	out.Missing = missing(after)
-	out.Breakdown, out.Note = breakdown(out, sum)
+	out.Breakdown, out.Note = breakdown(out, sum, Clocks[rd.Kind], after.has(Queue))
 	return out
 }
 
-var errRestarted = errors.New("a counter of the server went down during the run: the server restarted, so its figures for the run are incomplete")
+// newPhase is a phase's figures over a population of over requests: its
+// observations, and the requests it did not observe as zeros.
+func newPhase(d Hist, over float64) *stats.Phase {
+	p := &stats.Phase{Count: d.Count, Mean: 1000 * d.Sum / over}
+	if over != d.Count {
+		p.Over = over
+	}
+	if q, lo, hi, ok := quantileOver(0.5, d, over); ok {
+		q *= 1000
+		p.P50, p.P50Bucket = &q, []float64{1000 * lo, 1000 * hi}
+	}
+	return p
+}
+
+// restart says why the readings hold a restart of the server, or "": a
+// counter or histogram that went down or vanished between two readings,
+// or a new process start time. A reading that failed in between leaves
+// the two around it to compare.
+func restart(snaps []Snapshot) string {
+	for i := 1; i < len(snaps); i++ {
+		a, b := snaps[i-1], snaps[i]
+		if a.Started != 0 && b.Started != 0 && a.Started != b.Started {
+			return "its process start time changed"
+		}
+		for r, h := range a.Hist {
+			if n, ok := b.Hist[r]; !ok || n.Count < h.Count {
+				return fmt.Sprintf("its %s histogram went down", r)
+			}
+		}
+		for r, v := range a.Value {
+			if r.IsGauge() {
+				continue
+			}
+			if n, ok := b.Value[r]; !ok || n < v {
+				return fmt.Sprintf("its %s counter went down", r)
+			}
+		}
+	}
+	return ""
+}
 
 // missing names the roles the server did not serve (the two prefix
 // cache counters stand for the hit rate they make).
@@ -157,11 +205,9 @@ func missing(after Snapshot) []string {
 	return out
 }
 
-func delta(a, b Hist) (Hist, error) {
+// delta is a's rise over b; a histogram b lacks is zero there.
+func delta(a, b Hist) Hist {
 	d := Hist{Count: a.Count - b.Count, Sum: a.Sum - b.Sum, Bounds: a.Bounds}
-	if d.Count < 0 {
-		return Hist{}, errRestarted
-	}
 	prev := map[float64]float64{}
 	for i, ub := range b.Bounds {
 		prev[ub] = b.Cumulative[i]
@@ -170,7 +216,21 @@ func delta(a, b Hist) (Hist, error) {
 	for i, ub := range a.Bounds {
 		d.Cumulative[i] = a.Cumulative[i] - prev[ub]
 	}
-	return d, nil
+	return d
+}
+
+// quantileOver is the q-quantile of a population of over requests of
+// which h observed h.Count, the rest being zeros.
+func quantileOver(q float64, h Hist, over float64) (v, lower, upper float64, ok bool) {
+	zeros := over - h.Count
+	if zeros <= 0 {
+		return quantile(q, h)
+	}
+	rank := q * over
+	if rank <= zeros {
+		return 0, 0, 0, true
+	}
+	return quantile((rank-zeros)/h.Count, h)
 }
 
 // quantile interpolates linearly within the bucket holding the q-th
@@ -199,15 +259,18 @@ func quantile(q float64, h Hist) (v, lower, upper float64, ok bool) {
 	return lower, lower, lower, true
 }
 
+// slack is how far, in milliseconds, the server's parts may exceed the
+// client's whole before the split is refused: the server stamps a
+// request's end before its last write and the client after its read, and
+// the two count a window's edges a reading apart. Within it a part comes
+// out as 0, never negative.
+func slack(ttft float64) float64 { return max(5, 0.03*ttft) }
+
 // breakdown splits the client's TTFT with the server's queue and prefill
-// means (exact: sums over counts) and medians (as coarse as the buckets).
-func breakdown(s *stats.Server, sum *stats.Summary) (*stats.Breakdown, string) {
-	served := 0.0
-	for _, p := range []*stats.Phase{s.E2E, s.Queue, s.TTFT} {
-		if p != nil {
-			served = max(served, p.Count)
-		}
-	}
+// means (sums over the population of finished requests) and medians (as
+// coarse as the buckets).
+func breakdown(s *stats.Server, sum *stats.Summary, clock Clock, hasQueue bool) (*stats.Breakdown, string) {
+	served := s.Population
 	sent := sum.Success + sum.Errors
 	switch {
 	case s.Queue == nil && s.Err != "":
@@ -216,18 +279,34 @@ func breakdown(s *stats.Server, sum *stats.Summary) (*stats.Breakdown, string) {
 		return nil, "no request measured a TTFT: nothing to break down"
 	case served == 0 && s.Err == "":
 		return nil, "the server recorded no request in the run's window: is server_metrics.url the server behind this endpoint?"
-	case s.Queue == nil:
+	case !hasQueue:
 		return nil, fmt.Sprintf("the server (%s) exposes no queue-time series: no breakdown of TTFT", s.Kind)
 	case served > 1.2*float64(sent)+2:
 		// The server's means are then of other clients' requests as much
 		// as of the probe's: set beside the probe's TTFT they would name a
 		// phase the probe's requests may not have spent their time in.
 		return nil, fmt.Sprintf("the server served %.0f requests in the run's window, the probe sent %d: other traffic is mixed into the server's figures, so they do not split the probe's TTFT", served, sent)
+	case s.Queue == nil:
+		return nil, ""
 	}
-	b := &stats.Breakdown{Mean: split(sum.TTFT.Avg, s.Queue.Mean, s.Prefill, func(p *stats.Phase) float64 { return p.Mean })}
+	m := split(sum.TTFT.Avg, s.Queue.Mean, s.Prefill, func(p *stats.Phase) float64 { return p.Mean })
+	if clock.TTFTFrom != "" && s.TTFT != nil {
+		prefill := 0.0
+		if m.Prefill != nil {
+			prefill = *m.Prefill
+		}
+		other, outside := s.TTFT.Mean-m.Queue-prefill, m.TTFT-s.TTFT.Mean
+		if clock.TTFTFrom == "scheduled" {
+			other, outside = s.TTFT.Mean-prefill, m.TTFT-m.Queue-s.TTFT.Mean
+		}
+		m.ServerOther, m.Outside = &other, &outside
+	}
+	if why := addsUp(&m); why != "" {
+		return nil, "the server's figures do not add up: " + why + ", more than the measurement's error (5 ms or 3%): no breakdown of TTFT"
+	}
+	b := &stats.Breakdown{Mean: m}
 	b.P50, b.P50Note = medianSplit(s, sum.TTFT.P50)
-	m := b.Mean
-	b.Dominant, b.Verdict = "queue", ""
+	b.Dominant = "queue"
 	largest := m.Queue
 	if m.Prefill != nil && *m.Prefill > largest {
 		b.Dominant, largest = "prefill", *m.Prefill
@@ -236,14 +315,57 @@ func breakdown(s *stats.Server, sum *stats.Summary) (*stats.Breakdown, string) {
 		b.Dominant = "elsewhere"
 	}
 	what := map[string]string{"queue": "the server's queue", "prefill": "the server's prefill", "elsewhere": "outside the server's queue and prefill"}[b.Dominant]
-	if m.Prefill != nil {
-		b.Verdict = fmt.Sprintf("TTFT mean %s, mostly %s: %s waiting in the server's queue, %s prefill, %s elsewhere",
-			stats.FormatMillis(m.TTFT), what, stats.FormatMillis(m.Queue), stats.FormatMillis(*m.Prefill), stats.FormatMillis(m.Elsewhere))
-	} else {
-		b.Verdict = fmt.Sprintf("TTFT mean %s, mostly %s: %s waiting in the server's queue, %s elsewhere (prefill included: the server exposes no prefill series)",
-			stats.FormatMillis(m.TTFT), what, stats.FormatMillis(m.Queue), stats.FormatMillis(m.Elsewhere))
+	if b.Dominant == "elsewhere" && m.Outside != nil {
+		what = "outside the server (network, gateways)"
+		if *m.ServerOther > *m.Outside {
+			what = "in the server before its queue and prefill (front end, tokenising)"
+		}
 	}
+	parts := stats.FormatMillis(m.Queue) + " waiting in the server's queue, "
+	if m.Prefill != nil {
+		parts += stats.FormatMillis(*m.Prefill) + " prefill, " + stats.FormatMillis(m.Elsewhere) + " elsewhere"
+	} else {
+		parts += stats.FormatMillis(m.Elsewhere) + " elsewhere (prefill included: the server exposes no prefill series)"
+	}
+	if m.Outside != nil {
+		parts += fmt.Sprintf(" (%s in the server's front end, %s outside the server)", stats.FormatMillis(*m.ServerOther), stats.FormatMillis(*m.Outside))
+	}
+	b.Verdict = fmt.Sprintf("TTFT mean %s, mostly %s: %s", stats.FormatMillis(m.TTFT), what, parts)
 	return b, ""
+}
+
+// addsUp sets the parts of sp that fall short of zero within the slack to
+// zero, and says by how much the server's parts exceed the whole where
+// one falls short by more.
+func addsUp(sp *stats.Split) string {
+	tol := slack(sp.TTFT)
+	check := func(part *float64, what, whole string) string {
+		switch {
+		case *part < -tol:
+			return fmt.Sprintf("%s exceed %s by %s", what, whole, stats.FormatMillis(-*part))
+		case *part < 0:
+			*part = 0
+		}
+		return ""
+	}
+	parts := "its queue and prefill means"
+	if sp.Prefill == nil {
+		parts = "its queue mean"
+	}
+	client := "the client's mean TTFT (" + stats.FormatMillis(sp.TTFT) + ")"
+	if why := check(&sp.Elsewhere, parts, client); why != "" {
+		return why
+	}
+	if sp.Outside != nil {
+		own := "its own TTFT mean (" + stats.FormatMillis(sp.TTFT-*sp.Outside) + ")"
+		if why := check(sp.Outside, own, client); why != "" {
+			return why
+		}
+		if why := check(sp.ServerOther, parts, own); why != "" {
+			return why
+		}
+	}
+	return ""
 }
 
 // coarse is how wide, against the client's median TTFT, the bucket holding
@@ -269,6 +391,11 @@ func medianSplit(s *stats.Server, ttftP50 float64) (*stats.Split, string) {
 		}
 	}
 	sp := split(ttftP50, *s.Queue.P50, s.Prefill, func(p *stats.Phase) float64 { return *p.P50 })
+	// Medians do not add up as means do; a part past the slack says only
+	// that the medians cannot be split.
+	if why := addsUp(&sp); why != "" {
+		return nil, "no median split: the server's medians exceed the client's"
+	}
 	return &sp, ""
 }
 

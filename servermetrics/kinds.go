@@ -159,6 +159,37 @@ var Table = map[Kind]map[Role][]Series{
 	},
 }
 
+// Clock says where a kind's own TTFT starts and which of its series
+// counts the requests it finished: the population every mean of the split
+// is over.
+type Clock struct {
+	// TTFTFrom is "arrival" (the server's TTFT includes its queue),
+	// "scheduled" (it starts when the request gets a slot), or "" where the
+	// kind has no TTFT series.
+	TTFTFrom string
+	// Source is where in the server's code the clock is started.
+	Source string
+	// Population is the histogram whose count is the requests the server
+	// finished in a window.
+	Population Role
+}
+
+// Clocks are each kind's TTFT clock and population; docs/MEASUREMENT.md
+// prints them with the table.
+var Clocks = map[Kind]Clock{
+	VLLM: {TTFTFrom: "arrival", Population: E2E,
+		Source: "vllm/v1/metrics/stats.py: the first token latency is the time since the request's arrival_time (V0 did the same)"},
+	SGLang: {TTFTFrom: "arrival", Population: E2E,
+		Source: "python/sglang/srt/managers/tokenizer_manager.py: first_token_time - created_time, created when the tokenizer manager receives the request"},
+	TGI:      {Population: E2E, Source: "no TTFT histogram"},
+	LlamaCpp: {Source: "no per-request histograms"},
+	NIM:      {TTFTFrom: "arrival", Population: E2E, Source: "NIM for LLMs runs vLLM's engine and its metrics: vLLM's clock"},
+}
+
+// StartTime is the series a restart changes, where the server exports it
+// (every server on Python's prometheus_client, and Go's client_golang).
+const StartTime = "process_start_time_seconds"
+
 // Detect names the kind whose series a server exposes, from the names of
 // its metric families, or "" when none is recognised.
 func Detect(names []string) Kind {

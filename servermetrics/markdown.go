@@ -39,5 +39,23 @@ func Markdown() string {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString("| TTFT clock |")
+	for _, k := range kinds {
+		c := Clocks[k]
+		from := c.TTFTFrom
+		if from == "" {
+			from = "-"
+		}
+		fmt.Fprintf(&b, " %s (%s) |", from, c.Source)
+	}
+	b.WriteString("\n| population of the means |")
+	for _, k := range kinds {
+		p := "-"
+		if r := Clocks[k].Population; r != "" {
+			p = "the count of " + string(r)
+		}
+		b.WriteString(" " + p + " |")
+	}
+	b.WriteString("\n")
 	return b.String()
 }

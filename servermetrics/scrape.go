@@ -1,6 +1,7 @@
 package servermetrics
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -115,7 +116,12 @@ func (s *Source) Scrape(ctx context.Context) (Snapshot, error) {
 		return Snapshot{}, fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
 	at := time.Now()
-	fams, err := Parse(io.LimitReader(resp.Body, maxBody), expfmt.ResponseFormat(resp.Header))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return Snapshot{}, err
+	}
+	format := expfmt.ResponseFormat(resp.Header)
+	fams, err := Parse(bytes.NewReader(body), format)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -134,7 +140,37 @@ func (s *Source) Scrape(ctx context.Context) (Snapshot, error) {
 	}
 	snap := Reduce(fams, kind, s.o.Model)
 	snap.At = at
+	if format.FormatType() != expfmt.TypeProtoDelim {
+		snap.declare(Declared(body))
+	}
 	return snap, nil
+}
+
+// Declared names the families a text page declares with a TYPE line,
+// those with no sample too: a labelled family of Python's
+// prometheus_client is on the page that way until its first observation,
+// and the text decoder drops it.
+func Declared(text []byte) []string {
+	var names []string
+	for line := range bytes.Lines(text) {
+		if rest, ok := bytes.CutPrefix(line, []byte("# TYPE ")); ok {
+			if name, _, ok := bytes.Cut(rest, []byte(" ")); ok {
+				names = append(names, string(name))
+			}
+		}
+	}
+	return names
+}
+
+// declare marks the roles whose family the page declares.
+func (s *Snapshot) declare(names []string) {
+	for role, candidates := range Table[s.Kind] {
+		for _, c := range candidates {
+			if slices.Contains(names, c.Name) {
+				s.Families[role] = true
+			}
+		}
+	}
 }
 
 // Parse reads a /metrics body with the Prometheus ecosystem's own
@@ -170,6 +206,18 @@ type Snapshot struct {
 	Kind  Kind
 	Hist  map[Role]Hist
 	Value map[Role]float64
+	// Families are the roles whose family is on the page, with series or,
+	// before its first observation, without.
+	Families map[Role]bool
+	// Started is the server's process start time, 0 where not exported.
+	Started float64
+}
+
+// has says whether the page has role's family at all.
+func (s Snapshot) has(r Role) bool {
+	_, h := s.Hist[r]
+	_, v := s.Value[r]
+	return h || v || s.Families[r]
 }
 
 // Reduce keeps the series of kind's table from fams: per role the first
@@ -180,13 +228,19 @@ func Reduce(fams []*dto.MetricFamily, kind Kind, model string) Snapshot {
 	for _, f := range fams {
 		byName[f.GetName()] = f
 	}
-	snap := Snapshot{Kind: kind, Hist: map[Role]Hist{}, Value: map[Role]float64{}}
+	snap := Snapshot{Kind: kind, Hist: map[Role]Hist{}, Value: map[Role]float64{}, Families: map[Role]bool{}}
+	if f := byName[StartTime]; f != nil {
+		if v, ok := value(Running, f.Metric); ok {
+			snap.Started = v
+		}
+	}
 	for role, candidates := range Table[kind] {
 		for _, c := range candidates {
 			f := byName[c.Name]
 			if f == nil {
 				continue
 			}
+			snap.Families[role] = true
 			ms := samples(f, c.Match, model)
 			if len(ms) == 0 {
 				continue

@@ -333,3 +333,185 @@ func TestSamplerOfAnUnreadablePage(t *testing.T) {
 		t.Fatalf("%+v", sum.Server)
 	}
 }
+
+// hist is a histogram of n observations summing to sum, all in the
+// bucket (1, 5].
+func hist(n, sum float64) Hist {
+	return Hist{Count: n, Sum: sum, Bounds: []float64{1, 5, math.Inf(1)}, Cumulative: []float64{0, n, n}}
+}
+
+// A server that creates its series at their first observation has none
+// in the reading before a fresh server's first run: they count from zero,
+// and the run is split.
+func TestSeriesThatAppearLateCountFromZero(t *testing.T) {
+	start := time.Now()
+	before := Snapshot{At: start, Kind: VLLM, Hist: map[Role]Hist{}, Value: map[Role]float64{}, Families: map[Role]bool{Queue: true, E2E: true}}
+	after := Snapshot{At: start.Add(time.Minute), Kind: VLLM, Hist: map[Role]Hist{
+		Queue: hist(40, 40*4.3), Prefill: hist(40, 40*0.2), E2E: hist(40, 40*5),
+	}, Value: map[Role]float64{PromptTokens: 512}}
+	sum := summary(start, 40, 4700, 4650)
+	Explain(sum, Readings{Kind: VLLM, Snaps: []Snapshot{before, after}})
+	b := sum.Server.Breakdown
+	if b == nil || math.Abs(b.Mean.Queue-4300) > 1e-6 || math.Abs(b.Mean.Elsewhere-200) > 1e-6 || *sum.Server.PromptTokens != 512 {
+		t.Fatalf("%+v: %s", sum.Server, sum.Server.Note)
+	}
+}
+
+// A server that observes the queue time only of requests that waited:
+// the figures, 92 of 96 requests waited 4,401 ms on average, so
+// over all 96 the mean is 4,217.6 ms, and with a client TTFT of 4,221 ms
+// the rest is 3.4 ms, not -180 ms.
+func TestQueueObservedOnlyForWaiters(t *testing.T) {
+	start := time.Now()
+	zero := Snapshot{At: start, Kind: VLLM, Hist: map[Role]Hist{}, Value: map[Role]float64{}}
+	after := Snapshot{At: start.Add(time.Minute), Kind: VLLM, Hist: map[Role]Hist{
+		Queue: hist(92, 92*4.401), E2E: hist(96, 96*6),
+	}, Value: map[Role]float64{}}
+	sum := summary(start, 96, 4221, 4300)
+	Explain(sum, Readings{Kind: VLLM, Snaps: []Snapshot{zero, after}})
+	sv := sum.Server
+	if sv.Breakdown == nil {
+		t.Fatalf("no breakdown: %s", sv.Note)
+	}
+	if q := sv.Breakdown.Mean.Queue; math.Abs(q-4217.625) > 0.01 || sv.Queue.Over != 96 || sv.Queue.Count != 92 || sv.Population != 96 {
+		t.Fatalf("queue mean %.3f ms over %v (%v observed), population %v; want 4217.625 over 96", q, sv.Queue.Over, sv.Queue.Count, sv.Population)
+	}
+	if e := sv.Breakdown.Mean.Elsewhere; math.Abs(e-3.375) > 0.01 {
+		t.Fatalf("elsewhere %.3f ms, want 3.375", e)
+	}
+	// The median over all 96: 4 zeros, then the bucket's interpolation.
+	if p := *sv.Queue.P50; p < 1000 || p > 5000 {
+		t.Fatalf("queue median %v ms", p)
+	}
+}
+
+// No request queued: the family is on the page (HELP and TYPE alone on a
+// lazy server) or its count did not move. Either way the queue is 0 and
+// the prefill dominates; "no queue-time series" is only for a page
+// without the family.
+func TestNoQueueingIsAZeroQueue(t *testing.T) {
+	start := time.Now()
+	for name, queue := range map[string]map[Role]Hist{
+		"declared only": {},
+		"did not move":  {Queue: hist(5, 1)},
+	} {
+		before := Snapshot{At: start, Kind: VLLM, Hist: map[Role]Hist{}, Value: map[Role]float64{}, Families: map[Role]bool{Queue: true}}
+		after := Snapshot{At: start.Add(time.Minute), Kind: VLLM, Hist: map[Role]Hist{Prefill: hist(10, 10*0.05), E2E: hist(10, 10*0.5)},
+			Value: map[Role]float64{}, Families: map[Role]bool{Queue: true}}
+		for r, h := range queue {
+			before.Hist[r], after.Hist[r] = h, h
+		}
+		sum := summary(start, 10, 56, 55)
+		Explain(sum, Readings{Kind: VLLM, Snaps: []Snapshot{before, after}})
+		b := sum.Server.Breakdown
+		if b == nil || b.Mean.Queue != 0 || b.Dominant != "prefill" || !strings.Contains(b.Verdict, "0.0 ms waiting in the server's queue") {
+			t.Errorf("%s: %+v, note %q", name, b, sum.Server.Note)
+		}
+		if q := sum.Server.Queue; q == nil || q.P50 == nil || *q.P50 != 0 {
+			t.Errorf("%s: queue %+v, want a median of 0", name, q)
+		}
+	}
+}
+
+// The server's own TTFT counts from arrival (vLLM): the rest splits into
+// the server's front end and the time outside the server.
+func TestOutsideTheServer(t *testing.T) {
+	start := time.Now()
+	zero := Snapshot{At: start, Kind: VLLM, Hist: map[Role]Hist{}, Value: map[Role]float64{}}
+	after := Snapshot{At: start.Add(time.Minute), Kind: VLLM, Hist: map[Role]Hist{
+		Queue: hist(10, 10*1.0), Prefill: hist(10, 10*0.2), TTFT: hist(10, 10*1.23), E2E: hist(10, 10*2),
+	}, Value: map[Role]float64{}}
+	sum := summary(start, 10, 1300, 1300)
+	Explain(sum, Readings{Kind: VLLM, Snaps: []Snapshot{zero, after}})
+	b := sum.Server.Breakdown
+	if b == nil || b.Mean.ServerOther == nil || math.Abs(*b.Mean.ServerOther-30) > 1e-6 || math.Abs(*b.Mean.Outside-70) > 1e-6 {
+		t.Fatalf("%+v", b)
+	}
+	want := "TTFT mean 1.3 s, mostly the server's queue: 1.0 s waiting in the server's queue, 200 ms prefill, 100 ms elsewhere (30 ms in the server's front end, 70 ms outside the server)"
+	if b.Verdict != want {
+		t.Fatalf("verdict\n%s\nwant\n%s", b.Verdict, want)
+	}
+	// A server whose parts exceed the client's whole by more than the
+	// slack gets no split, and the note says by how much.
+	after.Hist[TTFT] = hist(10, 10*1.5)
+	sum = summary(start, 10, 1300, 1300)
+	Explain(sum, Readings{Kind: VLLM, Snaps: []Snapshot{zero, after}})
+	if sum.Server.Breakdown != nil || !strings.Contains(sum.Server.Note, "do not add up: its own TTFT mean (1.5 s) exceed the client's mean TTFT (1.3 s) by 200 ms") {
+		t.Fatalf("%+v: %q", sum.Server.Breakdown, sum.Server.Note)
+	}
+	// Within the slack a part is 0, never negative.
+	after.Hist[TTFT] = hist(10, 10*1.302)
+	sum = summary(start, 10, 1300, 1300)
+	Explain(sum, Readings{Kind: VLLM, Snaps: []Snapshot{zero, after}})
+	if b := sum.Server.Breakdown; b == nil || *b.Mean.Outside != 0 {
+		t.Fatalf("%+v: %q", b, sum.Server.Note)
+	}
+}
+
+// A restart anywhere in the window withholds every figure: a counter
+// down between any two readings (a fresh server's too), a series gone, a
+// new start time, a failed reading and then a lower count.
+func TestRestartsWithholdEveryFigure(t *testing.T) {
+	start := time.Now()
+	at := func(i int, e2e float64, started float64) Snapshot {
+		s := Snapshot{At: start.Add(time.Duration(i) * time.Second), Kind: VLLM, Hist: map[Role]Hist{}, Value: map[Role]float64{PromptTokens: 10 * e2e}, Started: started}
+		if e2e >= 0 {
+			s.Hist[E2E], s.Hist[Queue] = hist(e2e, e2e), hist(e2e, e2e)
+		}
+		return s
+	}
+	cases := map[string][]Snapshot{
+		// A fresh server: nothing, 10, restarted (lazy: gone), then 30.
+		"fresh, series gone": {at(0, -1, 0), at(1, 10, 0), at(2, -1, 0), at(3, 30, 0)},
+		"fresh, counted down": {at(0, 0, 0), at(1, 10, 0), at(2, 2, 0), at(3, 30, 0)},
+		"warm, start time":    {at(0, 100, 5), at(1, 110, 5), at(2, 130, 9), at(3, 140, 9)},
+		// The reading at the restart failed; the next is lower than the last good one.
+		"warm, failed reading": {at(0, 100, 0), at(1, 110, 0), at(3, 20, 0), at(4, 150, 0)},
+	}
+	for name, snaps := range cases {
+		sum := summary(start, 30, 100, 100)
+		sum.Start, sum.End = start.Add(time.Second/2), start.Add(3*time.Second+time.Second/2)
+		Explain(sum, Readings{Kind: VLLM, Snaps: snaps})
+		sv := sum.Server
+		if !strings.Contains(sv.Err, "restarted") || sv.Breakdown != nil || sv.Queue != nil || sv.E2E != nil || sv.PromptTokens != nil {
+			t.Errorf("%s: %+v", name, sv)
+		}
+	}
+	sum := summary(start, 30, 100, 100)
+	sum.Start, sum.End = start.Add(time.Second/2), start.Add(3*time.Second+time.Second/2)
+	Explain(sum, Readings{Kind: VLLM, Snaps: []Snapshot{at(0, 100, 5), at(1, 110, 5), at(2, 120, 5), at(3, 130, 5)}})
+	if sum.Server.Err != "" || sum.Server.E2E == nil {
+		t.Errorf("no restart: %+v", sum.Server)
+	}
+}
+
+// A lazy server's page before its first request: the families are there
+// as HELP and TYPE lines, which the text decoder drops. Split against the
+// same server's page after four requests that observed the queue of the
+// three that waited, the queue mean is over all four.
+func TestDeclaredFamiliesOfALazyPage(t *testing.T) {
+	text, err := os.ReadFile("testdata/sim-lazy-fresh.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		_, _ = w.Write(text)
+	}))
+	defer srv.Close()
+	snap, err := New(Options{URL: srv.URL, Kind: VLLM}).Scrape(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := snap.Hist[Queue]; ok || !snap.has(Queue) || !snap.has(TTFT) || snap.Started == 0 {
+		t.Fatalf("queue read %v, declared %v, TTFT declared %v, started %v", ok, snap.has(Queue), snap.has(TTFT), snap.Started)
+	}
+	after := read(t, "sim-queue-only-waited.txt")
+	after.At, after.Started = snap.At.Add(time.Second), snap.Started
+	q := after.Hist[Queue]
+	sum := summary(snap.At, 4, 1000*q.Sum/4+2, 1)
+	Explain(sum, Readings{Kind: VLLM, Snaps: []Snapshot{snap, after}})
+	if sv := sum.Server; sv.Population != 4 || sv.Queue.Count != 3 || math.Abs(sv.Queue.Mean-1000*q.Sum/4) > 1e-9 || sv.Breakdown == nil {
+		t.Fatalf("%+v (%s)", sv, sv.Note)
+	}
+}

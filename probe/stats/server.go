@@ -20,6 +20,11 @@ type Server struct {
 	// Missing names the figures the server exposes no series for.
 	Missing []string `json:"missing,omitempty"`
 
+	// Population is the requests the server finished in the window (its
+	// end-to-end histogram's count, or a phase's where larger): the
+	// queue, prefill and TTFT means are over it.
+	Population float64 `json:"population,omitempty"`
+
 	Queue   *Phase `json:"queue_time_ms,omitempty"`
 	Prefill *Phase `json:"prefill_time_ms,omitempty"`
 	TTFT    *Phase `json:"server_ttft_ms,omitempty"`
@@ -48,7 +53,11 @@ type Phase struct {
 	// Count is the observations in the window: requests, for the
 	// per-request histograms.
 	Count float64 `json:"count"`
-	Mean  float64 `json:"mean"`
+	// Over is the population Mean and P50 are over where it is not Count:
+	// a server that observes its queue time only for requests that waited
+	// counts fewer than it finished, and the rest waited zero.
+	Over float64 `json:"over,omitempty"`
+	Mean float64 `json:"mean"`
 	// P50 is interpolated within the server's buckets, as
 	// histogram_quantile does: only as fine as they are. Absent where the
 	// histogram has no classic buckets.
@@ -79,12 +88,17 @@ type Breakdown struct {
 }
 
 // Split is a TTFT and its parts. Prefill is absent where the server does
-// not expose it; Elsewhere is then everything but the queue.
+// not expose it; Elsewhere is then everything but the queue. Where the
+// server's own TTFT is known, Elsewhere splits into ServerOther (the rest
+// of the server's TTFT: its front end, tokenising) and Outside (the
+// client's TTFT less the server's: network, gateways and their queues).
 type Split struct {
-	TTFT      float64  `json:"ttft"`
-	Queue     float64  `json:"queue"`
-	Prefill   *float64 `json:"prefill,omitempty"`
-	Elsewhere float64  `json:"elsewhere"`
+	TTFT        float64  `json:"ttft"`
+	Queue       float64  `json:"queue"`
+	Prefill     *float64 `json:"prefill,omitempty"`
+	Elsewhere   float64  `json:"elsewhere"`
+	ServerOther *float64 `json:"server_other,omitempty"`
+	Outside     *float64 `json:"outside,omitempty"`
 }
 
 // FormatMillis writes a time in milliseconds for a person: "4.3 s",
