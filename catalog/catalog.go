@@ -161,7 +161,7 @@ var (
 	RunLastCliff = Metric{Name: "tokenprobe_run_last_ttft_cliff_level", Type: Gauge, Unit: "load level", Labels: RunLabels,
 		Help: "The load level where the last multi-stage run's TTFT p50 reached 3x its first level's while ITL p50 stayed under 1.5x (a queue); 0 when there was no cliff."}
 	RunLastTTFTBreakdown = Metric{Name: "tokenprobe_run_last_ttft_breakdown_seconds", Type: Gauge, Unit: "seconds", Labels: with(RunLabels, "phase", "stat"),
-		Help: "Where the last run's TTFT went, from the server's own metrics (server_metrics): phase queue (waiting in the server's queue), prefill, or elsewhere (the client's TTFT less both: network, gateway, tokenization, client); stat mean or p50. Absent where the server exposes no queue series."}
+		Help: "Where the last run's TTFT went, from the server's own metrics (server_metrics): phase queue (waiting in the server's queue), prefill, or elsewhere (the client's TTFT less both), and where the server's own TTFT is read, elsewhere's two parts: server_other (the rest of the server's TTFT: front end, tokenising) and outside_server (the client's TTFT less the server's: network, gateways); stat mean or p50. Absent where the server exposes no queue series."}
 	RunLastTTFTDominant = Metric{Name: "tokenprobe_run_last_ttft_dominant_phase", Type: Gauge, Unit: "boolean", Labels: with(RunLabels, "phase"),
 		Help: "1 for the phase holding the largest part of the last run's mean TTFT (queue, prefill, elsewhere), 0 for the others; absent without a breakdown."}
 	RunLastServerRequests = Metric{Name: "tokenprobe_run_last_server_requests", Type: Gauge, Unit: "requests", Labels: with(RunLabels, "load_level", "state"),

@@ -43,7 +43,11 @@ func Server(w io.Writer, sv *stats.Server) {
 		if ph.p.P50 != nil {
 			p50 = fmt.Sprintf(", p50 %s in (%s, %s]", stats.FormatMillis(*ph.p.P50), stats.FormatMillis(ph.p.P50Bucket[0]), stats.FormatMillis(ph.p.P50Bucket[1]))
 		}
-		kv(ph.name, "mean %s%s (%.0f observations)", stats.FormatMillis(ph.p.Mean), p50, ph.p.Count)
+		over := ""
+		if ph.p.Over > 0 {
+			over = fmt.Sprintf(" of %.0f finished requests: the server observes only those that waited", ph.p.Over)
+		}
+		kv(ph.name, "mean %s%s (%.0f observations%s)", stats.FormatMillis(ph.p.Mean), p50, ph.p.Count, over)
 	}
 	if sv.Running != nil || sv.Waiting != nil {
 		kv("  running / waiting", "%s / %s", levelText(sv.Running, 1, ""), levelText(sv.Waiting, 1, ""))
@@ -70,7 +74,11 @@ func splitText(s stats.Split) string {
 	if s.Prefill != nil {
 		out += ", " + stats.FormatMillis(*s.Prefill) + " prefill"
 	}
-	return out + ", " + stats.FormatMillis(s.Elsewhere) + " elsewhere"
+	out += ", " + stats.FormatMillis(s.Elsewhere) + " elsewhere"
+	if s.Outside != nil {
+		out += fmt.Sprintf(" (%s in the server's front end, %s outside the server)", stats.FormatMillis(*s.ServerOther), stats.FormatMillis(*s.Outside))
+	}
+	return out
 }
 
 func levelText(l *stats.Level, scale float64, unit string) string {

@@ -293,6 +293,10 @@ func (e *Exporter) RunFinished(run *probe.Run, f probe.Finished) {
 		if sp.Prefill != nil {
 			add("prefill", stat, *sp.Prefill)
 		}
+		if sp.Outside != nil {
+			add("server_other", stat, *sp.ServerOther)
+			add("outside_server", stat, *sp.Outside)
+		}
 	}
 	e.breakdowns[key] = points
 }

@@ -332,6 +332,10 @@ func (e *Exporter) setBreakdown(lv []string, sv *stats.Server) {
 		if sp.Prefill != nil {
 			e.breakdown.WithLabelValues(plus(lv, "prefill", stat)...).Set(*sp.Prefill / 1000)
 		}
+		if sp.Outside != nil {
+			e.breakdown.WithLabelValues(plus(lv, "server_other", stat)...).Set(*sp.ServerOther / 1000)
+			e.breakdown.WithLabelValues(plus(lv, "outside_server", stat)...).Set(*sp.Outside / 1000)
+		}
 	}
 	set("mean", &b.Mean)
 	if b.P50 != nil {
