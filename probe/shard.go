@@ -17,28 +17,45 @@ func Owns(key string, index, count int) bool {
 // Split returns replica index's share of the plan when count replicas
 // share one profile's load: rates divide evenly; concurrency, request
 // counts and warmup divide as integers, the remainder going to the lowest
-// indexes, so the shares always add up to the whole. A share of zero
-// concurrency runs nothing.
+// indexes, so the shares always add up to the whole. A stage whose
+// concurrency (or an open loop's max_concurrency) is below count runs on
+// that many replicas only, with its requests and rate divided among them:
+// a replica with no slot to send from gets no requests to lose.
 func (p Plan) Split(index, count int) Plan {
 	if count <= 1 {
 		return p
 	}
-	part := func(n int) int {
-		q, r := n/count, n%count
+	part := func(n, among int) int {
+		if index >= among {
+			return 0
+		}
+		q, r := n/among, n%among
 		if index < r {
 			q++
 		}
 		return q
 	}
 	out := p
-	out.Warmup = part(p.Warmup)
+	out.Warmup = part(p.Warmup, count)
 	out.Seed = p.Seed + uint64(index)*7919
 	out.Stages = make([]Stage, len(p.Stages))
 	for i, st := range p.Stages {
-		st.Concurrency = part(st.Concurrency)
-		st.MaxConcurrency = part(st.MaxConcurrency)
-		st.Requests = part(st.Requests)
-		st.Rate /= float64(count)
+		among := count
+		switch {
+		case st.Offsets != nil:
+		case st.Rate == 0 && st.Concurrency > 0:
+			among = min(count, st.Concurrency)
+		case st.Rate > 0 && st.MaxConcurrency > 0:
+			among = min(count, st.MaxConcurrency)
+		}
+		st.Concurrency = part(st.Concurrency, among)
+		st.MaxConcurrency = part(st.MaxConcurrency, among)
+		st.Requests = part(st.Requests, among)
+		if index < among {
+			st.Rate /= float64(among)
+		} else {
+			st.Rate = 0
+		}
 		if st.Offsets != nil { // a trace: every count-th request
 			kept := st.Offsets[:0:0]
 			for j := index; j < len(st.Offsets); j += count {

@@ -51,3 +51,31 @@ func TestSplitAddsUp(t *testing.T) {
 		}
 	}
 }
+
+// A stage with less concurrency than replicas runs on as many replicas as
+// it has slots: each share that holds requests can send them, and the
+// shares add up. The demo's staircase over two replicas lost its
+// concurrency-1 stage's second half before.
+func TestSplitOfLowConcurrencyLosesNothing(t *testing.T) {
+	p := Plan{Stages: []Stage{{Concurrency: 1, Requests: 8}, {Concurrency: 2, Requests: 5}, {Concurrency: 3, Requests: 7},
+		{Rate: 3, MaxConcurrency: 1, Requests: 9}, {Rate: 4, MaxConcurrency: 2, Duration: time.Second}}}
+	for _, count := range []int{2, 3, 4} {
+		for i, whole := range p.Stages {
+			reqs, conc, maxc := 0, 0, 0
+			rate := 0.0
+			for j := range count {
+				st := p.Split(j, count).Stages[i]
+				if st.Requests > 0 && st.Concurrency == 0 && st.Rate == 0 {
+					t.Errorf("%d replicas, stage %d: replica %d holds %d requests and no slot to send them", count, i, j, st.Requests)
+				}
+				if st.Rate > 0 && whole.MaxConcurrency > 0 && st.MaxConcurrency == 0 {
+					t.Errorf("%d replicas, stage %d: replica %d sends at %v/s with no cap", count, i, j, st.Rate)
+				}
+				reqs, conc, maxc, rate = reqs+st.Requests, conc+st.Concurrency, maxc+st.MaxConcurrency, rate+st.Rate
+			}
+			if reqs != whole.Requests || conc != whole.Concurrency || maxc != whole.MaxConcurrency || math.Abs(rate-whole.Rate) > 1e-9 {
+				t.Errorf("%d replicas, stage %d: %d requests, concurrency %d, max %d, rate %v; want %+v", count, i, reqs, conc, maxc, rate, whole)
+			}
+		}
+	}
+}
