@@ -170,8 +170,8 @@ var (
 		Help: "The server's KV cache usage averaged over each load level of the last run, from its metrics (server_metrics)."}
 	RunObjective = Metric{Name: "tokenprobe_slo_objective_ratio", Type: Gauge, Unit: "ratio", Labels: RunLabels,
 		Help: "The profile's SLO objective (fraction of requests that must be good); 0 when none."}
-	ProfileInfo = Metric{Name: "tokenprobe_profile_info", Type: Gauge, Unit: "info", Labels: []string{"profile", "endpoint", "model", "url", "api"},
-		Help: "Always 1: descriptive labels of a profile and endpoint, joined to other series with group_left."}
+	ProfileInfo = Metric{Name: "tokenprobe_profile_info", Type: Gauge, Unit: "info", Labels: []string{"profile", "endpoint", "model", "url", "api", "server_instance"},
+		Help: "Always 1: descriptive labels of a profile and endpoint, joined to other series with group_left. server_instance is the host:port of the inference server's own metrics (server_metrics.url's, else base_url's), the instance label Prometheus gives them: the server recording rules join the server's series to the endpoint on it."}
 )
 
 // Self metrics.

@@ -299,10 +299,23 @@ func (d *Daemon) apply(cfg *config.Config) error {
 		}
 		ep := nj.target.Endpoint
 		url := ep.BaseURL
-		if e := cfg.Endpoint(nj.endpoint); e != nil && e.Simulator != nil {
+		e := cfg.Endpoint(nj.endpoint)
+		if e != nil && e.Simulator != nil {
 			url = "simulator" // its port changes at every start; the label must not
 		}
-		d.prom.Describe(nj.profile.Name, nj.endpoint, ep.Model, url, string(ep.API), nj.profile.SLO.Objective)
+		plan := setup.PlanOf(&nj.profile.Load)
+		if nj.profile.Shard.Split && d.o.ShardCount > 1 {
+			plan = plan.Split(d.o.ShardIndex, d.o.ShardCount)
+		}
+		var slos []slo.Kind
+		for _, t := range setup.SLOSet(&nj.profile.SLO).Thresholds {
+			slos = append(slos, t.Kind)
+		}
+		d.prom.Describe(prom.Description{
+			Profile: nj.profile.Name, Endpoint: nj.endpoint, Model: ep.Model, URL: url, API: string(ep.API),
+			Objective: nj.profile.SLO.Objective, ServerInstance: setup.ServerInstance(e, ep.BaseURL),
+			Levels: plan.Levels(), SLOs: slos,
+		})
 	}
 	d.jobs, d.targets = newJobs, newTargets
 	d.log.Info("configuration loaded", "file", d.o.ConfigFile, "jobs", len(newJobs),

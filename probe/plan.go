@@ -3,6 +3,7 @@ package probe
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -118,6 +119,28 @@ type Plan struct {
 	// Search, when set, decides the stages as the run goes: Stages then
 	// holds one slot per step the search may take (PrepareSearch).
 	Search *Search
+}
+
+// Levels are the load levels the plan's results will carry, each once:
+// every stage's, and each step of a ramp. A search's are not known before
+// it runs: none.
+func (p Plan) Levels() []float64 {
+	if p.Search != nil {
+		return nil
+	}
+	var out []float64
+	for _, st := range p.Stages {
+		if st.RampTo == 0 || st.Duration <= 0 {
+			out = append(out, st.Level())
+			continue
+		}
+		step := st.Duration / rampSteps
+		for k := range time.Duration(rampSteps + 1) {
+			out = append(out, st.LevelAt(k*step))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // PrepareSearch gives a searching plan its stage slots, each the step at

@@ -3,6 +3,7 @@ package probe
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -77,5 +78,18 @@ func TestSplitOfLowConcurrencyLosesNothing(t *testing.T) {
 				t.Errorf("%d replicas, stage %d: %d requests, concurrency %d, max %d, rate %v; want %+v", count, i, reqs, conc, maxc, rate, whole)
 			}
 		}
+	}
+}
+
+// The levels a plan's results carry are known before it runs: every
+// stage's and each step of a ramp, once each.
+func TestPlanLevels(t *testing.T) {
+	p := Plan{Stages: []Stage{{Concurrency: 1}, {Concurrency: 4}, {Concurrency: 1}, {Rate: 2, RampTo: 4, Duration: 10 * time.Second}}}
+	want := []float64{1, 2, 2.2, 2.4, 2.6, 2.8, 3, 3.2, 3.4, 3.6, 3.8, 4}
+	if got := p.Levels(); !slices.Equal(got, want) {
+		t.Fatalf("levels %v, want %v", got, want)
+	}
+	if got := (Plan{Search: &Search{}}).Levels(); got != nil {
+		t.Fatalf("a search's levels %v before it runs", got)
 	}
 }

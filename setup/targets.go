@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/tokenprobe/tokenprobe/config"
 	"github.com/tokenprobe/tokenprobe/gpu"
@@ -106,6 +107,28 @@ func serverMetrics(e *config.Endpoint, s *sim.Server, opts client.Options) *serv
 		return nil
 	}
 	return servermetrics.New(o)
+}
+
+// ServerInstance is the host:port of the endpoint's inference server's own
+// metrics page: server_metrics.url's, else the base URL's (vLLM and
+// SGLang serve /metrics on their API port). It is the instance label
+// Prometheus gives the server's series when it scrapes that page.
+func ServerInstance(e *config.Endpoint, baseURL string) string {
+	raw := baseURL
+	if e != nil && e.ServerMetrics != nil && e.ServerMetrics.URL != "" {
+		raw = e.ServerMetrics.URL
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	if u.Port() != "" {
+		return u.Host
+	}
+	if u.Scheme == "https" {
+		return u.Host + ":443"
+	}
+	return u.Host + ":80"
 }
 
 // SimConfig converts the YAML simulator block to the simulator's model.

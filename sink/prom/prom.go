@@ -187,7 +187,11 @@ func plus(labels []string, more ...string) []string {
 // LevelLabel formats a load level as the load_level label value.
 func LevelLabel(level float64) string { return strconv.FormatFloat(level, 'g', -1, 64) }
 
-func (e *Exporter) get(k seriesKey) *series {
+func (e *Exporter) get(k seriesKey) *series { return e.getWith(k, nil) }
+
+// getWith is get, making the met and missed series of slos with a new
+// series: before it is shared, as Observe reads them without the lock.
+func (e *Exporter) getWith(k seriesKey, slos []slo.Kind) *series {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if s := e.series[k]; s != nil {
@@ -211,6 +215,11 @@ func (e *Exporter) get(k seriesKey) *series {
 	for _, a := range result.Anomalies {
 		s.anomaly[a] = e.anomalies.WithLabelValues(plus(lv, a.String())...)
 	}
+	for i, kind := range kinds {
+		if slices.Contains(slos, kind) {
+			e.sloSeries(s, i)
+		}
+	}
 	e.series[k] = s
 	return s
 }
@@ -224,11 +233,35 @@ func (e *Exporter) sloSeries(s *series, i int) {
 	s.missed[i] = e.sloReqs.WithLabelValues(plus(s.labels, k, "missed")...)
 }
 
-// Describe registers a profile x endpoint: its info series and objective.
-// Call it when the configuration is (re)loaded.
-func (e *Exporter) Describe(profile, endpoint, model, url, api string, objective float64) {
-	e.info.WithLabelValues(profile, endpoint, model, url, api).Set(1)
-	e.objective.WithLabelValues(profile, endpoint).Set(objective)
+// Description is a profile x endpoint as the configuration loads it.
+type Description struct {
+	Profile, Endpoint, Model, URL, API string
+	Objective                          float64
+	// ServerInstance is the host:port Prometheus scrapes the inference
+	// server's own metrics at: the server rules join the server's series
+	// to the endpoint on it.
+	ServerInstance string
+	// Levels are the load levels the plan runs at and SLOs the thresholds
+	// it sets: their series exist at zero from the load on, because
+	// rate() ignores a series' first sample, and a series created at its
+	// first observation would hide its whole first run.
+	Levels []float64
+	SLOs   []slo.Kind
+}
+
+// Describe registers a profile x endpoint: its info series and objective,
+// and every series its runs will add to, at zero. Call it when the
+// configuration is (re)loaded.
+func (e *Exporter) Describe(d Description) {
+	profile, endpoint := d.Profile, d.Endpoint
+	e.info.WithLabelValues(profile, endpoint, d.Model, d.URL, d.API, d.ServerInstance).Set(1)
+	e.objective.WithLabelValues(profile, endpoint).Set(d.Objective)
+	for _, level := range d.Levels {
+		e.getWith(seriesKey{profile, endpoint, d.Model, level}, d.SLOs)
+	}
+	for _, res := range []probe.Verdict{probe.Passed, probe.Failed, probe.Errored, probe.Cancelled} {
+		e.runs.WithLabelValues(profile, endpoint, string(res))
+	}
 	// Counters of events that may never happen exist at 0, so a panel or
 	// an increase() reads 0, not "no data".
 	for _, reason := range scheduler.SkipReasons {

@@ -67,7 +67,7 @@ func feed(t *testing.T) (*prometheus.Registry, *Exporter) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Describe("chat", "vllm", "llama", "http://vllm:8000/v1", "chat", 0.95)
+	e.Describe(Description{Profile: "chat", Endpoint: "vllm", Model: "llama", URL: "http://vllm:8000/v1", API: "chat", Objective: 0.95, ServerInstance: "vllm:8000"})
 	for _, r := range scripted() {
 		e.Observe(&r, testSLO.Evaluate(&r))
 	}
@@ -243,7 +243,7 @@ func TestForgetDeletesAProfile(t *testing.T) {
 	reg, e := feed(t)
 	other := result.Request{Profile: "batch", Endpoint: "vllm", Model: "llama", Outcome: result.Success, Streaming: true, ContentChunks: 1, OutputTokens: 1}
 	e.Observe(&other, slo.Verdict{Counted: true, Good: true})
-	e.Describe("batch", "vllm", "llama", "http://vllm:8000/v1", "chat", 0)
+	e.Describe(Description{Profile: "batch", Endpoint: "vllm", Model: "llama", URL: "http://vllm:8000/v1", API: "chat", ServerInstance: "vllm:8000"})
 	e.Forget("chat", "")
 	mfs, _ := reg.Gather()
 	batch := false
@@ -423,5 +423,70 @@ tokenprobe_run_last_server_kv_cache_usage_ratio{endpoint="vllm",load_level="8",p
 	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{}, Verdict: probe.Passed})
 	if n, err := testutil.GatherAndCount(reg, names...); err != nil || n != 0 {
 		t.Fatalf("%d series left after a run without a breakdown (%v)", n, err)
+	}
+}
+
+// Every series a profile's runs add to exists at zero once it is loaded:
+// per level of its plan, per outcome and reason, per SLO it sets, and its
+// run results. rate() ignores a series' first sample, so a series created
+// by its first observation would hide its whole first run.
+func TestDescribeMakesEverySeriesAtZero(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Describe(Description{Profile: "sweep", Endpoint: "vllm", Model: "llama", API: "chat", Levels: []float64{1, 8}, SLOs: []slo.Kind{slo.TTFT}})
+	count := func(name string, match map[string]string) int {
+		fams, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, f := range fams {
+			if f.GetName() != name {
+				continue
+			}
+		metrics:
+			for _, m := range f.Metric {
+				labels := map[string]string{}
+				for _, l := range m.Label {
+					labels[l.GetName()] = l.GetValue()
+				}
+				for k, v := range match {
+					if labels[k] != v {
+						continue metrics
+					}
+				}
+				n++
+			}
+		}
+		return n
+	}
+	for _, level := range []string{"1", "8"} {
+		at := map[string]string{"load_level": level}
+		if n := count(catalog.Requests.Name, at); n != 3 {
+			t.Errorf("level %s: %d request series, want one per outcome", level, n)
+		}
+		if n := count(catalog.TTFT.Name, at); n != 1 {
+			t.Errorf("level %s: %d TTFT histograms", level, n)
+		}
+		if n := count(catalog.Good.Name, at); n != 1 {
+			t.Errorf("level %s: %d good-request series", level, n)
+		}
+		if n := count(catalog.SLORequests.Name, map[string]string{"load_level": level, "slo": "ttft"}); n != 2 {
+			t.Errorf("level %s: %d TTFT SLO series, want met and missed", level, n)
+		}
+		if n := count(catalog.SLORequests.Name, map[string]string{"load_level": level, "slo": "itl"}); n != 0 {
+			t.Errorf("level %s: %d ITL SLO series for a profile without an ITL SLO", level, n)
+		}
+	}
+	if n := count(catalog.Runs.Name, map[string]string{"profile": "sweep"}); n != 4 {
+		t.Errorf("%d run result series, want 4", n)
+	}
+	// A removed profile's series go.
+	e.Forget("sweep", "")
+	if n := count(catalog.Requests.Name, nil) + count(catalog.Runs.Name, nil); n != 0 {
+		t.Errorf("%d series left after Forget", n)
 	}
 }
