@@ -462,7 +462,7 @@ func TestRestartsWithholdEveryFigure(t *testing.T) {
 	}
 	cases := map[string][]Snapshot{
 		// A fresh server: nothing, 10, restarted (lazy: gone), then 30.
-		"fresh, series gone": {at(0, -1, 0), at(1, 10, 0), at(2, -1, 0), at(3, 30, 0)},
+		"fresh, series gone":  {at(0, -1, 0), at(1, 10, 0), at(2, -1, 0), at(3, 30, 0)},
 		"fresh, counted down": {at(0, 0, 0), at(1, 10, 0), at(2, 2, 0), at(3, 30, 0)},
 		"warm, start time":    {at(0, 100, 5), at(1, 110, 5), at(2, 130, 9), at(3, 140, 9)},
 		// The reading at the restart failed; the next is lower than the last good one.
