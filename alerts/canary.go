@@ -11,10 +11,11 @@ import (
 // The canary signals read tokenprobe's recording rules, so that a
 // progressive delivery tool judges a canary by what a probe of it measured:
 // SLO attainment (goodput over success + error) and the TTFT cliff (TTFT
-// p95 against its floor of the last hour while ITL holds).
+// p95 against its baseline of the last hour, load level by load level,
+// the worst level's ratio).
 const (
 	canaryAttainment = `tokenprobe:slo_attainment:ratio_rate5m{profile="%s",endpoint="%s"}`
-	canaryCliff      = `tokenprobe:ttft_p95:rate5m{profile="%[1]s",endpoint="%[2]s"} / on (profile, endpoint) tokenprobe:ttft_p95:baseline1h{profile="%[1]s",endpoint="%[2]s"}`
+	canaryCliff      = `max by (profile, endpoint) (tokenprobe:ttft_p95_by_level:rate5m{profile="%[1]s",endpoint="%[2]s"} / on (profile, endpoint, load_level) tokenprobe:ttft_p95_by_level:baseline1h{profile="%[1]s",endpoint="%[2]s"})`
 )
 
 // AnalysisTemplate is an Argo Rollouts AnalysisTemplate: a canary passes

@@ -32,6 +32,15 @@ type Options struct {
 	NoSuccessFor time.Duration
 	// DispatchLagP99 is the probe's own lateness that makes its numbers suspect.
 	DispatchLagP99 time.Duration
+	// Selector is the label matcher every rule puts on tokenprobe's own
+	// series, so that it reads the scraped ones alone: series pushed over
+	// OTLP into the same Prometheus carry tokenprobe_profile, never
+	// profile, and some share a name with the scraped ones.
+	Selector string
+	// BaselineSamples is how many full-window values of a level's TTFT p95
+	// the last hour must hold before its median is a baseline: until then
+	// the cliff alert says nothing of that level.
+	BaselineSamples int
 }
 
 // Defaults are the real-time rules shipped in alerts/.
@@ -39,7 +48,14 @@ func Defaults() Options {
 	return Options{
 		Scale: 1, RunbookURL: "https://github.com/tokenprobe/tokenprobe/blob/main/docs/RUNBOOK.md",
 		CliffTTFT: 4, CliffITL: 1.5, MinRate: 0.01, NoSuccessFor: time.Hour, DispatchLagP99: 50 * time.Millisecond,
+		Selector: `profile!=""`, BaselineSamples: 10,
 	}
+}
+
+// m is metric with the rules' selector and matchers.
+func (o Options) m(metric string, matchers ...string) string {
+	all := append([]string{o.Selector}, matchers...)
+	return metric + "{" + strings.Join(all, ",") + "}"
 }
 
 // RuleFile is a Prometheus rule file.
@@ -67,6 +83,16 @@ type Rule struct {
 
 const by = "profile, endpoint"
 
+// byLevel is the cliff's grouping: a sweep compares each load level with
+// that level's own past, never its low stages with its high ones.
+const byLevel = "profile, endpoint, load_level"
+
+// loaded keeps a recorded series only while its profile is configured: a
+// removed profile's info series goes at once, its counters' rates would
+// linger for their windows.
+func (o Options) loaded(expr string) string {
+	return fmt.Sprintf(`(%s) and on (profile, endpoint) %s`, expr, o.m("tokenprobe_profile_info"))
+}
 // window formats d divided by the scale as a Prometheus duration.
 func (o Options) window(d time.Duration) string {
 	scaled := time.Duration(float64(d) / o.Scale)
@@ -110,37 +136,51 @@ func Generate(o Options) RuleFile {
 }
 
 // serverRecording puts the servers' own series beside tokenprobe's, by
-// model: the servers label theirs model_name, tokenprobe model, and the
-// two are the same name when the endpoint asks for the model the server
-// serves. The hidden queue is the part of the user's TTFT that the
-// server's own TTFT does not show.
+// endpoint and model: tokenprobe_profile_info names, for each endpoint,
+// the instance Prometheus scrapes its server at (server_instance), and the
+// server labels its series by model_name. Every mean is over the requests
+// the server finished (its end-to-end histogram's count), whatever
+// requests its queue histogram observed. vLLM's and SGLang's TTFT counts
+// from the request's arrival, queue included: users' TTFT less it is the
+// time outside the server.
 func (o Options) serverRecording() []Rule {
 	short := o.window(5 * time.Minute)
-	byModel := func(server, expr string) string {
-		return fmt.Sprintf(`label_replace(label_replace(%s, "model", "$1", "model_name", "(.*)"), "server", %q, "model_name", ".*")`, expr, server)
+	const key = "endpoint, model"
+	// The endpoints of each server instance and model, as the server
+	// labels them; several endpoints may share one server.
+	endpoints := fmt.Sprintf(`label_replace(label_replace(max by (server_instance, model, endpoint) (%s), "instance", "$1", "server_instance", "(.+)"), "model_name", "$1", "model", "(.*)")`,
+		o.m("tokenprobe_profile_info", `server_instance!=""`))
+	joined := func(expr string) string {
+		return fmt.Sprintf(`%s * on (instance, model_name) group_left %s`, endpoints, expr)
 	}
-	mean := func(metric string) string {
-		return fmt.Sprintf(`sum by (model_name) (rate(%[1]s_sum[%[2]s])) / sum by (model_name) (rate(%[1]s_count[%[2]s]))`, metric, short)
+	sum := func(agg, expr string) string {
+		return fmt.Sprintf(`%s by (%s) (%s)`, agg, key, joined(fmt.Sprintf(`%s by (instance, model_name) (%s)`, agg, expr)))
 	}
-	anyServer := func(of func(server string, i int) string) string {
+	rate := func(series string) string { return fmt.Sprintf(`rate(%s[%s])`, series, short) }
+	mean := func(s catalog.Server, hist string) string {
+		return sum("sum", rate(hist+"_sum")) + " / " + sum("sum", rate(s.E2E+"_count"))
+	}
+	anyServer := func(of func(s catalog.Server) string) string {
 		parts := make([]string, len(catalog.Servers))
 		for i, s := range catalog.Servers {
-			parts[i] = byModel(s.Server, of(s.Server, i))
+			parts[i] = fmt.Sprintf(`label_replace(%s, "server", %q, "", "")`, of(s), s.Server)
 		}
 		return strings.Join(parts, " or ")
 	}
 	x := "tokenprobe_time_to_first_token_seconds"
+	users := fmt.Sprintf(`sum by (%[1]s) (histogram_sum(rate(%[2]s[%[3]s]))) / sum by (%[1]s) (histogram_count(rate(%[2]s[%[3]s]))) or sum by (%[1]s) (rate(%[4]s[%[3]s])) / sum by (%[1]s) (rate(%[5]s[%[3]s]))`,
+		key, o.m(x), short, o.m(x+"_sum"), o.m(x+"_count"))
 	return []Rule{
-		{Record: "tokenprobe:ttft_seconds:mean5m", Expr: fmt.Sprintf(`sum by (model) (histogram_sum(rate(%[1]s[%[2]s]))) / sum by (model) (histogram_count(rate(%[1]s[%[2]s]))) or sum by (model) (rate(%[1]s_sum[%[2]s])) / sum by (model) (rate(%[1]s_count[%[2]s]))`, x, short)},
-		{Record: "tokenprobe:server_queue_seconds:mean5m", Expr: anyServer(func(_ string, i int) string { return mean(catalog.Servers[i].Queue) })},
-		{Record: "tokenprobe:server_ttft_seconds:mean5m", Expr: anyServer(func(_ string, i int) string { return mean(catalog.Servers[i].TTFT) })},
-		{Record: "tokenprobe:hidden_queue_seconds:mean5m", Expr: `tokenprobe:ttft_seconds:mean5m - on (model) group_right tokenprobe:server_ttft_seconds:mean5m`},
-		{Record: "tokenprobe:server_running_requests", Expr: anyServer(func(_ string, i int) string { return "sum by (model_name) (" + catalog.Servers[i].Running + ")" })},
-		{Record: "tokenprobe:server_waiting_requests", Expr: anyServer(func(_ string, i int) string { return "sum by (model_name) (" + catalog.Servers[i].Waiting + ")" })},
-		{Record: "tokenprobe:server_kv_cache_usage:ratio", Expr: anyServer(func(_ string, i int) string {
-			var alts []string
-			for _, m := range catalog.Servers[i].KVCache {
-				alts = append(alts, "avg by (model_name) ("+m+")")
+		{Record: "tokenprobe:ttft_seconds:mean5m", Expr: users},
+		{Record: "tokenprobe:server_queue_seconds:mean5m", Expr: anyServer(func(s catalog.Server) string { return mean(s, s.Queue) })},
+		{Record: "tokenprobe:server_ttft_seconds:mean5m", Expr: anyServer(func(s catalog.Server) string { return mean(s, s.TTFT) })},
+		{Record: "tokenprobe:ttft_outside_server_seconds:mean5m", Expr: `tokenprobe:ttft_seconds:mean5m - on (endpoint, model) group_right tokenprobe:server_ttft_seconds:mean5m`},
+		{Record: "tokenprobe:server_running_requests", Expr: anyServer(func(s catalog.Server) string { return sum("sum", s.Running) })},
+		{Record: "tokenprobe:server_waiting_requests", Expr: anyServer(func(s catalog.Server) string { return sum("sum", s.Waiting) })},
+		{Record: "tokenprobe:server_kv_cache_usage:ratio", Expr: anyServer(func(s catalog.Server) string {
+			alts := make([]string, len(s.KVCache))
+			for i, m := range s.KVCache {
+				alts[i] = sum("avg", m)
 			}
 			return "(" + strings.Join(alts, " or ") + ")"
 		})},
@@ -160,30 +200,50 @@ func (o Options) recording() []Rule {
 			// requests count in neither.
 			rules = append(rules, Rule{
 				Record: "tokenprobe:slo_errors:ratio_rate" + windowName(w),
-				Expr: fmt.Sprintf(`1 - (sum by (%[1]s) (rate(tokenprobe_good_requests_total[%[2]s])) / sum by (%[1]s) (rate(tokenprobe_requests_total{outcome=~"success|error"}[%[2]s])))`,
-					by, o.window(w)),
+				Expr: o.loaded(fmt.Sprintf(`1 - (sum by (%[1]s) (rate(%[3]s[%[2]s])) / sum by (%[1]s) (rate(%[4]s[%[2]s])))`,
+					by, o.window(w), o.m("tokenprobe_good_requests_total"), o.m("tokenprobe_requests_total", `outcome=~"success|error"`))),
 			})
 		}
 	}
 	short, hour := o.window(5*time.Minute), o.window(time.Hour)
-	q := func(name, metric string, p float64) Rule {
-		return Rule{Record: name, Expr: catalog.Quantile(p, metric, by, "", short)}
+	q := func(name, metric string, p float64, group string) Rule {
+		return Rule{Record: name, Expr: o.loaded(catalog.Quantile(p, metric, group, o.Selector, short))}
+	}
+	// A level's quantile counts only over a full window: its series (made
+	// at zero when the profile is loaded) has a sample a window ago. A
+	// Prometheus that starts, or a level that appears, computes its first
+	// rates over a few seconds, which can hold one short stage alone.
+	full := func(p float64, metric string) string {
+		return fmt.Sprintf(`((%s) >= 0) and on (%s) count by (%s) (%s offset %s)`,
+			catalog.Quantile(p, metric, byLevel, o.Selector, short), byLevel, byLevel, o.m("tokenprobe_requests_total"), short)
+	}
+	// A baseline is the lower quartile of a level's full-window values
+	// over the last hour, leaving out the last window, once there are
+	// enough of them: a few early or odd windows neither set it nor latch
+	// it (a minimum would), and a cliff must hold three quarters of the
+	// hour before it becomes the level's normal.
+	baseline := func(series string) string {
+		return fmt.Sprintf(`quantile_over_time(0.25, %[1]s[%[2]s] offset %[3]s) and on (%[4]s) (count_over_time(%[1]s[%[2]s] offset %[3]s) >= %[5]d)`,
+			series, hour, short, byLevel, o.BaselineSamples)
 	}
 	rules = append(rules,
-		Rule{Record: "tokenprobe:requests:rate5m", Expr: fmt.Sprintf(`sum by (%s) (rate(tokenprobe_requests_total{outcome=~"success|error"}[%s]))`, by, short)},
-		Rule{Record: "tokenprobe:goodput:rate5m", Expr: fmt.Sprintf(`sum by (%s) (rate(tokenprobe_good_requests_total[%s]))`, by, short)},
-		Rule{Record: "tokenprobe:goodput:rate1h", Expr: fmt.Sprintf(`sum by (%s) (rate(tokenprobe_good_requests_total[%s]))`, by, hour)},
+		Rule{Record: "tokenprobe:requests:rate5m", Expr: o.loaded(fmt.Sprintf(`sum by (%s) (rate(%s[%s]))`, by, o.m("tokenprobe_requests_total", `outcome=~"success|error"`), short))},
+		Rule{Record: "tokenprobe:goodput:rate5m", Expr: o.loaded(fmt.Sprintf(`sum by (%s) (rate(%s[%s]))`, by, o.m("tokenprobe_good_requests_total"), short))},
+		Rule{Record: "tokenprobe:goodput:rate1h", Expr: o.loaded(fmt.Sprintf(`sum by (%s) (rate(%s[%s]))`, by, o.m("tokenprobe_good_requests_total"), hour))},
 		Rule{Record: "tokenprobe:slo_attainment:ratio_rate5m", Expr: `1 - tokenprobe:slo_errors:ratio_rate5m`},
-		q("tokenprobe:ttft_p50:rate5m", "tokenprobe_time_to_first_token_seconds", 0.5),
-		q("tokenprobe:ttft_p95:rate5m", "tokenprobe_time_to_first_token_seconds", 0.95),
-		q("tokenprobe:ttft_p99:rate5m", "tokenprobe_time_to_first_token_seconds", 0.99),
-		q("tokenprobe:itl_p50:rate5m", "tokenprobe_inter_token_latency_seconds", 0.5),
-		q("tokenprobe:dispatch_lag_p99:rate5m", "tokenprobe_dispatch_lag_seconds", 0.99),
-		// Baselines: the lowest of the last hour's 5-minute values, leaving
-		// out the last 5 minutes, so a new cliff is measured against the
-		// floor before it.
-		Rule{Record: "tokenprobe:ttft_p95:baseline1h", Expr: fmt.Sprintf(`min_over_time(tokenprobe:ttft_p95:rate5m[%s] offset %s)`, hour, short)},
-		Rule{Record: "tokenprobe:itl_p50:baseline1h", Expr: fmt.Sprintf(`min_over_time(tokenprobe:itl_p50:rate5m[%s] offset %s)`, hour, short)},
+		q("tokenprobe:ttft_p50:rate5m", "tokenprobe_time_to_first_token_seconds", 0.5, by),
+		q("tokenprobe:ttft_p95:rate5m", "tokenprobe_time_to_first_token_seconds", 0.95, by),
+		q("tokenprobe:ttft_p99:rate5m", "tokenprobe_time_to_first_token_seconds", 0.99, by),
+		q("tokenprobe:itl_p50:rate5m", "tokenprobe_inter_token_latency_seconds", 0.5, by),
+		q("tokenprobe:dispatch_lag_p99:rate5m", "tokenprobe_dispatch_lag_seconds", 0.99, by),
+		Rule{Record: "tokenprobe:requests_by_level:rate5m", Expr: o.loaded(fmt.Sprintf(`sum by (%s) (rate(%s[%s]))`, byLevel, o.m("tokenprobe_requests_total", `outcome=~"success|error"`), short))},
+		Rule{Record: "tokenprobe:ttft_p95_by_level:rate5m", Expr: o.loaded(full(0.95, "tokenprobe_time_to_first_token_seconds"))},
+		Rule{Record: "tokenprobe:itl_p50_by_level:rate5m", Expr: o.loaded(full(0.5, "tokenprobe_inter_token_latency_seconds"))},
+		Rule{Record: "tokenprobe:ttft_p95_by_level:baseline1h", Expr: baseline("tokenprobe:ttft_p95_by_level:rate5m")},
+		Rule{Record: "tokenprobe:itl_p50_by_level:baseline1h", Expr: baseline("tokenprobe:itl_p50_by_level:rate5m")},
+		// How many full-window values each level's baseline stands on:
+		// below BaselineSamples the cliff alert has not enough history yet.
+		Rule{Record: "tokenprobe:ttft_p95_by_level:history_samples1h", Expr: fmt.Sprintf(`count_over_time(tokenprobe:ttft_p95_by_level:rate5m[%s] offset %s)`, hour, short)},
 	)
 	return rules
 }
@@ -203,18 +263,24 @@ func (o Options) alert(name, severity, expr, summary, description string) Rule {
 // Every replica of a sharded daemon exports the objective of the
 // profiles it knows: max by keeps one series per profile and endpoint, so
 // the match with the recording rules stays one-to-one.
-const budget = `(1 - max by (profile, endpoint) (tokenprobe_slo_objective_ratio) > 0 < 1)`
+func (o Options) budget() string {
+	return fmt.Sprintf(`(1 - max by (profile, endpoint) (%s) > 0 < 1)`, o.m("tokenprobe_slo_objective_ratio"))
+}
 
 func (o Options) sloAlerts() []Rule {
+	// A burn rate times a large budget can pass 1, which no error ratio
+	// reaches: 14.4x of a 0.9 objective's 10%. The threshold is then
+	// every request failing, so the fast burn still pages at a total
+	// outage.
 	burn := func(long, short time.Duration, rate float64) string {
-		return fmt.Sprintf(`(tokenprobe:slo_errors:ratio_rate%[1]s > on (%[3]s) (%[4]g * %[5]s) and tokenprobe:slo_errors:ratio_rate%[2]s > on (%[3]s) (%[4]g * %[5]s))`,
-			windowName(long), windowName(short), by, rate, budget)
+		return fmt.Sprintf(`(tokenprobe:slo_errors:ratio_rate%[1]s >= on (%[3]s) clamp_max(%[4]g * %[5]s, 1) and tokenprobe:slo_errors:ratio_rate%[2]s >= on (%[3]s) clamp_max(%[4]g * %[5]s, 1))`,
+			windowName(long), windowName(short), by, rate, o.budget())
 	}
 	page := burn(burnWindows[0].long, burnWindows[0].short, burnWindows[0].burn) + " or " + burn(burnWindows[1].long, burnWindows[1].short, burnWindows[1].burn)
 	ticket := burn(burnWindows[2].long, burnWindows[2].short, burnWindows[2].burn) + " or " + burn(burnWindows[3].long, burnWindows[3].short, burnWindows[3].burn)
 	goodDrop := o.alert("TokenprobeGoodputDrop", "ticket",
-		fmt.Sprintf(`tokenprobe:goodput:rate1h < 0.5 * (tokenprobe:goodput:rate1h offset %s) and on (%s) sum by (%s) (increase(tokenprobe_requests_total{outcome=~"success|error"}[%s])) > 50`,
-			o.window(24*time.Hour), by, by, o.window(time.Hour)),
+		fmt.Sprintf(`tokenprobe:goodput:rate1h < 0.5 * (tokenprobe:goodput:rate1h offset %s) and on (%s) sum by (%s) (increase(%s[%s])) > 50`,
+			o.window(24*time.Hour), by, by, o.m("tokenprobe_requests_total", `outcome=~"success|error"`), o.window(time.Hour)),
 		"Goodput of {{ $labels.profile }} on {{ $labels.endpoint }} halved against yesterday",
 		"Good requests per second over the last hour are {{ $value | humanize }}, under half of the same hour yesterday, on at least 50 requests.")
 	goodDrop.For = o.window(15 * time.Minute)
@@ -241,12 +307,19 @@ func (o Options) sloAlerts() []Rule {
 const dominantPhase = `{{ with printf "max by (phase) (tokenprobe_run_last_ttft_dominant_phase{profile=%q,endpoint=%q}) == 1" $labels.profile $labels.endpoint | query }}{{ with first . }}` +
 	` The server's own metrics say where the last run's TTFT went: mostly {{ if eq (label "phase" .) "queue" }}waiting in the server's queue{{ else if eq (label "phase" .) "prefill" }}in the server's prefill{{ else }}outside the server's queue and prefill (network, gateway, tokenization){{ end }}.{{ end }}{{ end }}`
 
+// cliffFacts names, in the cliff's description, the baseline the alert
+// compared with, the ratio, and the tokenprobe instances that measured it.
+const cliffFacts = `{{ $sel := printf "{profile=%q,endpoint=%q,load_level=%q}" $labels.profile $labels.endpoint $labels.load_level }}` +
+	`{{ with printf "tokenprobe:ttft_p95_by_level:baseline1h%s" $sel | query }}{{ with first . }} Its baseline at this level (the lower quartile of the last hour's 5-minute values) is {{ value . | humanizeDuration }}{{ end }}{{ end }}` +
+	`{{ with printf "tokenprobe:ttft_p95_by_level:rate5m%s / tokenprobe:ttft_p95_by_level:baseline1h%s" $sel $sel | query }}{{ with first . }}, {{ value . | printf "%.1f" }}x over it{{ end }}{{ end }}.` +
+	`{{ with printf "count by (instance) (tokenprobe_profile_info{profile=%q,endpoint=%q})" $labels.profile $labels.endpoint | query }} Measured by {{ range $i, $s := sortByLabel "instance" . }}{{ if $i }}, {{ end }}{{ label "instance" $s }}{{ end }}.{{ end }}`
+
 func (o Options) latencyAlerts() []Rule {
 	cliff := o.alert("TokenprobeTTFTCliff", "page",
-		fmt.Sprintf(`tokenprobe:ttft_p95:rate5m > %[1]g * tokenprobe:ttft_p95:baseline1h and on (%[2]s) tokenprobe:itl_p50:rate5m < %[3]g * tokenprobe:itl_p50:baseline1h and on (%[2]s) tokenprobe:requests:rate5m > %[4]g`,
-			o.CliffTTFT, by, o.CliffITL, o.MinRate),
-		"TTFT cliff on {{ $labels.endpoint }} ({{ $labels.profile }}): requests are queueing",
-		fmt.Sprintf("TTFT p95 is {{ $value | humanizeDuration }}, over %gx its floor of the last hour, while inter-token latency stays under %gx its own: the server is not slower, requests wait for a slot. Check load, batch size and replicas.", o.CliffTTFT, o.CliffITL)+dominantPhase)
+		fmt.Sprintf(`tokenprobe:ttft_p95_by_level:rate5m > %[1]g * tokenprobe:ttft_p95_by_level:baseline1h and on (%[2]s) tokenprobe:itl_p50_by_level:rate5m < %[3]g * tokenprobe:itl_p50_by_level:baseline1h and on (%[2]s) tokenprobe:requests_by_level:rate5m > %[4]g`,
+			o.CliffTTFT, byLevel, o.CliffITL, o.MinRate),
+		"TTFT cliff on {{ $labels.endpoint }} ({{ $labels.profile }}) at load level {{ $labels.load_level }}: requests are queueing",
+		fmt.Sprintf("TTFT p95 at load level {{ $labels.load_level }} is {{ $value | humanizeDuration }}, over %gx its baseline of the last hour at that level, while inter-token latency stays under %gx its own: the server is not slower, requests wait for a slot. Check load, batch size and replicas.", o.CliffTTFT, o.CliffITL)+cliffFacts+dominantPhase)
 	cliff.For = o.window(2 * time.Minute)
 	cliff.KeepFiringFor = o.window(10 * time.Minute)
 	tail := o.alert("TokenprobeTTFTTailDivergence", "ticket",
@@ -255,8 +328,8 @@ func (o Options) latencyAlerts() []Rule {
 		"Most requests start fast but the slowest percent wait {{ $value | humanizeDuration }}: head-of-line blocking behind long prompts, preemption, or one bad replica.")
 	tail.For = o.window(15 * time.Minute)
 	capacity := o.alert("TokenprobeCapacityRegression", "ticket",
-		fmt.Sprintf(`tokenprobe_run_last_capacity_at_slo < 0.5 * quantile_over_time(0.5, tokenprobe_run_last_capacity_at_slo[%s]) and tokenprobe_run_last_capacity_at_slo > 0 or tokenprobe_run_last_capacity_at_slo == 0 and quantile_over_time(0.5, tokenprobe_run_last_capacity_at_slo[%s]) > 0`,
-			o.window(7*24*time.Hour), o.window(7*24*time.Hour)),
+		strings.ReplaceAll(fmt.Sprintf(`C < 0.5 * quantile_over_time(0.5, C[%s]) and C > 0 or C == 0 and quantile_over_time(0.5, C[%s]) > 0`,
+			o.window(7*24*time.Hour), o.window(7*24*time.Hour)), "C", o.m("tokenprobe_run_last_capacity_at_slo")),
 		"Capacity at SLO of {{ $labels.endpoint }} ({{ $labels.profile }}) fell below half its 7-day level",
 		"The last sweep meets its SLO objective up to load level {{ $value }} only, under half the median of the last 7 days: a deploy, a config change or lost replicas cut capacity.")
 	return []Rule{cliff, tail, capacity,
@@ -269,11 +342,15 @@ func (o Options) latencyAlerts() []Rule {
 
 func (o Options) probeAlerts() []Rule {
 	noSuccess := o.alert("TokenprobeNoSuccessfulRun", "ticket",
-		fmt.Sprintf(`time() - tokenprobe_run_last_success_timestamp_seconds > %g and on (%s) tokenprobe_run_last_timestamp_seconds > 0`, time.Duration(float64(o.NoSuccessFor)/o.Scale).Seconds(), by),
+		fmt.Sprintf(`time() - %s > %g and on (%s) %s > 0`, o.m("tokenprobe_run_last_success_timestamp_seconds"), time.Duration(float64(o.NoSuccessFor)/o.Scale).Seconds(), by, o.m("tokenprobe_run_last_timestamp_seconds")),
 		"{{ $labels.profile }} on {{ $labels.endpoint }} has not passed for {{ $value | humanizeDuration }}",
 		"Runs happen but none met its objective or finished without error. The last run's page on the status page has its report and log.")
-	noData := o.alert("TokenprobeNoData", "ticket", fmt.Sprintf(`absent_over_time(tokenprobe_build_info[%s])`, o.window(10*time.Minute)),
+	// absent() held for 10 minutes, not absent_over_time: a Prometheus
+	// that has just started has no past to look over and would fire at
+	// once; with for, it fires once it has itself gone 10 minutes without.
+	noData := o.alert("TokenprobeNoData", "ticket", `absent(tokenprobe_build_info)`,
 		"No tokenprobe metrics", "Prometheus has scraped no tokenprobe for 10 minutes: the probe is down or not scraped, and every other alert here is blind.")
+	noData.For = o.window(10 * time.Minute)
 	lag := o.alert("TokenprobeDispatchLagHigh", "ticket", fmt.Sprintf(`tokenprobe:dispatch_lag_p99:rate5m > %g`, o.DispatchLagP99.Seconds()),
 		"tokenprobe sends {{ $labels.profile }} requests late",
 		"Dispatch lag p99 is {{ $value | humanizeDuration }}: the probe cannot keep its own schedule (CPU, max_concurrency), so its latency figures understate what users would see.")
