@@ -25,9 +25,12 @@ import (
 
 var ds = common.DataSourceRef{Type: cog.ToPtr("prometheus"), Uid: cog.ToPtr("${datasource}")}
 
-// sel is the label selector every request query carries.
-const sel = `profile=~"$profile",endpoint=~"$endpoint",model=~"$model"`
-const runSel = `profile=~"$profile",endpoint=~"$endpoint"`
+// sel is the label selector every request query carries. The selectors
+// name profile, which series pushed over OTLP into the same
+// Prometheus never carry (theirs is tokenprobe_profile): a panel draws
+// the scraped series alone, whatever its variables match.
+const sel = `profile=~"$profile",profile!="",endpoint=~"$endpoint",model=~"$model"`
+const runSel = `profile=~"$profile",profile!="",endpoint=~"$endpoint"`
 
 func q(expr, legend string) cog.Builder[variants.Dataquery] {
 	return prometheus.NewDataqueryBuilder().Expr(expr).LegendFormat(legend).Range()
@@ -99,24 +102,24 @@ func serverVariable(b *dashboard.DashboardBuilder) {
 }
 
 // serverSel selects the server recording rules' series.
-const serverSel = `server="$server",model=~"$model"`
+const serverSel = `server="$server",endpoint=~"$endpoint",model=~"$model"`
 
 // serverPanels put the server's own view beside the user's: its TTFT and
 // queue over tokenprobe's TTFT (the gap is the queue the server's TTFT
 // does not show), its running and waiting requests and KV cache, and where
 // the last run's TTFT went.
 func serverPanels(b *dashboard.DashboardBuilder) {
-	b.WithPanel(ts("TTFT: the user's and the server's ($server)", "Mean TTFT as tokenprobe measures it (tokenprobe:ttft_seconds:mean5m) over the server's own TTFT (tokenprobe:server_ttft_seconds:mean5m) and queue time (tokenprobe:server_queue_seconds:mean5m), by model. The gap between the user's and the server's TTFT (tokenprobe:hidden_queue_seconds:mean5m) is time the server's TTFT does not show: its queue where its TTFT starts at scheduling, and the network and gateways.", "s",
-		q(`tokenprobe:ttft_seconds:mean5m{model=~"$model"}`, "user TTFT {{model}}"),
-		q(fmt.Sprintf(`tokenprobe:server_ttft_seconds:mean5m{%s}`, serverSel), "server TTFT {{model}}"),
-		q(fmt.Sprintf(`tokenprobe:server_queue_seconds:mean5m{%s}`, serverSel), "server queue {{model}}"),
-		q(fmt.Sprintf(`tokenprobe:hidden_queue_seconds:mean5m{%s}`, serverSel), "hidden from the server's TTFT {{model}}")))
-	b.WithPanel(ts("Server running and waiting requests ($server)", "The server's own running and waiting requests by model (tokenprobe:server_running_requests, tokenprobe:server_waiting_requests), beside tokenprobe's in flight: waiting above 0 where TTFT leaves its floor is the knee.", "short",
-		q(fmt.Sprintf(`tokenprobe:server_running_requests{%s}`, serverSel), "running {{model}}"),
-		q(fmt.Sprintf(`tokenprobe:server_waiting_requests{%s}`, serverSel), "waiting {{model}}"),
+	b.WithPanel(ts("TTFT: the user's and the server's ($server)", "Mean TTFT as tokenprobe measures it (tokenprobe:ttft_seconds:mean5m) over the server's own TTFT (tokenprobe:server_ttft_seconds:mean5m) and queue time (tokenprobe:server_queue_seconds:mean5m), by endpoint and model, each over the requests the server finished. vLLM's and SGLang's TTFT counts from the request's arrival, queue included: the gap to the user's (tokenprobe:ttft_outside_server_seconds:mean5m) is time outside the server, in the network and gateways and their queues.", "s",
+		q(`tokenprobe:ttft_seconds:mean5m{endpoint=~"$endpoint",model=~"$model"}`, "user TTFT {{endpoint}}"),
+		q(fmt.Sprintf(`tokenprobe:server_ttft_seconds:mean5m{%s}`, serverSel), "server TTFT {{endpoint}}"),
+		q(fmt.Sprintf(`tokenprobe:server_queue_seconds:mean5m{%s}`, serverSel), "server queue {{endpoint}}"),
+		q(fmt.Sprintf(`tokenprobe:ttft_outside_server_seconds:mean5m{%s}`, serverSel), "outside the server {{endpoint}}")))
+	b.WithPanel(ts("Server running and waiting requests ($server)", "The server's own running and waiting requests by endpoint (tokenprobe:server_running_requests, tokenprobe:server_waiting_requests), beside tokenprobe's in flight: waiting above 0 where TTFT leaves its floor is the knee.", "short",
+		q(fmt.Sprintf(`tokenprobe:server_running_requests{%s}`, serverSel), "running {{endpoint}}"),
+		q(fmt.Sprintf(`tokenprobe:server_waiting_requests{%s}`, serverSel), "waiting {{endpoint}}"),
 		q(fmt.Sprintf(`sum(tokenprobe_in_flight_requests{%s})`, runSel), "tokenprobe in flight")))
-	b.WithPanel(ts("Server KV cache usage ($server)", "The server's KV cache in use by model (tokenprobe:server_kv_cache_usage:ratio): near 1, requests wait for memory, not for a slot.", "percentunit",
-		q(fmt.Sprintf(`tokenprobe:server_kv_cache_usage:ratio{%s}`, serverSel), "{{model}}")))
+	b.WithPanel(ts("Server KV cache usage ($server)", "The server's KV cache in use by endpoint (tokenprobe:server_kv_cache_usage:ratio): near 1, requests wait for memory, not for a slot.", "percentunit",
+		q(fmt.Sprintf(`tokenprobe:server_kv_cache_usage:ratio{%s}`, serverSel), "{{endpoint}}")))
 	b.WithPanel(ts("Where the last run's TTFT went", "The last run's mean TTFT split with the server's own histograms (tokenprobe_run_last_ttft_breakdown_seconds{stat=\"mean\"}): waiting in the server's queue, in its prefill, and elsewhere (network, gateway, tokenization, the client). Runs of endpoints with server_metrics only.", "s",
 		q(fmt.Sprintf(`max by (profile, phase) (tokenprobe_run_last_ttft_breakdown_seconds{%s,stat="mean"})`, runSel), "{{profile}} {{phase}}")))
 }
