@@ -93,6 +93,7 @@ const byLevel = "profile, endpoint, load_level"
 func (o Options) loaded(expr string) string {
 	return fmt.Sprintf(`(%s) and on (profile, endpoint) %s`, expr, o.m("tokenprobe_profile_info"))
 }
+
 // window formats d divided by the scale as a Prometheus duration.
 func (o Options) window(d time.Duration) string {
 	scaled := time.Duration(float64(d) / o.Scale)

@@ -71,8 +71,8 @@ series, matching the ` + "`id`" + ` of ` + "`records.jsonl`" + `: in ` + "`token
 			fmt.Fprintf(&b, "- `%s`: %s\n", m.Name, floats(m.Buckets))
 		}
 	}
-	b.WriteString(`
-## OpenTelemetry (OTLP push)
+	b.WriteString("\n" + rulesRead)
+	b.WriteString(`## OpenTelemetry (OTLP push)
 
 GenAI semantic conventions v1.41.0 for the ` + "`gen_ai.*`" + ` instruments; resource attributes
 ` + "`service.name=tokenprobe`" + `, ` + "`service.version`" + `, ` + "`service.instance.id`" + ` (hostname unless set) and
@@ -128,3 +128,29 @@ func floats(fs []float64) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// rulesRead says what the generated rules and dashboards read of the
+// series above.
+const rulesRead = `## What the rules read
+
+- **Scraped series only.** Every generated rule and dashboard query selects ` + "`" + `profile!=""` + "`" + `:
+  tokenprobe's scraped series always carry ` + "`" + `profile` + "`" + `; the same data pushed over OTLP into the
+  same Prometheus (its OTLP receiver) carries the label tokenprobe_profile instead, and three of its
+  names (` + "`" + `tokenprobe_requests_total` + "`" + `, ` + "`" + `tokenprobe_slo_requests_total` + "`" + `,
+  ` + "`" + `tokenprobe_dispatch_lag_seconds` + "`" + `) are the scraped ones', under the same ` + "`" + `job` + "`" + ` when
+  ` + "`" + `service.name` + "`" + ` is the scrape job's name. So one Prometheus can take both side by side: the
+  rules read the scrape; query the push by its ` + "`" + `tokenprobe_*` + "`" + ` attributes. To read one scrape job
+  alone, generate the rules with a selector of your own (` + "`" + `alerts.Options.Selector` + "`" + `).
+- **Every series from the start.** A profile's counters and histograms exist at 0 from the
+  moment the configuration loads it, for every load level of its plan (each stage's, each step
+  of a ramp), every outcome and error reason, every SLO it sets and every run result: ` + "`" + `rate()` + "`" + `
+  ignores a series' first sample, so a series created by its first observation would hide its
+  whole first run from every SLO, goodput and burn rule. A search's levels are not known before
+  it runs; theirs appear with their first request. A removed profile's series go at once, and
+  the recording rules keep a profile's series only while its ` + "`" + `tokenprobe_profile_info` + "`" + ` is there.
+- **The cliff per level.** ` + "`" + `tokenprobe:ttft_p95_by_level:rate5m` + "`" + ` and
+  ` + "`" + `tokenprobe:itl_p50_by_level:rate5m` + "`" + ` are computed per ` + "`" + `load_level` + "`" + ` over full windows only (the
+  level's series had a sample 5 minutes before), and ` + "`" + `..._baseline1h` + "`" + ` is the lower quartile of
+  the last hour's values once there are 10 (docs/RUNBOOK.md#tokenprobettftcliff).
+
+`
