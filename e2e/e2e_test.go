@@ -251,7 +251,7 @@ func cliffRun(addr string, id int64) (daemon.RunRecord, bool) {
 	}
 	_ = json.NewDecoder(r.Body).Decode(&out)
 	for _, rec := range out.Runs {
-		if int64(rec.ID) == id {
+		if rec.ID == id {
 			return rec, true
 		}
 	}

@@ -210,16 +210,17 @@ func TestExecuteWithholdsTheFiguresOfARestartedServer(t *testing.T) {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { current.Load().ServeHTTP(w, r) }))
 		defer srv.Close()
 		ep := &client.Endpoint{Name: "sim", BaseURL: srv.URL + "/v1", API: openai.Chat, Model: "m", Timeout: 30 * time.Second}
-		run := &probe.Run{
-			Profile:  "p",
-			Plan:     probe.Plan{Stages: []probe.Stage{{Concurrency: 2, Requests: 40}}},
-			Workload: workload.NewSynthetic(workload.Lengths{Mean: 8}, workload.Lengths{Mean: 20}, true, 1),
-			Endpoint: ep, Client: client.New(client.Options{}),
+		newRun := func(requests int) *probe.Run {
+			return &probe.Run{
+				Profile:  "p",
+				Plan:     probe.Plan{Stages: []probe.Stage{{Concurrency: 2, Requests: requests}}},
+				Workload: workload.NewSynthetic(workload.Lengths{Mean: 8}, workload.Lengths{Mean: 20}, true, 1),
+				Endpoint: ep, Client: client.New(client.Options{}),
+			}
 		}
+		run := newRun(40)
 		if c.warm {
-			warm := *run
-			warm.Plan = probe.Plan{Stages: []probe.Stage{{Concurrency: 2, Requests: 20}}}
-			if f := Execute(context.Background(), &warm, Options{}); f.Err != nil {
+			if f := Execute(context.Background(), newRun(20), Options{}); f.Err != nil {
 				t.Fatal(f.Err)
 			}
 		}
