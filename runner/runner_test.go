@@ -246,3 +246,46 @@ func TestExecuteWithholdsTheFiguresOfARestartedServer(t *testing.T) {
 		}
 	}
 }
+
+// A 1/4/8/16 sweep on a fresh simulator that creates its series at their
+// first observation and observes only the queue times of requests that
+// waited: every level has the server's queue, 0 where nothing waited, and
+// the knee's levels a queue of their own.
+func TestExecuteSplitsEveryLevelOfASweepOnAFreshServer(t *testing.T) {
+	s, err := sim.Start("127.0.0.1:0", sim.Config{Model: "m", Slots: 4, PrefillBase: 20 * time.Millisecond, DecodeBase: 5 * time.Millisecond,
+		Metrics: sim.MetricsHabits{Lazy: true, QueueOnlyWaited: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var stages []probe.Stage
+	for _, c := range []int{1, 4, 8, 16} {
+		stages = append(stages, probe.Stage{Concurrency: c, Requests: 4 * c})
+	}
+	run := &probe.Run{
+		Profile:  "sweep",
+		Plan:     probe.Plan{Stages: stages},
+		Workload: workload.NewSynthetic(workload.Lengths{Mean: 8}, workload.Lengths{Mean: 20}, true, 1),
+		Endpoint: &client.Endpoint{Name: "sim", BaseURL: s.URL(), API: openai.Chat, Model: "m", Timeout: 30 * time.Second},
+		Client:   client.New(client.Options{}),
+	}
+	src := servermetrics.New(servermetrics.Options{URL: "http://" + s.Addr() + "/metrics", Model: "m", Interval: 100 * time.Millisecond})
+	f := Execute(context.Background(), run, Options{Server: src})
+	if f.Err != nil || len(f.Summary.Stages) != 4 {
+		t.Fatalf("%v, %d stages", f.Err, len(f.Summary.Stages))
+	}
+	for i, st := range f.Summary.Stages {
+		sv := st.Server
+		if sv == nil || sv.Queue == nil || sv.Breakdown == nil {
+			t.Errorf("level %g: server %+v", st.Level, sv)
+			continue
+		}
+		t.Logf("level %g: %s", st.Level, sv.Breakdown.Verdict)
+		if i < 2 && sv.Queue.Mean > 1 || i == 3 && sv.Queue.Mean < 20 {
+			t.Errorf("level %g: queue mean %.1f ms", st.Level, sv.Queue.Mean)
+		}
+		if sv.Breakdown.Mean.Elsewhere < 0 || sv.Breakdown.Mean.Elsewhere > 5 {
+			t.Errorf("level %g: %.1f ms elsewhere", st.Level, sv.Breakdown.Mean.Elsewhere)
+		}
+	}
+}
