@@ -3,6 +3,7 @@ package servermetrics
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 )
@@ -73,15 +74,20 @@ func window(rd Readings, sum *stats.Summary) *stats.Server {
 	// The population: the requests the server finished in the window. A
 	// phase observed for fewer (a queue time kept only for requests that
 	// waited) left the rest out because they were zero.
-	population := hists[Clocks[rd.Kind].Population].Count
-	for _, r := range []Role{Queue, Prefill, TTFT} {
+	clock := Clocks[rd.Kind]
+	perRequest := []Role{Queue, Prefill, TTFT}
+	if clock.PrefillPerBatch {
+		perRequest = []Role{Queue, TTFT}
+	}
+	population := hists[clock.Population].Count
+	for _, r := range perRequest {
 		population = max(population, hists[r].Count)
 	}
 	out.Population = population
 	for r, dst := range map[Role]**stats.Phase{Queue: &out.Queue, Prefill: &out.Prefill, TTFT: &out.TTFT, ITL: &out.ITL, E2E: &out.E2E} {
 		d, ok := hists[r]
 		over := d.Count
-		if r == Queue || r == Prefill || r == TTFT {
+		if slices.Contains(perRequest, r) {
 			over = population
 		}
 		switch {
@@ -140,7 +146,7 @@ func window(rd Readings, sum *stats.Summary) *stats.Server {
 		out.Err = fmt.Sprintf("%d readings of the server's metrics failed (the last: %v)", rd.Failed, rd.Err)
 	}
 	out.Missing = missing(after)
-	out.Breakdown, out.Note = breakdown(out, sum, Clocks[rd.Kind], after.has(Queue))
+	out.Breakdown, out.Note = breakdown(out, sum, clock, after.has(Queue))
 	return out
 }
 
@@ -170,7 +176,7 @@ func restart(snaps []Snapshot) string {
 		}
 		for r, h := range a.Hist {
 			if n, ok := b.Hist[r]; !ok || n.Count < h.Count {
-				return fmt.Sprintf("its %s histogram went down", r)
+				return fmt.Sprintf("its %s histogram went down or vanished", r)
 			}
 		}
 		for r, v := range a.Value {
@@ -178,7 +184,7 @@ func restart(snaps []Snapshot) string {
 				continue
 			}
 			if n, ok := b.Value[r]; !ok || n < v {
-				return fmt.Sprintf("its %s counter went down", r)
+				return fmt.Sprintf("its %s counter went down or vanished", r)
 			}
 		}
 	}

@@ -172,6 +172,10 @@ type Clock struct {
 	// Population is the histogram whose count is the requests the server
 	// finished in a window.
 	Population Role
+	// PrefillPerBatch says the prefill histogram observes batches, not
+	// requests: its mean is over its own count, each request of a batch
+	// having waited the batch's whole prefill.
+	PrefillPerBatch bool
 }
 
 // Clocks are each kind's TTFT clock and population; docs/MEASUREMENT.md
@@ -181,7 +185,7 @@ var Clocks = map[Kind]Clock{
 		Source: "vllm/v1/metrics/stats.py: the first token latency is the time since the request's arrival_time (V0 did the same)"},
 	SGLang: {TTFTFrom: "arrival", Population: E2E,
 		Source: "python/sglang/srt/managers/tokenizer_manager.py: first_token_time - created_time, created when the tokenizer manager receives the request"},
-	TGI:      {Population: E2E, Source: "no TTFT histogram"},
+	TGI:      {Population: E2E, PrefillPerBatch: true, Source: "no TTFT histogram"},
 	LlamaCpp: {Source: "no per-request histograms"},
 	NIM:      {TTFTFrom: "arrival", Population: E2E, Source: "NIM for LLMs runs vLLM's engine and its metrics: vLLM's clock"},
 }

@@ -515,3 +515,20 @@ func TestDeclaredFamiliesOfALazyPage(t *testing.T) {
 		t.Fatalf("%+v (%s)", sv, sv.Note)
 	}
 }
+
+// TGI's prefill histogram observes batches: its mean stays over its own
+// count (each request of a batch waited the batch's prefill), while the
+// queue's is over the requests finished.
+func TestPrefillPerBatch(t *testing.T) {
+	start := time.Now()
+	zero := Snapshot{At: start, Kind: TGI, Hist: map[Role]Hist{}, Value: map[Role]float64{}}
+	after := Snapshot{At: start.Add(time.Minute), Kind: TGI, Hist: map[Role]Hist{
+		Queue: hist(40, 40*1.0), Prefill: hist(10, 10*0.2), E2E: hist(40, 40*2),
+	}, Value: map[Role]float64{}}
+	sum := summary(start, 40, 1250, 1250)
+	Explain(sum, Readings{Kind: TGI, Snaps: []Snapshot{zero, after}})
+	sv := sum.Server
+	if sv.Population != 40 || sv.Prefill == nil || math.Abs(sv.Prefill.Mean-200) > 1e-9 || sv.Prefill.Over != 0 || sv.Breakdown == nil {
+		t.Fatalf("population %v, prefill %+v, breakdown %+v (%s)", sv.Population, sv.Prefill, sv.Breakdown, sv.Note)
+	}
+}
