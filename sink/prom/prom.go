@@ -254,6 +254,9 @@ type Description struct {
 // configuration is (re)loaded.
 func (e *Exporter) Describe(d Description) {
 	profile, endpoint := d.Profile, d.Endpoint
+	// A reload may change the endpoint's URL, model or server: one info
+	// series per job, or the server rules would join it twice.
+	e.info.DeletePartialMatch(prometheus.Labels{"profile": profile, "endpoint": endpoint})
 	e.info.WithLabelValues(profile, endpoint, d.Model, d.URL, d.API, d.ServerInstance).Set(1)
 	e.objective.WithLabelValues(profile, endpoint).Set(d.Objective)
 	for _, level := range d.Levels {

@@ -484,6 +484,11 @@ func TestDescribeMakesEverySeriesAtZero(t *testing.T) {
 	if n := count(catalog.Runs.Name, map[string]string{"profile": "sweep"}); n != 4 {
 		t.Errorf("%d run result series, want 4", n)
 	}
+	// A reload that moves the endpoint's server leaves one info series.
+	e.Describe(Description{Profile: "sweep", Endpoint: "vllm", Model: "llama", API: "chat", ServerInstance: "vllm-2:8000", Levels: []float64{1, 8}, SLOs: []slo.Kind{slo.TTFT}})
+	if n := count(catalog.ProfileInfo.Name, map[string]string{"profile": "sweep"}); n != 1 {
+		t.Errorf("%d info series after a reload, want 1", n)
+	}
 	// A removed profile's series go.
 	e.Forget("sweep", "")
 	if n := count(catalog.Requests.Name, nil) + count(catalog.Runs.Name, nil); n != 0 {
