@@ -97,7 +97,7 @@ func Sloth(service string, slos []SLO) map[string]any {
 	var out []map[string]any
 	for _, s := range slos {
 		sel := fmt.Sprintf(`profile=%q,endpoint=%q`, s.Profile, s.Endpoint)
-		total := fmt.Sprintf(`sum(rate(tokenprobe_requests_total{%s,outcome=~"success|error"}[{{.window}}]))`, sel)
+		total := fmt.Sprintf(`sum(rate(tokenprobe_requests_total{%s,outcome!="cancelled"}[{{.window}}]))`, sel)
 		out = append(out, map[string]any{
 			"name":        s.Profile + "-" + s.Endpoint + "-goodput",
 			"objective":   math.Round(s.Objective*1e6) / 1e4, // a percentage, without 95.00000000000001

@@ -202,7 +202,7 @@ func (o Options) recording() []Rule {
 			rules = append(rules, Rule{
 				Record: "tokenprobe:slo_errors:ratio_rate" + windowName(w),
 				Expr: o.loaded(fmt.Sprintf(`1 - (sum by (%[1]s) (rate(%[3]s[%[2]s])) / sum by (%[1]s) (rate(%[4]s[%[2]s])))`,
-					by, o.window(w), o.m("tokenprobe_good_requests_total"), o.m("tokenprobe_requests_total", `outcome=~"success|error"`))),
+					by, o.window(w), o.m("tokenprobe_good_requests_total"), o.m("tokenprobe_requests_total", `outcome!="cancelled"`))),
 			})
 		}
 	}
@@ -228,7 +228,7 @@ func (o Options) recording() []Rule {
 			series, hour, short, byLevel, o.BaselineSamples)
 	}
 	rules = append(rules,
-		Rule{Record: "tokenprobe:requests:rate5m", Expr: o.loaded(fmt.Sprintf(`sum by (%s) (rate(%s[%s]))`, by, o.m("tokenprobe_requests_total", `outcome=~"success|error"`), short))},
+		Rule{Record: "tokenprobe:requests:rate5m", Expr: o.loaded(fmt.Sprintf(`sum by (%s) (rate(%s[%s]))`, by, o.m("tokenprobe_requests_total", `outcome!="cancelled"`), short))},
 		Rule{Record: "tokenprobe:goodput:rate5m", Expr: o.loaded(fmt.Sprintf(`sum by (%s) (rate(%s[%s]))`, by, o.m("tokenprobe_good_requests_total"), short))},
 		Rule{Record: "tokenprobe:goodput:rate1h", Expr: o.loaded(fmt.Sprintf(`sum by (%s) (rate(%s[%s]))`, by, o.m("tokenprobe_good_requests_total"), hour))},
 		Rule{Record: "tokenprobe:slo_attainment:ratio_rate5m", Expr: `1 - tokenprobe:slo_errors:ratio_rate5m`},
@@ -237,7 +237,7 @@ func (o Options) recording() []Rule {
 		q("tokenprobe:ttft_p99:rate5m", "tokenprobe_time_to_first_token_seconds", 0.99, by),
 		q("tokenprobe:itl_p50:rate5m", "tokenprobe_inter_token_latency_seconds", 0.5, by),
 		q("tokenprobe:dispatch_lag_p99:rate5m", "tokenprobe_dispatch_lag_seconds", 0.99, by),
-		Rule{Record: "tokenprobe:requests_by_level:rate5m", Expr: o.loaded(fmt.Sprintf(`sum by (%s) (rate(%s[%s]))`, byLevel, o.m("tokenprobe_requests_total", `outcome=~"success|error"`), short))},
+		Rule{Record: "tokenprobe:requests_by_level:rate5m", Expr: o.loaded(fmt.Sprintf(`sum by (%s) (rate(%s[%s]))`, byLevel, o.m("tokenprobe_requests_total", `outcome!="cancelled"`), short))},
 		Rule{Record: "tokenprobe:ttft_p95_by_level:rate5m", Expr: o.loaded(full(0.95, "tokenprobe_time_to_first_token_seconds"))},
 		Rule{Record: "tokenprobe:itl_p50_by_level:rate5m", Expr: o.loaded(full(0.5, "tokenprobe_inter_token_latency_seconds"))},
 		Rule{Record: "tokenprobe:ttft_p95_by_level:baseline1h", Expr: baseline("tokenprobe:ttft_p95_by_level:rate5m")},
@@ -281,7 +281,7 @@ func (o Options) sloAlerts() []Rule {
 	ticket := burn(burnWindows[2].long, burnWindows[2].short, burnWindows[2].burn) + " or " + burn(burnWindows[3].long, burnWindows[3].short, burnWindows[3].burn)
 	goodDrop := o.alert("TokenprobeGoodputDrop", "ticket",
 		fmt.Sprintf(`tokenprobe:goodput:rate1h < 0.5 * (tokenprobe:goodput:rate1h offset %s) and on (%s) sum by (%s) (increase(%s[%s])) > 50`,
-			o.window(24*time.Hour), by, by, o.m("tokenprobe_requests_total", `outcome=~"success|error"`), o.window(time.Hour)),
+			o.window(24*time.Hour), by, by, o.m("tokenprobe_requests_total", `outcome!="cancelled"`), o.window(time.Hour)),
 		"Goodput of {{ $labels.profile }} on {{ $labels.endpoint }} halved against yesterday",
 		"Good requests per second over the last hour are {{ $value | humanize }}, under half of the same hour yesterday, on at least 50 requests.")
 	goodDrop.For = o.window(15 * time.Minute)

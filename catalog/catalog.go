@@ -103,11 +103,13 @@ var (
 	InterChunk = Metric{Name: "tokenprobe_inter_chunk_latency_seconds", Type: Histogram, Unit: "seconds", Labels: RequestLabels, Buckets: TokenGapBuckets,
 		Help: "Every gap between two consecutive content chunks of successful streamed requests; shows stalls a per-request mean hides."}
 	Duration = Metric{Name: "tokenprobe_request_duration_seconds", Type: Histogram, Unit: "seconds", Labels: RequestLabels, Buckets: DurationBuckets,
-		Help: "Request latency (E2E): from sending a request to its last content chunk, successful requests."}
+		Help: "Request latency (E2E): from sending a request to its last content chunk, of requests answered in full (successes and wrong answers)."}
 	DispatchLag = Metric{Name: "tokenprobe_dispatch_lag_seconds", Type: Histogram, Unit: "seconds", Labels: RequestLabels, Buckets: LagBuckets,
 		Help: "How late the probe sent each request against its schedule: the probe's own health, never the server's."}
 	Requests = Metric{Name: "tokenprobe_requests_total", Type: Counter, Unit: "requests", Labels: with(RequestLabels, "outcome"),
-		Help: "Requests finished, by outcome: success, error or cancelled."}
+		Help: "Requests finished, by outcome: success, error, cancelled, or wrong_answer (answered in full, but the answer failed a check: failed, never good, its timing in the histograms). Attainment's denominator is every outcome but cancelled."}
+	AnswerChecks = Metric{Name: "tokenprobe_answer_checks_total", Type: Counter, Unit: "requests", Labels: []string{"profile", "endpoint", "model", "check", "result"},
+		Help: "Answers judged by each answer check of the profile (model by default; finish_reason, min_output_tokens, max_output_tokens, contains, matches, not_matches, json as the profile sets), by result: pass or fail. A request that fails any check is a wrong_answer."}
 	Errors = Metric{Name: "tokenprobe_request_errors_total", Type: Counter, Unit: "requests", Labels: with(RequestLabels, "reason"),
 		Help: "Failed requests by reason: timeout, connect, http_4xx, http_429, http_5xx, stream, empty, validation."}
 	Anomalies = Metric{Name: "tokenprobe_server_anomalies_total", Type: Counter, Unit: "requests", Labels: with(RequestLabels, "kind"),
@@ -188,7 +190,7 @@ var (
 // (tokenprobe_build_info) comes from client_golang's version collector.
 var All = []Metric{
 	TTFT, TTST, ITL, InterChunk, Duration, DispatchLag,
-	Requests, Errors, Anomalies, Good, SLORequests, InputTokens, OutputTokens,
+	Requests, AnswerChecks, Errors, Anomalies, Good, SLORequests, InputTokens, OutputTokens,
 	InFlight, TargetConcurrency, TargetRate,
 	Runs, RunsSkipped, RunsAbortedInARow, RunNext, RunLastTimestamp, RunLastSuccess, RunLastPassed, RunLastDuration,
 	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunLastCapacity, RunLastCliff, RunLastTTFTBreakdown, RunLastTTFTDominant,

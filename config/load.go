@@ -315,6 +315,7 @@ func (c *Config) validate(l *locator, dir string) {
 			l.errf(path+".shard.split", "a search decides each step from the last: it cannot be divided over replicas")
 		}
 		p.Schedule.validate(l, path+".schedule")
+		p.Checks.validate(l, path+".checks")
 		p.Workload.validate(l, path+".workload", dir)
 		if p.Workload.Trace != nil && (len(p.Load.Stages) > 0 || p.Load.Rate > 0 || p.Load.Concurrency > 0 || p.Load.Requests > 0 || p.Load.Duration > 0) {
 			l.errf(path+".load", "a trace sets the schedule: with workload.trace, load takes only max_concurrency and warmup_requests")
@@ -508,14 +509,18 @@ func (s *Simulator) validate(l *locator, path string) {
 	f := s.Faults
 	valid := true
 	for name, p := range map[string]float64{"error_500": f.Error500, "error_503": f.Error503, "error_429": f.Error429,
-		"disconnect": f.Disconnect, "stall": f.Stall, "malformed": f.Malformed} {
+		"disconnect": f.Disconnect, "stall": f.Stall, "malformed": f.Malformed,
+		"empty": f.Empty, "truncate": f.Truncate, "garbage": f.Garbage, "bad_json": f.BadJSON, "wrong_model_rate": f.WrongModelRate} {
 		if p < 0 || p > 1 {
 			l.errf(path+".faults."+name, "%v is not a probability between 0 and 1", p)
 			valid = false
 		}
 	}
-	if valid && (f.Error500+f.Error503+f.Error429 > 1 || f.Disconnect+f.Stall+f.Malformed > 1) {
-		l.errf(path+".faults", "error rates, and mid-stream fault rates, must each add up to at most 1")
+	if valid && (f.Error500+f.Error503+f.Error429 > 1 || f.Disconnect+f.Stall+f.Malformed > 1 || f.Empty+f.Truncate+f.Garbage+f.BadJSON > 1) {
+		l.errf(path+".faults", "error rates, mid-stream fault rates and wrong-answer rates must each add up to at most 1")
+	}
+	if f.WrongModelRate > 0 && f.WrongModel == "" {
+		l.errf(path+".faults.wrong_model_rate", "needs wrong_model: the model to answer with")
 	}
 }
 
@@ -738,5 +743,35 @@ func (s *SLO) validate(l *locator, path string) {
 	}
 	if s.Objective < 0 || s.Objective > 1 {
 		l.errf(path+".objective", "%v is not a fraction between 0 and 1 (0.95 means 95%%)", s.Objective)
+	}
+}
+
+func (c *Checks) validate(l *locator, path string) {
+	switch c.Model {
+	case "", "exact", "prefix", "off":
+	default:
+		l.errf(path+".model", "%q is not exact, prefix or off", c.Model)
+	}
+	if c.MinOutputTokens < 0 || c.MaxOutputTokens < 0 {
+		l.errf(path, "min_output_tokens and max_output_tokens must not be negative")
+	}
+	if c.MaxOutputTokens > 0 && c.MinOutputTokens > c.MaxOutputTokens {
+		l.errf(path+".max_output_tokens", "%d is below min_output_tokens (%d)", c.MaxOutputTokens, c.MinOutputTokens)
+	}
+	for _, f := range []struct {
+		field string
+		exprs []string
+	}{{"matches", c.Matches}, {"not_matches", c.NotMatches}} {
+		field := f.field
+		for i, e := range f.exprs {
+			if _, err := regexp.Compile(e); err != nil {
+				l.errf(fmt.Sprintf("%s.%s[%d]", path, field, i), "not an RE2 expression: %v", err)
+			}
+		}
+	}
+	for i, r := range c.FinishReason {
+		if r == "" {
+			l.errf(fmt.Sprintf("%s.finish_reason[%d]", path, i), "empty")
+		}
 	}
 }

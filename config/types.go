@@ -383,6 +383,13 @@ type Faults struct {
 	Stall      float64  `yaml:"stall"`
 	StallFor   Duration `yaml:"stall_for"`
 	Malformed  float64  `yaml:"malformed"`
+	// Wrong answers, answered in full (sim.Faults).
+	Empty          float64 `yaml:"empty"`
+	Truncate       float64 `yaml:"truncate"`
+	Garbage        float64 `yaml:"garbage"`
+	BadJSON        float64 `yaml:"bad_json"`
+	WrongModel     string  `yaml:"wrong_model"`
+	WrongModelRate float64 `yaml:"wrong_model_rate"`
 }
 
 // Profile is a workload replayed against endpoints.
@@ -401,6 +408,24 @@ type Profile struct {
 	Schedule Schedule `yaml:"schedule"`
 	// Shard says how the profile runs when the daemon is sharded.
 	Shard Shard `yaml:"shard"`
+	// Checks judge every answer, beside its timing: an answer that fails
+	// one is a wrong answer (docs/CONFIGURATION.md#checks).
+	Checks Checks `yaml:"checks"`
+}
+
+// Checks are a profile's answer checks. The model is checked unless
+// model is off; the rest only when set.
+type Checks struct {
+	// Model is exact (default), prefix or off.
+	Model           string   `yaml:"model"`
+	FinishReason    []string `yaml:"finish_reason"`
+	MinOutputTokens int      `yaml:"min_output_tokens"`
+	MaxOutputTokens int      `yaml:"max_output_tokens"`
+	Contains        []string `yaml:"contains"`
+	// Matches and NotMatches are RE2 expressions.
+	Matches    []string `yaml:"matches"`
+	NotMatches []string `yaml:"not_matches"`
+	JSON       bool     `yaml:"json"`
 }
 
 // Failure is a profile's failure policy. A field left out (nil) keeps

@@ -307,6 +307,7 @@ func (d *Daemon) apply(cfg *config.Config) error {
 		if nj.profile.Shard.Split && d.o.ShardCount > 1 {
 			plan = plan.Split(d.o.ShardIndex, d.o.ShardCount)
 		}
+		checks := setup.ChecksOf(&nj.profile.Checks)
 		var slos []slo.Kind
 		for _, t := range setup.SLOSet(&nj.profile.SLO).Thresholds {
 			slos = append(slos, t.Kind)
@@ -314,7 +315,7 @@ func (d *Daemon) apply(cfg *config.Config) error {
 		d.prom.Describe(prom.Description{
 			Profile: nj.profile.Name, Endpoint: nj.endpoint, Model: ep.Model, URL: url, API: string(ep.API),
 			Objective: nj.profile.SLO.Objective, ServerInstance: setup.ServerInstance(e, ep.BaseURL),
-			Levels: plan.Levels(), SLOs: slos,
+			Levels: plan.Levels(), SLOs: slos, Checks: checks.Names(),
 		})
 	}
 	d.jobs, d.targets = newJobs, newTargets

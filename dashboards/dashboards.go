@@ -167,7 +167,7 @@ func Marshal(d dashboard.Dashboard) ([]byte, error) {
 
 func slo() *dashboard.DashboardBuilder {
 	good := fmt.Sprintf(`sum by (profile, endpoint) (rate(tokenprobe_good_requests_total{%s}[$__rate_interval]))`, sel)
-	counted := fmt.Sprintf(`sum by (profile, endpoint) (rate(tokenprobe_requests_total{%s,outcome=~"success|error"}[$__rate_interval]))`, sel)
+	counted := fmt.Sprintf(`sum by (profile, endpoint) (rate(tokenprobe_requests_total{%s,outcome!="cancelled"}[$__rate_interval]))`, sel)
 	b := base("tokenprobe-slo", "tokenprobe / SLO overview", "Goodput against throughput, SLO attainment and error budget, errors, and latency percentiles.")
 	b.WithPanel(ts("Goodput vs throughput", "Good requests per second (tokenprobe_good_requests_total) against successful requests per second (tokenprobe_requests_total{outcome=\"success\"}). A gap is requests that succeed but miss an SLO.", "reqps",
 		q(good, "goodput {{profile}} {{endpoint}}"),

@@ -127,7 +127,7 @@ func (r *Run) session(stop, ctx context.Context, index int, st Stage, scheduled 
 		res.Session, res.Turn = s.ID, i
 		out <- res
 		last = res
-		if res.Outcome != result.Success {
+		if !res.Measured() {
 			return last
 		}
 		history = append(history,

@@ -72,7 +72,7 @@ type backoff struct {
 // after is how long to wait after res before the next request.
 func (b *backoff) after(res *result.Request) time.Duration {
 	if res == nil || res.Outcome != result.Error {
-		if res != nil && res.Outcome == result.Success {
+		if res != nil && res.Measured() {
 			b.fails = 0
 		}
 		return 0

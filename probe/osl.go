@@ -35,7 +35,6 @@ func (r *Run) keepText() bool {
 // settleOSL sets res's output length as the run's OSL mode says, after the
 // request was measured: tokenizing an answer is never on its clock.
 func (r *Run) settleOSL(res *result.Request) {
-	defer func() { res.Answer = nil }()
 	if res.Outcome != result.Success || res.ContentChunks == 0 {
 		return
 	}

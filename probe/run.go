@@ -14,7 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tokenprobe/tokenprobe/probe/check"
 	"github.com/tokenprobe/tokenprobe/probe/client"
+	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
@@ -31,6 +33,9 @@ type Run struct {
 	// each with the conversation before it.
 	Sessions workload.SessionSource
 	SLO      slo.Set
+	// Checks judge every answer; the zero Set checks that the answer's
+	// model is the one asked for.
+	Checks check.Set
 	// Failure is what the run does when requests fail (DefaultFailure
 	// unless the profile says otherwise).
 	Failure  Failure
@@ -317,11 +322,14 @@ func (r *Run) one(ctx context.Context, index int, st Stage, scheduled time.Time,
 		ctx, cancel = context.WithTimeoutCause(ctx, r.Plan.CancelAfter, errInjectedCancel)
 		defer cancel()
 	}
-	p.KeepText = r.keepText()
+	p.KeepText = r.keepText() || r.Checks.NeedsText()
 	r.inFlight.Add(1)
 	r.Client.Do(ctx, r.Endpoint, p, res)
 	r.inFlight.Add(-1)
+	// Off the request's clock: its length, then its answer's checks.
 	r.settleOSL(res)
+	r.Checks.Run(res, func() string { return openai.AnswerText(res.Answer) })
+	res.Answer = nil
 	r.hold(res)
 	if !warmup {
 		r.done.Add(1)

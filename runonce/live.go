@@ -66,8 +66,12 @@ func (l *live) Observe(r *result.Request, v slo.Verdict) {
 	switch r.Outcome {
 	case result.Error:
 		l.reasons[r.Reason.String()]++
+	case result.WrongAnswer:
+		l.reasons["wrong_answer"]++
 	case result.Success:
 		l.success++
+	}
+	if r.Measured() {
 		if r.HasTTFT() {
 			l.push(0, &l.ttft, float64(r.TTFT)/1e6)
 		}

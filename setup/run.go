@@ -2,10 +2,12 @@ package setup
 
 import (
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/tokenprobe/tokenprobe/config"
 	"github.com/tokenprobe/tokenprobe/probe"
+	"github.com/tokenprobe/tokenprobe/probe/check"
 	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
 	"github.com/tokenprobe/tokenprobe/probe/tokenizer"
@@ -24,6 +26,7 @@ func NewRun(p *config.Profile, ep *client.Endpoint, c *client.Client, sinks ...p
 			workload.Lengths{Mean: w.OutputTokens.Mean, Stddev: w.OutputTokens.Stddev},
 			w.Streaming(), w.Seed),
 		SLO:      SLOSet(&p.SLO),
+		Checks:   ChecksOf(&p.Checks),
 		Failure:  FailureOf(&p.Failure),
 		Endpoint: ep,
 		Client:   c,
@@ -162,4 +165,21 @@ func SLOSet(s *config.SLO) slo.Set {
 	}
 	set.Objective = s.Objective
 	return set
+}
+
+// ChecksOf converts a profile's checks block; config has checked its
+// expressions.
+func ChecksOf(c *config.Checks) check.Set {
+	s := check.Set{
+		Model: check.ModelModes[c.Model], FinishReasons: c.FinishReason,
+		MinOutputTokens: c.MinOutputTokens, MaxOutputTokens: c.MaxOutputTokens,
+		Contains: c.Contains, JSON: c.JSON,
+	}
+	for _, e := range c.Matches {
+		s.Matches = append(s.Matches, regexp.MustCompile(e))
+	}
+	for _, e := range c.NotMatches {
+		s.NotMatches = append(s.NotMatches, regexp.MustCompile(e))
+	}
+	return s
 }

@@ -143,6 +143,7 @@ func SimConfig(sc *config.Simulator, model string) sim.Config {
 		Faults: sim.Faults{
 			Error500: f.Error500, Error503: f.Error503, Error429: f.Error429, RetryAfter: f.RetryAfter.D(),
 			Disconnect: f.Disconnect, Stall: f.Stall, StallFor: f.StallFor.D(), Malformed: f.Malformed,
+			Empty: f.Empty, Truncate: f.Truncate, Garbage: f.Garbage, BadJSON: f.BadJSON, WrongModel: f.WrongModel, WrongModelRate: f.WrongModelRate,
 		},
 	}
 }

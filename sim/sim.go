@@ -86,6 +86,14 @@ type Faults struct {
 	StallFor time.Duration
 	// Malformed sends a broken JSON chunk in the middle of the stream.
 	Malformed float64
+	// Wrong answers, answered in full at the usual speed: Empty streams
+	// no content; Truncate stops after 3 tokens with finish_reason
+	// length; Garbage answers words of no language; BadJSON cuts a JSON
+	// answer (response_format) short. WrongModel names another model in
+	// a WrongModelRate share of answers, as a gateway that falls back.
+	Empty, Truncate, Garbage, BadJSON float64
+	WrongModel                        string
+	WrongModelRate                    float64
 }
 
 // Defaults fills the zero fields with a small model on a busy GPU: 10 ms
@@ -125,10 +133,17 @@ func (c Config) Defaults() Config {
 func (c Config) Validate() error {
 	f := c.Faults
 	for name, p := range map[string]float64{"error_500": f.Error500, "error_503": f.Error503, "error_429": f.Error429,
-		"disconnect": f.Disconnect, "stall": f.Stall, "malformed": f.Malformed} {
+		"disconnect": f.Disconnect, "stall": f.Stall, "malformed": f.Malformed,
+		"empty": f.Empty, "truncate": f.Truncate, "garbage": f.Garbage, "bad_json": f.BadJSON, "wrong_model_rate": f.WrongModelRate} {
 		if p < 0 || p > 1 {
 			return fmt.Errorf("faults.%s: %v is not a probability in [0, 1]", name, p)
 		}
+	}
+	if f.Empty+f.Truncate+f.Garbage+f.BadJSON > 1 {
+		return errors.New("faults: empty, truncate, garbage and bad_json add up to more than 1")
+	}
+	if f.WrongModelRate > 0 && f.WrongModel == "" {
+		return errors.New("faults.wrong_model_rate needs faults.wrong_model: the model to answer with")
 	}
 	if c.Jitter < 0 || c.DecodeSlowdown < 0 {
 		return errors.New("jitter and decode_slowdown must not be negative")
@@ -186,6 +201,11 @@ type request struct {
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	// ResponseFormat asks for JSON (json_object or json_schema): the
+	// answer is then a JSON object.
+	ResponseFormat *struct {
+		Type string `json:"type"`
+	} `json:"response_format"`
 }
 
 type chatMessage struct {
@@ -296,20 +316,26 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		model = h.cfg.Model
 	}
 	id := fmt.Sprintf("sim-%d", seq)
+	answer := streamArgs{chat: chat, id: id, model: model, maxTokens: maxTokens, inTokens: inTokens, finish: "length",
+		json: req.ResponseFormat != nil && (req.ResponseFormat.Type == "json_object" || req.ResponseFormat.Type == "json_schema")}
+	plan.wrong(&answer, h.cfg.Faults.WrongModel)
+	if plan.wrongModel || plan.answer != answerRight {
+		h.faults.Add(1)
+	}
 	if !req.Stream {
 		life.tokens(1)
-		for i := 1; i < maxTokens; i++ {
+		for i := 1; i < answer.maxTokens; i++ {
 			if !sleep(ctx, h.jitter(rng, h.decodeStep())) {
 				return
 			}
 			life.tokens(1)
 		}
 		life.finish(true)
-		writeWhole(w, chat, id, model, maxTokens, inTokens)
+		writeWhole(w, answer)
 		return
 	}
-	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-	h.stream(ctx, w, rng, plan, life, streamArgs{chat: chat, id: id, model: model, maxTokens: maxTokens, inTokens: inTokens, usage: includeUsage})
+	answer.usage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	h.stream(ctx, w, rng, plan, life, answer)
 }
 
 // plan is what faults this request will meet, drawn up front.
@@ -319,6 +345,36 @@ type plan struct {
 	disconnect bool
 	stall      bool
 	malformed  bool
+	answer     wrongAnswer
+	wrongModel bool
+}
+
+// wrongAnswer is how an answer answered in full is wrong.
+type wrongAnswer uint8
+
+const (
+	answerRight wrongAnswer = iota
+	answerEmpty
+	answerTruncated
+	answerGarbage
+	answerBadJSON
+)
+
+// wrong makes a's answer as wrong as p says.
+func (p plan) wrong(a *streamArgs, model string) {
+	if p.wrongModel {
+		a.model = model
+	}
+	switch p.answer {
+	case answerEmpty:
+		a.maxTokens, a.finish = 0, "stop"
+	case answerTruncated:
+		a.maxTokens = min(a.maxTokens, 3)
+	case answerGarbage:
+		a.garbage = true
+	case answerBadJSON:
+		a.json, a.badJSON = true, true
+	}
 }
 
 func (h *Handler) plan(rng *rand.Rand, maxTokens int) plan {
@@ -348,6 +404,18 @@ func (h *Handler) plan(rng *rand.Rand, maxTokens int) plan {
 	if p.disconnect || p.stall || p.malformed {
 		p.breakAt = maxTokens / 2
 	}
+	u = rng.Float64()
+	switch {
+	case u < f.Empty:
+		p.answer = answerEmpty
+	case u < f.Empty+f.Truncate:
+		p.answer = answerTruncated
+	case u < f.Empty+f.Truncate+f.Garbage:
+		p.answer = answerGarbage
+	case u < f.Empty+f.Truncate+f.Garbage+f.BadJSON:
+		p.answer = answerBadJSON
+	}
+	p.wrongModel = rng.Float64() < f.WrongModelRate
 	return p
 }
 
@@ -370,9 +438,38 @@ func (h *Handler) jitter(rng *rand.Rand, d time.Duration) time.Duration {
 
 type streamArgs struct {
 	chat                bool
-	id, model           string
+	id, model, finish   string
 	maxTokens, inTokens int
 	usage               bool
+	// json answers a JSON object, badJSON cut short; garbage answers
+	// words of no language.
+	json, badJSON, garbage bool
+}
+
+// piece is the text of the answer's tokens [i, i+n).
+func (a streamArgs) piece(i, n int) string {
+	t := words(i, n)
+	if a.garbage {
+		t = garbled(i, n)
+	}
+	if a.json {
+		if i == 0 {
+			t = `{"answer":"` + t
+		}
+		if i+n >= a.maxTokens && !a.badJSON {
+			t += `"}`
+		}
+	}
+	return t
+}
+
+// garbled is n tokens of no language, from token i.
+func garbled(i, n int) string {
+	var b strings.Builder
+	for k := range n {
+		fmt.Fprintf(&b, " zq%xv", (i+k)*7919%4093)
+	}
+	return b.String()
 }
 
 func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, rng *rand.Rand, p plan, life *lifecycle, a streamArgs) {
@@ -404,7 +501,7 @@ func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, rng *rand.R
 			}
 		}
 		n := min(h.cfg.TokensPerChunk, a.maxTokens-sent)
-		buf = appendChunk(buf[:0], a, words(sent, n), "")
+		buf = appendChunk(buf[:0], a, a.piece(sent, n), "")
 		sent += n
 		life.tokens(n)
 		if _, err := w.Write(buf); err != nil {
@@ -414,7 +511,7 @@ func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, rng *rand.R
 			fl.Flush()
 		}
 	}
-	buf = appendChunk(buf[:0], a, "", "length")
+	buf = appendChunk(buf[:0], a, "", a.finish)
 	if a.usage {
 		buf = fmt.Appendf(buf, "data: {\"id\":%q,\"object\":%q,\"model\":%q,\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\n",
 			a.id, object(a.chat, true), a.model, a.inTokens, a.maxTokens, a.inTokens+a.maxTokens)
@@ -451,9 +548,13 @@ func appendChunk(buf []byte, a streamArgs, text, finish string) []byte {
 	return fmt.Appendf(buf, ",\"finish_reason\":%s}]}\n\n", fin)
 }
 
-func writeWhole(w http.ResponseWriter, chat bool, id, model string, outTokens, inTokens int) {
-	text := words(0, outTokens)
-	choice := map[string]any{"index": 0, "finish_reason": "length"}
+func writeWhole(w http.ResponseWriter, a streamArgs) {
+	chat, id, model, outTokens, inTokens := a.chat, a.id, a.model, a.maxTokens, a.inTokens
+	text := ""
+	if outTokens > 0 {
+		text = a.piece(0, outTokens)
+	}
+	choice := map[string]any{"index": 0, "finish_reason": a.finish}
 	if chat {
 		choice["message"] = map[string]string{"role": "assistant", "content": text}
 	} else {

@@ -267,6 +267,12 @@ func run(args []string) int {
 	simCmd.Flag("fault.stall", "Probability of a stall mid-stream.").Default("0").Float64Var(&sc.Faults.Stall)
 	simCmd.Flag("fault.stall-for", "Length of a stall.").Default("5s").DurationVar(&sc.Faults.StallFor)
 	simCmd.Flag("fault.malformed", "Probability of a malformed chunk mid-stream.").Default("0").Float64Var(&sc.Faults.Malformed)
+	simCmd.Flag("fault.empty", "Probability of an answer with no content.").Default("0").Float64Var(&sc.Faults.Empty)
+	simCmd.Flag("fault.truncate", "Probability of an answer cut after 3 tokens (finish_reason length).").Default("0").Float64Var(&sc.Faults.Truncate)
+	simCmd.Flag("fault.garbage", "Probability of an answer in words of no language.").Default("0").Float64Var(&sc.Faults.Garbage)
+	simCmd.Flag("fault.bad-json", "Probability of a JSON answer (response_format) cut short.").Default("0").Float64Var(&sc.Faults.BadJSON)
+	simCmd.Flag("fault.wrong-model", "A model name to answer with, in place of the one asked for (with --fault.wrong-model-rate).").StringVar(&sc.Faults.WrongModel)
+	simCmd.Flag("fault.wrong-model-rate", "Probability of answering as --fault.wrong-model.").Default("0").Float64Var(&sc.Faults.WrongModelRate)
 	simCmd.Flag("metrics.lazy", "Create each vLLM series at its first observation, as servers on Python's prometheus_client do.").BoolVar(&sc.Metrics.Lazy)
 	simCmd.Flag("metrics.queue-only-waited", "Observe the queue time only of requests that waited for a slot.").BoolVar(&sc.Metrics.QueueOnlyWaited)
 

@@ -22,7 +22,7 @@ var layer = map[string]int{
 	"internal/hostile": 0, "internal/redact": 0, "internal/schedslice": 0, "internal/steal": 0,
 	"internal/syncbuf": 0, "internal/layers": 0, "sink/otlp/otlptest": 0,
 
-	"probe/slo": 1, "probe/client": 1, "internal/timingtest": 1,
+	"probe/slo": 1, "probe/client": 1, "probe/check": 1, "internal/timingtest": 1,
 	"probe/stats": 2, "probe/workload": 2,
 	"probe": 3, "report": 3, "gpu": 3, "servermetrics": 3,
 	"catalog": 4,

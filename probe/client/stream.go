@@ -58,6 +58,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r *result.Reque
 		if chunk.Usage {
 			usage = chunk
 		}
+		answered(r, &chunk)
 		finished = finished || chunk.Finished
 		if !chunk.Content && !chunk.Reasoning {
 			continue
@@ -134,6 +135,7 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, r *result.Reques
 		c.fail(r, result.ReasonStream, fmt.Errorf("error in response: %s", c.secrets.Excerpt(data, 200)))
 		return
 	}
+	answered(r, &chunk)
 	if !chunk.Content && !chunk.Reasoning {
 		c.fail(r, result.ReasonEmpty, errors.New("response carried no content"))
 		return
@@ -192,4 +194,29 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
 	l.n -= int64(n)
 	return n, err
+}
+
+// answered keeps what a chunk says of the answer: the model that served it
+// and its finish reason. The usual values cost no allocation: the model
+// asked for, and the finish reasons servers send.
+func answered(r *result.Request, chunk *openai.Chunk) {
+	if m := chunk.Model; len(m) > 0 && r.ServedModel == "" {
+		if string(m) == r.Model {
+			r.ServedModel = r.Model
+		} else {
+			r.ServedModel = openai.Unescape(m)
+		}
+	}
+	if fr := chunk.FinishReason; len(fr) > 0 {
+		switch string(fr) {
+		case "stop":
+			r.FinishReason = "stop"
+		case "length":
+			r.FinishReason = "length"
+		case "tool_calls":
+			r.FinishReason = "tool_calls"
+		default:
+			r.FinishReason = openai.Unescape(fr)
+		}
+	}
 }

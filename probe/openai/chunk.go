@@ -27,6 +27,11 @@ type Chunk struct {
 	ContentBytes int
 	// Finished is true when a choice carries a non-null finish_reason.
 	Finished bool
+	// FinishReason is the last non-null finish_reason's raw (still
+	// JSON-escaped) bytes, and Model the top-level model's: slices of the
+	// parsed data, valid until it is reused; empty when absent.
+	FinishReason []byte
+	Model        []byte
 	// Usage is true when the chunk carries a usage object with token counts.
 	Usage            bool
 	PromptTokens     int
@@ -364,6 +369,14 @@ func (s *scanner) top(c *Chunk) error {
 				c.Error = true
 				err = s.skip()
 			}
+		case "model":
+			if s.peek() == '"' {
+				if c.Model = s.str(); c.Model == nil {
+					err = ErrMalformed
+				}
+			} else {
+				err = s.skip()
+			}
 		case "object":
 			if s.peek() == '"' {
 				v := s.str()
@@ -432,7 +445,14 @@ func (s *scanner) choice(c *Chunk) error {
 				c.ContentBytes += n
 			}
 		case "finish_reason":
-			if !s.isNull() {
+			switch {
+			case s.isNull():
+			case s.peek() == '"':
+				c.Finished = true
+				if c.FinishReason = s.str(); c.FinishReason == nil {
+					err = ErrMalformed
+				}
+			default:
 				c.Finished = true
 				err = s.skip()
 			}
@@ -522,6 +542,19 @@ func (s *scanner) usage(c *Chunk) error {
 			return err
 		}
 	}
+}
+
+// Unescape is a raw JSON string's bytes (Chunk.Model, Chunk.FinishReason)
+// as text; the raw bytes where they do not decode.
+func Unescape(raw []byte) string {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw)
+	}
+	var s string
+	if json.Unmarshal(append(append([]byte{'"'}, raw...), '"'), &s) != nil {
+		return string(raw)
+	}
+	return s
 }
 
 // AnswerText is the output and reasoning text of an answer kept as its

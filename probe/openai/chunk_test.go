@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -145,6 +146,9 @@ func reference(data []byte) (c Chunk, ok bool) {
 		c.Content = c.Content || nonEmpty(m, "text")
 		if fr, present := m["finish_reason"]; present && fr != nil {
 			c.Finished = true
+			if s, isStr := fr.(string); isStr {
+				c.FinishReason = []byte(s)
+			}
 		}
 	}
 	if u, _ := top["usage"].(map[string]any); u != nil {
@@ -170,7 +174,23 @@ func reference(data []byte) (c Chunk, ok bool) {
 	if o, _ := top["object"].(string); o == "error" {
 		c.Error = true
 	}
+	if m, isStr := top["model"].(string); isStr {
+		c.Model = []byte(m)
+	}
 	return c, true
+}
+
+// unescaped is a raw JSON string's bytes as encoding/json decodes them.
+func unescaped(t *testing.T, raw []byte) string {
+	t.Helper()
+	if raw == nil {
+		return ""
+	}
+	var s string
+	if err := json.Unmarshal(append(append([]byte{'"'}, raw...), '"'), &s); err != nil {
+		t.Fatalf("raw string %q: %v", raw, err)
+	}
+	return s
 }
 
 // depth is how deeply valid JSON nests its objects and arrays.
@@ -257,7 +277,11 @@ func agree(t *testing.T, data []byte) {
 		t.Fatalf("ParseChunk(%q): %v; encoding/json accepts it", data, err)
 	}
 	got.ContentBytes = 0
-	if got != want {
+	if m, fr := unescaped(t, got.Model), unescaped(t, got.FinishReason); m != string(want.Model) || fr != string(want.FinishReason) {
+		t.Fatalf("ParseChunk(%q): model %q finish_reason %q, want %q %q", data, m, fr, want.Model, want.FinishReason)
+	}
+	got.Model, got.FinishReason, want.Model, want.FinishReason = nil, nil, nil, nil
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("ParseChunk(%q)\n got %+v\nwant %+v", data, got, want)
 	}
 }

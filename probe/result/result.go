@@ -14,9 +14,13 @@ const (
 	Success Outcome = iota
 	Error
 	Cancelled
+	// WrongAnswer is a request answered in full whose answer failed a
+	// check (the wrong model, an answer the profile's checks refuse): a
+	// failed request with its timing kept.
+	WrongAnswer
 )
 
-var outcomeNames = [...]string{Success: "success", Error: "error", Cancelled: "cancelled"}
+var outcomeNames = [...]string{Success: "success", Error: "error", Cancelled: "cancelled", WrongAnswer: "wrong_answer"}
 
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) {
@@ -26,7 +30,7 @@ func (o Outcome) String() string {
 }
 
 // Outcomes lists every outcome, in the order used for labels and reports.
-var Outcomes = []Outcome{Success, Error, Cancelled}
+var Outcomes = []Outcome{Success, Error, Cancelled, WrongAnswer}
 
 // Reason classifies an Error outcome. The set is closed so that it can be a
 // metric label without growing the series count.
@@ -179,9 +183,25 @@ type Request struct {
 	OutputSource        TokenSource
 	// Answer is the answer's chunks as they came, each followed by a 0
 	// byte, kept only when the prompt asked (client.Prompt.KeepText) and
-	// dropped once its tokens are counted.
+	// dropped once its tokens are counted and its checks run.
 	Answer []byte
+	// ServedModel is the model the answer says served it, FinishReason
+	// the last finish_reason it gave ("" where it gave none).
+	ServedModel  string
+	FinishReason string
+	// Checks are the answer checks run on it, in the profile's order.
+	Checks []Check
 }
+
+// Check is one answer check's verdict on a request.
+type Check struct {
+	Name string `json:"name"`
+	Pass bool   `json:"pass"`
+}
+
+// Measured reports whether the request was answered in full, so that its
+// timing counts: a success, or a wrong answer.
+func (r *Request) Measured() bool { return r.Outcome == Success || r.Outcome == WrongAnswer }
 
 // DispatchLag is how late the client sent the request against its schedule.
 func (r *Request) DispatchLag() time.Duration { return r.Start.Sub(r.Scheduled) }

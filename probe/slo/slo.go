@@ -68,10 +68,11 @@ func (s *Set) Evaluate(r *result.Request) Verdict {
 	if !v.Counted {
 		return v
 	}
-	ok := r.Outcome == result.Success
-	v.Good = ok
+	// A wrong answer is never good, but its timing is measured and
+	// judged against each threshold as a success's is.
+	v.Good = r.Outcome == result.Success
 	for _, t := range s.Thresholds {
-		met := ok && t.met(r)
+		met := r.Measured() && t.met(r)
 		v.Checked[t.Kind] = true
 		v.Met[t.Kind] = met
 		v.Good = v.Good && met

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"slices"
 	"time"
 
 	"github.com/tokenprobe/tokenprobe/probe/result"
@@ -18,11 +19,17 @@ type Summary struct {
 	// Level.
 	LevelRange []float64 `json:"level_range,omitempty"`
 
-	Requests  int            `json:"requests"`
-	Success   int            `json:"success"`
-	Errors    int            `json:"errors"`
-	Cancelled int            `json:"cancelled"`
-	ByReason  map[string]int `json:"errors_by_reason"`
+	Requests  int `json:"requests"`
+	Success   int `json:"success"`
+	Errors    int `json:"errors"`
+	Cancelled int `json:"cancelled"`
+	// WrongAnswers counts requests answered in full whose answer failed a
+	// check: failed, never good, their timing in the distributions.
+	WrongAnswers int            `json:"wrong_answers"`
+	ByReason     map[string]int `json:"errors_by_reason"`
+	// Checks are the answer checks' pass and fail counts, in the order
+	// they ran, with the first failure's message.
+	Checks []CheckStat `json:"checks,omitempty"`
 	// Failures describes the errors by reason: statuses, the most
 	// frequent message and a hint at the likely mistake.
 	Failures []Failure `json:"failures,omitempty"`
@@ -125,6 +132,34 @@ type Aggregator struct {
 	checked                          map[slo.Kind]bool
 	inTokens, outTokens              int
 	failures                         map[result.Reason]*failureGroup
+	checks                           []CheckStat
+}
+
+// CheckStat is one answer check over a run.
+type CheckStat struct {
+	Name string `json:"name"`
+	Pass int    `json:"pass"`
+	Fail int    `json:"fail"`
+	// FirstFailure is the first failing answer's message: what the check
+	// wanted and the answer's first MaxMessage characters.
+	FirstFailure string `json:"first_failure,omitempty"`
+}
+
+func (a *Aggregator) check(r *result.Request, c result.Check) {
+	i := slices.IndexFunc(a.checks, func(s CheckStat) bool { return s.Name == c.Name })
+	if i < 0 {
+		a.checks = append(a.checks, CheckStat{Name: c.Name})
+		i = len(a.checks) - 1
+	}
+	st := &a.checks[i]
+	if c.Pass {
+		st.Pass++
+		return
+	}
+	st.Fail++
+	if st.FirstFailure == "" {
+		st.FirstFailure = cut(r.Err, MaxMessage)
+	}
 }
 
 // NewAggregator starts a summary for one profile x endpoint (x level).
@@ -161,6 +196,11 @@ func (a *Aggregator) Add(r *result.Request, v slo.Verdict) {
 		a.addFailure(r)
 	case result.Success:
 		a.s.Success++
+	case result.WrongAnswer:
+		a.s.WrongAnswers++
+	}
+	for _, c := range r.Checks {
+		a.check(r, c)
 	}
 	if v.Counted {
 		a.counted++
@@ -176,7 +216,7 @@ func (a *Aggregator) Add(r *result.Request, v slo.Verdict) {
 			}
 		}
 	}
-	if r.Outcome != result.Success {
+	if !r.Measured() {
 		return
 	}
 	if r.HasTTFT() {
@@ -230,6 +270,7 @@ func (a *Aggregator) Summary() Summary {
 	}
 	s.Good = a.good
 	s.Failures = a.failureSummary()
+	s.Checks = slices.Clone(a.checks)
 	s.InputTokens, s.OutputTokens = a.inTokens, a.outTokens
 	if a.counted > 0 {
 		s.Attainment = float64(a.good) / float64(a.counted)

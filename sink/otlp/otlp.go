@@ -117,7 +117,7 @@ type series struct {
 	// baseRecord is base as a ready slice: passing opts... reuses it,
 	// where a fresh variadic argument would be allocated per gap.
 	baseRecord  []metric.RecordOption
-	byOutcome   [3]metric.MeasurementOption
+	byOutcome   [result.WrongAnswer + 1]metric.MeasurementOption
 	byReason    map[result.Reason]metric.MeasurementOption
 	met, missed map[slo.Kind]metric.MeasurementOption
 }
@@ -223,7 +223,7 @@ func newInstruments(p *sdkmetric.MeterProvider) (*Exporter, error) {
 	e.lag, err5 = m.Float64Histogram("tokenprobe.dispatch_lag", metric.WithUnit("s"),
 		metric.WithDescription("How late the probe sent each request against its schedule: the probe's own health."))
 	e.requests, err6 = m.Int64Counter("tokenprobe.requests", metric.WithUnit("{request}"),
-		metric.WithDescription("Requests finished, by tokenprobe.outcome (success, error, cancelled) and error.type."))
+		metric.WithDescription("Requests finished, by tokenprobe.outcome (success, error, cancelled, wrong_answer) and error.type."))
 	e.good, err7 = m.Int64Counter("tokenprobe.requests.good", metric.WithUnit("{request}"),
 		metric.WithDescription("Requests that succeeded and met every SLO: goodput is its rate, SLO attainment its ratio to successes and errors."))
 	e.sloReqs, err8 = m.Int64Counter("tokenprobe.slo.requests", metric.WithUnit("{request}"),
@@ -328,7 +328,7 @@ func (e *Exporter) Observe(r *result.Request, v slo.Verdict) {
 	switch r.Outcome {
 	case result.Error:
 		e.duration.Record(ctx, r.End.Sub(r.Start).Seconds(), s.byReason[r.Reason])
-	case result.Success:
+	case result.Success, result.WrongAnswer:
 		e.duration.Record(ctx, r.E2E.Seconds(), s.base)
 		if r.HasTTFT() {
 			e.ttfc.Record(ctx, r.TTFT.Seconds(), s.base)

@@ -31,12 +31,15 @@ type Exporter struct {
 	lastTS, lastOK, lastPassed, lastDur, lastAtt, lastGood, lastThr          *prometheus.GaugeVec
 	objective, info, next, aborts, capacity, cliff, breakdown, dominant      *prometheus.GaugeVec
 	serverRequests, serverKV                                                 *prometheus.GaugeVec
+	checks                                                                   *prometheus.CounterVec
 	dropped                                                                  *prometheus.CounterVec
 	reloadOK, reloadTime                                                     prometheus.Gauge
 
 	mu     sync.Mutex
 	series map[seriesKey]*series
-	live   map[runKey]*probe.Run // nil value: known and idle
+	// checkSeries are the answer checks' pass and fail counters.
+	checkSeries map[checkKey]*[2]prometheus.Counter
+	live        map[runKey]*probe.Run // nil value: known and idle
 }
 
 type seriesKey struct {
@@ -46,11 +49,13 @@ type seriesKey struct {
 
 type runKey struct{ profile, endpoint string }
 
+type checkKey struct{ profile, endpoint, model, check string }
+
 // series holds the children of one label set, resolved once so that an
 // observation is a few atomic adds.
 type series struct {
 	ttft, ttst, itl, gaps, dur, lag prometheus.Observer
-	outcome                         [3]prometheus.Counter // by result.Outcome
+	outcome                         [result.WrongAnswer + 1]prometheus.Counter // by result.Outcome
 	reason                          map[result.Reason]prometheus.Counter
 	anomaly                         [len(anomalyKinds)]prometheus.Counter // by result.Anomaly
 	good, inTok, outTok             prometheus.Counter
@@ -65,7 +70,7 @@ var kinds = [...]slo.Kind{slo.TTFT, slo.TTST, slo.ITL, slo.RequestLatency, slo.O
 
 // New registers the exporter's metrics with reg.
 func New(reg prometheus.Registerer) (*Exporter, error) {
-	e := &Exporter{series: map[seriesKey]*series{}, live: map[runKey]*probe.Run{}}
+	e := &Exporter{series: map[seriesKey]*series{}, live: map[runKey]*probe.Run{}, checkSeries: map[checkKey]*[2]prometheus.Counter{}}
 	hist := func(m catalog.Metric) *prometheus.HistogramVec {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: m.Name, Help: m.Help, Buckets: m.Buckets,
@@ -85,6 +90,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	e.ttft, e.ttst, e.itl = hist(catalog.TTFT), hist(catalog.TTST), hist(catalog.ITL)
 	e.gaps, e.dur, e.lag = hist(catalog.InterChunk), hist(catalog.Duration), hist(catalog.DispatchLag)
 	e.requests, e.errors, e.good = counter(catalog.Requests), counter(catalog.Errors), counter(catalog.Good)
+	e.checks = counter(catalog.AnswerChecks)
 	e.anomalies = counter(catalog.Anomalies)
 	e.sloReqs, e.inTok, e.outTok = counter(catalog.SLORequests), counter(catalog.InputTokens), counter(catalog.OutputTokens)
 	e.runs, e.skipped, e.dropped = counter(catalog.Runs), counter(catalog.RunsSkipped), counter(catalog.Dropped)
@@ -99,7 +105,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	e.reloadOK = prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ConfigReloadOK.Name, Help: catalog.ConfigReloadOK.Help})
 	e.reloadTime = prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ConfigReloadTime.Name, Help: catalog.ConfigReloadTime.Help})
 	for _, c := range []prometheus.Collector{
-		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.requests, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.outTok,
+		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.outTok,
 		e.runs, e.skipped, e.dropped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr,
 		e.objective, e.info, e.next, e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.serverRequests, e.serverKV, e.reloadOK, e.reloadTime, (*liveCollector)(e),
 	} {
@@ -122,6 +128,13 @@ func (e *Exporter) Observe(r *result.Request, v slo.Verdict) {
 	if r.Retried {
 		s.anomaly[result.AnomalyRetried].Inc()
 	}
+	for _, c := range r.Checks {
+		i := 0
+		if !c.Pass {
+			i = 1
+		}
+		e.check(checkKey{r.Profile, r.Endpoint, r.Model, c.Name})[i].Inc()
+	}
 	if r.Anomaly != result.AnomalyNone && int(r.Anomaly) < len(s.anomaly) {
 		s.anomaly[r.Anomaly].Inc()
 	}
@@ -142,7 +155,7 @@ func (e *Exporter) Observe(r *result.Request, v slo.Verdict) {
 			}
 		}
 	}
-	if r.Outcome != result.Success {
+	if !r.Measured() {
 		return
 	}
 	s.inTok.Add(float64(r.InputTokens))
@@ -224,6 +237,19 @@ func (e *Exporter) getWith(k seriesKey, slos []slo.Kind) *series {
 	return s
 }
 
+// check is an answer check's pass and fail counters.
+func (e *Exporter) check(k checkKey) *[2]prometheus.Counter {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.checkSeries[k]
+	if c == nil {
+		c = &[2]prometheus.Counter{e.checks.WithLabelValues(k.profile, k.endpoint, k.model, k.check, "pass"),
+			e.checks.WithLabelValues(k.profile, k.endpoint, k.model, k.check, "fail")}
+		e.checkSeries[k] = c
+	}
+	return c
+}
+
 // sloSeries makes the met and missed series of SLO kinds[i] for s, on
 // the first request checked against it: a profile's series exist only
 // for the SLOs it sets.
@@ -247,6 +273,8 @@ type Description struct {
 	// first observation would hide its whole first run.
 	Levels []float64
 	SLOs   []slo.Kind
+	// Checks are the names of its answer checks.
+	Checks []string
 }
 
 // Describe registers a profile x endpoint: its info series and objective,
@@ -261,6 +289,9 @@ func (e *Exporter) Describe(d Description) {
 	e.objective.WithLabelValues(profile, endpoint).Set(d.Objective)
 	for _, level := range d.Levels {
 		e.getWith(seriesKey{profile, endpoint, d.Model, level}, d.SLOs)
+	}
+	for _, name := range d.Checks {
+		e.check(checkKey{profile, endpoint, d.Model, name})
 	}
 	for _, res := range []probe.Verdict{probe.Passed, probe.Failed, probe.Errored, probe.Cancelled} {
 		e.runs.WithLabelValues(profile, endpoint, string(res))
@@ -432,7 +463,7 @@ func (e *Exporter) Forget(profile, endpoint string) {
 		match["endpoint"] = endpoint
 	}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
-		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.requests, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.outTok,
+		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.outTok,
 		e.runs, e.skipped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr, e.objective, e.info, e.next,
 		e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.serverRequests, e.serverKV,
 	} {
@@ -443,6 +474,11 @@ func (e *Exporter) Forget(profile, endpoint string) {
 	for k := range e.series {
 		if k.profile == profile && (endpoint == "" || k.endpoint == endpoint) {
 			delete(e.series, k)
+		}
+	}
+	for k := range e.checkSeries {
+		if k.profile == profile && (endpoint == "" || k.endpoint == endpoint) {
+			delete(e.checkSeries, k)
 		}
 	}
 	for k := range e.live {

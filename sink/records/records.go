@@ -19,26 +19,31 @@ type Record struct {
 	ID uint64 `json:"id"`
 	// RequestID is the X-Request-Id the request carried: find it in the
 	// server's logs and traces.
-	RequestID        string    `json:"x_request_id,omitempty"`
-	Profile          string    `json:"profile"`
-	Endpoint         string    `json:"endpoint"`
-	Model            string    `json:"model"`
-	Level            float64   `json:"level"`
-	Session          string    `json:"session_id,omitempty"`
-	Turn             *int      `json:"turn,omitempty"`
-	Start            time.Time `json:"start"`
-	DispatchLagMs    float64   `json:"dispatch_lag_ms"`
-	Outcome          string    `json:"outcome"`
-	Reason           string    `json:"reason,omitempty"`
-	Error            string    `json:"error,omitempty"`
-	HTTPStatus       int       `json:"http_status,omitempty"`
-	TTFTMs           *float64  `json:"ttft_ms,omitempty"`
-	TTSTMs           *float64  `json:"ttst_ms,omitempty"`
-	TTFOMs           *float64  `json:"time_to_first_output_token_ms,omitempty"`
-	ITLMs            *float64  `json:"itl_ms,omitempty"`
-	RequestLatencyMs *float64  `json:"request_latency_ms,omitempty"`
-	InterChunkMs     []float64 `json:"inter_chunk_ms,omitempty"`
-	Anomaly          string    `json:"anomaly,omitempty"`
+	RequestID     string    `json:"x_request_id,omitempty"`
+	Profile       string    `json:"profile"`
+	Endpoint      string    `json:"endpoint"`
+	Model         string    `json:"model"`
+	Level         float64   `json:"level"`
+	Session       string    `json:"session_id,omitempty"`
+	Turn          *int      `json:"turn,omitempty"`
+	Start         time.Time `json:"start"`
+	DispatchLagMs float64   `json:"dispatch_lag_ms"`
+	Outcome       string    `json:"outcome"`
+	Reason        string    `json:"reason,omitempty"`
+	Error         string    `json:"error,omitempty"`
+	// ServedModel and FinishReason are what the answer said; Checks the
+	// answer checks' verdicts.
+	ServedModel      string         `json:"served_model,omitempty"`
+	FinishReason     string         `json:"finish_reason,omitempty"`
+	Checks           []result.Check `json:"checks,omitempty"`
+	HTTPStatus       int            `json:"http_status,omitempty"`
+	TTFTMs           *float64       `json:"ttft_ms,omitempty"`
+	TTSTMs           *float64       `json:"ttst_ms,omitempty"`
+	TTFOMs           *float64       `json:"time_to_first_output_token_ms,omitempty"`
+	ITLMs            *float64       `json:"itl_ms,omitempty"`
+	RequestLatencyMs *float64       `json:"request_latency_ms,omitempty"`
+	InterChunkMs     []float64      `json:"inter_chunk_ms,omitempty"`
+	Anomaly          string         `json:"anomaly,omitempty"`
 	// Retried: sent again on a new connection, the server having closed
 	// the kept one (its TTFT includes the first attempt).
 	Retried             bool            `json:"retried,omitempty"`
@@ -65,7 +70,8 @@ func NewRecord(r *result.Request, v slo.Verdict) Record {
 	if r.Session != "" {
 		rec.Session, rec.Turn = r.Session, &r.Turn
 	}
-	if r.Outcome == result.Success {
+	rec.Checks, rec.ServedModel, rec.FinishReason = r.Checks, r.ServedModel, r.FinishReason
+	if r.Measured() {
 		rec.OutputSource = r.OutputSource.String()
 		rec.RequestLatencyMs = ms(r.E2E)
 		if r.HasTTFT() {

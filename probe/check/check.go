@@ -1,0 +1,183 @@
+// Package check judges an answer, not only its timing: the model that
+// served it, how it ended, its length and its text. A request whose answer
+// fails a check is a wrong answer (result.WrongAnswer): failed, never
+// good, its timing kept. Checks run after the request is measured, never
+// between reading a chunk and stamping it.
+package check
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tokenprobe/tokenprobe/probe/result"
+)
+
+// ModelMode is how the answer's model must match the one asked for.
+type ModelMode uint8
+
+const (
+	// ModelExact: the same name (the default).
+	ModelExact ModelMode = iota
+	// ModelPrefix: the answer's model starts with the one asked for, for
+	// servers that answer with a served-model alias or a fuller name.
+	ModelPrefix
+	// ModelOff checks nothing.
+	ModelOff
+)
+
+// ModelModes names the modes as the configuration writes them.
+var ModelModes = map[string]ModelMode{"exact": ModelExact, "prefix": ModelPrefix, "off": ModelOff}
+
+// Set is a profile's answer checks. The zero Set checks the model alone.
+type Set struct {
+	Model ModelMode
+	// FinishReasons are the finish reasons allowed; any when empty.
+	FinishReasons []string
+	// MinOutputTokens and MaxOutputTokens bound the answer's length; 0
+	// checks nothing.
+	MinOutputTokens, MaxOutputTokens int
+	// Contains are texts the answer must hold; Matches and NotMatches RE2
+	// expressions it must and must not match.
+	Contains            []string
+	Matches, NotMatches []*regexp.Regexp
+	// JSON: the answer parses as JSON.
+	JSON bool
+}
+
+// The names of the checks, as outputs show them.
+const (
+	Model           = "model"
+	FinishReason    = "finish_reason"
+	MinOutputTokens = "min_output_tokens"
+	MaxOutputTokens = "max_output_tokens"
+	Contains        = "contains"
+	Matches         = "matches"
+	NotMatches      = "not_matches"
+	JSON            = "json"
+)
+
+// Names lists the checks the set runs, in the order it runs them.
+func (s *Set) Names() []string {
+	var out []string
+	add := func(on bool, name string) {
+		if on {
+			out = append(out, name)
+		}
+	}
+	add(s.Model != ModelOff, Model)
+	add(len(s.FinishReasons) > 0, FinishReason)
+	add(s.MinOutputTokens > 0, MinOutputTokens)
+	add(s.MaxOutputTokens > 0, MaxOutputTokens)
+	add(len(s.Contains) > 0, Contains)
+	add(len(s.Matches) > 0, Matches)
+	add(len(s.NotMatches) > 0, NotMatches)
+	add(s.JSON, JSON)
+	return out
+}
+
+// NeedsText reports whether a check reads the answer's text, which the
+// client then keeps (result.Request.Answer).
+func (s *Set) NeedsText() bool {
+	return len(s.Contains) > 0 || len(s.Matches) > 0 || len(s.NotMatches) > 0 || s.JSON
+}
+
+// excerpt is how much of a failing answer its message quotes.
+const excerpt = 200
+
+// Run judges r, a request answered in full (a success), with text its
+// answer's text (called only when a check reads it): each check's verdict
+// goes into r.Checks, and the first failure makes r a wrong answer whose
+// Err says what was wanted and quotes the answer.
+func (s *Set) Run(r *result.Request, text func() string) {
+	if r.Outcome != result.Success {
+		return
+	}
+	var answer *string
+	get := func() string {
+		if answer == nil {
+			t := text()
+			answer = &t
+		}
+		return *answer
+	}
+	var why string
+	judge := func(name string, pass bool, reason func() string) {
+		r.Checks = append(r.Checks, result.Check{Name: name, Pass: pass})
+		if !pass && why == "" {
+			why = name + ": " + reason()
+		}
+	}
+	if s.Model != ModelOff && r.Model != "" {
+		pass := r.ServedModel == "" || r.ServedModel == r.Model || s.Model == ModelPrefix && strings.HasPrefix(r.ServedModel, r.Model)
+		judge(Model, pass, func() string { return fmt.Sprintf("asked for model %q, answered by %q", r.Model, r.ServedModel) })
+	}
+	if len(s.FinishReasons) > 0 {
+		judge(FinishReason, slices.Contains(s.FinishReasons, r.FinishReason), func() string {
+			return fmt.Sprintf("finish_reason %q, want one of %s", r.FinishReason, strings.Join(s.FinishReasons, ", "))
+		})
+	}
+	if s.MinOutputTokens > 0 {
+		judge(MinOutputTokens, r.OutputTokens >= s.MinOutputTokens, func() string {
+			return fmt.Sprintf("%d output tokens, want at least %d", r.OutputTokens, s.MinOutputTokens)
+		})
+	}
+	if s.MaxOutputTokens > 0 {
+		judge(MaxOutputTokens, r.OutputTokens <= s.MaxOutputTokens, func() string {
+			return fmt.Sprintf("%d output tokens, want at most %d", r.OutputTokens, s.MaxOutputTokens)
+		})
+	}
+	quoted := func() string { return quote(get()) }
+	if len(s.Contains) > 0 {
+		missing := ""
+		for _, c := range s.Contains {
+			if !strings.Contains(get(), c) {
+				missing = c
+				break
+			}
+		}
+		judge(Contains, missing == "", func() string { return fmt.Sprintf("the answer lacks %q: %s", missing, quoted()) })
+	}
+	if len(s.Matches) > 0 {
+		var miss *regexp.Regexp
+		for _, re := range s.Matches {
+			if !re.MatchString(get()) {
+				miss = re
+				break
+			}
+		}
+		judge(Matches, miss == nil, func() string { return fmt.Sprintf("the answer does not match /%s/: %s", miss, quoted()) })
+	}
+	if len(s.NotMatches) > 0 {
+		var hit *regexp.Regexp
+		for _, re := range s.NotMatches {
+			if re.MatchString(get()) {
+				hit = re
+				break
+			}
+		}
+		judge(NotMatches, hit == nil, func() string { return fmt.Sprintf("the answer matches /%s/: %s", hit, quoted()) })
+	}
+	if s.JSON {
+		judge(JSON, json.Valid([]byte(get())), func() string { return "the answer is not JSON: " + quoted() })
+	}
+	if why != "" {
+		r.Outcome, r.Err = result.WrongAnswer, why
+	}
+}
+
+// quote shows the answer's first characters as a Go string: control
+// characters and invalid bytes as escapes, a cut marked.
+func quote(s string) string {
+	n := 0
+	for i := range s {
+		if n == excerpt {
+			return strconv.Quote(s[:i]) + "…"
+		}
+		n++
+	}
+	return strconv.Quote(s)
+}
