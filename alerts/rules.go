@@ -37,6 +37,8 @@ type Options struct {
 	// OTLP into the same Prometheus carry tokenprobe_profile, never
 	// profile, and some share a name with the scraped ones.
 	Selector string
+	// WrongAnswers is the share of answers failing a check that pages.
+	WrongAnswers float64
 	// BaselineSamples is how many full-window values of a level's TTFT p95
 	// the last hour must hold before its median is a baseline: until then
 	// the cliff alert says nothing of that level.
@@ -48,7 +50,7 @@ func Defaults() Options {
 	return Options{
 		Scale: 1, RunbookURL: "https://github.com/tokenprobe/tokenprobe/blob/main/docs/RUNBOOK.md",
 		CliffTTFT: 4, CliffITL: 1.5, MinRate: 0.01, NoSuccessFor: time.Hour, DispatchLagP99: 50 * time.Millisecond,
-		Selector: `profile!=""`, BaselineSamples: 10,
+		Selector: `profile!=""`, BaselineSamples: 10, WrongAnswers: 0.05,
 	}
 }
 
@@ -232,6 +234,10 @@ func (o Options) recording() []Rule {
 		Rule{Record: "tokenprobe:goodput:rate5m", Expr: o.loaded(fmt.Sprintf(`sum by (%s) (rate(%s[%s]))`, by, o.m("tokenprobe_good_requests_total"), short))},
 		Rule{Record: "tokenprobe:goodput:rate1h", Expr: o.loaded(fmt.Sprintf(`sum by (%s) (rate(%s[%s]))`, by, o.m("tokenprobe_good_requests_total"), hour))},
 		Rule{Record: "tokenprobe:slo_attainment:ratio_rate5m", Expr: `1 - tokenprobe:slo_errors:ratio_rate5m`},
+		// Answers that failed a check, over every request answered or
+		// failed: a wrong answer is a failed request.
+		Rule{Record: "tokenprobe:wrong_answers:ratio_rate5m", Expr: o.loaded(fmt.Sprintf(`sum by (%[1]s) (rate(%[2]s[%[4]s])) / sum by (%[1]s) (rate(%[3]s[%[4]s]))`,
+			by, o.m("tokenprobe_requests_total", `outcome="wrong_answer"`), o.m("tokenprobe_requests_total", `outcome!="cancelled"`), short))},
 		q("tokenprobe:ttft_p50:rate5m", "tokenprobe_time_to_first_token_seconds", 0.5, by),
 		q("tokenprobe:ttft_p95:rate5m", "tokenprobe_time_to_first_token_seconds", 0.95, by),
 		q("tokenprobe:ttft_p99:rate5m", "tokenprobe_time_to_first_token_seconds", 0.99, by),
@@ -269,6 +275,7 @@ func (o Options) budget() string {
 }
 
 func (o Options) sloAlerts() []Rule {
+	short := o.window(5 * time.Minute)
 	// A burn rate times a large budget can pass 1, which no error ratio
 	// reaches: 14.4x of a 0.9 objective's 10%. The threshold is then
 	// every request failing, so the fast burn still pages at a total
@@ -290,7 +297,13 @@ func (o Options) sloAlerts() []Rule {
 		"No request of {{ $labels.profile }} on {{ $labels.endpoint }} meets its SLOs",
 		"Requests are being sent and answered or failing, but none is good: every one misses a threshold or fails.")
 	goodZero.For = o.window(10 * time.Minute)
-	return []Rule{
+	wrong := o.alert("TokenprobeWrongAnswers", "page",
+		fmt.Sprintf(`tokenprobe:wrong_answers:ratio_rate5m > %g and on (%s) tokenprobe:requests:rate5m > %g`, o.WrongAnswers, by, o.MinRate),
+		"{{ $labels.profile }} on {{ $labels.endpoint }} answers wrongly",
+		fmt.Sprintf("{{ $value | humanizePercentage }} of the answers failed a check over the last 5 minutes (over %g%%): the endpoint is up and fast, but wrong.", 100*o.WrongAnswers)+
+			fmt.Sprintf(`{{ with printf "sum by (check) (rate(tokenprobe_answer_checks_total{profile=%%q,endpoint=%%q,result=\"fail\"}[%s])) > 0" $labels.profile $labels.endpoint | query }} Failing checks: {{ range $i, $s := sortByLabel "check" . }}{{ if $i }}, {{ end }}{{ label "check" $s }}{{ end }}.{{ end }}`, short))
+	wrong.For = o.window(5 * time.Minute)
+	return []Rule{wrong,
 		o.alert("TokenprobeGoodputBudgetBurn", "page", page,
 			"{{ $labels.profile }} on {{ $labels.endpoint }} burns its goodput error budget fast",
 			"Requests that are not good (failed, or missed an SLO threshold) run at 14.4x the budget over 1h and 5m, or 6x over 6h and 30m: at this pace a 30-day budget lasts two days."),

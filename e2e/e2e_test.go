@@ -56,6 +56,10 @@ endpoints:
   - name: steady-sim
     simulator: {slots: 4, prefill_base: 200ms, decode_base: 5ms, seed: 2}
     model: steady-model
+  # A gateway that falls back to a smaller model for half the requests.
+  - name: gateway-sim
+    simulator: {slots: 4, prefill_base: 20ms, decode_base: 5ms, seed: 4, faults: {wrong_model: tiny-model, wrong_model_rate: 0.5}}
+    model: big-model
 profiles:
   - name: cliff
     endpoints: [sim]
@@ -75,6 +79,11 @@ profiles:
     load: {concurrency: 2, duration: 20s}
     workload: {input_tokens: {mean: 20}, output_tokens: {mean: 8}}
     slo: {ttft: 2s, objective: 0.5}
+    schedule: {continuous: true}
+  - name: answers
+    endpoints: [gateway-sim]
+    load: {concurrency: 1, duration: 20s}
+    workload: {input_tokens: {mean: 20}, output_tokens: {mean: 8}}
     schedule: {continuous: true}
 `
 
@@ -471,6 +480,7 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 	stopOutside := sync.OnceFunc(func() { close(stopLoad); load.Wait() })
 	defer stopOutside()
 	overloadFrom := time.Now()
+	endedBefore := loop.ended.Load()
 	for _, p := range proms {
 		waitUntilf(t, 60*time.Second, func() string { return p.name + ": the TTFT cliff alert at levels 1 and 2 in overload" }, func() bool {
 			check()
@@ -483,6 +493,20 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 		t.Logf("%s: the TTFT cliff alert fires at levels 1 and 2, %v after the outside load began", p.name, time.Since(overloadFrom).Round(time.Second))
 	}
 	overload := time.Now()
+	// Answers from the wrong model page as wrong answers, in every server;
+	// the profiles whose answers are right never do.
+	wrongAnswers := func(p *server, profile string) bool {
+		_, ok := query(t, p.base, fmt.Sprintf(`ALERTS{alertname="TokenprobeWrongAnswers",alertstate="firing",profile=%q}`, profile))
+		return ok
+	}
+	for _, p := range proms {
+		waitUntil(t, 30*time.Second, p.name+": the wrong-answers alert for the gateway's fallback model", func() bool { return wrongAnswers(p, "answers") })
+		for _, profile := range []string{"cliff", "steady"} {
+			if wrongAnswers(p, profile) {
+				t.Errorf("%s: wrong answers paged for %s, whose answers are right", p.name, profile)
+			}
+		}
+	}
 	// Each kept the histograms in the form its setting says.
 	for _, p := range proms {
 		_, hasNative := query(t, p.base, `count(tokenprobe_time_to_first_token_seconds)`)
@@ -501,6 +525,9 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 			t.Errorf("%s: in overload, users' TTFT %.3f s, server queue %.3f s (found %v)", p.name, users, queue, okQ)
 		}
 	}
+	// A whole run under the outside load: the one in flight when it began
+	// ends, then one more.
+	waitUntil(t, 90*time.Second, "a whole run under the outside load", func() bool { check(); return loop.ended.Load() >= endedBefore+2 })
 	overloadTo := time.Now()
 	stopOutside()
 	stopRuns()

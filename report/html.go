@@ -91,6 +91,9 @@ table{border-collapse:collapse}th,td{border-bottom:1px solid #ddd;padding:.3em .
 {{if .Summary.Failures}}<h3>Failures</h3><table class="failures"><tr><th>reason</th><th>count</th><th>status codes</th><th>most frequent message</th><th>hint</th></tr>
 {{range .Summary.Failures}}<tr><td class="error">{{.Reason}}</td><td>{{.Count}}</td><td>{{range $code, $n := .Statuses}}{{$code}} ×{{$n}} {{end}}</td><td>{{.Message}} ({{.MessageCount}})</td><td>{{.Hint}}</td></tr>{{end}}
 </table>{{end}}
+{{if .Summary.Checks}}<h3>Answer checks</h3><table class="checks"><tr><th>check</th><th>passed</th><th>failed</th><th>first failure</th></tr>
+{{range .Summary.Checks}}<tr><td>{{.Name}}</td><td>{{.Pass}}</td><td{{if .Fail}} class="error"{{end}}>{{.Fail}}</td><td>{{.FirstFailure}}</td></tr>{{end}}
+</table>{{end}}
 {{with .Summary.Server}}<h3>Where TTFT went</h3>{{breakdown .}}{{end}}
 {{if .Curves}}<h3>Against load</h3><div class="charts curves">{{range .Curves}}{{.}}{{end}}</div>{{end}}
 <h3>Distributions</h3><div class="charts">{{range .Ladders}}{{.}}{{end}}</div>

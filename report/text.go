@@ -59,7 +59,7 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 	kv := func(k, format string, args ...any) {
 		fmt.Fprintf(w, "%-28s "+format+"\n", append([]any{k}, args...)...)
 	}
-	kv("Requests", "%d (%d success, %d error, %d cancelled)", s.Requests, s.Success, s.Errors, s.Cancelled)
+	kv("Requests", "%d (%d success, %d error, %d cancelled, %d wrong answers)", s.Requests, s.Success, s.Errors, s.Cancelled, s.WrongAnswers)
 	kv("Benchmark duration", "%.2f s", s.DurationSeconds)
 	kv("Request throughput", "%.2f req/s", s.RequestThroughput)
 	kv("Output token throughput", "%.1f tokens/s", s.OutputTokenThroughput)
@@ -74,6 +74,7 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 	}
 	kv("Errors by reason", "%s", reasons(s.ByReason))
 	Failures(w, s.Failures, "  ")
+	Checks(w, s.Checks, "  ")
 	if s.FailureWaitSeconds > 0 {
 		kv("Waited after failures", "%.1f s over all workers (backoff and Retry-After; in no latency figure)", s.FailureWaitSeconds)
 	}
@@ -200,6 +201,20 @@ func Failures(w io.Writer, fs []stats.Failure, indent string) {
 		fmt.Fprintf(w, "%s  most frequent (%d of %d): %s\n", indent, f.MessageCount, f.Count, f.Message)
 		if f.Hint != "" {
 			fmt.Fprintf(w, "%s  hint: %s\n", indent, f.Hint)
+		}
+	}
+}
+
+// Checks writes each answer check's pass rate and its first failure.
+func Checks(w io.Writer, cs []stats.CheckStat, indent string) {
+	if len(cs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%-28s %s\n", "Answer checks", "passed of judged (a failure makes the request a wrong answer)")
+	for _, c := range cs {
+		fmt.Fprintf(w, "%s%-26s %d of %d (%.1f%%)\n", indent, c.Name, c.Pass, c.Pass+c.Fail, 100*float64(c.Pass)/float64(max(c.Pass+c.Fail, 1)))
+		if c.FirstFailure != "" {
+			fmt.Fprintf(w, "%s  first failure: %s\n", indent, c.FirstFailure)
 		}
 	}
 }
