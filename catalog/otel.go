@@ -19,6 +19,7 @@ var OTel = []Instrument{
 	{"tokenprobe.requests", "counter", "{request}", otelAttrs + ", tokenprobe.outcome, error.type", "Requests finished, by outcome and error reason."},
 	{"tokenprobe.requests.good", "counter", "{request}", otelAttrs, "Requests that succeeded and met every SLO (goodput is its rate)."},
 	{"tokenprobe.slo.requests", "counter", "{request}", otelAttrs + ", tokenprobe.slo, tokenprobe.slo.result", "Requests counted against one SLO threshold, met or missed."},
+	{"tokenprobe.answer.checks", "counter", "{request}", otelAttrs + ", tokenprobe.check, tokenprobe.check.result", "Answers judged by each answer check, pass or fail; a failure makes the request a wrong_answer."},
 	{"tokenprobe.requests.in_flight", "gauge", "{request}", "tokenprobe.profile, tokenprobe.endpoint", "Requests sent and not yet finished."},
 	{"tokenprobe.dispatch_lag", "histogram", "s", otelAttrs, "How late the probe sent each request against its schedule."},
 	{"tokenprobe.ttft.breakdown", "gauge", "s", "tokenprobe.profile, tokenprobe.endpoint, tokenprobe.ttft.phase (queue, prefill, elsewhere), tokenprobe.statistic (mean, p50), tokenprobe.ttft.dominant (true on the largest mean part)",

@@ -42,6 +42,10 @@ type AdHoc struct {
 	ExtraBody       string // JSON object
 	// ServerMetrics and ServerKind name the server's own metrics page.
 	ServerMetrics, ServerKind string
+	// Expect are RE2 expressions every answer must match; CheckModel is
+	// the model check's mode (answer checks).
+	Expect     []string
+	CheckModel string
 	ProfileName, Target       string
 }
 
@@ -51,7 +55,19 @@ func (a *AdHoc) Set() bool { return a.URL != "" || a.Model != "" }
 // Any reports whether any flag that describes a profile was given.
 func (a *AdHoc) Any() bool {
 	ep, load, workload, slo, err := a.parts()
-	return err != nil || len(ep)+len(load)+len(workload)+len(slo) > 0
+	return err != nil || len(ep)+len(load)+len(workload)+len(slo)+len(a.checks()) > 0
+}
+
+// checks is the profile's checks block the flags describe.
+func (a *AdHoc) checks() map[string]any {
+	c := map[string]any{}
+	if len(a.Expect) > 0 {
+		c["matches"] = a.Expect
+	}
+	if a.CheckModel != "" {
+		c["model"] = a.CheckModel
+	}
+	return c
 }
 
 // flagOf maps a field path of the generated configuration to the flag
@@ -69,6 +85,7 @@ var flagOf = []struct{ field, flag string }{
 	{"profiles[0].workload.dataset", "--dataset"}, {"profiles[0].workload.trace.speedup", "--speedup"},
 	{"profiles[0].workload.trace", "--trace"}, {"profiles[0].workload.tokenizer", "--tokenizer"},
 	{"profiles[0].slo.objective", "--objective"}, {"profiles[0].slo", "--goodput"},
+	{"profiles[0].checks.matches", "--expect"}, {"profiles[0].checks.model", "--check-model"},
 }
 
 var index = regexp.MustCompile(`\[\d+\]`)
@@ -274,6 +291,9 @@ func (a *AdHoc) YAML() ([]byte, error) {
 	if len(slo) > 0 {
 		profile["slo"] = slo
 	}
+	if checks := a.checks(); len(checks) > 0 {
+		profile["checks"] = checks
+	}
 	doc := yaml.Node{}
 	if err := doc.Encode(map[string]any{"endpoints": []any{ep}, "profiles": []any{profile}}); err != nil {
 		return nil, err
@@ -323,7 +343,7 @@ func (a *AdHoc) Override(data []byte, profile string) ([]byte, error) {
 	if p == nil {
 		return nil, fmt.Errorf("with flags and -c, name the one profile they change with -p (profiles: %s)", strings.Join(names, ", "))
 	}
-	for key, fields := range map[string]map[string]any{"load": load, "workload": workload, "slo": slo} {
+	for key, fields := range map[string]map[string]any{"load": load, "workload": workload, "slo": slo, "checks": a.checks()} {
 		if len(fields) == 0 {
 			continue
 		}

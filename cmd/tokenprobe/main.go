@@ -199,6 +199,8 @@ func run(args []string) int {
 	runCmd.Flag("warmup-requests", "From flags: requests sent first and left out of every result.").IntVar(&adhoc.Warmup)
 	runCmd.Flag("input-tokens", "From flags: prompt length, MEAN[,STDDEV] tokens.").StringVar(&adhoc.InputTokens)
 	runCmd.Flag("output-tokens", "From flags: answer length, MEAN[,STDDEV] tokens.").StringVar(&adhoc.OutputTokens)
+	runCmd.Flag("expect", "From flags: an RE2 expression every answer must match, or it is a wrong answer (repeatable; answer checks: docs/CONFIGURATION.md#checks).").PlaceHolder("REGEX").StringsVar(&adhoc.Expect)
+	runCmd.Flag("check-model", "From flags: how the answer's model must match the one asked for: exact (default), prefix or off.").PlaceHolder("MODE").StringVar(&adhoc.CheckModel)
 	runCmd.Flag("goodput", "From flags: SLO thresholds, e.g. 'ttft:500ms itl:50ms' (ttft, ttst, itl, request_latency, output_tokens_per_second).").StringVar(&adhoc.Goodput)
 	runCmd.Flag("objective", "From flags: fraction of requests that must be good; below it the run exits 1.").Float64Var(&adhoc.Objective)
 	runCmd.Flag("search", "From flags: find the highest level meeting --objective, e.g. concurrency=1:64 or rate=0.5:20 (each step --requests or --duration long).").StringVar(&adhoc.Search)

@@ -91,6 +91,7 @@ type Exporter struct {
 	duration, ttfc, tpoc, lag metric.Float64Histogram
 	tokenUsage                metric.Int64Histogram
 	requests, good, sloReqs   metric.Int64Counter
+	checks                    metric.Int64Counter
 
 	mu     sync.Mutex
 	series map[seriesKey]*series
@@ -120,6 +121,10 @@ type series struct {
 	byOutcome   [result.WrongAnswer + 1]metric.MeasurementOption
 	byReason    map[result.Reason]metric.MeasurementOption
 	met, missed map[slo.Kind]metric.MeasurementOption
+	// checks are an answer check's pass and fail attribute sets, made
+	// at its first verdict under the exporter's lock.
+	checks map[string]*[2]metric.MeasurementOption
+	set    func(...attribute.KeyValue) metric.MeasurementOption
 }
 
 // New starts a meter provider that pushes with cfg.
@@ -228,11 +233,14 @@ func newInstruments(p *sdkmetric.MeterProvider) (*Exporter, error) {
 		metric.WithDescription("Requests that succeeded and met every SLO: goodput is its rate, SLO attainment its ratio to successes and errors."))
 	e.sloReqs, err8 = m.Int64Counter("tokenprobe.slo.requests", metric.WithUnit("{request}"),
 		metric.WithDescription("Requests counted against one SLO threshold (tokenprobe.slo), tokenprobe.slo.result met or missed."))
+	var err11 error
+	e.checks, err11 = m.Int64Counter("tokenprobe.answer.checks", metric.WithUnit("{request}"),
+		metric.WithDescription("Answers judged by each answer check (tokenprobe.check), tokenprobe.check.result pass or fail; a failure makes the request a wrong_answer."))
 	inFlight, err9 := m.Int64ObservableGauge("tokenprobe.requests.in_flight", metric.WithUnit("{request}"),
 		metric.WithDescription("Requests sent and not yet finished."))
 	breakdown, err10 := m.Float64ObservableGauge("tokenprobe.ttft.breakdown", metric.WithUnit("s"),
 		metric.WithDescription("Where the last run's TTFT went, from the server's own metrics: its queue, its prefill, and elsewhere."))
-	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10} {
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11} {
 		if err != nil {
 			return nil, err
 		}
@@ -311,6 +319,13 @@ func (e *Exporter) Observe(r *result.Request, v slo.Verdict) {
 		e.requests.Add(ctx, 1, s.byOutcome[r.Outcome])
 	}
 	e.lag.Record(ctx, r.DispatchLag().Seconds(), s.base)
+	for _, c := range r.Checks {
+		i := 0
+		if !c.Pass {
+			i = 1
+		}
+		e.checks.Add(ctx, 1, e.checkAttrs(s, c.Name)[i])
+	}
 	if v.Counted {
 		if v.Good {
 			e.good.Add(ctx, 1, s.base)
@@ -373,6 +388,8 @@ func (e *Exporter) get(r *result.Request) *series {
 		byReason: map[result.Reason]metric.MeasurementOption{},
 		met:      map[slo.Kind]metric.MeasurementOption{},
 		missed:   map[slo.Kind]metric.MeasurementOption{},
+		checks:   map[string]*[2]metric.MeasurementOption{},
+		set:      set,
 	}
 	s.baseRecord = []metric.RecordOption{s.base}
 	for _, o := range result.Outcomes {
@@ -387,6 +404,20 @@ func (e *Exporter) get(r *result.Request) *series {
 	}
 	e.series[k] = s
 	return s
+}
+
+// checkAttrs are the pass and fail attribute sets of check name in s.
+func (e *Exporter) checkAttrs(s *series, name string) *[2]metric.MeasurementOption {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := s.checks[name]
+	if c == nil {
+		check := attribute.String("tokenprobe.check", name)
+		c = &[2]metric.MeasurementOption{s.set(check, attribute.String("tokenprobe.check.result", "pass")),
+			s.set(check, attribute.String("tokenprobe.check.result", "fail"))}
+		s.checks[name] = c
+	}
+	return c
 }
 
 func hostPort(raw string) (string, int) {

@@ -465,7 +465,7 @@ func TestDescribeMakesEverySeriesAtZero(t *testing.T) {
 	}
 	for _, level := range []string{"1", "8"} {
 		at := map[string]string{"load_level": level}
-		if n := count(catalog.Requests.Name, at); n != 3 {
+		if n := count(catalog.Requests.Name, at); n != len(result.Outcomes) {
 			t.Errorf("level %s: %d request series, want one per outcome", level, n)
 		}
 		if n := count(catalog.TTFT.Name, at); n != 1 {
@@ -493,5 +493,44 @@ func TestDescribeMakesEverySeriesAtZero(t *testing.T) {
 	e.Forget("sweep", "")
 	if n := count(catalog.Requests.Name, nil) + count(catalog.Runs.Name, nil); n != 0 {
 		t.Errorf("%d series left after Forget", n)
+	}
+}
+
+// A wrong answer counts as its outcome and in its failing check's series,
+// and its timing is in the histograms as a success's is.
+func TestWrongAnswers(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Describe(Description{Profile: "p", Endpoint: "gw", Model: "big", Levels: []float64{1}, Checks: []string{"model"}})
+	r := &result.Request{Profile: "p", Endpoint: "gw", Model: "big", Level: 1, Streaming: true, Outcome: result.WrongAnswer,
+		ContentChunks: 3, OutputTokens: 3, TTFT: 50 * time.Millisecond, E2E: 90 * time.Millisecond,
+		Checks: []result.Check{{Name: "model", Pass: false}}}
+	e.Observe(r, slo.Verdict{Counted: true})
+	want := `
+# HELP tokenprobe_answer_checks_total ` + catalog.AnswerChecks.Help + `
+# TYPE tokenprobe_answer_checks_total counter
+tokenprobe_answer_checks_total{check="model",endpoint="gw",model="big",profile="p",result="fail"} 1
+tokenprobe_answer_checks_total{check="model",endpoint="gw",model="big",profile="p",result="pass"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), catalog.AnswerChecks.Name); err != nil {
+		t.Fatal(err)
+	}
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		for _, m := range mf.Metric {
+			labels := map[string]string{}
+			for _, l := range m.Label {
+				labels[l.GetName()] = l.GetValue()
+			}
+			switch {
+			case mf.GetName() == catalog.Requests.Name && labels["outcome"] == "wrong_answer" && m.Counter.GetValue() != 1:
+				t.Errorf("wrong_answer requests %v", m.Counter.GetValue())
+			case mf.GetName() == catalog.TTFT.Name && m.Histogram.GetSampleCount() != 1:
+				t.Errorf("TTFT observed %d times, want the wrong answer's", m.Histogram.GetSampleCount())
+			}
+		}
 	}
 }
