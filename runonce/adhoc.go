@@ -44,9 +44,9 @@ type AdHoc struct {
 	ServerMetrics, ServerKind string
 	// Expect are RE2 expressions every answer must match; CheckModel is
 	// the model check's mode (answer checks).
-	Expect     []string
-	CheckModel string
-	ProfileName, Target       string
+	Expect              []string
+	CheckModel          string
+	ProfileName, Target string
 }
 
 // Set reports whether the flags describe a whole run (--url, --model).
