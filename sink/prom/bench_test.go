@@ -17,7 +17,8 @@ func BenchmarkObserve(b *testing.B) {
 		b.Fatal(err)
 	}
 	r := result.Request{Profile: "p", Endpoint: "e", Model: "m", Level: 8, Streaming: true, Outcome: result.Success,
-		ContentChunks: 64, OutputTokens: 64, InputTokens: 512, TTFT: 80 * time.Millisecond, TTST: 10 * time.Millisecond, E2E: 700 * time.Millisecond}
+		ContentChunks: 64, OutputTokens: 64, InputTokens: 512, TTFT: 80 * time.Millisecond, TTST: 10 * time.Millisecond, E2E: 700 * time.Millisecond,
+		Checks: []result.Check{{Name: "model", Pass: true}}} // the default check, on every request
 	for range 63 {
 		r.Gaps = append(r.Gaps, 10*time.Millisecond)
 	}
