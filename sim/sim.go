@@ -380,43 +380,38 @@ func (p plan) wrong(a *streamArgs, model string) {
 func (h *Handler) plan(rng *rand.Rand, maxTokens int) plan {
 	f := h.cfg.Faults
 	p := plan{breakAt: -1}
-	u := rng.Float64()
-	switch {
-	case u < f.Error500:
-		p.status = http.StatusInternalServerError
-	case u < f.Error500+f.Error503:
-		p.status = http.StatusServiceUnavailable
-	case u < f.Error500+f.Error503+f.Error429:
-		p.status = http.StatusTooManyRequests
-	}
-	if p.status != 0 {
+	if i := pick(rng.Float64(), f.Error500, f.Error503, f.Error429); i >= 0 {
+		p.status = [...]int{http.StatusInternalServerError, http.StatusServiceUnavailable, http.StatusTooManyRequests}[i]
 		return p
 	}
-	u = rng.Float64()
-	switch {
-	case u < f.Disconnect:
+	switch pick(rng.Float64(), f.Disconnect, f.Stall, f.Malformed) {
+	case 0:
 		p.disconnect = true
-	case u < f.Disconnect+f.Stall:
+	case 1:
 		p.stall = true
-	case u < f.Disconnect+f.Stall+f.Malformed:
+	case 2:
 		p.malformed = true
 	}
 	if p.disconnect || p.stall || p.malformed {
 		p.breakAt = maxTokens / 2
 	}
-	u = rng.Float64()
-	switch {
-	case u < f.Empty:
-		p.answer = answerEmpty
-	case u < f.Empty+f.Truncate:
-		p.answer = answerTruncated
-	case u < f.Empty+f.Truncate+f.Garbage:
-		p.answer = answerGarbage
-	case u < f.Empty+f.Truncate+f.Garbage+f.BadJSON:
-		p.answer = answerBadJSON
+	if i := pick(rng.Float64(), f.Empty, f.Truncate, f.Garbage, f.BadJSON); i >= 0 {
+		p.answer = wrongAnswer(i + 1)
 	}
 	p.wrongModel = rng.Float64() < f.WrongModelRate
 	return p
+}
+
+// pick is the index of the probability u falls in, with ps laid end to
+// end from 0, or -1 past their sum.
+func pick(u float64, ps ...float64) int {
+	sum := 0.0
+	for i, p := range ps {
+		if sum += p; u < sum {
+			return i
+		}
+	}
+	return -1
 }
 
 // decodeStep is the time between two tokens given the current batch.

@@ -437,32 +437,7 @@ func TestDescribeMakesEverySeriesAtZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Describe(Description{Profile: "sweep", Endpoint: "vllm", Model: "llama", API: "chat", Levels: []float64{1, 8}, SLOs: []slo.Kind{slo.TTFT}})
-	count := func(name string, match map[string]string) int {
-		fams, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, f := range fams {
-			if f.GetName() != name {
-				continue
-			}
-		metrics:
-			for _, m := range f.Metric {
-				labels := map[string]string{}
-				for _, l := range m.Label {
-					labels[l.GetName()] = l.GetValue()
-				}
-				for k, v := range match {
-					if labels[k] != v {
-						continue metrics
-					}
-				}
-				n++
-			}
-		}
-		return n
-	}
+	count := func(name string, match map[string]string) int { return len(samples(t, reg, name, match)) }
 	for _, level := range []string{"1", "8"} {
 		at := map[string]string{"load_level": level}
 		if n := count(catalog.Requests.Name, at); n != len(result.Outcomes) {
@@ -518,19 +493,39 @@ tokenprobe_answer_checks_total{check="model",endpoint="gw",model="big",profile="
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), catalog.AnswerChecks.Name); err != nil {
 		t.Fatal(err)
 	}
-	mfs, _ := reg.Gather()
-	for _, mf := range mfs {
-		for _, m := range mf.Metric {
+	if ms := samples(t, reg, catalog.Requests.Name, map[string]string{"outcome": "wrong_answer"}); len(ms) != 1 || ms[0].GetCounter().GetValue() != 1 {
+		t.Errorf("wrong_answer requests %v", ms)
+	}
+	if ms := samples(t, reg, catalog.TTFT.Name, nil); len(ms) != 1 || ms[0].GetHistogram().GetSampleCount() != 1 {
+		t.Errorf("TTFT %v: want the wrong answer's, once", ms)
+	}
+}
+
+// samples are the series of metric name that carry the labels of match.
+func samples(t *testing.T, reg *prometheus.Registry, name string, match map[string]string) []*dto.Metric {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*dto.Metric
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range f.Metric {
 			labels := map[string]string{}
 			for _, l := range m.Label {
 				labels[l.GetName()] = l.GetValue()
 			}
-			switch {
-			case mf.GetName() == catalog.Requests.Name && labels["outcome"] == "wrong_answer" && m.Counter.GetValue() != 1:
-				t.Errorf("wrong_answer requests %v", m.Counter.GetValue())
-			case mf.GetName() == catalog.TTFT.Name && m.Histogram.GetSampleCount() != 1:
-				t.Errorf("TTFT observed %d times, want the wrong answer's", m.Histogram.GetSampleCount())
+			for k, v := range match {
+				if labels[k] != v {
+					continue metrics
+				}
 			}
+			out = append(out, m)
 		}
 	}
+	return out
 }
