@@ -115,7 +115,7 @@ var (
 	Anomalies = Metric{Name: "tokenprobe_server_anomalies_total", Type: Counter, Unit: "requests", Labels: with(RequestLabels, "kind"),
 		Help: "Requests during which the server misbehaved without changing the request's outcome, by kind: drain (the body did not end within 100ms of the stream's end, so the connection was closed), retried (the server had closed the kept-alive connection the request was first sent on, so it was sent again on a new one; its TTFT includes the first attempt)."}
 	Good = Metric{Name: "tokenprobe_good_requests_total", Type: Counter, Unit: "requests", Labels: RequestLabels,
-		Help: "Requests that succeeded and met every SLO of their profile (goodput is its rate). Attainment is this over success + error outcomes."}
+		Help: "Requests that succeeded and met every SLO of their profile (goodput is its rate). Attainment is this over success, error and wrong_answer outcomes."}
 	SLORequests = Metric{Name: "tokenprobe_slo_requests_total", Type: Counter, Unit: "requests", Labels: with(RequestLabels, "slo", "result"),
 		Help: "Requests counted against one SLO threshold, result met or missed; errors count as missed, cancellations not at all."}
 	InputTokens = Metric{Name: "tokenprobe_input_tokens_total", Type: Counter, Unit: "tokens", Labels: RequestLabels,
@@ -153,7 +153,7 @@ var (
 	RunLastDuration = Metric{Name: "tokenprobe_run_last_duration_seconds", Type: Gauge, Unit: "seconds", Labels: RunLabels,
 		Help: "Benchmark duration of the last run: last end minus first start of its measured requests."}
 	RunLastAttainment = Metric{Name: "tokenprobe_run_last_slo_attainment_ratio", Type: Gauge, Unit: "ratio", Labels: RunLabels,
-		Help: "SLO attainment of the last run: good / (success + error)."}
+		Help: "SLO attainment of the last run: good / (success + error + wrong answers)."}
 	RunLastGoodput = Metric{Name: "tokenprobe_run_last_goodput_requests_per_second", Type: Gauge, Unit: "requests per second", Labels: RunLabels,
 		Help: "Goodput of the last run: good requests per second of benchmark duration."}
 	RunLastThroughput = Metric{Name: "tokenprobe_run_last_throughput_requests_per_second", Type: Gauge, Unit: "requests per second", Labels: RunLabels,

@@ -172,9 +172,9 @@ func slo() *dashboard.DashboardBuilder {
 	b.WithPanel(ts("Goodput vs throughput", "Good requests per second (tokenprobe_good_requests_total) against successful requests per second (tokenprobe_requests_total{outcome=\"success\"}). A gap is requests that succeed but miss an SLO.", "reqps",
 		q(good, "goodput {{profile}} {{endpoint}}"),
 		q(fmt.Sprintf(`sum by (profile, endpoint) (rate(tokenprobe_requests_total{%s,outcome="success"}[$__rate_interval]))`, sel), "throughput {{profile}} {{endpoint}}")))
-	b.WithPanel(ts("SLO attainment", "Good requests over success + error (tokenprobe_good_requests_total / tokenprobe_requests_total); cancelled requests count in neither.", "percentunit",
+	b.WithPanel(ts("SLO attainment", "Good requests over every request but the cancelled (tokenprobe_good_requests_total / tokenprobe_requests_total): success, error and wrong_answer.", "percentunit",
 		q(good+" / "+counted, "{{profile}} {{endpoint}}")))
-	b.WithPanel(ts("Attainment per SLO", "Requests meeting each threshold over success + error (tokenprobe_slo_requests_total{result=\"met\"} / all results).", "percentunit",
+	b.WithPanel(ts("Attainment per SLO", "Requests meeting each threshold over every request but the cancelled (tokenprobe_slo_requests_total{result=\"met\"} / all results).", "percentunit",
 		q(fmt.Sprintf(`sum by (profile, slo) (rate(tokenprobe_slo_requests_total{%s,result="met"}[$__rate_interval])) / sum by (profile, slo) (rate(tokenprobe_slo_requests_total{%s}[$__rate_interval]))`, sel, sel), "{{profile}} {{slo}}")))
 	b.WithPanel(ts("Error budget burn rate", "How fast requests that are not good spend the budget of the profile's objective (tokenprobe:slo_errors:ratio_rate1h / (1 - tokenprobe_slo_objective_ratio)); 1 spends it in exactly the SLO window, 14.4 pages.", "x",
 		q(fmt.Sprintf(`tokenprobe:slo_errors:ratio_rate1h{%s} / on (profile, endpoint) (1 - max by (profile, endpoint) (tokenprobe_slo_objective_ratio{%s}))`, runSel, runSel), "1h {{profile}}"),

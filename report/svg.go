@@ -258,7 +258,7 @@ func Trend(profile string, runs []stats.Summary, ids []string) []template.HTML {
 		good, thr = append(good, r.Goodput), append(thr, r.RequestThroughput)
 		attempted := 0.0
 		if r.DurationSeconds > 0 {
-			attempted = float64(r.Success+r.Errors) / r.DurationSeconds
+			attempted = float64(r.Success+r.Errors+r.WrongAnswers) / r.DurationSeconds
 		}
 		tried = append(tried, attempted)
 		when = append(when, r.Start)
@@ -286,7 +286,7 @@ func Trend(profile string, runs []stats.Summary, ids []string) []template.HTML {
 			Series: []Series{{"ITL p50", "#1a7f37", itl}}, Threshold: sloLine(last, "itl", "ITL")}.SVG())
 	}
 	return append(out, Chart{Title: profile + ": goodput of recent runs", XTitle: xTitle, YTitle: "requests per second", Unit: "/s", X: xs, At: when,
-		Series: []Series{{"attempted (success + error)", "#9a6700", tried}, {"throughput (successes)", "#57606a", thr}, {"goodput (met every SLO)", "#8250df", good}}}.SVG())
+		Series: []Series{{"attempted (all but cancelled)", "#9a6700", tried}, {"throughput (successes)", "#57606a", thr}, {"goodput (met every SLO)", "#8250df", good}}}.SVG())
 }
 
 // at is a percentile v of d, or NaN (a gap, never a 0 ms point) when d

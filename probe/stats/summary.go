@@ -72,7 +72,8 @@ type Summary struct {
 	OutputTokenThroughput float64 `json:"output_token_throughput"`
 	Goodput               float64 `json:"goodput"`
 	Good                  int     `json:"good"`
-	// Attainment is good / (success + error); PerSLO the same per threshold.
+	// Attainment is good / (success + error + wrong answer); PerSLO the same
+	// per threshold.
 	Attainment float64            `json:"slo_attainment"`
 	PerSLO     map[string]float64 `json:"slo_attainment_by_slo,omitempty"`
 	Objective  float64            `json:"slo_objective,omitempty"`
