@@ -72,7 +72,7 @@ func TestSlothSpecDecodesIntoSlothsType(t *testing.T) {
 		t.Fatalf("spec: %+v", spec)
 	}
 	s := spec.SLOs[0]
-	if s.Objective != 95 || s.SLI.Events == nil || !strings.Contains(s.SLI.Events.TotalQuery, `outcome=~"success|error"`) ||
+	if s.Objective != 95 || s.SLI.Events == nil || !strings.Contains(s.SLI.Events.TotalQuery, `outcome!="cancelled"`) ||
 		!strings.Contains(s.SLI.Events.ErrorQuery, "tokenprobe_good_requests_total") || s.Alerting.Name == "" {
 		t.Fatalf("SLO: %+v", s)
 	}
