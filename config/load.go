@@ -315,7 +315,7 @@ func (c *Config) validate(l *locator, dir string) {
 			l.errf(path+".shard.split", "a search decides each step from the last: it cannot be divided over replicas")
 		}
 		p.Schedule.validate(l, path+".schedule")
-		p.Checks.validate(l, path+".checks")
+		p.Checks.validate(l, path+".checks", dir)
 		p.Workload.validate(l, path+".workload", dir)
 		if p.Workload.Trace != nil && (len(p.Load.Stages) > 0 || p.Load.Rate > 0 || p.Load.Concurrency > 0 || p.Load.Requests > 0 || p.Load.Duration > 0) {
 			l.errf(path+".load", "a trace sets the schedule: with workload.trace, load takes only max_concurrency and warmup_requests")
@@ -746,7 +746,10 @@ func (s *SLO) validate(l *locator, path string) {
 	}
 }
 
-func (c *Checks) validate(l *locator, path string) {
+func (c *Checks) validate(l *locator, path, dir string) {
+	if c.JSONSchema != "" {
+		c.SchemaPath = resolve(dir, c.JSONSchema)
+	}
 	switch c.Model {
 	case "", "exact", "prefix", "off":
 	default:

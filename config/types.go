@@ -426,6 +426,12 @@ type Checks struct {
 	Matches    []string `yaml:"matches"`
 	NotMatches []string `yaml:"not_matches"`
 	JSON       bool     `yaml:"json"`
+	// JSONSchema is a JSON Schema file: every request asks for JSON of
+	// that schema (response_format json_schema), and every answer is
+	// validated against it.
+	JSONSchema string `yaml:"json_schema"`
+	// SchemaPath is JSONSchema resolved against the configuration's folder.
+	SchemaPath string `yaml:"-"`
 }
 
 // Failure is a profile's failure policy. A field left out (nil) keeps

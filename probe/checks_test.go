@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/tokenprobe/tokenprobe/probe/check"
 	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/openai"
@@ -23,6 +25,17 @@ import (
 // good, and counted in attainment's denominator.
 func TestAnswerChecksAgainstTheSimulatorsWrongAnswers(t *testing.T) {
 	json := map[string]any{"response_format": map[string]any{"type": "json_object"}}
+	doc := map[string]any{"type": "object", "required": []any{"answer"}, "properties": map[string]any{"answer": map[string]any{"type": "string", "minLength": 1}}}
+	compiler := jsonschema.NewCompiler()
+	if err := compiler.AddResource("answer.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := compiler.Compile("answer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The profile's field, as setup makes it from checks.json_schema.
+	jsonSchema := map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "t", "schema": doc}}}
 	cases := []struct {
 		name   string
 		faults sim.Faults
@@ -38,6 +51,7 @@ func TestAnswerChecksAgainstTheSimulatorsWrongAnswers(t *testing.T) {
 		{"garbage, contains", sim.Faults{Garbage: 1}, check.Set{Contains: []string{" of"}}, nil, check.Contains, false},
 		{"not matches", sim.Faults{Garbage: 1}, check.Set{NotMatches: []*regexp.Regexp{regexp.MustCompile(`zq[0-9a-f]+v`)}}, nil, check.NotMatches, false},
 		{"broken JSON", sim.Faults{BadJSON: 1}, check.Set{JSON: true}, json, check.JSON, false},
+		{"JSON off its schema", sim.Faults{BadJSON: 1}, check.Set{Schema: schema}, jsonSchema, check.JSONSchema, false},
 		{"finish reason", sim.Faults{}, check.Set{FinishReasons: []string{"stop"}}, nil, check.FinishReason, false},
 	}
 	for _, netHTTP := range []bool{false, true} {
@@ -58,8 +72,8 @@ func TestAnswerChecksAgainstTheSimulatorsWrongAnswers(t *testing.T) {
 				var got []*result.Request
 				run := &Run{Profile: "p", Plan: Plan{Stages: []Stage{{Concurrency: 2, Requests: 20}}},
 					Workload: workload.NewSynthetic(workload.Lengths{Mean: 8}, workload.Lengths{Mean: 20}, true, 1),
-					Endpoint: &client.Endpoint{Name: "e", BaseURL: s.URL(), API: openai.Chat, Model: "m", Timeout: 5 * time.Second, IncludeUsage: true, Extra: c.extra},
-					Client:   client.New(client.Options{NetHTTP: netHTTP}), Checks: c.checks,
+					Endpoint: &client.Endpoint{Name: "e", BaseURL: s.URL(), API: openai.Chat, Model: "m", Timeout: 5 * time.Second, IncludeUsage: true},
+					Client:   client.New(client.Options{NetHTTP: netHTTP}), Checks: c.checks, Extra: c.extra,
 					SLO:   slo.Set{Objective: 0.9},
 					Sinks: []Sink{sinkFunc(func(r *result.Request) { mu.Lock(); got = append(got, r); mu.Unlock() })}}
 				sum, err := run.Execute(context.Background())

@@ -36,6 +36,9 @@ type Run struct {
 	// Checks judge every answer; the zero Set checks that the answer's
 	// model is the one asked for.
 	Checks check.Set
+	// Extra are fields the profile adds to every request body, beside the
+	// endpoint's (the response_format of a json_schema check).
+	Extra map[string]any
 	// Failure is what the run does when requests fail (DefaultFailure
 	// unless the profile says otherwise).
 	Failure  Failure
@@ -271,6 +274,7 @@ func (r *Run) prepare(stop context.Context, limit int) (<-chan client.Prompt, fu
 		defer close(done)
 		for i := 0; limit == 0 || i < limit; i++ {
 			p := r.Workload.Next()
+			p.Extra = r.Extra
 			if client.Encode(r.Endpoint, &p) == nil {
 				// The body holds the text now; a long trace prompt need
 				// not be kept twice while it waits in the lookahead.
@@ -323,6 +327,9 @@ func (r *Run) one(ctx context.Context, index int, st Stage, scheduled time.Time,
 		defer cancel()
 	}
 	p.KeepText = r.keepText() || r.Checks.NeedsText()
+	if p.Extra == nil {
+		p.Extra = r.Extra
+	}
 	r.inFlight.Add(1)
 	r.Client.Do(ctx, r.Endpoint, p, res)
 	r.inFlight.Add(-1)

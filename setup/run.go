@@ -1,9 +1,15 @@
 package setup
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"regexp"
+	"strings"
 	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/tokenprobe/tokenprobe/config"
 	"github.com/tokenprobe/tokenprobe/probe"
@@ -18,6 +24,10 @@ import (
 // when a trace the profile replays cannot be read.
 func NewRun(p *config.Profile, ep *client.Endpoint, c *client.Client, sinks ...probe.Sink) (*probe.Run, error) {
 	w := p.Workload
+	checks, extra, err := ChecksOf(&p.Checks)
+	if err != nil {
+		return nil, err
+	}
 	run := &probe.Run{
 		Profile: p.Name,
 		Plan:    PlanOf(&p.Load),
@@ -26,7 +36,8 @@ func NewRun(p *config.Profile, ep *client.Endpoint, c *client.Client, sinks ...p
 			workload.Lengths{Mean: w.OutputTokens.Mean, Stddev: w.OutputTokens.Stddev},
 			w.Streaming(), w.Seed),
 		SLO:      SLOSet(&p.SLO),
-		Checks:   ChecksOf(&p.Checks),
+		Checks:   checks,
+		Extra:    extra,
 		Failure:  FailureOf(&p.Failure),
 		Endpoint: ep,
 		Client:   c,
@@ -167,9 +178,10 @@ func SLOSet(s *config.SLO) slo.Set {
 	return set
 }
 
-// ChecksOf converts a profile's checks block; config has checked its
-// expressions.
-func ChecksOf(c *config.Checks) check.Set {
+// ChecksOf converts a profile's checks block (config has checked its
+// expressions), with the fields its checks add to every request: the
+// response_format that asks for JSON of the json_schema's schema.
+func ChecksOf(c *config.Checks) (check.Set, map[string]any, error) {
 	s := check.Set{
 		Model: check.ModelModes[c.Model], FinishReasons: c.FinishReason,
 		MinOutputTokens: c.MinOutputTokens, MaxOutputTokens: c.MaxOutputTokens,
@@ -181,5 +193,45 @@ func ChecksOf(c *config.Checks) check.Set {
 	for _, e := range c.NotMatches {
 		s.NotMatches = append(s.NotMatches, regexp.MustCompile(e))
 	}
-	return s
+	if c.SchemaPath == "" {
+		return s, nil, nil
+	}
+	schema, doc, err := LoadSchema(c.SchemaPath)
+	if err != nil {
+		return s, nil, err
+	}
+	s.Schema = schema
+	return s, map[string]any{"response_format": map[string]any{
+		"type": "json_schema", "json_schema": map[string]any{"name": "tokenprobe_check", "schema": doc},
+	}}, nil
+}
+
+// LoadSchema reads and compiles a JSON Schema file (draft 2020-12 unless
+// it names its own), and returns its document to send to the server.
+func LoadSchema(path string) (*jsonschema.Schema, any, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource(path, doc); err != nil {
+		return nil, nil, err
+	}
+	schema, err := c.Compile(path)
+	if err != nil {
+		// The validator's findings come a line each: one line here, as
+		// every configuration error is.
+		lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+		for i, l := range lines {
+			lines[i] = strings.TrimPrefix(strings.TrimSpace(l), "- ")
+		}
+		return nil, nil, errors.New(strings.Join(lines, ": "))
+	}
+	return schema, doc, nil
 }

@@ -86,6 +86,11 @@ func Check(cfg *config.Config) config.Errors {
 				errf(path+".trace.file", "%v", err)
 			}
 		}
+		if s := p.Checks.SchemaPath; s != "" {
+			if _, _, err := LoadSchema(s); err != nil {
+				errf(fmt.Sprintf("profiles[%d].checks.json_schema", i), "%v", err)
+			}
+		}
 	}
 	errs.Sort()
 	return errs

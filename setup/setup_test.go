@@ -14,6 +14,7 @@ import (
 func TestFilesAndFieldsAreChecked(t *testing.T) {
 	dir := t.TempDir()
 	_ = os.WriteFile(filepath.Join(dir, "bad.jsonl"), []byte("{not json\n"), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "bad-schema.json"), []byte(`{"type": "no-such-type"}`), 0o644)
 	for name, c := range map[string]struct{ yaml, want string }{
 		"tokenizer missing": {`endpoints:
   - name: sim
@@ -38,6 +39,19 @@ profiles:
     workload:
       trace: {file: no-such-trace.jsonl}
 `, ":6:15: profiles[0].workload.trace.file: "},
+		"json schema missing": {`endpoints:
+  - {name: sim, simulator: {}}
+profiles:
+  - name: p
+    checks:
+      json_schema: no-such-schema.json
+`, ":6:7: profiles[0].checks.json_schema: open DIR/no-such-schema.json: no such file or directory"},
+		"json schema invalid": {`endpoints:
+  - {name: sim, simulator: {}}
+profiles:
+  - name: p
+    checks: {json_schema: bad-schema.json}
+`, ":5:14: profiles[0].checks.json_schema: "},
 		"unknown gpu field": {`endpoints:
   - {name: sim, simulator: {}}
 gpu:

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/tokenprobe/tokenprobe/probe/result"
 )
 
@@ -46,6 +48,9 @@ type Set struct {
 	Matches, NotMatches []*regexp.Regexp
 	// JSON: the answer parses as JSON.
 	JSON bool
+	// Schema, when set, is what the answer must be valid against (JSON
+	// Schema, draft 2020-12 unless it says otherwise).
+	Schema *jsonschema.Schema
 }
 
 // The names of the checks, as outputs show them.
@@ -58,6 +63,7 @@ const (
 	Matches         = "matches"
 	NotMatches      = "not_matches"
 	JSON            = "json"
+	JSONSchema      = "json_schema"
 )
 
 // Names lists the checks the set runs, in the order it runs them.
@@ -76,13 +82,14 @@ func (s *Set) Names() []string {
 	add(len(s.Matches) > 0, Matches)
 	add(len(s.NotMatches) > 0, NotMatches)
 	add(s.JSON, JSON)
+	add(s.Schema != nil, JSONSchema)
 	return out
 }
 
 // NeedsText reports whether a check reads the answer's text, which the
 // client then keeps (result.Request.Answer).
 func (s *Set) NeedsText() bool {
-	return len(s.Contains) > 0 || len(s.Matches) > 0 || len(s.NotMatches) > 0 || s.JSON
+	return len(s.Contains) > 0 || len(s.Matches) > 0 || len(s.NotMatches) > 0 || s.JSON || s.Schema != nil
 }
 
 // excerpt is how much of a failing answer its message quotes.
@@ -164,9 +171,31 @@ func (s *Set) Run(r *result.Request, text func() string) {
 	if s.JSON {
 		judge(JSON, json.Valid([]byte(get())), func() string { return "the answer is not JSON: " + quoted() })
 	}
+	if s.Schema != nil {
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(get()))
+		if err == nil {
+			err = s.Schema.Validate(inst)
+		}
+		judge(JSONSchema, err == nil, func() string {
+			return fmt.Sprintf("the answer does not meet the schema (%s): %s", schemaError(err), quoted())
+		})
+	}
 	if why != "" {
 		r.Outcome, r.Err = result.WrongAnswer, why
 	}
+}
+
+// schemaError says where an answer left the schema: the validator's
+// findings, one a clause, without its header line naming the file.
+func schemaError(err error) string {
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	if len(lines) > 1 {
+		lines = lines[1:]
+	}
+	for i, l := range lines {
+		lines[i] = strings.TrimPrefix(strings.TrimSpace(l), "- ")
+	}
+	return strings.Join(lines, "; ")
 }
 
 // quote shows the answer's first characters as a Go string: control

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/tokenprobe/tokenprobe/probe/result"
 )
 
@@ -52,5 +54,29 @@ func TestNames(t *testing.T) {
 	}
 	if !s.NeedsText() || (&Set{FinishReasons: []string{"stop"}}).NeedsText() {
 		t.Fatal("NeedsText")
+	}
+}
+
+// JSON that parses but is not of the schema fails json_schema, and the
+// message says which part of the schema.
+func TestJSONSchema(t *testing.T) {
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("s.json", map[string]any{"type": "object", "required": []any{"answer"}}); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := c.Compile("s.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Set{Model: ModelOff, Schema: schema}
+	for answer, pass := range map[string]bool{`{"answer": "Paris"}`: true, `{"city": "Paris"}`: false, `["Paris"]`: false, `{"answer":`: false} {
+		r := &result.Request{Outcome: result.Success}
+		s.Run(r, func() string { return answer })
+		if got := r.Outcome == result.Success; got != pass || len(r.Checks) != 1 || r.Checks[0].Name != JSONSchema {
+			t.Errorf("%s: pass %v, want %v: %s %+v", answer, got, pass, r.Err, r.Checks)
+		}
+		if !pass {
+			t.Logf("%s: %s", answer, r.Err)
+		}
 	}
 }

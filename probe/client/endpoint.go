@@ -1,6 +1,7 @@
 package client
 
 import (
+	"maps"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -62,7 +63,10 @@ func (ep *Endpoint) URL() string {
 
 // Prompt is one request's input from the workload.
 type Prompt struct {
-	Text string
+	// Extra are body fields of this request's profile, merged over the
+	// endpoint's.
+	Extra map[string]any
+	Text  string
 	// Parts, when set, is the prompt in pieces joined by single spaces, in
 	// place of Text: a trace's shared blocks, encoded straight into the
 	// body without first being copied into one long string.
@@ -87,8 +91,21 @@ type Prompt struct {
 func Encode(ep *Endpoint, p *Prompt) error {
 	body, err := openai.Body(openai.RequestBody{
 		API: ep.API, Model: ep.Model, Prompt: p.Text, Parts: p.Parts, History: p.History, MaxTokens: p.MaxTokens,
-		Stream: p.Stream, IncludeUsage: ep.IncludeUsage, Extra: ep.Extra,
+		Stream: p.Stream, IncludeUsage: ep.IncludeUsage, Extra: extra(ep.Extra, p.Extra),
 	})
 	p.Body = body
 	return err
+}
+
+// extra is the endpoint's body fields with the profile's over them.
+func extra(endpoint, profile map[string]any) map[string]any {
+	if len(profile) == 0 {
+		return endpoint
+	}
+	out := maps.Clone(endpoint)
+	if out == nil {
+		out = map[string]any{}
+	}
+	maps.Copy(out, profile)
+	return out
 }
