@@ -74,11 +74,7 @@ func splitText(s stats.Split) string {
 	if s.Prefill != nil {
 		out += ", " + stats.FormatMillis(*s.Prefill) + " prefill"
 	}
-	out += ", " + stats.FormatMillis(s.Elsewhere) + " elsewhere"
-	if s.Outside != nil {
-		out += fmt.Sprintf(" (%s in the server's front end, %s outside the server)", stats.FormatMillis(*s.ServerOther), stats.FormatMillis(*s.Outside))
-	}
-	return out
+	return out + ", " + stats.FormatMillis(s.Elsewhere) + " elsewhere"
 }
 
 func levelText(l *stats.Level, scale float64, unit string) string {

@@ -296,15 +296,14 @@ func breakdown(s *stats.Server, sum *stats.Summary, clock Clock, hasQueue bool) 
 		return nil, ""
 	}
 	m := split(sum.TTFT.Avg, s.Queue.Mean, s.Prefill, func(p *stats.Phase) float64 { return p.Mean })
-	if clock.TTFTFrom != "" && s.TTFT != nil {
+	if clock.TTFTFrom == "arrival" && s.TTFT != nil {
+		// The server's TTFT holds its queue and prefill: the rest of it is
+		// its front end, and what the client waited beyond it is outside.
 		prefill := 0.0
 		if m.Prefill != nil {
 			prefill = *m.Prefill
 		}
 		other, outside := s.TTFT.Mean-m.Queue-prefill, m.TTFT-s.TTFT.Mean
-		if clock.TTFTFrom == "scheduled" {
-			other, outside = s.TTFT.Mean-prefill, m.TTFT-m.Queue-s.TTFT.Mean
-		}
 		m.ServerOther, m.Outside = &other, &outside
 	}
 	if why := addsUp(&m); why != "" {

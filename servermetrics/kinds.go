@@ -163,9 +163,8 @@ var Table = map[Kind]map[Role][]Series{
 // counts the requests it finished: the population every mean of the split
 // is over.
 type Clock struct {
-	// TTFTFrom is "arrival" (the server's TTFT includes its queue),
-	// "scheduled" (it starts when the request gets a slot), or "" where the
-	// kind has no TTFT series.
+	// TTFTFrom is "arrival" (the server's TTFT includes its queue), or ""
+	// where the kind has no TTFT series.
 	TTFTFrom string
 	// Source is where in the server's code the clock is started.
 	Source string
