@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -225,13 +224,8 @@ func LoadSchema(path string) (*jsonschema.Schema, any, error) {
 	}
 	schema, err := c.Compile(path)
 	if err != nil {
-		// The validator's findings come a line each: one line here, as
-		// every configuration error is.
-		lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
-		for i, l := range lines {
-			lines[i] = strings.TrimPrefix(strings.TrimSpace(l), "- ")
-		}
-		return nil, nil, errors.New(strings.Join(lines, ": "))
+		// One line, as every configuration error is.
+		return nil, nil, errors.New("not a valid JSON Schema: " + check.SchemaError(err))
 	}
 	return schema, doc, nil
 }

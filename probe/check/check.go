@@ -177,7 +177,7 @@ func (s *Set) Run(r *result.Request, text func() string) {
 			err = s.Schema.Validate(inst)
 		}
 		judge(JSONSchema, err == nil, func() string {
-			return fmt.Sprintf("the answer does not meet the schema (%s): %s", schemaError(err), quoted())
+			return fmt.Sprintf("the answer does not meet the schema (%s): %s", SchemaError(err), quoted())
 		})
 	}
 	if why != "" {
@@ -185,9 +185,10 @@ func (s *Set) Run(r *result.Request, text func() string) {
 	}
 }
 
-// schemaError says where an answer left the schema: the validator's
-// findings, one a clause, without its header line naming the file.
-func schemaError(err error) string {
+// SchemaError is a JSON Schema validator's error on one line: its
+// findings (where the instance left the schema), one a clause, without
+// the header line naming the schema's file.
+func SchemaError(err error) string {
 	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
 	if len(lines) > 1 {
 		lines = lines[1:]
