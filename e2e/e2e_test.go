@@ -248,18 +248,24 @@ func (r *runner) loop() {
 	}
 }
 
-// cliffRun is run id of the daemon at addr, from its run history.
-func cliffRun(addr string, id int64) (daemon.RunRecord, bool) {
+// history is the run history of the daemon at addr.
+func history(addr string) ([]daemon.RunRecord, error) {
 	r, err := http.Get("http://" + addr + "/api/v1/runs")
 	if err != nil {
-		return daemon.RunRecord{}, false
+		return nil, err
 	}
 	defer r.Body.Close()
 	var out struct {
 		Runs []daemon.RunRecord `json:"runs"`
 	}
-	_ = json.NewDecoder(r.Body).Decode(&out)
-	for _, rec := range out.Runs {
+	err = json.NewDecoder(r.Body).Decode(&out)
+	return out.Runs, err
+}
+
+// cliffRun is run id of the daemon at addr, from its run history.
+func cliffRun(addr string, id int64) (daemon.RunRecord, bool) {
+	runs, _ := history(addr)
+	for _, rec := range runs {
 		if rec.ID == id {
 			return rec, true
 		}
@@ -592,19 +598,12 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 // cliffRuns are the daemon's finished runs of cliff, oldest first.
 func cliffRuns(t *testing.T, addr string) []daemon.RunRecord {
 	t.Helper()
-	r, err := http.Get("http://" + addr + "/api/v1/runs")
+	all, err := history(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Body.Close()
-	var out struct {
-		Runs []daemon.RunRecord `json:"runs"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&out); err != nil {
-		t.Fatal(err)
-	}
 	var runs []daemon.RunRecord
-	for _, rec := range out.Runs {
+	for _, rec := range all {
 		if rec.Profile == "cliff" && rec.Result != daemon.ResultRunning && rec.Summary != nil {
 			runs = append(runs, rec)
 		}
