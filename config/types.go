@@ -432,6 +432,9 @@ type Checks struct {
 	JSONSchema string `yaml:"json_schema"`
 	// SchemaPath is JSONSchema resolved against the configuration's folder.
 	SchemaPath string `yaml:"-"`
+	// Abort makes a wrong answer a failure for the failure policy
+	// (backoff, abort, max_error_ratio); by default it is not.
+	Abort bool `yaml:"abort"`
 }
 
 // Failure is a profile's failure policy. A field left out (nil) keeps

@@ -35,6 +35,16 @@ type Failure struct {
 	// an error, with or without SLOs; a run where no request succeeded is
 	// one whatever it is. 0: only the latter.
 	MaxErrorRatio float64
+	// WrongAnswersFail makes a wrong answer a failure for every part of
+	// the policy: backoff, abort and MaxErrorRatio. Off by default: an
+	// endpoint that answers wrongly under load must still be measured,
+	// not backed off from.
+	WrongAnswersFail bool
+}
+
+// failed reports whether res is a failure for the policy.
+func (p *Failure) failed(res *result.Request) bool {
+	return res.Outcome == result.Error || p.WrongAnswersFail && res.Outcome == result.WrongAnswer
 }
 
 // DefaultFailure is the policy of a profile that sets none, documented in
@@ -71,7 +81,7 @@ type backoff struct {
 
 // after is how long to wait after res before the next request.
 func (b *backoff) after(res *result.Request) time.Duration {
-	if res == nil || res.Outcome != result.Error {
+	if res == nil || !b.p.failed(res) {
 		if res != nil && res.Measured() {
 			b.fails = 0
 		}
@@ -164,6 +174,7 @@ type guard struct {
 	down     time.Time // start of the current run of connect failures and timeouts
 	aborted  bool
 	byReason map[result.Reason]int
+	wrong    int // wrong answers, counted when the policy fails them
 }
 
 func (g *guard) add(res *result.Request) {
@@ -171,7 +182,11 @@ func (g *guard) add(res *result.Request) {
 		return
 	}
 	g.ended++
-	if res.Outcome == result.Error {
+	switch {
+	case res.Outcome == result.WrongAnswer && g.p.WrongAnswersFail:
+		g.failed++
+		g.wrong++
+	case res.Outcome == result.Error:
 		g.failed++
 		if g.byReason == nil {
 			g.byReason = map[result.Reason]int{}
@@ -213,20 +228,33 @@ func (g *guard) reasons() string {
 			s += fmt.Sprintf("%s %d", r, n)
 		}
 	}
+	if g.wrong > 0 {
+		if s != "" {
+			s += ", "
+		}
+		s += fmt.Sprintf("wrong_answer %d", g.wrong)
+	}
 	return s
 }
 
 // broken is why a run that ended with s is an error although it was not
 // aborted, or nil.
 func (p Failure) broken(s *stats.Summary) error {
-	counted := s.Success + s.Errors
+	failed, what := s.Errors, ""
+	if p.WrongAnswersFail {
+		failed += s.WrongAnswers
+		if s.WrongAnswers > 0 {
+			what = fmt.Sprintf(" (%d of them wrong answers)", s.WrongAnswers)
+		}
+	}
+	counted := s.Success + failed
 	switch {
 	case counted == 0:
 		return nil
 	case s.Success == 0:
-		return &RunError{Why: fmt.Sprintf("no request succeeded: all %d failed", s.Errors)}
-	case p.MaxErrorRatio > 0 && float64(s.Errors) > p.MaxErrorRatio*float64(counted):
-		return &RunError{Why: fmt.Sprintf("%d of %d requests failed, more than the policy's %.0f%%", s.Errors, counted, 100*p.MaxErrorRatio)}
+		return &RunError{Why: fmt.Sprintf("no request succeeded: all %d failed%s", failed, what)}
+	case p.MaxErrorRatio > 0 && float64(failed) > p.MaxErrorRatio*float64(counted):
+		return &RunError{Why: fmt.Sprintf("%d of %d requests failed%s, more than the policy's %.0f%%", failed, counted, what, 100*p.MaxErrorRatio)}
 	}
 	return nil
 }

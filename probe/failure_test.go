@@ -253,3 +253,29 @@ func TestStopLetsRequestsInFlightFinish(t *testing.T) {
 		t.Fatalf("success %d, cancelled %d, errors %d; want the 4 in flight to finish", s.Success, s.Cancelled, s.Errors)
 	}
 }
+
+// A model that answers wrongly is measured, not backed off from, unless
+// the profile's checks say abort: then the policy aborts the run, naming
+// the wrong answers.
+func TestWrongAnswersFailThePolicyOnlyWhenAsked(t *testing.T) {
+	s, err := sim.Start("127.0.0.1:0", sim.Config{Model: "m", PrefillBase: time.Millisecond, DecodeBase: 100 * time.Microsecond, Seed: 1,
+		Faults: sim.Faults{WrongModel: "tiny-model", WrongModelRate: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for _, abort := range []bool{false, true} {
+		p := DefaultFailure()
+		p.WrongAnswersFail = abort
+		p.BackoffBase, p.BackoffMax = time.Millisecond, 4*time.Millisecond
+		run := runAgainst(t, s.URL(), Plan{Stages: []Stage{{Concurrency: 2, Requests: 60}}}, p)
+		sum, err := run.Execute(context.Background())
+		var re *RunError
+		switch {
+		case !abort && (err != nil || sum.WrongAnswers != 60 || sum.FailureWaitSeconds != 0):
+			t.Errorf("abort off: err %v, %d wrong answers of 60, %.3fs of backoff; want no error, all 60, no backoff", err, sum.WrongAnswers, sum.FailureWaitSeconds)
+		case abort && (!errors.As(err, &re) || !re.Aborted || !strings.Contains(sum.Error, "wrong_answer") || sum.WrongAnswers >= 60 || sum.FailureWaitSeconds == 0):
+			t.Errorf("abort on: err %v, summary error %q after %d wrong answers, %.3fs of backoff; want an abort naming wrong_answer before 60, after backing off", err, sum.Error, sum.WrongAnswers, sum.FailureWaitSeconds)
+		}
+	}
+}

@@ -37,7 +37,7 @@ func NewRun(p *config.Profile, ep *client.Endpoint, c *client.Client, sinks ...p
 		SLO:      SLOSet(&p.SLO),
 		Checks:   checks,
 		Extra:    extra,
-		Failure:  FailureOf(&p.Failure),
+		Failure:  FailureOf(&p.Failure, p.Checks.Abort),
 		Endpoint: ep,
 		Client:   c,
 		Sinks:    sinks,
@@ -89,9 +89,10 @@ func NewRun(p *config.Profile, ep *client.Endpoint, c *client.Client, sinks ...p
 }
 
 // FailureOf is a profile's failure policy: probe.DefaultFailure with the
-// fields the profile sets.
-func FailureOf(f *config.Failure) probe.Failure {
+// fields the profile sets; wrongFails is its checks' abort.
+func FailureOf(f *config.Failure, wrongFails bool) probe.Failure {
 	p := probe.DefaultFailure()
+	p.WrongAnswersFail = wrongFails
 	setDuration(&p.BackoffBase, f.Backoff.Base)
 	setDuration(&p.BackoffMax, f.Backoff.Max)
 	setDuration(&p.RetryAfterMax, f.RetryAfterMax)

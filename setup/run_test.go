@@ -77,7 +77,7 @@ profiles:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := FailureOf(&cfg.Profile("plain").Failure); got != probe.DefaultFailure() {
+	if got := FailureOf(&cfg.Profile("plain").Failure, false); got != probe.DefaultFailure() {
 		t.Errorf("no failure block: %+v, want the default", got)
 	}
 	if got := ScheduleBackoffMax(&cfg.Profile("plain").Failure); got != DefaultScheduleBackoffMax {
@@ -86,7 +86,7 @@ profiles:
 	want := probe.DefaultFailure()
 	want.BackoffBase, want.RetryAfterMax, want.AbortErrorRatio = 0, 2*time.Minute, 0.9
 	tuned := &cfg.Profile("tuned").Failure
-	if got := FailureOf(tuned); got != want {
+	if got := FailureOf(tuned, false); got != want {
 		t.Errorf("tuned: %+v, want %+v", got, want)
 	}
 	if got := ScheduleBackoffMax(tuned); got != 10*time.Minute {
@@ -118,5 +118,20 @@ profiles:
 	}
 	if got := plan.String(); !strings.Contains(got, "search of request rate from 0.5 to 20") {
 		t.Fatalf("plan reads %q", got)
+	}
+}
+
+// checks.abort reaches the failure policy; without it a wrong answer is
+// not a failure for it.
+func TestChecksAbortMakesWrongAnswersFailures(t *testing.T) {
+	for _, abort := range []bool{false, true} {
+		p := &config.Profile{Name: "p", Checks: config.Checks{Abort: abort}}
+		run, err := NewRun(p, &client.Endpoint{Name: "e", Model: "m"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.Failure.WrongAnswersFail != abort {
+			t.Errorf("checks.abort %v: the policy's WrongAnswersFail is %v", abort, run.Failure.WrongAnswersFail)
+		}
 	}
 }
