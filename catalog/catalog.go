@@ -111,7 +111,7 @@ var (
 	AnswerChecks = Metric{Name: "tokenprobe_answer_checks_total", Type: Counter, Unit: "requests", Labels: []string{"profile", "endpoint", "model", "check", "result"},
 		Help: "Answers judged by each answer check of the profile (model by default; finish_reason, min_output_tokens, max_output_tokens, contains, matches, not_matches, json as the profile sets), by result: pass or fail. A request that fails any check is a wrong_answer."}
 	Errors = Metric{Name: "tokenprobe_request_errors_total", Type: Counter, Unit: "requests", Labels: with(RequestLabels, "reason"),
-		Help: "Failed requests by reason: timeout, connect, http_4xx, http_429, http_5xx, stream, empty, validation."}
+		Help: "Failed requests by reason: timeout, connect, http_4xx, http_429, http_5xx, stream, empty, request (the request could not be built; a wrong answer is not an error but the outcome wrong_answer)."}
 	Anomalies = Metric{Name: "tokenprobe_server_anomalies_total", Type: Counter, Unit: "requests", Labels: with(RequestLabels, "kind"),
 		Help: "Requests during which the server misbehaved without changing the request's outcome, by kind: drain (the body did not end within 100ms of the stream's end, so the connection was closed), retried (the server had closed the kept-alive connection the request was first sent on, so it was sent again on a new one; its TTFT includes the first attempt)."}
 	Good = Metric{Name: "tokenprobe_good_requests_total", Type: Counter, Unit: "requests", Labels: RequestLabels,

@@ -184,7 +184,7 @@ func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Reque
 	if p.Body == nil {
 		if err := Encode(ep, &p); err != nil {
 			r.Start = time.Now()
-			c.fail(r, result.ReasonValidation, err)
+			c.fail(r, result.ReasonRequest, err)
 			return
 		}
 	}

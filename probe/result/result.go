@@ -45,13 +45,15 @@ const (
 	ReasonHTTP5xx
 	ReasonStream
 	ReasonEmpty
-	ReasonValidation
+	// ReasonRequest: the request could not be built. An answer that
+	// fails a check is not an error at all but a WrongAnswer.
+	ReasonRequest
 )
 
 var reasonNames = [...]string{
 	ReasonNone: "", ReasonTimeout: "timeout", ReasonConnect: "connect",
 	ReasonHTTP4xx: "http_4xx", ReasonHTTP429: "http_429", ReasonHTTP5xx: "http_5xx",
-	ReasonStream: "stream", ReasonEmpty: "empty", ReasonValidation: "validation",
+	ReasonStream: "stream", ReasonEmpty: "empty", ReasonRequest: "request",
 }
 
 func (r Reason) String() string {
@@ -62,7 +64,7 @@ func (r Reason) String() string {
 }
 
 // Reasons lists every error reason, in label order.
-var Reasons = []Reason{ReasonTimeout, ReasonConnect, ReasonHTTP4xx, ReasonHTTP429, ReasonHTTP5xx, ReasonStream, ReasonEmpty, ReasonValidation}
+var Reasons = []Reason{ReasonTimeout, ReasonConnect, ReasonHTTP4xx, ReasonHTTP429, ReasonHTTP5xx, ReasonStream, ReasonEmpty, ReasonRequest}
 
 // Anomaly is something a server did wrong that did not change the
 // request's outcome: the request was measured in full, but the server
