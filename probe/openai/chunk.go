@@ -16,14 +16,18 @@ import (
 // Chunk is what the probe needs to know about one streamed chunk. It is
 // filled by ParseChunk without allocating, so it carries facts, not text.
 type Chunk struct {
-	// Content is true when any choice carries non-empty output text
-	// (chat `delta.content`, completions `text`).
+	// Content is true when any choice carries non-empty output: text
+	// (chat `delta.content`, completions `text`) or a tool call's name or
+	// arguments.
 	Content bool
+	// ToolCall is true when that output is a tool call's (`tool_calls`).
+	ToolCall bool
 	// Reasoning is true when any choice carries non-empty reasoning text
 	// (`delta.reasoning_content` or `delta.reasoning`).
 	Reasoning bool
 	// ContentBytes is the raw (still JSON-escaped) length of the output and
-	// reasoning text in the chunk; a rough size, not a token count.
+	// reasoning text and tool call arguments in the chunk; a rough size,
+	// not a token count.
 	ContentBytes int
 	// Finished is true when a choice carries a non-null finish_reason.
 	Finished bool
@@ -497,10 +501,76 @@ func (s *scanner) delta(c *Chunk) error {
 				c.Reasoning = true
 				c.ContentBytes += n
 			}
+		case "tool_calls":
+			err = s.toolCalls(c)
 		default:
 			err = s.skip()
 		}
 		if err != nil {
+			return err
+		}
+		more, err := s.more('}')
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
+// toolCalls reads `tool_calls`: an array of calls, each with a function
+// whose name and arguments (a string, streamed in pieces) are output.
+func (s *scanner) toolCalls(c *Chunk) error {
+	if s.peek() != '[' {
+		return s.skip()
+	}
+	s.i++
+	if s.expect(']') {
+		return nil
+	}
+	for {
+		if err := s.members(func(k []byte) error {
+			if string(k) != "function" {
+				return s.skip()
+			}
+			return s.members(func(k []byte) error {
+				switch string(k) {
+				case "name", "arguments":
+					n, err := s.textLen()
+					if n > 0 {
+						c.Content, c.ToolCall = true, true
+						if string(k) == "arguments" {
+							c.ContentBytes += n
+						}
+					}
+					return err
+				}
+				return s.skip()
+			})
+		}); err != nil {
+			return err
+		}
+		more, err := s.more(']')
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
+// members reads an object (anything else is skipped), calling member with
+// each key, positioned at its value, which member must consume.
+func (s *scanner) members(member func(k []byte) error) error {
+	if s.peek() != '{' {
+		return s.skip()
+	}
+	empty, err := s.objectStart()
+	if err != nil || empty {
+		return err
+	}
+	for {
+		k := s.key()
+		if k == nil {
+			return ErrMalformed
+		}
+		if err := member(k); err != nil {
 			return err
 		}
 		more, err := s.more('}')
@@ -557,38 +627,87 @@ func Unescape(raw []byte) string {
 	return s
 }
 
-// AnswerText is the output and reasoning text of an answer kept as its
-// chunks' JSON, each followed by a 0 byte (client.Prompt.KeepText): what
-// a tokenizer counts as the answer, as AIPerf counts it. It allocates, and
-// is read after the request, never while it is being measured.
-func AnswerText(chunks []byte) string {
-	var b strings.Builder
+// Answer is an answer read back from its chunks (client.Prompt.KeepText)
+// after the request: its output text, its reasoning apart, and its tool
+// calls with their streamed arguments joined.
+type Answer struct {
+	Text, Reasoning string
+	ToolCalls       []ToolCall
+}
+
+// ToolCall is one function call of an answer.
+type ToolCall struct {
+	Name, Arguments string
+}
+
+// ParseAnswer reads an answer kept as its chunks' JSON, each followed by a
+// 0 byte: chat deltas (a tool call's pieces joined by their index), whole
+// messages and completions' text. Chunks that do not parse add nothing. It
+// allocates, and is read after the request, never while it is measured.
+func ParseAnswer(chunks []byte) Answer {
+	type call struct {
+		Index    *int `json:"index"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	}
+	type message struct {
+		Content          string `json:"content"`
+		ReasoningContent string `json:"reasoning_content"`
+		Reasoning        string `json:"reasoning"`
+		ToolCalls        []call `json:"tool_calls"`
+	}
+	var text, reasoning strings.Builder
+	var calls []ToolCall
 	for raw := range bytes.SplitSeq(chunks, []byte{0}) {
 		if len(raw) == 0 {
 			continue
 		}
 		var c struct {
 			Choices []struct {
-				Text  string `json:"text"`
-				Delta struct {
-					Content          string `json:"content"`
-					ReasoningContent string `json:"reasoning_content"`
-					Reasoning        string `json:"reasoning"`
-				} `json:"delta"`
-				Message struct {
-					Content          string `json:"content"`
-					ReasoningContent string `json:"reasoning_content"`
-				} `json:"message"`
+				Text    string  `json:"text"`
+				Delta   message `json:"delta"`
+				Message message `json:"message"`
 			} `json:"choices"`
 		}
 		if json.Unmarshal(raw, &c) != nil {
 			continue
 		}
 		for _, ch := range c.Choices {
-			for _, t := range []string{ch.Delta.ReasoningContent, ch.Delta.Reasoning, ch.Message.ReasoningContent, ch.Delta.Content, ch.Text, ch.Message.Content} {
-				b.WriteString(t)
+			for _, m := range []*message{&ch.Delta, &ch.Message} {
+				reasoning.WriteString(m.ReasoningContent)
+				reasoning.WriteString(m.Reasoning)
+				text.WriteString(m.Content)
+				for _, tc := range m.ToolCalls {
+					at := len(calls) // a new call
+					switch {
+					case tc.Index != nil:
+						at = min(max(*tc.Index, 0), len(calls))
+					case m == &ch.Delta && tc.Function.Name == "" && len(calls) > 0:
+						at = len(calls) - 1 // a piece of the call before, unnumbered
+					}
+					if at == len(calls) {
+						calls = append(calls, ToolCall{})
+					}
+					calls[at].Name += tc.Function.Name
+					calls[at].Arguments += tc.Function.Arguments
+				}
 			}
+			text.WriteString(ch.Text)
 		}
 	}
-	return b.String()
+	return Answer{Text: text.String(), Reasoning: reasoning.String(), ToolCalls: calls}
+}
+
+// AnswerText is all that an answer kept as its chunks generated: its
+// reasoning, its text and its tool calls' arguments, what a tokenizer
+// counts as the answer (as AIPerf counts it).
+func AnswerText(chunks []byte) string {
+	a := ParseAnswer(chunks)
+	out := a.Reasoning + a.Text
+	for _, c := range a.ToolCalls {
+		out += c.Arguments
+	}
+	return out
 }

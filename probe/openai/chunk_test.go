@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -411,5 +412,53 @@ func TestAnswerText(t *testing.T) {
 	raw := []byte(strings.Join(chunks, "\x00") + "\x00")
 	if got, want := AnswerText(raw), `think the "answer" and more whole`; got != want {
 		t.Fatalf("%q, want %q", got, want)
+	}
+}
+
+// A streamed tool call is output: its name and argument pieces make the
+// chunk content (so TTFT and the stream's end see it), without
+// allocating; read back, the pieces join by index into calls.
+func TestToolCalls(t *testing.T) {
+	var c Chunk
+	for _, tc := range []struct {
+		data    string
+		content bool
+		bytes   int
+	}{
+		{`{"choices":[{"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}}]}`, true, 0},
+		{`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]}}]}`, true, 10},
+		{`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":""}}]}}]}`, false, 0},
+		{`{"choices":[{"delta":{"tool_calls":[]},"finish_reason":"tool_calls"}]}`, false, 0},
+		{`{"choices":[{"delta":{"tool_calls":null}}]}`, false, 0},
+		{`{"choices":[{"message":{"tool_calls":[{"id":"c","function":{"name":"f","arguments":"{}"}}]}}]}`, true, 2},
+	} {
+		if err := ParseChunk([]byte(tc.data), &c); err != nil {
+			t.Fatalf("%s: %v", tc.data, err)
+		}
+		if c.Content != tc.content || c.ToolCall != tc.content || c.ContentBytes != tc.bytes {
+			t.Errorf("%s: content %v tool call %v bytes %d, want %v %v %d", tc.data, c.Content, c.ToolCall, c.ContentBytes, tc.content, tc.content, tc.bytes)
+		}
+	}
+	data := []byte(`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"f","arguments":"{\"a\":1}"}}]}}]}`)
+	if n := testing.AllocsPerRun(100, func() { _ = ParseChunk(data, &c) }); n != 0 {
+		t.Errorf("%v allocations per tool call chunk", n)
+	}
+
+	chunks := []string{
+		`{"choices":[{"delta":{"reasoning_content":"let me call"}}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"get_weather","arguments":""}}]}}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]}}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"b","function":{"name":"get_time","arguments":"{}"}}]}}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]}}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":99,"function":{"name":"far","arguments":"{}"}}]}}]}`,
+	}
+	a := ParseAnswer([]byte(strings.Join(chunks, "\x00") + "\x00"))
+	want := []ToolCall{{"get_weather", `{"city":"Paris"}`}, {"get_time", "{}"}, {"far", "{}"}}
+	if a.Text != "" || a.Reasoning != "let me call" || !slices.Equal(a.ToolCalls, want) {
+		t.Errorf("%+v, want no text, the reasoning and calls %+v", a, want)
+	}
+	whole := ParseAnswer([]byte(`{"choices":[{"message":{"content":"ok","tool_calls":[{"function":{"name":"f","arguments":"{}"}},{"function":{"name":"g","arguments":"[]"}}]}}]}` + "\x00"))
+	if want := []ToolCall{{"f", "{}"}, {"g", "[]"}}; whole.Text != "ok" || !slices.Equal(whole.ToolCalls, want) {
+		t.Errorf("a whole message: %+v, want text ok and calls %+v", whole, want)
 	}
 }
