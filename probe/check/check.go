@@ -15,6 +15,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 )
 
@@ -51,6 +52,12 @@ type Set struct {
 	// Schema, when set, is what the answer must be valid against (JSON
 	// Schema, draft 2020-12 unless it says otherwise).
 	Schema *jsonschema.Schema
+	// Tools are the functions the requests offer, each with its
+	// parameters' schema (nil: any JSON). When set, every tool call an
+	// answer makes must name one of them with arguments valid against
+	// its schema, and ToolCallRequired makes an answer without one wrong.
+	Tools            map[string]*jsonschema.Schema
+	ToolCallRequired bool
 }
 
 // The names of the checks, as outputs show them.
@@ -64,6 +71,7 @@ const (
 	NotMatches      = "not_matches"
 	JSON            = "json"
 	JSONSchema      = "json_schema"
+	ToolCall        = "tool_call"
 )
 
 // Names lists the checks the set runs, in the order it runs them.
@@ -83,34 +91,37 @@ func (s *Set) Names() []string {
 	add(len(s.NotMatches) > 0, NotMatches)
 	add(s.JSON, JSON)
 	add(s.Schema != nil, JSONSchema)
+	add(len(s.Tools) > 0, ToolCall)
 	return out
 }
 
-// NeedsText reports whether a check reads the answer's text, which the
-// client then keeps (result.Request.Answer).
+// NeedsText reports whether a check reads the answer, which the client
+// then keeps (result.Request.Answer).
 func (s *Set) NeedsText() bool {
-	return len(s.Contains) > 0 || len(s.Matches) > 0 || len(s.NotMatches) > 0 || s.JSON || s.Schema != nil
+	return len(s.Contains) > 0 || len(s.Matches) > 0 || len(s.NotMatches) > 0 || s.JSON || s.Schema != nil || len(s.Tools) > 0
 }
 
 // excerpt is how much of a failing answer its message quotes.
 const excerpt = 200
 
-// Run judges r, a request answered in full (a success), with text its
-// answer's text (called only when a check reads it): each check's verdict
-// goes into r.Checks, and the first failure makes r a wrong answer whose
-// Err says what was wanted and quotes the answer.
-func (s *Set) Run(r *result.Request, text func() string) {
+// Run judges r, a request answered in full (a success), with read its
+// answer (called only when a check reads it): each check's verdict goes
+// into r.Checks, and the first failure makes r a wrong answer whose Err
+// says what was wanted and quotes the answer. The text checks read the
+// answer's output text, not its reasoning.
+func (s *Set) Run(r *result.Request, read func() openai.Answer) {
 	if r.Outcome != result.Success {
 		return
 	}
-	var answer *string
-	get := func() string {
+	var answer *openai.Answer
+	parsed := func() *openai.Answer {
 		if answer == nil {
-			t := text()
-			answer = &t
+			a := read()
+			answer = &a
 		}
-		return *answer
+		return answer
 	}
+	get := func() string { return parsed().Text }
 	var why string
 	judge := func(name string, pass bool, reason func() string) {
 		r.Checks = append(r.Checks, result.Check{Name: name, Pass: pass})
@@ -180,9 +191,45 @@ func (s *Set) Run(r *result.Request, text func() string) {
 			return fmt.Sprintf("the answer does not meet the schema (%s): %s", SchemaError(err), quoted())
 		})
 	}
+	if len(s.Tools) > 0 {
+		bad := s.toolCalls(parsed().ToolCalls)
+		judge(ToolCall, bad == "", func() string { return bad })
+	}
 	if why != "" {
 		r.Outcome, r.Err = result.WrongAnswer, why
 	}
+}
+
+// toolCalls is what is wrong with an answer's tool calls, or "".
+func (s *Set) toolCalls(calls []openai.ToolCall) string {
+	if len(calls) == 0 {
+		if s.ToolCallRequired {
+			return "the answer holds no tool call"
+		}
+		return ""
+	}
+	for _, c := range calls {
+		schema, ok := s.Tools[c.Name]
+		if !ok {
+			names := make([]string, 0, len(s.Tools))
+			for n := range s.Tools {
+				names = append(names, n)
+			}
+			slices.Sort(names)
+			return fmt.Sprintf("called %s, not one of the tools (%s)", quote(c.Name), strings.Join(names, ", "))
+		}
+		args, err := jsonschema.UnmarshalJSON(strings.NewReader(c.Arguments))
+		if err != nil {
+			return fmt.Sprintf("%s's arguments are not JSON: %s", c.Name, quote(c.Arguments))
+		}
+		if schema == nil {
+			continue
+		}
+		if err := schema.Validate(args); err != nil {
+			return fmt.Sprintf("%s's arguments do not meet its parameters (%s): %s", c.Name, SchemaError(err), quote(c.Arguments))
+		}
+	}
+	return ""
 }
 
 // SchemaError is a JSON Schema validator's error on one line: its

@@ -7,8 +7,11 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 )
+
+func text(s string) func() openai.Answer { return func() openai.Answer { return openai.Answer{Text: s} } }
 
 // The model check by mode, an answer with no model field, and a message
 // that quotes the answer with its control characters escaped and cut.
@@ -27,7 +30,7 @@ func TestModelModesAndTheMessage(t *testing.T) {
 	} {
 		r := &result.Request{Outcome: result.Success, Model: c.asked, ServedModel: c.served}
 		s := Set{Model: c.mode}
-		s.Run(r, func() string { t.Fatal("the model check read the text"); return "" })
+		s.Run(r, func() openai.Answer { t.Fatal("the model check read the text"); return openai.Answer{} })
 		if got := r.Outcome == result.Success; got != c.pass {
 			t.Errorf("%v %q served by %q: pass %v, want %v (%s)", c.mode, c.asked, c.served, got, c.pass, r.Err)
 		}
@@ -35,7 +38,7 @@ func TestModelModesAndTheMessage(t *testing.T) {
 	long := "a\x00b\n" + strings.Repeat("x", 400)
 	r := &result.Request{Outcome: result.Success}
 	s := Set{Model: ModelOff, Matches: []*regexp.Regexp{regexp.MustCompile(`^Paris$`)}}
-	s.Run(r, func() string { return long })
+	s.Run(r, text(long))
 	if r.Outcome != result.WrongAnswer || !strings.Contains(r.Err, `"a\x00b\n`) || !strings.HasSuffix(r.Err, `"…`) || len(r.Err) > 300 {
 		t.Fatalf("%v: %q", r.Outcome, r.Err)
 	}
@@ -71,12 +74,67 @@ func TestJSONSchema(t *testing.T) {
 	s := Set{Model: ModelOff, Schema: schema}
 	for answer, pass := range map[string]bool{`{"answer": "Paris"}`: true, `{"city": "Paris"}`: false, `["Paris"]`: false, `{"answer":`: false} {
 		r := &result.Request{Outcome: result.Success}
-		s.Run(r, func() string { return answer })
+		s.Run(r, text(answer))
 		if got := r.Outcome == result.Success; got != pass || len(r.Checks) != 1 || r.Checks[0].Name != JSONSchema {
 			t.Errorf("%s: pass %v, want %v: %s %+v", answer, got, pass, r.Err, r.Checks)
 		}
 		if !pass {
 			t.Logf("%s: %s", answer, r.Err)
+		}
+	}
+}
+
+// A reasoning model's thinking is not its answer: the text checks read
+// the output alone.
+func TestReasoningIsNotTheAnswer(t *testing.T) {
+	r := &result.Request{Outcome: result.Success}
+	s := Set{Model: ModelOff, JSON: true}
+	s.Run(r, func() openai.Answer { return openai.Answer{Reasoning: "the user wants JSON, so", Text: `{"a":1}`} })
+	if r.Outcome != result.Success {
+		t.Fatalf("%v: %s", r.Outcome, r.Err)
+	}
+}
+
+// Every tool call names a tool and carries arguments of its parameters'
+// schema; required wants one; a tool without a schema takes any JSON.
+func TestToolCalls(t *testing.T) {
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("weather.json", map[string]any{"type": "object", "required": []any{"city"},
+		"properties": map[string]any{"city": map[string]any{"type": "string"}}}); err != nil {
+		t.Fatal(err)
+	}
+	weather, err := c.Compile("weather.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := map[string]*jsonschema.Schema{"get_weather": weather, "get_time": nil}
+	call := func(name, args string) openai.ToolCall { return openai.ToolCall{Name: name, Arguments: args} }
+	for _, tc := range []struct {
+		name     string
+		required bool
+		calls    []openai.ToolCall
+		fail     string
+	}{
+		{"a valid call", true, []openai.ToolCall{call("get_weather", `{"city":"Paris"}`)}, ""},
+		{"two, one schemaless", true, []openai.ToolCall{call("get_time", `{"tz":1}`), call("get_weather", `{"city":"Oslo"}`)}, ""},
+		{"none, not required", false, nil, ""},
+		{"none, required", true, nil, "no tool call"},
+		{"an unknown function", false, []openai.ToolCall{call("rm_rf", `{}`)}, `called "rm_rf", not one of the tools (get_time, get_weather)`},
+		{"broken arguments", false, []openai.ToolCall{call("get_weather", `{"city":`)}, "arguments are not JSON"},
+		{"broken, schemaless", false, []openai.ToolCall{call("get_time", `{`)}, "arguments are not JSON"},
+		{"off the schema", false, []openai.ToolCall{call("get_weather", `{"town":"Paris"}`)}, "do not meet its parameters"},
+	} {
+		r := &result.Request{Outcome: result.Success}
+		s := Set{Model: ModelOff, Tools: tools, ToolCallRequired: tc.required}
+		s.Run(r, func() openai.Answer { return openai.Answer{ToolCalls: tc.calls} })
+		if len(r.Checks) != 1 || r.Checks[0].Name != ToolCall {
+			t.Fatalf("%s: checks %+v", tc.name, r.Checks)
+		}
+		switch {
+		case tc.fail == "" && r.Outcome != result.Success:
+			t.Errorf("%s: %v %s", tc.name, r.Outcome, r.Err)
+		case tc.fail != "" && (r.Outcome != result.WrongAnswer || !strings.Contains(r.Err, tc.fail)):
+			t.Errorf("%s: %v %q, want a wrong answer saying %q", tc.name, r.Outcome, r.Err, tc.fail)
 		}
 	}
 }
