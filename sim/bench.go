@@ -20,7 +20,7 @@ func (h *Handler) benchStream(ctx context.Context, w http.ResponseWriter, chat b
 	w.WriteHeader(http.StatusOK)
 	a := streamArgs{chat: chat, id: fmt.Sprintf("sim-%d", seq), model: h.cfg.Model}
 	// The chunk after the stamp is the same for every token: built once.
-	tail := appendChunk(nil, a, " token", "")
+	tail := appendChunk(nil, a, 1, " token", "")
 	tail = tail[len("data: {"):]
 	buf := make([]byte, 0, len(tail)+48)
 	timer := timerPool.Get().(*time.Timer)
@@ -51,7 +51,7 @@ func (h *Handler) benchStream(ctx context.Context, w http.ResponseWriter, chat b
 			fl.Flush()
 		}
 	}
-	buf = appendChunk(buf[:0], a, "", "length")
+	buf = appendChunk(buf[:0], a, -1, "", "length")
 	buf = append(buf, "data: [DONE]\n\n"...)
 	_, _ = w.Write(buf)
 	if fl != nil {

@@ -206,6 +206,9 @@ type request struct {
 	ResponseFormat *struct {
 		Type string `json:"type"`
 	} `json:"response_format"`
+	// Tools offered are answered with a call (tools.go).
+	Tools      []tool          `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
 }
 
 type chatMessage struct {
@@ -318,6 +321,13 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	id := fmt.Sprintf("sim-%d", seq)
 	answer := streamArgs{chat: chat, id: id, model: model, maxTokens: maxTokens, inTokens: inTokens, finish: "length",
 		json: req.ResponseFormat != nil && (req.ResponseFormat.Type == "json_object" || req.ResponseFormat.Type == "json_schema")}
+	if name, args, ok := toolCall(req.Tools, req.ToolChoice); ok && chat {
+		answer.tool = &toolAnswer{name: name, args: args}
+		answer.json = false
+		if n := answer.tool.tokens(); n <= maxTokens {
+			answer.maxTokens, answer.finish = n, "tool_calls"
+		}
+	}
 	plan.wrong(&answer, h.cfg.Faults.WrongModel)
 	if plan.wrongModel || plan.answer != answerRight {
 		h.faults.Add(1)
@@ -369,10 +379,18 @@ func (p plan) wrong(a *streamArgs, model string) {
 	case answerEmpty:
 		a.maxTokens, a.finish = 0, "stop"
 	case answerTruncated:
-		a.maxTokens = min(a.maxTokens, 3)
+		a.maxTokens, a.finish = min(a.maxTokens, 3), "length"
 	case answerGarbage:
 		a.garbage = true
+		if a.tool != nil {
+			a.tool.name = "zq_" + a.tool.name // a function never offered
+		}
 	case answerBadJSON:
+		if a.tool != nil {
+			a.tool.args = a.tool.args[:len(a.tool.args)-1] // the closing brace lost
+			a.maxTokens = min(a.maxTokens, a.tool.tokens())
+			break
+		}
 		a.json, a.badJSON = true, true
 	}
 }
@@ -439,10 +457,28 @@ type streamArgs struct {
 	// json answers a JSON object, badJSON cut short; garbage answers
 	// words of no language.
 	json, badJSON, garbage bool
+	// tool, when set, is the answer: a call, its arguments streamed.
+	tool *toolAnswer
+}
+
+// toolAnswer is a tool call answered, its arguments' tokens toolBytes
+// bytes each.
+type toolAnswer struct{ name, args string }
+
+const toolBytes = 4
+
+func (t *toolAnswer) tokens() int { return max((len(t.args)+toolBytes-1)/toolBytes, 1) }
+
+// argsOf is the arguments' tokens [i, i+n).
+func (t *toolAnswer) argsOf(i, n int) string {
+	return t.args[min(i*toolBytes, len(t.args)):min((i+n)*toolBytes, len(t.args))]
 }
 
 // piece is the text of the answer's tokens [i, i+n).
 func (a streamArgs) piece(i, n int) string {
+	if a.tool != nil {
+		return a.tool.argsOf(i, n)
+	}
 	t := words(i, n)
 	if a.garbage {
 		t = garbled(i, n)
@@ -496,7 +532,7 @@ func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, rng *rand.R
 			}
 		}
 		n := min(h.cfg.TokensPerChunk, a.maxTokens-sent)
-		buf = appendChunk(buf[:0], a, a.piece(sent, n), "")
+		buf = appendChunk(buf[:0], a, sent, a.piece(sent, n), "")
 		sent += n
 		life.tokens(n)
 		if _, err := w.Write(buf); err != nil {
@@ -506,7 +542,7 @@ func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, rng *rand.R
 			fl.Flush()
 		}
 	}
-	buf = appendChunk(buf[:0], a, "", a.finish)
+	buf = appendChunk(buf[:0], a, -1, "", a.finish)
 	if a.usage {
 		buf = fmt.Appendf(buf, "data: {\"id\":%q,\"object\":%q,\"model\":%q,\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\n",
 			a.id, object(a.chat, true), a.model, a.inTokens, a.maxTokens, a.inTokens+a.maxTokens)
@@ -529,15 +565,24 @@ func object(chat, stream bool) string {
 	return "text_completion"
 }
 
-func appendChunk(buf []byte, a streamArgs, text, finish string) []byte {
+// appendChunk appends the chunk of text, the answer's from token at (-1:
+// the last chunk, with finish).
+func appendChunk(buf []byte, a streamArgs, at int, text, finish string) []byte {
 	fin := "null"
 	if finish != "" {
 		fin = strconv.Quote(finish)
 	}
 	buf = fmt.Appendf(buf, "data: {\"id\":%q,\"object\":%q,\"model\":%q,\"choices\":[{\"index\":0,", a.id, object(a.chat, true), a.model)
-	if a.chat {
+	switch {
+	case a.tool != nil && at < 0:
+		buf = append(buf, "\"delta\":{}"...)
+	case a.tool != nil && at == 0: // as vLLM streams a call: its name first, with the first arguments
+		buf = fmt.Appendf(buf, "\"delta\":{\"role\":\"assistant\",\"tool_calls\":[{\"index\":0,\"id\":\"call_%s\",\"type\":\"function\",\"function\":{\"name\":%q,\"arguments\":%q}}]}", a.id, a.tool.name, text)
+	case a.tool != nil:
+		buf = fmt.Appendf(buf, "\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":%q}}]}", text)
+	case a.chat:
 		buf = fmt.Appendf(buf, "\"delta\":{\"content\":%q}", text)
-	} else {
+	default:
 		buf = fmt.Appendf(buf, "\"text\":%q", text)
 	}
 	return fmt.Appendf(buf, ",\"finish_reason\":%s}]}\n\n", fin)
@@ -550,9 +595,13 @@ func writeWhole(w http.ResponseWriter, a streamArgs) {
 		text = a.piece(0, outTokens)
 	}
 	choice := map[string]any{"index": 0, "finish_reason": a.finish}
-	if chat {
+	switch {
+	case a.tool != nil:
+		choice["message"] = map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+			"id": "call_" + id, "type": "function", "function": map[string]any{"name": a.tool.name, "arguments": text}}}}
+	case chat:
 		choice["message"] = map[string]string{"role": "assistant", "content": text}
-	} else {
+	default:
 		choice["text"] = text
 	}
 	w.Header().Set("Content-Type", "application/json")
