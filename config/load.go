@@ -750,6 +750,18 @@ func (c *Checks) validate(l *locator, path, dir string) {
 	if c.JSONSchema != "" {
 		c.SchemaPath = resolve(dir, c.JSONSchema)
 	}
+	if c.Tools != "" {
+		c.ToolsPath = resolve(dir, c.Tools)
+	}
+	switch {
+	case c.ToolCall != "" && c.ToolCall != "required":
+		l.errf(path+".tool_call", "%q is not required (leave it out to check only the calls an answer makes)", c.ToolCall)
+	case c.ToolCall != "" && c.Tools == "":
+		l.errf(path+".tool_call", "needs tools: the file of tool definitions to send")
+	}
+	if c.ToolChoice != "" && c.Tools == "" {
+		l.errf(path+".tool_choice", "needs tools: the file of tool definitions to send")
+	}
 	switch c.Model {
 	case "", "exact", "prefix", "off":
 	default:

@@ -432,6 +432,15 @@ type Checks struct {
 	JSONSchema string `yaml:"json_schema"`
 	// SchemaPath is JSONSchema resolved against the configuration's folder.
 	SchemaPath string `yaml:"-"`
+	// Tools is a JSON file of OpenAI tool definitions sent with every
+	// request; every tool call in an answer must name one of them with
+	// arguments valid against its parameters. ToolChoice is sent as
+	// tool_choice (auto, required, none, or one tool's name); ToolCall
+	// required makes an answer without a tool call wrong.
+	Tools      string `yaml:"tools"`
+	ToolsPath  string `yaml:"-"`
+	ToolChoice string `yaml:"tool_choice"`
+	ToolCall   string `yaml:"tool_call"`
 	// Abort makes a wrong answer a failure for the failure policy
 	// (backoff, abort, max_error_ratio); by default it is not.
 	Abort bool `yaml:"abort"`

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
 	"time"
@@ -180,7 +181,8 @@ func SLOSet(s *config.SLO) slo.Set {
 
 // ChecksOf converts a profile's checks block (config has checked its
 // expressions), with the fields its checks add to every request: the
-// response_format that asks for JSON of the json_schema's schema.
+// response_format that asks for JSON of the json_schema's schema, the
+// tools and tool_choice.
 func ChecksOf(c *config.Checks) (check.Set, map[string]any, error) {
 	s := check.Set{
 		Model: check.ModelModes[c.Model], FinishReasons: c.FinishReason,
@@ -193,17 +195,102 @@ func ChecksOf(c *config.Checks) (check.Set, map[string]any, error) {
 	for _, e := range c.NotMatches {
 		s.NotMatches = append(s.NotMatches, regexp.MustCompile(e))
 	}
-	if c.SchemaPath == "" {
-		return s, nil, nil
+	extra := map[string]any{}
+	if c.SchemaPath != "" {
+		schema, doc, err := LoadSchema(c.SchemaPath)
+		if err != nil {
+			return s, nil, err
+		}
+		s.Schema = schema
+		extra["response_format"] = map[string]any{
+			"type": "json_schema", "json_schema": map[string]any{"name": "tokenprobe_check", "schema": doc},
+		}
 	}
-	schema, doc, err := LoadSchema(c.SchemaPath)
+	if c.ToolsPath != "" {
+		tools, fields, err := ToolsOf(c)
+		if err != nil {
+			return s, nil, err
+		}
+		s.Tools, s.ToolCallRequired = tools, c.ToolCall == "required"
+		maps.Copy(extra, fields)
+	}
+	if len(extra) == 0 {
+		extra = nil
+	}
+	return s, extra, nil
+}
+
+// ToolsOf is a checks block's tools, each with its parameters' schema,
+// and the fields that send them: tools and tool_choice.
+func ToolsOf(c *config.Checks) (map[string]*jsonschema.Schema, map[string]any, error) {
+	tools, defs, err := LoadTools(c.ToolsPath)
 	if err != nil {
-		return s, nil, err
+		return nil, nil, err
 	}
-	s.Schema = schema
-	return s, map[string]any{"response_format": map[string]any{
-		"type": "json_schema", "json_schema": map[string]any{"name": "tokenprobe_check", "schema": doc},
-	}}, nil
+	fields := map[string]any{"tools": defs}
+	switch c.ToolChoice {
+	case "":
+	case "auto", "required", "none":
+		fields["tool_choice"] = c.ToolChoice
+	default:
+		if _, ok := tools[c.ToolChoice]; !ok {
+			return nil, nil, fmt.Errorf("tool_choice %q is not one of the tools in %s", c.ToolChoice, c.Tools)
+		}
+		fields["tool_choice"] = map[string]any{"type": "function", "function": map[string]any{"name": c.ToolChoice}}
+	}
+	return tools, fields, nil
+}
+
+// LoadTools reads a file of OpenAI tool definitions (a JSON array of
+// {"type": "function", "function": {"name", "description",
+// "parameters"}}): each function's parameters compiled as a JSON Schema,
+// and the definitions to send.
+func LoadTools(path string) (map[string]*jsonschema.Schema, any, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	defs, ok := doc.([]any)
+	if !ok || len(defs) == 0 {
+		return nil, nil, fmt.Errorf("%s: not a JSON array of tool definitions", path)
+	}
+	tools := map[string]*jsonschema.Schema{}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	for i, d := range defs {
+		def, _ := d.(map[string]any)
+		fn, _ := def["function"].(map[string]any)
+		name, _ := fn["name"].(string)
+		switch {
+		case def == nil || def["type"] != "function":
+			return nil, nil, fmt.Errorf("%s: tool %d: not {\"type\": \"function\", ...}", path, i)
+		case name == "":
+			return nil, nil, fmt.Errorf("%s: tool %d: no function.name", path, i)
+		}
+		if _, dup := tools[name]; dup {
+			return nil, nil, fmt.Errorf("%s: tool %d: a second function named %q", path, i, name)
+		}
+		tools[name] = nil
+		params, ok := fn["parameters"]
+		if !ok {
+			continue
+		}
+		url := fmt.Sprintf("%s/tools/%d", path, i)
+		if err := c.AddResource(url, params); err != nil {
+			return nil, nil, fmt.Errorf("%s: tool %s: %w", path, name, err)
+		}
+		schema, err := c.Compile(url)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: tool %s: parameters: not a valid JSON Schema: %s", path, name, check.SchemaError(err))
+		}
+		tools[name] = schema
+	}
+	return tools, defs, nil
 }
 
 // LoadSchema reads and compiles a JSON Schema file (draft 2020-12 unless

@@ -91,6 +91,11 @@ func Check(cfg *config.Config) config.Errors {
 				errf(fmt.Sprintf("profiles[%d].checks.json_schema", i), "%v", err)
 			}
 		}
+		if p.Checks.ToolsPath != "" {
+			if _, _, err := ToolsOf(&p.Checks); err != nil {
+				errf(fmt.Sprintf("profiles[%d].checks.tools", i), "%v", err)
+			}
+		}
 	}
 	errs.Sort()
 	return errs

@@ -15,6 +15,8 @@ func TestFilesAndFieldsAreChecked(t *testing.T) {
 	dir := t.TempDir()
 	_ = os.WriteFile(filepath.Join(dir, "bad.jsonl"), []byte("{not json\n"), 0o644)
 	_ = os.WriteFile(filepath.Join(dir, "bad-schema.json"), []byte(`{"type": "no-such-type"}`), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "bad-tools.json"), []byte(`[{"type": "function", "function": {"name": "f", "parameters": {"type": 7}}}]`), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "tools.json"), []byte(`[{"type": "function", "function": {"name": "f"}}, {"type": "function", "function": {"name": "f"}}]`), 0o644)
 	for name, c := range map[string]struct{ yaml, want string }{
 		"tokenizer missing": {`endpoints:
   - name: sim
@@ -52,6 +54,18 @@ profiles:
   - name: p
     checks: {json_schema: bad-schema.json}
 `, ":5:14: profiles[0].checks.json_schema: "},
+		"tools invalid": {`endpoints:
+  - {name: sim, simulator: {}}
+profiles:
+  - name: p
+    checks: {tools: bad-tools.json}
+`, ":5:14: profiles[0].checks.tools: DIR/bad-tools.json: tool f: parameters: not a valid JSON Schema: "},
+		"a tool twice": {`endpoints:
+  - {name: sim, simulator: {}}
+profiles:
+  - name: p
+    checks: {tools: tools.json}
+`, `:5:14: profiles[0].checks.tools: DIR/tools.json: tool 1: a second function named "f"`},
 		"unknown gpu field": {`endpoints:
   - {name: sim, simulator: {}}
 gpu:
