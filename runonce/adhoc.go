@@ -44,8 +44,11 @@ type AdHoc struct {
 	ServerMetrics, ServerKind string
 	// Expect are RE2 expressions every answer must match; CheckModel is
 	// the model check's mode (answer checks).
-	Expect              []string
-	CheckModel          string
+	Expect     []string
+	CheckModel string
+	// JSONSchema and Tools are checks.json_schema and checks.tools; Tools
+	// also makes a tool call required (tool_choice and tool_call).
+	JSONSchema, Tools   string
 	ProfileName, Target string
 }
 
@@ -67,6 +70,12 @@ func (a *AdHoc) checks() map[string]any {
 	if a.CheckModel != "" {
 		c["model"] = a.CheckModel
 	}
+	if a.JSONSchema != "" {
+		c["json_schema"] = a.JSONSchema
+	}
+	if a.Tools != "" {
+		c["tools"], c["tool_choice"], c["tool_call"] = a.Tools, "required", "required"
+	}
 	return c
 }
 
@@ -86,6 +95,7 @@ var flagOf = []struct{ field, flag string }{
 	{"profiles[0].workload.trace", "--trace"}, {"profiles[0].workload.tokenizer", "--tokenizer"},
 	{"profiles[0].slo.objective", "--objective"}, {"profiles[0].slo", "--goodput"},
 	{"profiles[0].checks.matches", "--expect"}, {"profiles[0].checks.model", "--check-model"},
+	{"profiles[0].checks.json_schema", "--json-schema"}, {"profiles[0].checks.tools", "--tools"},
 }
 
 var index = regexp.MustCompile(`\[\d+\]`)

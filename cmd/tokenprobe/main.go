@@ -200,6 +200,8 @@ func run(args []string) int {
 	runCmd.Flag("input-tokens", "From flags: prompt length, MEAN[,STDDEV] tokens.").StringVar(&adhoc.InputTokens)
 	runCmd.Flag("output-tokens", "From flags: answer length, MEAN[,STDDEV] tokens.").StringVar(&adhoc.OutputTokens)
 	runCmd.Flag("expect", "From flags: an RE2 expression every answer must match, or it is a wrong answer (repeatable; answer checks: docs/CONFIGURATION.md#checks).").PlaceHolder("REGEX").StringsVar(&adhoc.Expect)
+	runCmd.Flag("json-schema", "From flags: a JSON Schema file: every request asks for JSON of it and every answer must be valid against it.").PlaceHolder("FILE").StringVar(&adhoc.JSONSchema)
+	runCmd.Flag("tools", "From flags: a JSON file of OpenAI tool definitions: every request offers them (tool_choice required) and every answer must call one with arguments valid against its parameters.").PlaceHolder("FILE").StringVar(&adhoc.Tools)
 	runCmd.Flag("check-model", "From flags: how the answer's model must match the one asked for: exact (default), prefix or off.").PlaceHolder("MODE").StringVar(&adhoc.CheckModel)
 	runCmd.Flag("goodput", "From flags: SLO thresholds, e.g. 'ttft:500ms itl:50ms' (ttft, ttst, itl, request_latency, output_tokens_per_second).").StringVar(&adhoc.Goodput)
 	runCmd.Flag("objective", "From flags: fraction of requests that must be good; below it the run exits 1.").Float64Var(&adhoc.Objective)

@@ -505,3 +505,53 @@ func TestCompareGatesARegression(t *testing.T) {
 		t.Errorf("a rule naming no metric: exit %d\n%s", code, out)
 	}
 }
+
+// Answer checks from flags alone, as the issue's acceptance reads: a
+// gateway that falls back to another model for half the requests fails
+// about half of them as wrong answers and the run exits 1; a JSON Schema
+// and tools pass against a right simulator and fail against broken JSON.
+func TestRunFromFlagsChecksAnswers(t *testing.T) {
+	dir := t.TempDir()
+	schema := filepath.Join(dir, "answer.json")
+	tools := filepath.Join(dir, "tools.json")
+	_ = os.WriteFile(schema, []byte(`{"type": "object", "required": ["answer"], "properties": {"answer": {"type": "string"}}}`), 0o644)
+	_ = os.WriteFile(tools, []byte(`[{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "required": ["id"], "properties": {"id": {"type": "integer"}}}}}]`), 0o644)
+	for _, c := range []struct {
+		name   string
+		faults sim.Faults
+		flags  []string
+		code   int
+		check  string
+		wrong  func(n int) bool
+	}{
+		{"a fallback model", sim.Faults{WrongModel: "tiny-model", WrongModelRate: 0.5}, []string{"--objective", "0.9"}, runonce.ExitSLOFailed, "model", func(n int) bool { return n >= 8 && n <= 32 }},
+		{"json schema", sim.Faults{}, []string{"--json-schema", schema, "--objective", "0.9"}, runonce.ExitOK, "json_schema", func(n int) bool { return n == 0 }},
+		{"json schema, broken JSON", sim.Faults{BadJSON: 1}, []string{"--json-schema", schema, "--objective", "0.9"}, runonce.ExitSLOFailed, "json_schema", func(n int) bool { return n == 40 }},
+		{"tools", sim.Faults{}, []string{"--tools", tools, "--objective", "0.9"}, runonce.ExitOK, "tool_call", func(n int) bool { return n == 0 }},
+		{"tools, broken arguments", sim.Faults{BadJSON: 1}, []string{"--tools", tools, "--objective", "0.9"}, runonce.ExitSLOFailed, "tool_call", func(n int) bool { return n == 40 }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := sim.Start("127.0.0.1:0", sim.Config{Slots: 4, DecodeBase: time.Millisecond, Seed: 7, Faults: c.faults})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			art := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-"))
+			args := append([]string{"run", "--url", s.URL(), "--model", s.Config().Model, "--concurrency", "4", "--requests", "40",
+				"--output-tokens", "8", "--progress-interval", "0", "--artifacts-dir", art}, c.flags...)
+			if code := run(args); code != c.code {
+				t.Fatalf("exit %d, want %d", code, c.code)
+			}
+			sum := onlySummary(t, art)
+			failed := -1
+			for _, ch := range sum.Checks {
+				if ch.Name == c.check {
+					failed = ch.Fail
+				}
+			}
+			if failed != sum.WrongAnswers || !c.wrong(failed) {
+				t.Fatalf("%d wrong answers, %d failing %s (checks %+v)", sum.WrongAnswers, failed, c.check, sum.Checks)
+			}
+		})
+	}
+}
