@@ -122,7 +122,7 @@ func (r *Run) session(stop, ctx context.Context, index int, st Stage, scheduled 
 			}
 		}
 		n := len(strings.Fields(t.Text))
-		p := client.Prompt{Text: t.Text, History: history, InputTokens: words + n, MaxTokens: t.OutputTokens, Stream: r.Sessions.Streaming()}
+		p := client.Prompt{Text: t.Text, History: history, InputTokens: words + n, MaxTokens: t.OutputTokens, Stream: r.Sessions.Streaming(), Expect: t.Expect}
 		res := r.one(ctx, index, st, scheduled, p, warmup)
 		res.Session, res.Turn = s.ID, i
 		out <- res

@@ -326,7 +326,7 @@ func (r *Run) one(ctx context.Context, index int, st Stage, scheduled time.Time,
 		ctx, cancel = context.WithTimeoutCause(ctx, r.Plan.CancelAfter, errInjectedCancel)
 		defer cancel()
 	}
-	p.KeepText = r.keepText() || r.Checks.NeedsText()
+	p.KeepText = r.keepText() || r.Checks.NeedsText() || p.Expect != nil
 	if p.Extra == nil {
 		p.Extra = r.Extra
 	}
@@ -335,7 +335,7 @@ func (r *Run) one(ctx context.Context, index int, st Stage, scheduled time.Time,
 	r.inFlight.Add(-1)
 	// Off the request's clock: its length, then its answer's checks.
 	r.settleOSL(res)
-	r.Checks.Run(res, func() openai.Answer { return openai.ParseAnswer(res.Answer) })
+	r.Checks.Run(res, func() openai.Answer { return openai.ParseAnswer(res.Answer) }, p.Expect)
 	res.Answer = nil
 	r.hold(res)
 	if !warmup {

@@ -24,7 +24,7 @@ import (
 // when a trace the profile replays cannot be read.
 func NewRun(p *config.Profile, ep *client.Endpoint, c *client.Client, sinks ...probe.Sink) (*probe.Run, error) {
 	w := p.Workload
-	checks, extra, err := ChecksOf(&p.Checks)
+	checks, extra, err := ChecksOf(p)
 	if err != nil {
 		return nil, err
 	}
@@ -182,9 +182,11 @@ func SLOSet(s *config.SLO) slo.Set {
 // ChecksOf converts a profile's checks block (config has checked its
 // expressions), with the fields its checks add to every request: the
 // response_format that asks for JSON of the json_schema's schema, the
-// tools and tool_choice.
-func ChecksOf(c *config.Checks) (check.Set, map[string]any, error) {
-	s := check.Set{
+// tools and tool_choice. A dataset whose prompts carry expect adds that
+// check.
+func ChecksOf(p *config.Profile) (check.Set, map[string]any, error) {
+	c := &p.Checks
+	s := check.Set{Expect: expects(&p.Workload),
 		Model: check.ModelModes[c.Model], FinishReasons: c.FinishReason,
 		MinOutputTokens: c.MinOutputTokens, MaxOutputTokens: c.MaxOutputTokens,
 		Contains: c.Contains, JSON: c.JSON,
@@ -218,6 +220,27 @@ func ChecksOf(c *config.Checks) (check.Set, map[string]any, error) {
 		extra = nil
 	}
 	return s, extra, nil
+}
+
+// expects reports whether a workload's prompts carry expectations.
+func expects(w *config.Workload) bool {
+	d := w.Dataset
+	if d == nil || w.Trace != nil {
+		return false
+	}
+	if d.Format == "multi_turn" {
+		sessions, err := multiTurn.get(d.Path)
+		for _, s := range sessions {
+			for _, t := range s.Turns {
+				if t.Expect != nil {
+					return err == nil
+				}
+			}
+		}
+		return false
+	}
+	entries, err := singleTurn.get(d.Path)
+	return err == nil && workload.Expects(entries)
 }
 
 // ToolsOf is a checks block's tools, each with its parameters' schema,

@@ -58,6 +58,9 @@ type Set struct {
 	// its schema, and ToolCallRequired makes an answer without one wrong.
 	Tools            map[string]*jsonschema.Schema
 	ToolCallRequired bool
+	// Expect: the workload's prompts carry what their answers must match
+	// (a known-answer dataset); each request's expression is Run's.
+	Expect bool
 }
 
 // The names of the checks, as outputs show them.
@@ -72,6 +75,7 @@ const (
 	JSON            = "json"
 	JSONSchema      = "json_schema"
 	ToolCall        = "tool_call"
+	Expect          = "expect"
 )
 
 // Names lists the checks the set runs, in the order it runs them.
@@ -92,6 +96,7 @@ func (s *Set) Names() []string {
 	add(s.JSON, JSON)
 	add(s.Schema != nil, JSONSchema)
 	add(len(s.Tools) > 0, ToolCall)
+	add(s.Expect, Expect)
 	return out
 }
 
@@ -109,7 +114,10 @@ const excerpt = 200
 // into r.Checks, and the first failure makes r a wrong answer whose Err
 // says what was wanted and quotes the answer. The text checks read the
 // answer's output text, not its reasoning.
-func (s *Set) Run(r *result.Request, read func() openai.Answer) {
+//
+// expect, when set, is what this request's answer must match (its
+// prompt's, from a known-answer dataset).
+func (s *Set) Run(r *result.Request, read func() openai.Answer, expect *regexp.Regexp) {
 	if r.Outcome != result.Success {
 		return
 	}
@@ -190,6 +198,9 @@ func (s *Set) Run(r *result.Request, read func() openai.Answer) {
 		judge(JSONSchema, err == nil, func() string {
 			return fmt.Sprintf("the answer does not meet the schema (%s): %s", SchemaError(err), quoted())
 		})
+	}
+	if expect != nil {
+		judge(Expect, expect.MatchString(get()), func() string { return fmt.Sprintf("the answer does not match /%s/: %s", expect, quoted()) })
 	}
 	if len(s.Tools) > 0 {
 		bad := s.toolCalls(parsed().ToolCalls)

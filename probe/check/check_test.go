@@ -2,6 +2,7 @@ package check
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,7 +31,7 @@ func TestModelModesAndTheMessage(t *testing.T) {
 	} {
 		r := &result.Request{Outcome: result.Success, Model: c.asked, ServedModel: c.served}
 		s := Set{Model: c.mode}
-		s.Run(r, func() openai.Answer { t.Fatal("the model check read the text"); return openai.Answer{} })
+		s.Run(r, func() openai.Answer { t.Fatal("the model check read the text"); return openai.Answer{} }, nil)
 		if got := r.Outcome == result.Success; got != c.pass {
 			t.Errorf("%v %q served by %q: pass %v, want %v (%s)", c.mode, c.asked, c.served, got, c.pass, r.Err)
 		}
@@ -38,13 +39,13 @@ func TestModelModesAndTheMessage(t *testing.T) {
 	long := "a\x00b\n" + strings.Repeat("x", 400)
 	r := &result.Request{Outcome: result.Success}
 	s := Set{Model: ModelOff, Matches: []*regexp.Regexp{regexp.MustCompile(`^Paris$`)}}
-	s.Run(r, text(long))
+	s.Run(r, text(long), nil)
 	if r.Outcome != result.WrongAnswer || !strings.Contains(r.Err, `"a\x00b\n`) || !strings.HasSuffix(r.Err, `"…`) || len(r.Err) > 300 {
 		t.Fatalf("%v: %q", r.Outcome, r.Err)
 	}
 	// Only a success is judged: an error keeps its outcome and gets no check.
 	e := &result.Request{Outcome: result.Error, Model: "a", ServedModel: "b"}
-	(&Set{}).Run(e, nil)
+	(&Set{}).Run(e, nil, nil)
 	if e.Outcome != result.Error || e.Checks != nil {
 		t.Fatalf("an error judged: %+v", e)
 	}
@@ -74,7 +75,7 @@ func TestJSONSchema(t *testing.T) {
 	s := Set{Model: ModelOff, Schema: schema}
 	for answer, pass := range map[string]bool{`{"answer": "Paris"}`: true, `{"city": "Paris"}`: false, `["Paris"]`: false, `{"answer":`: false} {
 		r := &result.Request{Outcome: result.Success}
-		s.Run(r, text(answer))
+		s.Run(r, text(answer), nil)
 		if got := r.Outcome == result.Success; got != pass || len(r.Checks) != 1 || r.Checks[0].Name != JSONSchema {
 			t.Errorf("%s: pass %v, want %v: %s %+v", answer, got, pass, r.Err, r.Checks)
 		}
@@ -89,7 +90,7 @@ func TestJSONSchema(t *testing.T) {
 func TestReasoningIsNotTheAnswer(t *testing.T) {
 	r := &result.Request{Outcome: result.Success}
 	s := Set{Model: ModelOff, JSON: true}
-	s.Run(r, func() openai.Answer { return openai.Answer{Reasoning: "the user wants JSON, so", Text: `{"a":1}`} })
+	s.Run(r, func() openai.Answer { return openai.Answer{Reasoning: "the user wants JSON, so", Text: `{"a":1}`} }, nil)
 	if r.Outcome != result.Success {
 		t.Fatalf("%v: %s", r.Outcome, r.Err)
 	}
@@ -126,7 +127,7 @@ func TestToolCalls(t *testing.T) {
 	} {
 		r := &result.Request{Outcome: result.Success}
 		s := Set{Model: ModelOff, Tools: tools, ToolCallRequired: tc.required}
-		s.Run(r, func() openai.Answer { return openai.Answer{ToolCalls: tc.calls} })
+		s.Run(r, func() openai.Answer { return openai.Answer{ToolCalls: tc.calls} }, nil)
 		if len(r.Checks) != 1 || r.Checks[0].Name != ToolCall {
 			t.Fatalf("%s: checks %+v", tc.name, r.Checks)
 		}
@@ -136,5 +137,29 @@ func TestToolCalls(t *testing.T) {
 		case tc.fail != "" && (r.Outcome != result.WrongAnswer || !strings.Contains(r.Err, tc.fail)):
 			t.Errorf("%s: %v %q, want a wrong answer saying %q", tc.name, r.Outcome, r.Err, tc.fail)
 		}
+	}
+}
+
+// A known-answer prompt's expression judges its answer's text; a
+// request without one gets no expect verdict.
+func TestExpect(t *testing.T) {
+	s := Set{Model: ModelOff, Expect: true}
+	for _, c := range []struct {
+		answer string
+		expect *regexp.Regexp
+		want   []result.Check
+	}{
+		{" Paris.", regexp.MustCompile(`(?i)\bparis\b`), []result.Check{{Name: Expect, Pass: true}}},
+		{" Lyon.", regexp.MustCompile(`(?i)\bparis\b`), []result.Check{{Name: Expect, Pass: false}}},
+		{" Lyon.", nil, nil},
+	} {
+		r := &result.Request{Outcome: result.Success}
+		s.Run(r, text(c.answer), c.expect)
+		if !slices.Equal(r.Checks, c.want) || (r.Outcome == result.WrongAnswer) != (len(c.want) == 1 && !c.want[0].Pass) {
+			t.Errorf("%q against %v: %v %+v %s", c.answer, c.expect, r.Outcome, r.Checks, r.Err)
+		}
+	}
+	if !slices.Contains(s.Names(), Expect) {
+		t.Errorf("names %v lack expect", s.Names())
 	}
 }

@@ -3,6 +3,7 @@ package client
 import (
 	"maps"
 	"net/http"
+	"regexp"
 	"sync/atomic"
 	"time"
 
@@ -81,6 +82,9 @@ type Prompt struct {
 	// KeepText keeps the answer's text (Request.Answer), for a tokenizer to
 	// count its output tokens after the request is measured.
 	KeepText bool
+	// Expect is what the answer to a known-answer prompt must match,
+	// judged after the request (probe/check), never by the client.
+	Expect *regexp.Regexp
 	// Body is the request body already encoded by Encode, or nil: a
 	// load generator encodes ahead of the send time, so that the encoding
 	// of a long prompt never makes a request late.

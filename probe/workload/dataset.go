@@ -3,6 +3,7 @@ package workload
 import (
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -14,12 +15,18 @@ type Entry struct {
 	Text string
 	// OutputTokens caps the answer; 0 leaves it to the workload's lengths.
 	OutputTokens int
+	// Expect, when set, is what the answer must match: a known-answer
+	// prompt (the check "expect").
+	Expect *regexp.Regexp
 }
 
 type singleTurn struct {
 	Text         *string  `json:"text"`
 	Texts        []string `json:"texts"`
 	OutputLength *int     `json:"output_length"`
+	// Expect is tokenprobe's own field: an RE2 expression the answer
+	// must match.
+	Expect *string `json:"expect"`
 }
 
 // entry reads the prompt fields single_turn and multi_turn share: text
@@ -44,11 +51,29 @@ func (st singleTurn) entry(what string) (Entry, error) {
 		}
 		e.OutputTokens = *st.OutputLength
 	}
+	if st.Expect != nil {
+		re, err := regexp.Compile(*st.Expect)
+		if err != nil {
+			return e, fmt.Errorf("expect: not an RE2 expression: %v", err)
+		}
+		e.Expect = re
+	}
 	return e, nil
 }
 
+// Expects reports whether any entry carries an expectation.
+func Expects(entries []Entry) bool {
+	for _, e := range entries {
+		if e.Expect != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // ReadSingleTurn reads a JSONL prompt file in AIPerf's single_turn shape:
-// "text" or "texts" (joined by newlines), and an optional "output_length".
+// "text" or "texts" (joined by newlines), an optional "output_length",
+// and tokenprobe's optional "expect" (an RE2 expression).
 // Errors name the file and line.
 func ReadSingleTurn(path string) ([]Entry, error) {
 	var out []Entry
@@ -106,5 +131,5 @@ func (d *Dataset) Next() client.Prompt {
 	d.mu.Unlock()
 	// Without a tokenizer the intended length is the word count, the same
 	// approximation synthetic prompts use; the server's usage says better.
-	return client.Prompt{Text: e.Text, InputTokens: len(strings.Fields(e.Text)), MaxTokens: out, Stream: d.stream}
+	return client.Prompt{Text: e.Text, InputTokens: len(strings.Fields(e.Text)), MaxTokens: out, Stream: d.stream, Expect: e.Expect}
 }

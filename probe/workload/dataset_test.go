@@ -45,6 +45,7 @@ func TestBadDatasets(t *testing.T) {
 		"both":    {`{"text": "a", "texts": ["b"]}`, ":1: give text or texts, not both"},
 		"empty":   {"\n" + `{"text": "  "}`, ":2: the prompt is empty"},
 		"output":  {`{"text": "a", "output_length": 0}`, ":1: output_length must be at least 1"},
+		"expect":  {`{"text": "a", "expect": "(paris"}`, ":1: expect: not an RE2 expression: error parsing regexp: missing closing ): `(paris`"},
 		"nothing": {"", ": no prompts"},
 	} {
 		p := filepath.Join(dir, name+".jsonl")

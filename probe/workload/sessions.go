@@ -3,6 +3,7 @@ package workload
 import (
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +24,8 @@ type Turn struct {
 	Delay time.Duration
 	// OutputTokens caps the answer; 0 leaves it to the workload's lengths.
 	OutputTokens int
+	// Expect is what the answer must match (Entry.Expect).
+	Expect *regexp.Regexp
 }
 
 // multiTurnLine is one line of AIPerf's multi_turn JSONL: a whole session
@@ -44,7 +47,7 @@ func (t turnLine) turn() (Turn, error) {
 	if err != nil {
 		return Turn{}, err
 	}
-	out := Turn{Text: e.Text, OutputTokens: e.OutputTokens}
+	out := Turn{Text: e.Text, OutputTokens: e.OutputTokens, Expect: e.Expect}
 	if t.Delay != nil {
 		if *t.Delay < 0 {
 			return Turn{}, fmt.Errorf("delay must not be negative")
