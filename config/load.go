@@ -233,6 +233,9 @@ func (c *Config) validate(l *locator, dir string) {
 		}
 		if e.Simulator != nil {
 			e.Simulator.validate(l, path+".simulator")
+			if e.Simulator.Answers != "" {
+				e.Simulator.AnswersPath = resolve(dir, e.Simulator.Answers)
+			}
 		}
 		if e.API != "chat" && e.API != "completions" {
 			l.errf(path+".api", "%q is not chat or completions", e.API)

@@ -362,6 +362,10 @@ type Simulator struct {
 	TokensPerChunk  int      `yaml:"tokens_per_chunk"`
 	Seed            uint64   `yaml:"seed"`
 	Faults          Faults   `yaml:"faults"`
+	// Answers is a JSONL file of known answers ({"match": RE2, "answer":
+	// text}) for a known-answer dataset's prompts.
+	Answers     string `yaml:"answers"`
+	AnswersPath string `yaml:"-"`
 	// Metrics are how the simulator's vLLM series count, imitating servers
 	// that count otherwise.
 	Metrics SimMetrics `yaml:"metrics"`

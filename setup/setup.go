@@ -12,6 +12,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/config"
 	"github.com/tokenprobe/tokenprobe/gpu"
 	"github.com/tokenprobe/tokenprobe/probe/tokenizer"
+	"github.com/tokenprobe/tokenprobe/sim"
 )
 
 // LoadFile reads, validates and checks the file at path.
@@ -59,6 +60,13 @@ func Check(cfg *config.Config) config.Errors {
 		for i, f := range g.Fields {
 			if _, ok := gpu.ByName(f); !ok {
 				errf(fmt.Sprintf("gpu.fields[%d]", i), "%q is not a DCGM field tokenprobe exports", f)
+			}
+		}
+	}
+	for i, e := range cfg.Endpoints {
+		if s := e.Simulator; s != nil && s.AnswersPath != "" {
+			if _, err := sim.LoadAnswers(s.AnswersPath); err != nil {
+				errf(fmt.Sprintf("endpoints[%d].simulator.answers", i), "%v", err)
 			}
 		}
 	}

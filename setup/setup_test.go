@@ -66,6 +66,12 @@ profiles:
   - name: p
     checks: {tools: tools.json}
 `, `:5:14: profiles[0].checks.tools: DIR/tools.json: tool 1: a second function named "f"`},
+		"simulator answers invalid": {`endpoints:
+  - name: sim
+    simulator: {answers: bad.jsonl}
+profiles:
+  - name: p
+`, `:3:17: endpoints[0].simulator.answers: DIR/bad.jsonl:1: invalid character 'n' looking for beginning of object key string`},
 		"unknown gpu field": {`endpoints:
   - {name: sim, simulator: {}}
 gpu:

@@ -77,7 +77,11 @@ func OpenEndpoint(e *config.Endpoint, secrets *redact.Set) (*Target, error) {
 		}
 	}
 	if sc := e.Simulator; sc != nil {
-		srv, err := sim.Start("127.0.0.1:0", SimConfig(sc, e.Model))
+		cfg, err := SimConfig(sc, e.Model)
+		if err != nil {
+			return nil, err
+		}
+		srv, err := sim.Start("127.0.0.1:0", cfg)
 		if err != nil {
 			return nil, fmt.Errorf("starting the built-in simulator: %w", err)
 		}
@@ -131,10 +135,19 @@ func ServerInstance(e *config.Endpoint, baseURL string) string {
 	return u.Host + ":80"
 }
 
-// SimConfig converts the YAML simulator block to the simulator's model.
-func SimConfig(sc *config.Simulator, model string) sim.Config {
+// SimConfig converts the YAML simulator block to the simulator's model,
+// reading its known answers.
+func SimConfig(sc *config.Simulator, model string) (sim.Config, error) {
 	f := sc.Faults
+	var answers []sim.Answer
+	if sc.AnswersPath != "" {
+		var err error
+		if answers, err = sim.LoadAnswers(sc.AnswersPath); err != nil {
+			return sim.Config{}, err
+		}
+	}
 	return sim.Config{
+		Answers: answers,
 		Model: model, Slots: sc.Slots, MaxQueue: sc.MaxQueue,
 		PrefillBase: sc.PrefillBase.D(), PrefillPerToken: sc.PrefillPerToken.D(),
 		DecodeBase: sc.DecodeBase.D(), DecodeSlowdown: sc.DecodeSlowdown, Jitter: sc.Jitter,
@@ -145,7 +158,7 @@ func SimConfig(sc *config.Simulator, model string) sim.Config {
 			Disconnect: f.Disconnect, Stall: f.Stall, StallFor: f.StallFor.D(), Malformed: f.Malformed,
 			Empty: f.Empty, Truncate: f.Truncate, Garbage: f.Garbage, BadJSON: f.BadJSON, WrongModel: f.WrongModel, WrongModelRate: f.WrongModelRate,
 		},
-	}
+	}, nil
 }
 
 // Get returns the target called name, or nil.

@@ -49,6 +49,9 @@ type Config struct {
 	TokensPerChunk int
 	Seed           uint64
 	Faults         Faults
+	// Answers are known answers to the prompts they match (LoadAnswers);
+	// other prompts get filler words.
+	Answers []Answer
 	// Metrics are how the simulator's vLLM series count, where real
 	// servers differ.
 	Metrics MetricsHabits
@@ -321,6 +324,12 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	id := fmt.Sprintf("sim-%d", seq)
 	answer := streamArgs{chat: chat, id: id, model: model, maxTokens: maxTokens, inTokens: inTokens, finish: "length",
 		json: req.ResponseFormat != nil && (req.ResponseFormat.Type == "json_object" || req.ResponseFormat.Type == "json_schema")}
+	if words := req.known(h.cfg.Answers); words != nil {
+		answer.known = words
+		if len(words) <= maxTokens {
+			answer.maxTokens, answer.finish = len(words), "stop"
+		}
+	}
 	if name, args, ok := toolCall(req.Tools, req.ToolChoice); ok && chat {
 		answer.tool = &toolAnswer{name: name, args: args}
 		answer.json = false
@@ -459,6 +468,8 @@ type streamArgs struct {
 	json, badJSON, garbage bool
 	// tool, when set, is the answer: a call, its arguments streamed.
 	tool *toolAnswer
+	// known, when set, is the answer's words: a known answer.
+	known []string
 }
 
 // toolAnswer is a tool call answered, its arguments' tokens toolBytes
@@ -480,6 +491,9 @@ func (a streamArgs) piece(i, n int) string {
 		return a.tool.argsOf(i, n)
 	}
 	t := words(i, n)
+	if a.known != nil {
+		t = " " + strings.Join(a.known[min(i, len(a.known)):min(i+n, len(a.known))], " ")
+	}
 	if a.garbage {
 		t = garbled(i, n)
 	}

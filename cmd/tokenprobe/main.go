@@ -273,10 +273,11 @@ func run(args []string) int {
 	simCmd.Flag("fault.malformed", "Probability of a malformed chunk mid-stream.").Default("0").Float64Var(&sc.Faults.Malformed)
 	simCmd.Flag("fault.empty", "Probability of an answer with no content.").Default("0").Float64Var(&sc.Faults.Empty)
 	simCmd.Flag("fault.truncate", "Probability of an answer cut after 3 tokens (finish_reason length).").Default("0").Float64Var(&sc.Faults.Truncate)
-	simCmd.Flag("fault.garbage", "Probability of an answer in words of no language.").Default("0").Float64Var(&sc.Faults.Garbage)
-	simCmd.Flag("fault.bad-json", "Probability of a JSON answer (response_format) cut short.").Default("0").Float64Var(&sc.Faults.BadJSON)
+	simCmd.Flag("fault.garbage", "Probability of an answer in words of no language (a tool call: to a function never offered).").Default("0").Float64Var(&sc.Faults.Garbage)
+	simCmd.Flag("fault.bad-json", "Probability of a JSON answer (response_format) or a tool call's arguments cut short.").Default("0").Float64Var(&sc.Faults.BadJSON)
 	simCmd.Flag("fault.wrong-model", "A model name to answer with, in place of the one asked for (with --fault.wrong-model-rate).").StringVar(&sc.Faults.WrongModel)
 	simCmd.Flag("fault.wrong-model-rate", "Probability of answering as --fault.wrong-model.").Default("0").Float64Var(&sc.Faults.WrongModelRate)
+	simAnswers := simCmd.Flag("answers", "A JSONL file of known answers, {\"match\": RE2, \"answer\": text} a line: a prompt that matches is answered with its text (a known-answer dataset's checks pass; faults make them fail).").PlaceHolder("FILE").String()
 	simCmd.Flag("metrics.lazy", "Create each vLLM series at its first observation, as servers on Python's prometheus_client do.").BoolVar(&sc.Metrics.Lazy)
 	simCmd.Flag("metrics.queue-only-waited", "Observe the queue time only of requests that waited for a slot.").BoolVar(&sc.Metrics.QueueOnlyWaited)
 
@@ -341,6 +342,13 @@ func run(args []string) int {
 	case cmpCmd.FullCommand():
 		return compare.Main(os.Stdout, *cmpBase, *cmpNew, *cmpFailOn, *cmpHTML, compare.Options{Resamples: *cmpResamples})
 	case simCmd.FullCommand():
+		if *simAnswers != "" {
+			var err error
+			if sc.Answers, err = sim.LoadAnswers(*simAnswers); err != nil {
+				fmt.Fprintf(os.Stderr, "tokenprobe sim: --answers: %v\n", err)
+				return runonce.ExitConfig
+			}
+		}
 		s, err := sim.Start(*simListen, sc)
 		if err != nil {
 			logger.Error("cannot start the simulator", "err", err)
