@@ -634,3 +634,33 @@ func TestRunsInTheSameSecondDoNotShareAFolder(t *testing.T) {
 		t.Fatalf("folders %v", dirs)
 	}
 }
+
+// The shipped known-answer profile passes against the simulator that
+// knows its answers, and fails on the expect check, exit 1, when the
+// simulator answers in words of no language.
+func TestKnownAnswers(t *testing.T) {
+	shipped, err := os.ReadFile("../configs/known-answers.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	datasets, err := filepath.Abs("../configs/datasets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		faults string
+		code   int
+		inOut  string
+	}{
+		{"", ExitOK, "expect                     36 of 36 (100.0%)"},
+		{"\n      faults: {garbage: 1}", ExitSLOFailed, "expect                     0 of 36 (0.0%)"},
+	} {
+		body := strings.ReplaceAll(string(shipped), "datasets/", datasets+"/")
+		body = strings.Replace(body, "      answers: "+datasets+"/known-answers.sim.jsonl", "      answers: "+datasets+"/known-answers.sim.jsonl"+c.faults, 1)
+		body = strings.Replace(body, "decode_base: 10ms", "decode_base: 1ms", 1)
+		code, out, errOut := runCLI(t, Options{ConfigFile: writeConfig(t, body)})
+		if code != c.code || !strings.Contains(out, c.inOut) {
+			t.Errorf("faults %q: exit %d, want %d; output lacks %q:\n%s\n%s", c.faults, code, c.code, c.inOut, out, errOut)
+		}
+	}
+}
