@@ -109,7 +109,7 @@ var (
 	Requests = Metric{Name: "tokenprobe_requests_total", Type: Counter, Unit: "requests", Labels: with(RequestLabels, "outcome"),
 		Help: "Requests finished, by outcome: success, error, cancelled, or wrong_answer (answered in full, but the answer failed a check: failed, never good, its timing in the histograms). Attainment's denominator is every outcome but cancelled."}
 	AnswerChecks = Metric{Name: "tokenprobe_answer_checks_total", Type: Counter, Unit: "requests", Labels: []string{"profile", "endpoint", "model", "check", "result"},
-		Help: "Answers judged by each answer check of the profile (model by default; finish_reason, min_output_tokens, max_output_tokens, contains, matches, not_matches, json as the profile sets), by result: pass or fail. A request that fails any check is a wrong_answer."}
+		Help: "Answers judged by each answer check of the profile (model by default; finish_reason, min_output_tokens, max_output_tokens, contains, matches, not_matches, json, json_schema, tool_call, expect as the profile sets), by result: pass or fail. A request that fails any check is a wrong_answer."}
 	Errors = Metric{Name: "tokenprobe_request_errors_total", Type: Counter, Unit: "requests", Labels: with(RequestLabels, "reason"),
 		Help: "Failed requests by reason: timeout, connect, http_4xx, http_429, http_5xx, stream, empty, request (the request could not be built; a wrong answer is not an error but the outcome wrong_answer)."}
 	Anomalies = Metric{Name: "tokenprobe_server_anomalies_total", Type: Counter, Unit: "requests", Labels: with(RequestLabels, "kind"),
