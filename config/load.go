@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -357,7 +358,29 @@ func checkURL(l *locator, path, raw string) {
 		l.errf(path, "%q is not an http(s) URL", raw)
 	} else if u.User != nil {
 		l.errf(path, "credentials in the URL would leak into logs: use api_key_file or api_key_env")
+	} else {
+		for _, name := range slices.Sorted(maps.Keys(u.Query())) {
+			if credentialParam(name) {
+				l.errf(path, "the query's %q looks like a credential, and URLs end up in logs everywhere: send it as a header from a file or a variable (headers: {%s: {env: VARIABLE}}), or use api_key_file or api_key_env", name, name)
+			}
+		}
 	}
+}
+
+// credentialParam reports whether a query parameter's name looks like a
+// credential's (key, token, sig, secret, code, password).
+func credentialParam(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"key", "token", "secret", "password", "passwd", "credential"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	switch n {
+	case "sig", "signature", "code", "auth", "x-amz-signature":
+		return true
+	}
+	return strings.HasSuffix(n, "sig") || strings.HasSuffix(n, "_code")
 }
 
 func checkName(l *locator, path, name string, seen map[string]bool, what string) {

@@ -138,7 +138,7 @@ func (c *Client) target(base string, api openai.API) (*target, error) {
 	if t != nil {
 		return t, nil
 	}
-	t = &target{url: strings.TrimSuffix(base, "/") + api.Path()}
+	t = &target{url: api.URL(base)}
 	u, err := url.Parse(t.url)
 	if err != nil {
 		return nil, err

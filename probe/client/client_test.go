@@ -337,6 +337,37 @@ func testRequestShape(t *testing.T, newClient func(Options) *Client) {
 	}
 }
 
+// A base URL with a query (Azure OpenAI's api-version) keeps it after
+// the API's path, on the request line itself.
+func TestBaseURLQueryStaysOnThePath(t *testing.T) { bothClients(t, testBaseURLQueryStaysOnThePath) }
+
+func testBaseURLQueryStaysOnThePath(t *testing.T, newClient func(Options) *Client) {
+	var line string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		line = r.Method + " " + r.RequestURI
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: %s\n\ndata: %s\n\ndata: [DONE]\n\n", chunk("a"), finish)
+	}))
+	defer srv.Close()
+	for _, c := range []struct {
+		base string
+		api  openai.API
+		want string
+	}{
+		{srv.URL + "/openai/deployments/gpt-4o?api-version=2024-10-21", openai.Chat, "POST /openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21"},
+		{srv.URL + "/openai/deployments/gpt-4o/?api-version=2024-10-21", openai.Completions, "POST /openai/deployments/gpt-4o/completions?api-version=2024-10-21"},
+		{srv.URL + "/v1", openai.Chat, "POST /v1/chat/completions"},
+	} {
+		ep := endpoint("")
+		ep.BaseURL, ep.API = c.base, c.api
+		var r result.Request
+		newClient(Options{}).Do(context.Background(), ep, Prompt{Text: "hello", Stream: true}, &r)
+		if line != c.want || r.Outcome != result.Success {
+			t.Errorf("%s (%s): request line %q, want %q; %v %s", c.base, c.api, line, c.want, r.Outcome, r.Err)
+		}
+	}
+}
+
 // Replicas behind no load balancer are used in turn.
 func TestBaseURLsRoundRobin(t *testing.T) { bothClients(t, testBaseURLsRoundRobin) }
 

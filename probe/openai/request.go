@@ -26,6 +26,17 @@ func (a API) Path() string {
 	return "/chat/completions"
 }
 
+// URL is where base's requests for a go: the API's path after base's
+// path, base's query (Azure OpenAI's api-version) kept after it.
+func (a API) URL(base string) string {
+	b, query, ok := strings.Cut(base, "?")
+	u := strings.TrimSuffix(b, "/") + a.Path()
+	if ok {
+		u += "?" + query
+	}
+	return u
+}
+
 // RequestBody is the input to Body.
 type RequestBody struct {
 	API    API
