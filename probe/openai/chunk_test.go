@@ -142,6 +142,13 @@ func reference(data []byte) (c Chunk, ok bool) {
 			if d, _ := m[k].(map[string]any); d != nil {
 				c.Content = c.Content || nonEmpty(d, "content")
 				c.Reasoning = c.Reasoning || nonEmpty(d, "reasoning_content") || nonEmpty(d, "reasoning")
+				calls, _ := d["tool_calls"].([]any)
+				for _, tc := range calls {
+					call, _ := tc.(map[string]any)
+					if fn, _ := call["function"].(map[string]any); fn != nil && (nonEmpty(fn, "name") || nonEmpty(fn, "arguments")) {
+						c.Content, c.ToolCall = true, true
+					}
+				}
 			}
 		}
 		c.Content = c.Content || nonEmpty(m, "text")
@@ -300,6 +307,7 @@ func FuzzParseChunk(f *testing.F) {
 	}
 	f.Add([]byte(`{"choices":[{"message":{"content":"x"}},{"delta":{"reasoning":""},"text":"y"}],"error":null}`))
 	f.Add([]byte(`{"choices":null,"usage":{"prompt_tokens":3.0,"completion_tokens":null}}`))
+	f.Add([]byte(`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"f","arguments":"{\"a\":"}},{"function":null},7]}}]}`))
 	f.Add(nested(MaxDepth))
 	f.Add(nested(MaxDepth + 1))
 	f.Add(append([]byte(`{"error":`), bytes.Repeat([]byte(`{"a":[`), 300)...))
