@@ -12,7 +12,9 @@ import (
 	"github.com/tokenprobe/tokenprobe/probe/result"
 )
 
-func text(s string) func() openai.Answer { return func() openai.Answer { return openai.Answer{Text: s} } }
+func text(s string) func() openai.Answer {
+	return func() openai.Answer { return openai.Answer{Text: s} }
+}
 
 // The model check by mode, an answer with no model field, and a message
 // that quotes the answer with its control characters escaped and cut.
