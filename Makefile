@@ -44,7 +44,7 @@ gobench: ## Go benchmarks of the hot paths
 	$(GO) test -run '^$$' -bench . -benchmem ./probe/... ./sink/...
 
 fuzz: ## run each fuzz target for FUZZTIME (default 10s)
-	for t in FuzzParseChunk:./probe/openai FuzzReader:./probe/sse FuzzParse:./config \
+	for t in FuzzParseChunk:./probe/openai FuzzParseEvents:./probe/openai FuzzReader:./probe/sse FuzzParse:./config \
 	         FuzzReadMooncake:./probe/workload FuzzReadSingleTurn:./probe/workload FuzzReadMultiTurn:./probe/workload FuzzResponse:./probe/h1 \
 	         FuzzWholeResponse:./probe/client; do \
 	  $(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $${FUZZTIME:-10s} "$${t#*:}" || exit 1; done

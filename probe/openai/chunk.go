@@ -43,6 +43,10 @@ type Chunk struct {
 	// Error is true when the chunk is an error payload (a top-level
 	// `error` member, or `"object": "error"` as vLLM sends it).
 	Error bool
+	// End is true for the event that ends a stream of typed events (the
+	// Messages API's message_stop, the Responses API's completed,
+	// incomplete and failed), as [DONE] ends a chat stream.
+	End bool
 }
 
 // ErrMalformed reports a chunk that is not a JSON object of the expected shape.
@@ -641,63 +645,178 @@ type ToolCall struct {
 }
 
 // ParseAnswer reads an answer kept as its chunks' JSON, each followed by a
-// 0 byte: chat deltas (a tool call's pieces joined by their index), whole
-// messages and completions' text. Chunks that do not parse add nothing. It
+// 0 byte, in any API's shape: chat deltas (a tool call's pieces joined by
+// their index), whole messages, completions' text, Messages and Responses
+// events and whole responses. Chunks that do not parse add nothing. It
 // allocates, and is read after the request, never while it is measured.
 func ParseAnswer(chunks []byte) Answer {
-	type call struct {
-		Index    *int `json:"index"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-	}
-	type message struct {
-		Content          string `json:"content"`
-		ReasoningContent string `json:"reasoning_content"`
-		Reasoning        string `json:"reasoning"`
-		ToolCalls        []call `json:"tool_calls"`
-	}
-	var text, reasoning strings.Builder
-	var calls []ToolCall
+	var a answerBuilder
 	for raw := range bytes.SplitSeq(chunks, []byte{0}) {
-		if len(raw) == 0 {
-			continue
-		}
-		var c struct {
-			Choices []struct {
-				Text    string  `json:"text"`
-				Delta   message `json:"delta"`
-				Message message `json:"message"`
-			} `json:"choices"`
-		}
-		if json.Unmarshal(raw, &c) != nil {
-			continue
-		}
-		for _, ch := range c.Choices {
-			for _, m := range []*message{&ch.Delta, &ch.Message} {
-				reasoning.WriteString(m.ReasoningContent)
-				reasoning.WriteString(m.Reasoning)
-				text.WriteString(m.Content)
-				for _, tc := range m.ToolCalls {
-					at := len(calls) // a new call
-					switch {
-					case tc.Index != nil:
-						at = min(max(*tc.Index, 0), len(calls))
-					case m == &ch.Delta && tc.Function.Name == "" && len(calls) > 0:
-						at = len(calls) - 1 // a piece of the call before, unnumbered
-					}
-					if at == len(calls) {
-						calls = append(calls, ToolCall{})
-					}
-					calls[at].Name += tc.Function.Name
-					calls[at].Arguments += tc.Function.Arguments
-				}
-			}
-			text.WriteString(ch.Text)
+		if len(raw) > 0 {
+			a.add(raw)
 		}
 	}
-	return Answer{Text: text.String(), Reasoning: reasoning.String(), ToolCalls: calls}
+	return Answer{Text: a.text.String(), Reasoning: a.reasoning.String(), ToolCalls: a.calls}
+}
+
+type answerBuilder struct {
+	text, reasoning strings.Builder
+	calls           []ToolCall
+	// slots maps an event's block or output index to its call.
+	slots map[int]int
+}
+
+// call is the call at an event's index, a new one when fresh.
+func (a *answerBuilder) call(index *int, fresh bool) *ToolCall {
+	if a.slots == nil {
+		a.slots = map[int]int{}
+	}
+	i := -1
+	if index != nil {
+		if at, ok := a.slots[*index]; ok && !fresh {
+			i = at
+		}
+	}
+	if i < 0 {
+		a.calls = append(a.calls, ToolCall{})
+		i = len(a.calls) - 1
+		if index != nil {
+			a.slots[*index] = i
+		}
+	}
+	return &a.calls[i]
+}
+
+type chatCall struct {
+	Index    *int `json:"index"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type chatMessage struct {
+	Content          string     `json:"content"`
+	ReasoningContent string     `json:"reasoning_content"`
+	Reasoning        string     `json:"reasoning"`
+	ToolCalls        []chatCall `json:"tool_calls"`
+}
+
+type contentBlock struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Text        string          `json:"text"`
+	Thinking    string          `json:"thinking"`
+	PartialJSON string          `json:"partial_json"`
+	Input       json.RawMessage `json:"input"`
+}
+
+type outputItem struct {
+	Type      string `json:"type"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+	Content   []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	Summary []struct {
+		Text string `json:"text"`
+	} `json:"summary"`
+}
+
+func (a *answerBuilder) add(raw []byte) {
+	var e struct {
+		Choices []struct {
+			Text    string      `json:"text"`
+			Delta   chatMessage `json:"delta"`
+			Message chatMessage `json:"message"`
+		} `json:"choices"`
+		Type         string          `json:"type"`
+		Index        *int            `json:"index"`
+		OutputIndex  *int            `json:"output_index"`
+		Delta        json.RawMessage `json:"delta"`
+		ContentBlock *contentBlock   `json:"content_block"`
+		Item         *outputItem     `json:"item"`
+		Content      []contentBlock  `json:"content"` // a whole Messages response
+		Output       []outputItem    `json:"output"`  // a whole Responses response
+	}
+	if json.Unmarshal(raw, &e) != nil {
+		return
+	}
+	for _, ch := range e.Choices {
+		for _, m := range []*chatMessage{&ch.Delta, &ch.Message} {
+			a.reasoning.WriteString(m.ReasoningContent)
+			a.reasoning.WriteString(m.Reasoning)
+			a.text.WriteString(m.Content)
+			for _, tc := range m.ToolCalls {
+				var c *ToolCall
+				switch {
+				case tc.Index != nil:
+					c = a.call(tc.Index, false)
+				case m == &ch.Delta && tc.Function.Name == "" && len(a.calls) > 0:
+					c = &a.calls[len(a.calls)-1] // a piece of the call before, unnumbered
+				default:
+					c = a.call(nil, true)
+				}
+				c.Name += tc.Function.Name
+				c.Arguments += tc.Function.Arguments
+			}
+		}
+		a.text.WriteString(ch.Text)
+	}
+	var delta string
+	var block contentBlock
+	if json.Unmarshal(e.Delta, &delta) != nil {
+		_ = json.Unmarshal(e.Delta, &block)
+	}
+	switch e.Type {
+	case "content_block_start":
+		if b := e.ContentBlock; b != nil && b.Type == "tool_use" {
+			a.call(e.Index, true).Name = b.Name
+		}
+	case "content_block_delta":
+		a.text.WriteString(block.Text)
+		a.reasoning.WriteString(block.Thinking)
+		if block.PartialJSON != "" {
+			a.call(e.Index, false).Arguments += block.PartialJSON
+		}
+	case "message":
+		for _, b := range e.Content {
+			a.text.WriteString(b.Text)
+			a.reasoning.WriteString(b.Thinking)
+			if b.Type == "tool_use" {
+				a.calls = append(a.calls, ToolCall{Name: b.Name, Arguments: string(b.Input)})
+			}
+		}
+	case "response.output_text.delta", "response.refusal.delta":
+		a.text.WriteString(delta)
+	case "response.reasoning_text.delta", "response.reasoning_summary_text.delta":
+		a.reasoning.WriteString(delta)
+	case "response.output_item.added":
+		if it := e.Item; it != nil && it.Type == "function_call" {
+			c := a.call(e.OutputIndex, true)
+			c.Name, c.Arguments = it.Name, it.Arguments
+		}
+	case "response.function_call_arguments.delta":
+		a.call(e.OutputIndex, false).Arguments += delta
+	}
+	for _, it := range e.Output {
+		switch it.Type {
+		case "message":
+			for _, p := range it.Content {
+				a.text.WriteString(p.Text)
+			}
+		case "reasoning":
+			for _, p := range it.Content {
+				a.reasoning.WriteString(p.Text)
+			}
+			for _, p := range it.Summary {
+				a.reasoning.WriteString(p.Text)
+			}
+		case "function_call":
+			a.calls = append(a.calls, ToolCall{Name: it.Name, Arguments: it.Arguments})
+		}
+	}
 }
 
 // AnswerText is all that an answer kept as its chunks generated: its

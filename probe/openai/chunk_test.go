@@ -19,10 +19,22 @@ import (
 
 // transcript sums what a whole recorded stream says, chunk by chunk.
 type transcript struct {
-	content, reasoning, finished, errors int
-	usage                                bool
-	prompt, completion                   int
-	done, errorEvent                     bool
+	content, reasoning, finished, errors, toolCalls int
+	usage                                           bool
+	prompt, completion                              int
+	done, errorEvent, end                           bool
+	finish                                          string
+}
+
+// apiOf is the API a recorded stream speaks, by its file's name.
+func apiOf(name string) API {
+	switch {
+	case strings.Contains(name, "messages"), strings.Contains(name, "anthropic"):
+		return Messages
+	case strings.Contains(name, "responses"):
+		return Responses
+	}
+	return Chat
 }
 
 func readTranscript(t *testing.T, path string) transcript {
@@ -51,8 +63,17 @@ func readTranscript(t *testing.T, path string) transcript {
 			sum.done = true
 			continue
 		}
-		if err := ParseChunk(ev.Data, &c); err != nil {
+		if err := Parse(apiOf(path), ev.Data, &c); err != nil {
 			t.Fatalf("%s: chunk %q: %v", path, ev.Data, err)
+		}
+		if c.ToolCall {
+			sum.toolCalls++
+		}
+		if c.End {
+			sum.end = true
+		}
+		if c.FinishReason != nil {
+			sum.finish = string(c.FinishReason)
 		}
 		if c.Content {
 			sum.content++
@@ -67,7 +88,15 @@ func readTranscript(t *testing.T, path string) transcript {
 			sum.errors++
 		}
 		if c.Usage {
-			sum.usage, sum.prompt, sum.completion = true, c.PromptTokens, c.CompletionTokens
+			// As the client merges usage: a later count replaces an
+			// earlier one, a missing count keeps it.
+			sum.usage = true
+			if c.PromptTokens > 0 {
+				sum.prompt = c.PromptTokens
+			}
+			if c.CompletionTokens > 0 {
+				sum.completion = c.CompletionTokens
+			}
 		}
 	}
 }
@@ -76,21 +105,35 @@ func TestServerTranscripts(t *testing.T) {
 	cases := map[string]transcript{
 		// vLLM: a role-only first chunk with empty content, a finish chunk
 		// with empty content, then a usage-only chunk with no choices.
-		"vllm_chat.sse": {content: 3, finished: 1, usage: true, prompt: 12, completion: 4, done: true},
+		"vllm_chat.sse": {content: 3, finished: 1, usage: true, prompt: 12, completion: 4, done: true, finish: "length"},
 		// llama.cpp server: CRLF framing, null content on the role chunk,
 		// usage and timings on the finish chunk.
-		"llamacpp_chat.sse": {content: 2, finished: 1, usage: true, prompt: 9, completion: 2, done: true},
+		"llamacpp_chat.sse": {content: 2, finished: 1, usage: true, prompt: 9, completion: 2, done: true, finish: "stop"},
 		// Ollama: role repeated on every chunk, usage after the finish.
-		"ollama_chat.sse": {content: 3, finished: 1, usage: true, prompt: 26, completion: 3, done: true},
+		"ollama_chat.sse": {content: 3, finished: 1, usage: true, prompt: 26, completion: 3, done: true, finish: "stop"},
 		// TGI: `data:` without a space, "usage": null until the end, the
 		// last token and the finish_reason in the same chunk.
-		"tgi_chat.sse":         {content: 3, finished: 1, usage: true, prompt: 7, completion: 3, done: true},
-		"vllm_completions.sse": {content: 2, finished: 1, usage: true, prompt: 5, completion: 4, done: true},
+		"tgi_chat.sse":         {content: 3, finished: 1, usage: true, prompt: 7, completion: 3, done: true, finish: "length"},
+		"vllm_completions.sse": {content: 2, finished: 1, usage: true, prompt: 5, completion: 4, done: true, finish: "length"},
 		// Reasoning models: reasoning_content (older vLLM) and reasoning
 		// (newer) are reasoning chunks, not output.
-		"vllm_reasoning.sse":  {content: 1, reasoning: 2, finished: 1, done: true},
+		"vllm_reasoning.sse":  {content: 1, reasoning: 2, finished: 1, done: true, finish: "stop"},
 		"vllm_error.sse":      {content: 1, errors: 1},
 		"tgi_error_event.sse": {errorEvent: true},
+		// Messages: thinking is reasoning, text_delta output, message_stop
+		// the end; usage from message_start and message_delta.
+		"vllm_messages.sse": {content: 2, reasoning: 2, finished: 1, usage: true, prompt: 14, completion: 9, end: true, finish: "stop"},
+		// Anthropic: a ping, a tool_use block's name and input_json_delta
+		// pieces are output (an empty piece is not); the input count
+		// comes from message_start alone.
+		"anthropic_messages_tool_use.sse": {content: 5, toolCalls: 3, finished: 1, usage: true, prompt: 472, completion: 89, end: true, finish: "tool_calls"},
+		"anthropic_overloaded.sse":        {content: 1, usage: true, prompt: 12, completion: 1, errorEvent: true},
+		// Responses: the done events and response.completed repeat the
+		// text and are not content.
+		"openai_responses.sse": {content: 2, finished: 1, usage: true, prompt: 37, completion: 11, end: true, finish: "stop"},
+		// A capped answer ends incomplete: finished, finish reason length.
+		"vllm_responses_reasoning_tool.sse": {content: 3, reasoning: 2, toolCalls: 3, finished: 1, usage: true, prompt: 80, completion: 16, end: true, finish: "length"},
+		"openai_responses_failed.sse":       {errors: 1, end: true},
 	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -469,4 +512,120 @@ func TestToolCalls(t *testing.T) {
 	if want := []ToolCall{{"f", "{}"}, {"g", "[]"}}; whole.Text != "ok" || !slices.Equal(whole.ToolCalls, want) {
 		t.Errorf("a whole message: %+v, want text ok and calls %+v", whole, want)
 	}
+}
+
+// keptAnswer reads a recorded stream as the client keeps an answer: each
+// event's data followed by a 0 byte.
+func keptAnswer(t *testing.T, path string) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := sse.NewReader(f, 0)
+	var kept []byte
+	for {
+		ev, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return kept
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept = append(append(kept, ev.Data...), 0)
+	}
+}
+
+// Every API's answer reads back the same: its text, its reasoning apart,
+// its tool calls with their pieces joined.
+func TestParseAnswerOfEveryAPI(t *testing.T) {
+	for name, want := range map[string]Answer{
+		"vllm_messages.sse":                 {Text: "Paris.", Reasoning: "The user asks for a capital."},
+		"anthropic_messages_tool_use.sse":   {Text: "Okay, let me check the weather.", ToolCalls: []ToolCall{{"get_weather", `{"location": "San Francisco, CA"}`}}},
+		"openai_responses.sse":              {Text: "Hi there!"},
+		"vllm_responses_reasoning_tool.sse": {Reasoning: "Need the weather tool.", ToolCalls: []ToolCall{{"get_weather", `{"city":"Paris"}`}}},
+		"vllm_reasoning.sse":                {Text: readAnswerText(t, "vllm_reasoning.sse"), Reasoning: ParseAnswer(keptAnswer(t, "testdata/vllm_reasoning.sse")).Reasoning},
+	} {
+		got := ParseAnswer(keptAnswer(t, filepath.Join("testdata", name)))
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %+v, want %+v", name, got, want)
+		}
+	}
+	// Whole responses of each API.
+	for api, body := range map[API]string{
+		Messages:  `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"Paris."},{"type":"tool_use","id":"t","name":"f","input":{"a":1}}],"stop_reason":"tool_use","usage":{"input_tokens":5,"output_tokens":7}}`,
+		Responses: `{"id":"r","object":"response","status":"completed","model":"m","output":[{"type":"reasoning","content":[{"type":"reasoning_text","text":"hm"}],"summary":[]},{"type":"message","content":[{"type":"output_text","text":"Paris."}]},{"type":"function_call","name":"f","arguments":"{\"a\":1}"}],"usage":{"input_tokens":5,"output_tokens":7}}`,
+	} {
+		want := Answer{Text: "Paris.", Reasoning: "hm", ToolCalls: []ToolCall{{"f", `{"a":1}`}}}
+		if got := ParseAnswer([]byte(body + "\x00")); !reflect.DeepEqual(got, want) {
+			t.Errorf("a whole %s response: %+v, want %+v", api, got, want)
+		}
+		var c Chunk
+		if err := ParseWhole(api, []byte(body), &c); err != nil || !c.Content || !c.Reasoning || !c.ToolCall || !c.Finished ||
+			c.PromptTokens != 5 || c.CompletionTokens != 7 || string(c.Model) != "m" {
+			t.Errorf("a whole %s response: %+v, %v", api, c, err)
+		}
+	}
+}
+
+func readAnswerText(t *testing.T, name string) string {
+	return ParseAnswer(keptAnswer(t, filepath.Join("testdata", name))).Text
+}
+
+// The event readers allocate nothing, as the chat scanner does.
+func TestEventReadersDoNotAllocate(t *testing.T) {
+	for api, data := range map[API]string{
+		Messages:  `{"index":1,"type":"content_block_delta","delta":{"type":"text_delta","text":"Paris"}}`,
+		Responses: `{"type":"response.output_text.delta","sequence_number":5,"item_id":"msg_67c","output_index":0,"content_index":0,"delta":" there!","logprobs":[]}`,
+	} {
+		var c Chunk
+		b := []byte(data)
+		if n := testing.AllocsPerRun(100, func() { _ = Parse(api, b, &c) }); n != 0 || !c.Content {
+			t.Errorf("%s: %v allocations per event (content %v)", api, n, c.Content)
+		}
+	}
+}
+
+// FuzzParseEvents holds the Messages and Responses readers to what
+// encoding/json accepts: valid JSON objects (not nested past MaxDepth)
+// parse without error, whatever their members, and nothing panics, the
+// answer read back included.
+func FuzzParseEvents(f *testing.F) {
+	for _, glob := range []string{"testdata/*messages*.sse", "testdata/anthropic*.sse", "testdata/*responses*.sse"} {
+		files, _ := filepath.Glob(glob)
+		for _, name := range files {
+			b, _ := os.ReadFile(name)
+			for _, line := range bytes.Split(b, []byte("\n")) {
+				if d, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte("data:")); ok {
+					f.Add(bytes.TrimSpace(d))
+				}
+			}
+		}
+	}
+	f.Add([]byte(`{"type":"content_block_delta","delta":"x","content_block":null,"message":[1]}`))
+	f.Add([]byte(`{"type":"response.completed","response":{"status":"incomplete","incomplete_details":null,"usage":{"input_tokens":-1}},"delta":{"a":1}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, api := range []API{Messages, Responses} {
+			var c Chunk
+			err := Parse(api, data, &c)
+			_ = ParseWhole(api, data, &c)
+			_ = ParseAnswer(append(data, 0))
+			valid := json.Valid(data) && bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) && depth(data) <= MaxDepth
+			if err != nil && valid && !usageNotPlain(data) {
+				t.Fatalf("%s: Parse(%q): %v; encoding/json accepts it", api, data, err)
+			}
+		}
+	})
+}
+
+// usageNotPlain reports token counts the scanners refuse (not plain
+// non-negative integers), where an error is right.
+func usageNotPlain(data []byte) bool {
+	for _, k := range []string{`"input_tokens"`, `"output_tokens"`} {
+		if bytes.Contains(data, []byte(k)) {
+			return true
+		}
+	}
+	return false
 }

@@ -3,28 +3,50 @@ package openai
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 )
 
-// API is the kind of OpenAI-compatible endpoint.
+// API is the request shape an endpoint speaks.
 type API string
 
 const (
 	Chat        API = "chat"
 	Completions API = "completions"
+	// Responses is OpenAI's Responses API, streamed as typed events.
+	Responses API = "responses"
+	// Messages is the Anthropic Messages API, which vLLM, llama.cpp's
+	// server, Ollama and LiteLLM serve beside Anthropic.
+	Messages API = "messages"
 )
+
+// APIs lists the APIs, as the configuration names them.
+var APIs = []API{Chat, Completions, Responses, Messages}
 
 // Path returns the request path below the base URL (which, as with OpenAI
 // clients, normally ends in /v1).
 func (a API) Path() string {
-	if a == Completions {
+	switch a {
+	case Completions:
 		return "/completions"
+	case Responses:
+		return "/responses"
+	case Messages:
+		return "/messages"
 	}
 	return "/chat/completions"
 }
+
+// DefaultMaxTokens is the max_tokens of a Messages request that sets
+// none: the API requires one.
+const DefaultMaxTokens = 4096
+
+// AnthropicVersion is the anthropic-version header sent when the
+// endpoint's headers set none.
+const AnthropicVersion = "2023-06-01"
 
 // URL is where base's requests for a go: the API's path after base's
 // path, base's query (Azure OpenAI's api-version) kept after it.
@@ -71,7 +93,7 @@ type Message struct {
 // fields are encoded with encoding/json, sorted by name, and cannot
 // override the fields above.
 func Body(b RequestBody) ([]byte, error) {
-	if b.API != Chat && b.API != Completions {
+	if !slices.Contains(APIs, b.API) {
 		return nil, fmt.Errorf("unknown API %q", b.API)
 	}
 	size := len(b.Prompt) + 128
@@ -84,19 +106,20 @@ func Body(b RequestBody) ([]byte, error) {
 	out := make([]byte, 0, size)
 	out = append(out, `{"model":`...)
 	out = appendString(out, b.Model)
-	if b.API == Chat {
-		out = append(out, `,"messages":[`...)
-		for _, h := range b.History {
-			out = append(out, `{"role":`...)
-			out = appendString(out, h.Role)
-			out = append(out, `,"content":`...)
-			out = appendString(out, h.Content)
-			out = append(out, "},"...)
+	switch b.API {
+	case Responses:
+		out = append(out, `,"input":`...)
+		if len(b.History) == 0 {
+			out = b.appendPrompt(out, "")
+			break
 		}
-		out = append(out, `{"role":"user","content":`...)
-		out = b.appendPrompt(out, "")
-		out = append(out, "}]"...)
-	} else {
+		out = b.appendMessages(append(out, '['))
+		out = append(out, ']')
+	case Chat, Messages:
+		out = append(out, `,"messages":[`...)
+		out = b.appendMessages(out)
+		out = append(out, ']')
+	default:
 		out = append(out, `,"prompt":`...)
 		var sb strings.Builder
 		for _, h := range b.History {
@@ -105,26 +128,36 @@ func Body(b RequestBody) ([]byte, error) {
 		}
 		out = b.appendPrompt(out, sb.String())
 	}
-	if b.MaxTokens > 0 {
-		out = append(out, `,"max_tokens":`...)
-		out = strconv.AppendInt(out, int64(b.MaxTokens), 10)
+	maxTokens := b.MaxTokens
+	if b.API == Messages && maxTokens <= 0 {
+		maxTokens = DefaultMaxTokens
+	}
+	if maxTokens > 0 {
+		if b.API == Responses {
+			out = append(out, `,"max_output_tokens":`...)
+		} else {
+			out = append(out, `,"max_tokens":`...)
+		}
+		out = strconv.AppendInt(out, int64(maxTokens), 10)
 	}
 	out = append(out, `,"stream":`...)
 	out = strconv.AppendBool(out, b.Stream)
-	if b.Stream && b.IncludeUsage {
+	// The Responses and Messages APIs report usage in every stream.
+	if b.Stream && b.IncludeUsage && (b.API == Chat || b.API == Completions) {
 		out = append(out, `,"stream_options":{"include_usage":true}`...)
 	}
-	keys := make([]string, 0, len(b.Extra))
-	for k := range b.Extra {
+	extra := toolsFor(b.API, b.Extra)
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
 		switch k {
-		case "model", "messages", "prompt", "max_tokens", "stream", "stream_options":
+		case "model", "messages", "prompt", "input", "max_tokens", "max_output_tokens", "stream", "stream_options":
 			continue // the fields above win
 		}
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		v, err := json.Marshal(b.Extra[k])
+		v, err := json.Marshal(extra[k])
 		if err != nil {
 			return nil, fmt.Errorf("extra field %q: %w", k, err)
 		}
@@ -134,6 +167,77 @@ func Body(b RequestBody) ([]byte, error) {
 		out = append(out, v...)
 	}
 	return append(out, '}'), nil
+}
+
+// toolsFor is extra with its chat-shaped tools and tool_choice (what
+// answer checks send) in api's own shape: the Messages API's {name,
+// description, input_schema} and {"type": "any" | "auto" | "none" |
+// "tool"}, the Responses API's flat {"type": "function", name,
+// description, parameters}. Fields already in another shape pass as they
+// are.
+func toolsFor(api API, extra map[string]any) map[string]any {
+	tools, ok := extra["tools"].([]any)
+	if !ok || api == Chat || api == Completions {
+		return extra
+	}
+	out := maps.Clone(extra)
+	shaped := make([]any, 0, len(tools))
+	for _, t := range tools {
+		def, _ := t.(map[string]any)
+		fn, isChat := def["function"].(map[string]any)
+		if !isChat {
+			shaped = append(shaped, t)
+			continue
+		}
+		d := map[string]any{"name": fn["name"]}
+		if v, ok := fn["description"]; ok {
+			d["description"] = v
+		}
+		params, ok := fn["parameters"]
+		if !ok {
+			params = map[string]any{"type": "object"}
+		}
+		if api == Messages {
+			d["input_schema"] = params
+		} else {
+			d["type"], d["parameters"] = "function", params
+		}
+		shaped = append(shaped, d)
+	}
+	out["tools"] = shaped
+	switch c := extra["tool_choice"].(type) {
+	case string:
+		if api == Messages {
+			if c == "required" {
+				c = "any"
+			}
+			out["tool_choice"] = map[string]any{"type": c}
+		}
+	case map[string]any:
+		if fn, ok := c["function"].(map[string]any); ok {
+			if api == Messages {
+				out["tool_choice"] = map[string]any{"type": "tool", "name": fn["name"]}
+			} else {
+				out["tool_choice"] = map[string]any{"type": "function", "name": fn["name"]}
+			}
+		}
+	}
+	return out
+}
+
+// appendMessages appends the conversation, the prompt its last user
+// message, without the brackets around it.
+func (b *RequestBody) appendMessages(out []byte) []byte {
+	for _, h := range b.History {
+		out = append(out, `{"role":`...)
+		out = appendString(out, h.Role)
+		out = append(out, `,"content":`...)
+		out = appendString(out, h.Content)
+		out = append(out, "},"...)
+	}
+	out = append(out, `{"role":"user","content":`...)
+	out = b.appendPrompt(out, "")
+	return append(out, '}')
 }
 
 // appendPrompt appends the prompt as one JSON string, after prefix.
