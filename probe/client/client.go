@@ -260,7 +260,8 @@ var (
 
 // sendH1 sends p through tokenprobe's own HTTP/1.1 client.
 func (c *Client) sendH1(ctx context.Context, ep *Endpoint, tg *target, p Prompt, id uint64) (response, error) {
-	req := h1.Request{Target: tg.h1, Header: ep.Headers, ContentType: contentJSON, BearerToken: ep.APIKey, Body: p.Body,
+	header, bearer := ep.auth()
+	req := h1.Request{Target: tg.h1, Header: header, ContentType: contentJSON, BearerToken: bearer, Body: p.Body,
 		RequestIDPrefix: result.RequestIDPrefix(), RequestID: id}
 	if p.Stream {
 		req.Accept = acceptSSE
@@ -279,7 +280,8 @@ func (c *Client) sendNetHTTP(ctx context.Context, ep *Endpoint, tg *target, p Pr
 	if err != nil {
 		return response{}, err
 	}
-	for k, vs := range ep.Headers {
+	header, bearer := ep.auth()
+	for k, vs := range header {
 		req.Header[k] = vs
 	}
 	req.Header.Set("Content-Type", contentJSON)
@@ -289,8 +291,8 @@ func (c *Client) sendNetHTTP(ctx context.Context, ep *Endpoint, tg *target, p Pr
 	if p.Stream {
 		req.Header.Set("Accept", acceptSSE)
 	}
-	if ep.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+ep.APIKey)
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
 	if requestID != "" {
 		req.Header.Set("X-Request-Id", requestID)

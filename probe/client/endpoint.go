@@ -4,6 +4,7 @@ import (
 	"maps"
 	"net/http"
 	"regexp"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,10 +30,39 @@ type Endpoint struct {
 	// Extra fields for the request body.
 	Extra map[string]any
 
+	wire     sync.Once
+	wireHead http.Header
+	bearer   string
+
 	// heldUntil is when the server's last Retry-After ends (unix nanos):
 	// it asked every client to wait, so every run against the endpoint
 	// does, not only the one that heard it.
 	heldUntil atomic.Int64
+}
+
+// auth is the headers every request carries and the bearer token, as the
+// API wants them: the Messages API takes the key as x-api-key, with an
+// anthropic-version, where the others take a bearer token. Worked out
+// once per endpoint.
+func (ep *Endpoint) auth() (http.Header, string) {
+	ep.wire.Do(func() {
+		ep.wireHead, ep.bearer = ep.Headers, ep.APIKey
+		if ep.API != openai.Messages {
+			return
+		}
+		h := ep.Headers.Clone()
+		if h == nil {
+			h = http.Header{}
+		}
+		if ep.APIKey != "" && h.Get("X-Api-Key") == "" {
+			h.Set("X-Api-Key", ep.APIKey)
+		}
+		if h.Get("Anthropic-Version") == "" {
+			h.Set("Anthropic-Version", openai.AnthropicVersion)
+		}
+		ep.wireHead, ep.bearer = h, ""
+	})
+	return ep.wireHead, ep.bearer
 }
 
 // Hold records that the server asked for no requests before until. A

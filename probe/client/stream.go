@@ -27,6 +27,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r *result.Reque
 		first, last    time.Time
 		done, finished bool
 		usage          openai.Chunk
+		api            = openai.API(r.API)
 	)
 	for {
 		ev, err := rd.Next()
@@ -47,7 +48,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r *result.Reque
 			done = true
 			break
 		}
-		if perr := openai.ParseChunk(ev.Data, &chunk); perr != nil {
+		if perr := openai.Parse(api, ev.Data, &chunk); perr != nil {
 			c.endStream(ctx, r, last, fmt.Errorf("%w: %s", perr, c.secrets.Excerpt(ev.Data, 200)))
 			return
 		}
@@ -56,10 +57,22 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r *result.Reque
 			return
 		}
 		if chunk.Usage {
-			usage = chunk
+			// Merged: the Messages API counts the prompt in message_start
+			// and the answer in message_delta.
+			usage.Usage = true
+			if chunk.PromptTokens > 0 {
+				usage.PromptTokens = chunk.PromptTokens
+			}
+			if chunk.CompletionTokens > 0 {
+				usage.CompletionTokens = chunk.CompletionTokens
+			}
 		}
 		answered(r, &chunk)
 		finished = finished || chunk.Finished
+		if chunk.End { // message_stop, response.completed: the stream's [DONE]
+			done = true
+			break
+		}
 		if !chunk.Content && !chunk.Reasoning {
 			continue
 		}
@@ -127,7 +140,7 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, r *result.Reques
 	}
 	r.End = time.Now()
 	var chunk openai.Chunk
-	if err := openai.ParseChunk(data, &chunk); err != nil {
+	if err := openai.ParseWhole(openai.API(r.API), data, &chunk); err != nil {
 		c.fail(r, result.ReasonStream, fmt.Errorf("%w: %s", err, c.secrets.Excerpt(data, 200)))
 		return
 	}

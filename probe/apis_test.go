@@ -1,0 +1,97 @@
+package probe
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/tokenprobe/tokenprobe/probe/check"
+	"github.com/tokenprobe/tokenprobe/probe/client"
+	"github.com/tokenprobe/tokenprobe/probe/openai"
+	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/probe/workload"
+	"github.com/tokenprobe/tokenprobe/sim"
+)
+
+// Every API against the simulator over real HTTP, streamed and whole,
+// through both clients: every request succeeds with its tokens from the
+// server's usage, a streamed one with its TTFT; a tool offered in chat's
+// shape (as checks.tools sends it) is called validly in each API's own
+// shape, and the simulator's broken arguments fail the tool_call check.
+func TestEveryAPIAgainstTheSimulator(t *testing.T) {
+	weather := map[string]any{"type": "object", "required": []any{"city"}, "properties": map[string]any{"city": map[string]any{"type": "string"}}}
+	compiler := jsonschema.NewCompiler()
+	if err := compiler.AddResource("weather.json", weather); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := compiler.Compile("weather.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := map[string]any{"tool_choice": "required", "tools": []any{map[string]any{"type": "function",
+		"function": map[string]any{"name": "get_weather", "parameters": weather}}}}
+	toolChecks := check.Set{Tools: map[string]*jsonschema.Schema{"get_weather": schema}, ToolCallRequired: true}
+	for _, api := range openai.APIs {
+		for _, stream := range []bool{true, false} {
+			for _, netHTTP := range []bool{false, true} {
+				for _, c := range []struct {
+					name   string
+					faults sim.Faults
+					checks check.Set
+					extra  map[string]any
+					wrong  bool
+				}{
+					{"text", sim.Faults{}, check.Set{}, nil, false},
+					{"tool call", sim.Faults{}, toolChecks, tools, false},
+					{"broken tool call", sim.Faults{BadJSON: 1}, toolChecks, tools, true},
+				} {
+					if api == openai.Completions && c.extra != nil {
+						continue // completions has no tools
+					}
+					name := string(api) + ", " + c.name
+					if !stream {
+						name += ", whole"
+					}
+					if netHTTP {
+						name += ", net/http"
+					}
+					s, err := sim.Start("127.0.0.1:0", sim.Config{Model: "m", PrefillBase: time.Millisecond, DecodeBase: time.Millisecond, Seed: 5, Faults: c.faults})
+					if err != nil {
+						t.Fatal(err)
+					}
+					var mu sync.Mutex
+					var got []*result.Request
+					run := &Run{Profile: "p", Plan: Plan{Stages: []Stage{{Concurrency: 2, Requests: 8}}},
+						Workload: workload.NewSynthetic(workload.Lengths{Mean: 8}, workload.Lengths{Mean: 12}, stream, 1),
+						Endpoint: &client.Endpoint{Name: "e", BaseURL: s.URL(), API: api, Model: "m", Timeout: 5 * time.Second, IncludeUsage: true},
+						Client:   client.New(client.Options{NetHTTP: netHTTP}), Checks: c.checks, Extra: c.extra,
+						Sinks: []Sink{sinkFunc(func(r *result.Request) { mu.Lock(); got = append(got, r); mu.Unlock() })}}
+					_, err = run.Execute(context.Background())
+					s.Close()
+					if err != nil || len(got) != 8 {
+						t.Fatalf("%s: %v, %d results", name, err, len(got))
+					}
+					for _, r := range got {
+						want := result.Success
+						if c.wrong {
+							want = result.WrongAnswer
+						}
+						switch {
+						case r.Outcome != want:
+							t.Errorf("%s: outcome %v, want %v: %s %+v", name, r.Outcome, want, r.Err, r.Checks)
+						case r.OutputSource != result.SourceUsage || r.InputSource != result.SourceUsage || r.OutputTokens <= 0:
+							t.Errorf("%s: OSL %d from %v, ISL %d from %v; want both from usage", name, r.OutputTokens, r.OutputSource, r.InputTokens, r.InputSource)
+						case stream && (!r.HasTTFT() || r.E2E < r.TTFT):
+							t.Errorf("%s: TTFT %v E2E %v", name, r.TTFT, r.E2E)
+						case r.ServedModel != "m":
+							t.Errorf("%s: served model %q, want the answer's model read", name, r.ServedModel)
+						}
+					}
+				}
+			}
+		}
+	}
+}

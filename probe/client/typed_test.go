@@ -1,0 +1,150 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/internal/timingtest"
+	"github.com/tokenprobe/tokenprobe/probe/openai"
+	"github.com/tokenprobe/tokenprobe/probe/result"
+)
+
+// typedEvent is one event of a typed stream, as the script writes it.
+func typedEvent(name, data string) step {
+	return step{data: fmt.Sprintf("event: %s\ndata: %s\n\n", name, data), raw: true}
+}
+
+// The Messages and Responses APIs are timed as chat is: the first event
+// that carries text (or thinking, or a tool call) is TTFT, every gap
+// between them an ITL, the last one the end; events that carry nothing
+// (message_start, ping, block stops, message_delta and message_stop;
+// created, done events, completed) move none of them, and usage comes
+// from the events that carry it.
+func TestTypedAPIsTiming(t *testing.T) { bothClients(t, testTypedAPIsTiming) }
+
+func testTypedAPIsTiming(t *testing.T, newClient func(Options) *Client) {
+	delta := func(api openai.API, text string) step {
+		if api == openai.Messages {
+			return typedEvent("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":%q}}`, text))
+		}
+		return typedEvent("response.output_text.delta", fmt.Sprintf(`{"type":"response.output_text.delta","output_index":0,"content_index":0,"delta":%q}`, text))
+	}
+	scripts := map[openai.API]func() []step{
+		openai.Messages: func() []step {
+			return []step{
+				typedEvent("message_start", `{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","model":"m","content":[],"usage":{"input_tokens":17,"output_tokens":1}}}`),
+				typedEvent("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`),
+				typedEvent("ping", `{"type":"ping"}`),
+				delta(openai.Messages, "Hello"), delta(openai.Messages, " big"), delta(openai.Messages, " wide"), delta(openai.Messages, " world"),
+				typedEvent("content_block_stop", `{"type":"content_block_stop","index":0}`),
+				typedEvent("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":6}}`),
+				typedEvent("message_stop", `{"type":"message_stop"}`),
+			}
+		},
+		openai.Responses: func() []step {
+			return []step{
+				typedEvent("response.created", `{"type":"response.created","response":{"id":"r","status":"in_progress","model":"m","output":[]}}`),
+				typedEvent("response.output_item.added", `{"type":"response.output_item.added","output_index":0,"item":{"type":"message","content":[]}}`),
+				delta(openai.Responses, "Hello"), delta(openai.Responses, " big"), delta(openai.Responses, " wide"), delta(openai.Responses, " world"),
+				typedEvent("response.output_text.done", `{"type":"response.output_text.done","output_index":0,"text":"Hello big wide world"}`),
+				typedEvent("response.completed", `{"type":"response.completed","response":{"id":"r","status":"completed","model":"m","output":[{"type":"message","content":[{"type":"output_text","text":"Hello big wide world"}]}],"usage":{"input_tokens":17,"output_tokens":6,"total_tokens":23}}}`),
+			}
+		},
+	}
+	for api, steps := range scripts {
+		c := newClient(Options{})
+		timingtest.Retry(t, 3, func(a *timingtest.Attempt) {
+			st := steps()
+			// The first text 120 ms after the head, then 20, 90 and 20 ms
+			// apart; the events after the last text 30 ms later.
+			waits := map[int]time.Duration{0: 0}
+			first := 3
+			if api == openai.Responses {
+				first = 2
+			}
+			for i, d := range []time.Duration{120, 20, 90, 20, 30} {
+				waits[first+i] = d * time.Millisecond
+			}
+			for i := range st {
+				st[i].after = waits[i]
+			}
+			s := &script{steps: st}
+			srv := httptest.NewServer(s)
+			defer srv.Close()
+			ep := endpoint(srv.URL)
+			ep.API = api
+			var r result.Request
+			r.Scheduled = time.Now()
+			c.Do(context.Background(), ep, Prompt{Text: "hi", InputTokens: 20, MaxTokens: 10, Stream: true}, &r)
+			if r.Outcome != result.Success || r.ContentChunks != 4 || len(r.Gaps) != 3 {
+				t.Fatalf("%s: outcome %v %s, %d content chunks, gaps %v; want success, 4, 3 gaps", api, r.Outcome, r.Err, r.ContentChunks, r.Gaps)
+			}
+			if r.InputTokens != 17 || r.InputSource != result.SourceUsage || r.OutputTokens != 6 || r.OutputSource != result.SourceUsage || r.FinishReason != "stop" {
+				t.Errorf("%s: ISL %d from %v, OSL %d from %v, finish %q; want 17 and 6 from usage, stop", api, r.InputTokens, r.InputSource, r.OutputTokens, r.OutputSource, r.FinishReason)
+			}
+			sent := s.sent
+			const tol = 5 * time.Millisecond
+			within(a, string(api)+" TTFT", r.TTFT, sent[first].Sub(r.Start), tol)
+			within(a, string(api)+" E2E", r.E2E, sent[first+3].Sub(r.Start), tol)
+			for i, g := range r.Gaps {
+				within(a, fmt.Sprintf("%s gap %d", api, i), g, sent[first+i+1].Sub(sent[first+i]), tol)
+			}
+		})
+	}
+}
+
+// Each API's request: its path, its body's shape, and the Messages API's
+// key as x-api-key with an anthropic-version, never a bearer token.
+func TestTypedAPIsRequestShape(t *testing.T) { bothClients(t, testTypedAPIsRequestShape) }
+
+func testTypedAPIsRequestShape(t *testing.T, newClient func(Options) *Client) {
+	var got *http.Request
+	var body string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		body, got = string(b), r
+		http.Error(w, "recorded", http.StatusTeapot)
+	}))
+	defer srv.Close()
+	for _, c := range []struct {
+		api     openai.API
+		path    string
+		want    []string
+		headers map[string]string
+	}{
+		{openai.Messages, "/v1/messages", []string{`"messages":[{"role":"user","content":"hello"}]`, `"max_tokens":7`, `"stream":true`},
+			map[string]string{"X-Api-Key": "sk-test", "Anthropic-Version": "2023-06-01", "Authorization": ""}},
+		{openai.Responses, "/v1/responses", []string{`"input":"hello"`, `"max_output_tokens":7`, `"stream":true`},
+			map[string]string{"Authorization": "Bearer sk-test", "X-Api-Key": ""}},
+	} {
+		ep := endpoint(srv.URL)
+		ep.API, ep.APIKey = c.api, "sk-test"
+		var r result.Request
+		newClient(Options{}).Do(context.Background(), ep, Prompt{Text: "hello", MaxTokens: 7, Stream: true}, &r)
+		if got == nil || got.URL.Path != c.path {
+			t.Fatalf("%s: request %v", c.api, got)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(body, w) {
+				t.Errorf("%s: body %s lacks %s", c.api, body, w)
+			}
+		}
+		if strings.Contains(body, "stream_options") {
+			t.Errorf("%s: body %s asks for stream_options, which the API does not take", c.api, body)
+		}
+		for k, v := range c.headers {
+			if g := got.Header.Get(k); g != v {
+				t.Errorf("%s: header %s %q, want %q", c.api, k, g, v)
+			}
+		}
+		if r.Outcome != result.Error || r.Reason != result.ReasonHTTP4xx {
+			t.Errorf("%s: %v %v", c.api, r.Outcome, r.Reason)
+		}
+	}
+}
