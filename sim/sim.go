@@ -175,8 +175,9 @@ func NewHandler(cfg Config) (*Handler, error) {
 	}
 	h := &Handler{cfg: cfg, slots: newSlots(cfg.Slots), mux: http.NewServeMux()}
 	h.sm = newServerMetrics(h)
-	h.mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { h.complete(w, r, true) })
-	h.mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { h.complete(w, r, false) })
+	for path, api := range map[string]string{"/v1/chat/completions": apiChat, "/v1/completions": apiCompletions, "/v1/messages": apiMessages, "/v1/responses": apiResponses} {
+		h.mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) { h.complete(w, r, api) })
+	}
 	h.mux.HandleFunc("GET /v1/models", h.models)
 	h.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	h.mux.Handle("GET /metrics", h.sm.handler())
@@ -200,8 +201,11 @@ type request struct {
 	Prompt              json.RawMessage `json:"prompt"`
 	MaxTokens           int             `json:"max_tokens"`
 	MaxCompletionTokens int             `json:"max_completion_tokens"`
-	Stream              bool            `json:"stream"`
-	StreamOptions       *struct {
+	// Input and MaxOutputTokens are the Responses API's.
+	Input           json.RawMessage `json:"input"`
+	MaxOutputTokens int             `json:"max_output_tokens"`
+	Stream          bool            `json:"stream"`
+	StreamOptions   *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	// ResponseFormat asks for JSON (json_object or json_schema): the
@@ -259,11 +263,25 @@ func countFields(s string) int {
 	return n
 }
 
-func (h *Handler) complete(w http.ResponseWriter, r *http.Request, chat bool) {
+func (h *Handler) complete(w http.ResponseWriter, r *http.Request, api string) {
 	h.requests.Add(1)
+	chat := api != apiCompletions
 	var req request
 	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<20)).Decode(&req); err != nil {
 		httpError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+		return
+	}
+	if api == apiResponses {
+		var s string
+		if json.Unmarshal(req.Input, &s) == nil {
+			req.Messages = []chatMessage{{Role: "user", Content: req.Input}}
+		} else {
+			_ = json.Unmarshal(req.Input, &req.Messages)
+		}
+		req.MaxTokens = req.MaxOutputTokens
+	}
+	if api == apiMessages && req.MaxTokens <= 0 {
+		httpError(w, http.StatusBadRequest, "max_tokens: field required")
 		return
 	}
 	if chat && len(req.Messages) == 0 || !chat && len(req.Prompt) == 0 {
@@ -322,7 +340,7 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		model = h.cfg.Model
 	}
 	id := fmt.Sprintf("sim-%d", seq)
-	answer := streamArgs{chat: chat, id: id, model: model, maxTokens: maxTokens, inTokens: inTokens, finish: "length",
+	answer := streamArgs{api: api, chat: chat, id: id, model: model, maxTokens: maxTokens, inTokens: inTokens, finish: "length",
 		json: req.ResponseFormat != nil && (req.ResponseFormat.Type == "json_object" || req.ResponseFormat.Type == "json_schema")}
 	if words := req.known(h.cfg.Answers); words != nil {
 		answer.known = words
@@ -459,6 +477,7 @@ func (h *Handler) jitter(rng *rand.Rand, d time.Duration) time.Duration {
 }
 
 type streamArgs struct {
+	api                 string
 	chat                bool
 	id, model, finish   string
 	maxTokens, inTokens int
@@ -546,7 +565,11 @@ func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, rng *rand.R
 			}
 		}
 		n := min(h.cfg.TokensPerChunk, a.maxTokens-sent)
-		buf = appendChunk(buf[:0], a, sent, a.piece(sent, n), "")
+		if a.typed() {
+			buf = appendTyped(buf[:0], a, sent, a.piece(sent, n))
+		} else {
+			buf = appendChunk(buf[:0], a, sent, a.piece(sent, n), "")
+		}
 		sent += n
 		life.tokens(n)
 		if _, err := w.Write(buf); err != nil {
@@ -555,6 +578,15 @@ func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, rng *rand.R
 		if fl != nil {
 			fl.Flush()
 		}
+	}
+	if a.typed() {
+		buf = appendTypedEnd(buf[:0], a)
+		life.finish(true)
+		_, _ = w.Write(buf)
+		if fl != nil {
+			fl.Flush()
+		}
+		return
 	}
 	buf = appendChunk(buf[:0], a, -1, "", a.finish)
 	if a.usage {
@@ -607,6 +639,11 @@ func writeWhole(w http.ResponseWriter, a streamArgs) {
 	text := ""
 	if outTokens > 0 {
 		text = a.piece(0, outTokens)
+	}
+	if a.typed() {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(wholeTyped(a, text))
+		return
 	}
 	choice := map[string]any{"index": 0, "finish_reason": a.finish}
 	switch {

@@ -5,13 +5,35 @@ import (
 	"strings"
 )
 
-// tool is a function a request offers (OpenAI `tools`).
+// tool is a function a request offers: chat's {"type": "function",
+// "function": {name, parameters}}, the Responses API's {"type":
+// "function", name, parameters} or the Messages API's {name,
+// input_schema}.
 type tool struct {
 	Type     string `json:"type"`
 	Function struct {
 		Name       string          `json:"name"`
 		Parameters json.RawMessage `json:"parameters"`
 	} `json:"function"`
+	Name        string          `json:"name"`
+	Parameters  json.RawMessage `json:"parameters"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+func (t *tool) name() string {
+	if t.Function.Name != "" {
+		return t.Function.Name
+	}
+	return t.Name
+}
+
+func (t *tool) parameters() json.RawMessage {
+	for _, p := range []json.RawMessage{t.Function.Parameters, t.Parameters, t.InputSchema} {
+		if len(p) > 0 {
+			return p
+		}
+	}
+	return nil
 }
 
 // toolCall is the call the simulator answers a request that offers tools
@@ -23,6 +45,8 @@ func toolCall(tools []tool, choice json.RawMessage) (name, args string, ok bool)
 	}
 	var mode string
 	var named struct {
+		Type     string `json:"type"`
+		Name     string `json:"name"`
 		Function struct {
 			Name string `json:"name"`
 		} `json:"function"`
@@ -31,17 +55,20 @@ func toolCall(tools []tool, choice json.RawMessage) (name, args string, ok bool)
 	switch {
 	case json.Unmarshal(choice, &mode) == nil && mode == "none":
 		return "", "", false
-	case json.Unmarshal(choice, &named) == nil && named.Function.Name != "":
-		for i, t := range tools {
-			if t.Function.Name == named.Function.Name {
+	case json.Unmarshal(choice, &named) == nil && named.Type == "none":
+		return "", "", false
+	case named.Function.Name != "" || named.Name != "":
+		want := named.Function.Name + named.Name
+		for i := range tools {
+			if tools[i].name() == want {
 				at = i
 			}
 		}
 	}
 	var schema any
-	_ = json.Unmarshal(tools[at].Function.Parameters, &schema)
+	_ = json.Unmarshal(tools[at].parameters(), &schema)
 	b, _ := json.Marshal(example(schema, 0))
-	return tools[at].Function.Name, string(b), true
+	return tools[at].name(), string(b), true
 }
 
 // example is a value valid against a JSON Schema of the shapes tool
