@@ -9,13 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -238,8 +238,8 @@ func (c *Config) validate(l *locator, dir string) {
 				e.Simulator.AnswersPath = resolve(dir, e.Simulator.Answers)
 			}
 		}
-		if e.API != "chat" && e.API != "completions" {
-			l.errf(path+".api", "%q is not chat or completions", e.API)
+		if !slices.Contains(APIs, e.API) {
+			l.errf(path+".api", "%q is not one of %s", e.API, strings.Join(APIs, ", "))
 		}
 		if e.HTTPClient != HTTPClientTokenprobe && e.HTTPClient != HTTPClientNetHTTP {
 			l.errf(path+".http_client", "%q is not %s or %s", e.HTTPClient, HTTPClientTokenprobe, HTTPClientNetHTTP)

@@ -350,6 +350,9 @@ func (c *Config) Secrets() []string {
 	return out
 }
 
+// APIs are the request shapes an endpoint may speak (api).
+var APIs = []string{"chat", "completions", "responses", "messages"}
+
 // Simulator configures the built-in simulated server (see sim.Config).
 type Simulator struct {
 	Slots           int      `yaml:"slots"`

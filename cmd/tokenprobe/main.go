@@ -189,7 +189,8 @@ func run(args []string) int {
 	var adhoc runonce.AdHoc
 	runCmd.Flag("url", "From flags: the endpoint's OpenAI-compatible base URL, e.g. http://localhost:8000/v1.").StringVar(&adhoc.URL)
 	runCmd.Flag("model", "From flags: the model name to request.").StringVar(&adhoc.Model)
-	runCmd.Flag("api", "From flags: chat or completions.").StringVar(&adhoc.API)
+	runCmd.Flag("api", "From flags: the API the endpoint speaks: chat, completions, responses (OpenAI's Responses API) or messages (the Anthropic Messages API).").StringVar(&adhoc.API)
+	runCmd.Flag("endpoint-type", "From flags: --api, as aiperf names it.").StringVar(&adhoc.API)
 	runCmd.Flag("concurrency", "From flags: requests in flight (closed loop).").IntVar(&adhoc.Concurrency)
 	runCmd.Flag("request-rate", "From flags: requests per second (open loop).").Float64Var(&adhoc.Rate)
 	runCmd.Flag("arrival", "From flags: poisson, constant or gamma (with --request-rate).").StringVar(&adhoc.Arrival)
