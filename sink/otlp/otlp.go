@@ -363,12 +363,17 @@ func (e *Exporter) get(r *result.Request) *series {
 	if s := e.series[k]; s != nil {
 		return s
 	}
-	op := semconv.GenAIOperationNameChat
-	if r.API == string(openai.Completions) {
+	// The Responses and Messages APIs are chat, as the conventions name
+	// the operation; the Messages API's provider is Anthropic's.
+	op, provider := semconv.GenAIOperationNameChat, semconv.GenAIProviderNameOpenAI
+	switch openai.API(r.API) {
+	case openai.Completions:
 		op = semconv.GenAIOperationNameTextCompletion
+	case openai.Messages:
+		provider = semconv.GenAIProviderNameAnthropic
 	}
 	base := []attribute.KeyValue{
-		op, semconv.GenAIProviderNameOpenAI, semconv.GenAIRequestModel(r.Model),
+		op, provider, semconv.GenAIRequestModel(r.Model),
 		attribute.String("tokenprobe.profile", r.Profile), attribute.String("tokenprobe.endpoint", r.Endpoint),
 		attribute.Float64("tokenprobe.load_level", r.Level),
 	}

@@ -150,3 +150,37 @@ func TestUnknownProtocol(t *testing.T) {
 		t.Fatal("accepted an unknown protocol")
 	}
 }
+
+// The operation and provider follow the API: the Messages API is
+// Anthropic's chat, the Responses API OpenAI's chat, completions a text
+// completion.
+func TestOperationAndProviderFollowTheAPI(t *testing.T) {
+	rc := otlptest.Start()
+	defer rc.Close()
+	e, err := New(context.Background(), Config{Endpoint: rc.URL, Interval: time.Hour, Instance: "probe-1", Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]string{"messages": {"chat", "anthropic"}, "responses": {"chat", "openai"}, "completions": {"text_completion", "openai"}}
+	for api := range want {
+		r := result.Request{Profile: api, Endpoint: "e", Model: "m", API: api, URL: "http://e:8000/v1", Outcome: result.Success,
+			Start: time.Now(), E2E: time.Millisecond, OutputTokens: 1, InputTokens: 1}
+		e.Observe(&r, slo.Verdict{})
+	}
+	if err := e.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := rc.Last()
+	seen := 0
+	for _, dp := range got["gen_ai.client.operation.duration"].GetExponentialHistogram().DataPoints {
+		a := otlptest.Attrs(dp.Attributes)
+		w := want[a["tokenprobe.profile"]]
+		if a["gen_ai.operation.name"] != w[0] || a["gen_ai.provider.name"] != w[1] {
+			t.Errorf("%s: operation %q provider %q, want %v", a["tokenprobe.profile"], a["gen_ai.operation.name"], a["gen_ai.provider.name"], w)
+		}
+		seen++
+	}
+	if seen != len(want) {
+		t.Fatalf("%d series, want %d", seen, len(want))
+	}
+}
