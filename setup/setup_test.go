@@ -107,6 +107,8 @@ func TestShippedExamples(t *testing.T) {
 	}
 	t.Setenv("OPENAI_API_KEY", "sk-example")
 	t.Setenv("NIM_API_KEY", "sk-example")
+	t.Setenv("ANTHROPIC_API_KEY", "sk-example")
+	t.Setenv("AZURE_OPENAI_API_KEY", "sk-example")
 	for _, f := range files {
 		if _, err := LoadFile(f); err != nil {
 			t.Errorf("%s: %v", f, err)
