@@ -307,9 +307,16 @@ func (c *Config) validate(l *locator, dir string) {
 			l.errf(path, "endpoints is required: name the endpoints this profile runs against")
 		}
 		for j, name := range p.Endpoints {
-			if c.Endpoint(name) == nil {
+			e := c.Endpoint(name)
+			switch {
+			case e == nil:
 				l.errf(fmt.Sprintf("%s.endpoints[%d]", path, j), "no endpoint is named %q", name)
+			case p.Workload.Batch > 1 && e.API != "embeddings":
+				l.errf(path+".workload.batch", "a batch of inputs is for api embeddings; endpoint %q speaks %s", name, e.API)
 			}
+		}
+		if p.Workload.Batch < 0 {
+			l.errf(path+".workload.batch", "must not be negative")
 		}
 		p.Load.validate(l, path+".load", p.Workload.Trace != nil)
 		if p.Load.Search != nil && p.SLO.Objective <= 0 {

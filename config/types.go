@@ -351,7 +351,7 @@ func (c *Config) Secrets() []string {
 }
 
 // APIs are the request shapes an endpoint may speak (api).
-var APIs = []string{"chat", "completions", "responses", "messages"}
+var APIs = []string{"chat", "completions", "responses", "messages", "embeddings"}
 
 // Simulator configures the built-in simulated server (see sim.Config).
 type Simulator struct {
@@ -611,6 +611,9 @@ type Workload struct {
 	// Stream asks for a streamed answer (default true).
 	Stream *bool  `yaml:"stream"`
 	Seed   uint64 `yaml:"seed"`
+	// Batch is how many inputs an embeddings request carries (default 1);
+	// only endpoints of api embeddings take it.
+	Batch int `yaml:"batch"`
 	// Cancel makes the workload cancel some requests, as impatient users do.
 	Cancel Cancel `yaml:"cancel"`
 }

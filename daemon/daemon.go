@@ -307,7 +307,7 @@ func (d *Daemon) apply(cfg *config.Config) error {
 		if nj.profile.Shard.Split && d.o.ShardCount > 1 {
 			plan = plan.Split(d.o.ShardIndex, d.o.ShardCount)
 		}
-		checks, _, _ := setup.ChecksOf(nj.profile) // checked at load
+		checks, _, _ := setup.ChecksOf(nj.profile, ep.API) // checked at load
 		var slos []slo.Kind
 		for _, t := range setup.SLOSet(&nj.profile.SLO).Thresholds {
 			slos = append(slos, t.Kind)

@@ -35,6 +35,9 @@ func TestEveryAPIAgainstTheSimulator(t *testing.T) {
 		"function": map[string]any{"name": "get_weather", "parameters": weather}}}}
 	toolChecks := check.Set{Tools: map[string]*jsonschema.Schema{"get_weather": schema}, ToolCallRequired: true}
 	for _, api := range openai.APIs {
+		if api == openai.Embeddings {
+			continue // TestEmbeddingsAgainstTheSimulator
+		}
 		for _, stream := range []bool{true, false} {
 			for _, netHTTP := range []bool{false, true} {
 				for _, c := range []struct {
@@ -91,6 +94,55 @@ func TestEveryAPIAgainstTheSimulator(t *testing.T) {
 						}
 					}
 				}
+			}
+		}
+	}
+}
+
+// Embeddings are measured as what they are: request latency and input
+// tokens from the server's usage, no TTFT; a batch of inputs comes back
+// as that many vectors of one length, and the simulator's faults (one
+// vector fewer, an empty one, one shorter) fail the embeddings check.
+func TestEmbeddingsAgainstTheSimulator(t *testing.T) {
+	for _, netHTTP := range []bool{false, true} {
+		for _, c := range []struct {
+			name   string
+			faults sim.Faults
+			why    string
+		}{
+			{"right", sim.Faults{}, ""},
+			{"one vector fewer", sim.Faults{Truncate: 1}, "embeddings: 3 vectors for 4 inputs"},
+			{"an empty vector", sim.Faults{Empty: 1}, "embeddings: an empty vector"},
+			{"a shorter vector", sim.Faults{Garbage: 1}, "embeddings: vectors of different lengths"},
+		} {
+			s, err := sim.Start("127.0.0.1:0", sim.Config{Model: "m", PrefillBase: time.Millisecond, Seed: 5, EmbeddingDimensions: 64, Faults: c.faults})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var got []*result.Request
+			run := &Run{Profile: "p", Plan: Plan{Stages: []Stage{{Concurrency: 2, Requests: 6}}},
+				Workload: workload.Batched{Source: workload.NewSynthetic(workload.Lengths{Mean: 10}, workload.Lengths{Mean: 1}, true, 1), N: 4},
+				Endpoint: &client.Endpoint{Name: "e", BaseURL: s.URL(), API: openai.Embeddings, Model: "m", Timeout: 5 * time.Second},
+				Client:   client.New(client.Options{NetHTTP: netHTTP}), Checks: check.Set{Embeddings: true},
+				Sinks: []Sink{sinkFunc(func(r *result.Request) { mu.Lock(); got = append(got, r); mu.Unlock() })}}
+			sum, err := run.Execute(context.Background())
+			s.Close()
+			if err != nil || len(got) != 6 {
+				t.Fatalf("%s: %v, %d results", c.name, err, len(got))
+			}
+			for _, r := range got {
+				switch {
+				case c.why == "" && (r.Outcome != result.Success || r.Vectors != 4 || r.Dimensions != 64):
+					t.Errorf("%s: %v %s, %d vectors of %d", c.name, r.Outcome, r.Err, r.Vectors, r.Dimensions)
+				case c.why != "" && (r.Outcome != result.WrongAnswer || r.Err != c.why):
+					t.Errorf("%s: %v %q, want a wrong answer %q", c.name, r.Outcome, r.Err, c.why)
+				case r.HasTTFT() || r.Streaming || r.E2E <= 0 || r.InputTokens != 40 || r.InputSource != result.SourceUsage || r.OutputTokens != 0:
+					t.Errorf("%s: TTFT %v streamed %v E2E %v, ISL %d from %v, OSL %d; want latency alone, 40 input tokens from usage, no output", c.name, r.TTFT, r.Streaming, r.E2E, r.InputTokens, r.InputSource, r.OutputTokens)
+				}
+			}
+			if c.why == "" && (sum.TTFT.Count != 0 || sum.E2E.Count != 6) {
+				t.Errorf("%s: summary TTFT count %d, latency count %d", c.name, sum.TTFT.Count, sum.E2E.Count)
 			}
 		}
 	}

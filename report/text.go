@@ -62,7 +62,11 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 	kv("Requests", "%d (%d success, %d error, %d cancelled, %d wrong answers)", s.Requests, s.Success, s.Errors, s.Cancelled, s.WrongAnswers)
 	kv("Benchmark duration", "%.2f s", s.DurationSeconds)
 	kv("Request throughput", "%.2f req/s", s.RequestThroughput)
-	kv("Output token throughput", "%.1f tokens/s", s.OutputTokenThroughput)
+	if s.OutputTokens == 0 && s.InputTokens > 0 { // embeddings: what goes in is the work
+		kv("Input token throughput", "%.1f tokens/s", s.InputTokenThroughput)
+	} else {
+		kv("Output token throughput", "%.1f tokens/s", s.OutputTokenThroughput)
+	}
 	kv("Goodput", "%.2f req/s (%d good requests)", s.Goodput, s.Good)
 	verdict := ""
 	if s.Objective > 0 {

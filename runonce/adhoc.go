@@ -35,6 +35,7 @@ type AdHoc struct {
 	Sweep           string // concurrency=1,2,4 or rate=1,2
 	Search          string // concurrency=1:64 or rate=0.5:20
 	Dataset, Trace  string
+	Batch           int // inputs per embeddings request
 	Speedup         float64
 	Tokenizer       string
 	Headers         []string // K=V
@@ -91,7 +92,7 @@ var flagOf = []struct{ field, flag string }{
 	{"profiles[0].load.requests", "--requests"}, {"profiles[0].load.duration", "--duration"},
 	{"profiles[0].load.warmup_requests", "--warmup-requests"}, {"profiles[0].load", "--concurrency or --request-rate"},
 	{"profiles[0].workload.input_tokens", "--input-tokens"}, {"profiles[0].workload.output_tokens", "--output-tokens"},
-	{"profiles[0].workload.dataset", "--dataset"}, {"profiles[0].workload.trace.speedup", "--speedup"},
+	{"profiles[0].workload.dataset", "--dataset"}, {"profiles[0].workload.batch", "--batch"}, {"profiles[0].workload.trace.speedup", "--speedup"},
 	{"profiles[0].workload.trace", "--trace"}, {"profiles[0].workload.tokenizer", "--tokenizer"},
 	{"profiles[0].slo.objective", "--objective"}, {"profiles[0].slo", "--goodput"},
 	{"profiles[0].checks.matches", "--expect"}, {"profiles[0].checks.model", "--check-model"},
@@ -243,6 +244,9 @@ func (a *AdHoc) parts() (ep, load, workload, slo map[string]any, err error) {
 	}
 	if a.Dataset != "" {
 		workload["dataset"] = map[string]any{"file": a.Dataset}
+	}
+	if a.Batch != 0 {
+		workload["batch"] = a.Batch
 	}
 	if a.Trace != "" {
 		tr := map[string]any{"file": a.Trace}

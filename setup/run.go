@@ -15,6 +15,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/probe"
 	"github.com/tokenprobe/tokenprobe/probe/check"
 	"github.com/tokenprobe/tokenprobe/probe/client"
+	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
 	"github.com/tokenprobe/tokenprobe/probe/tokenizer"
 	"github.com/tokenprobe/tokenprobe/probe/workload"
@@ -24,7 +25,11 @@ import (
 // when a trace the profile replays cannot be read.
 func NewRun(p *config.Profile, ep *client.Endpoint, c *client.Client, sinks ...probe.Sink) (*probe.Run, error) {
 	w := p.Workload
-	checks, extra, err := ChecksOf(p)
+	var api openai.API
+	if ep != nil {
+		api = ep.API
+	}
+	checks, extra, err := ChecksOf(p, api)
 	if err != nil {
 		return nil, err
 	}
@@ -85,6 +90,9 @@ func NewRun(p *config.Profile, ep *client.Endpoint, c *client.Client, sinks ...p
 		}
 		run.Plan.Stages = []probe.Stage{st}
 		run.Workload = workload.NewReplay(rows, w.Streaming(), t.Salt)
+	}
+	if w.Batch > 1 {
+		run.Workload = workload.Batched{Source: run.Workload, N: w.Batch}
 	}
 	return run, nil
 }
@@ -183,10 +191,10 @@ func SLOSet(s *config.SLO) slo.Set {
 // expressions), with the fields its checks add to every request: the
 // response_format that asks for JSON of the json_schema's schema, the
 // tools and tool_choice. A dataset whose prompts carry expect adds that
-// check.
-func ChecksOf(p *config.Profile) (check.Set, map[string]any, error) {
+// check, an endpoint of api embeddings the check of its vectors.
+func ChecksOf(p *config.Profile, api openai.API) (check.Set, map[string]any, error) {
 	c := &p.Checks
-	s := check.Set{Expect: expects(&p.Workload),
+	s := check.Set{Expect: expects(&p.Workload), Embeddings: api == openai.Embeddings,
 		Model: check.ModelModes[c.Model], FinishReasons: c.FinishReason,
 		MinOutputTokens: c.MinOutputTokens, MaxOutputTokens: c.MaxOutputTokens,
 		Contains: c.Contains, JSON: c.JSON,

@@ -12,8 +12,9 @@ const (
 	// apiMessages is the Anthropic Messages API, apiResponses OpenAI's
 	// Responses API: both stream typed events, written here as vLLM's
 	// serving code writes them.
-	apiMessages  = "messages"
-	apiResponses = "responses"
+	apiMessages   = "messages"
+	apiResponses  = "responses"
+	apiEmbeddings = "embeddings"
 )
 
 // typed reports whether a's API streams typed events.

@@ -52,6 +52,9 @@ type Config struct {
 	// Answers are known answers to the prompts they match (LoadAnswers);
 	// other prompts get filler words.
 	Answers []Answer
+	// EmbeddingDimensions is the length of every vector /v1/embeddings
+	// answers with (default 384).
+	EmbeddingDimensions int
 	// Metrics are how the simulator's vLLM series count, where real
 	// servers differ.
 	Metrics MetricsHabits
@@ -123,6 +126,9 @@ func (c Config) Defaults() Config {
 	if c.TokensPerChunk <= 0 {
 		c.TokensPerChunk = 1
 	}
+	if c.EmbeddingDimensions <= 0 {
+		c.EmbeddingDimensions = 384
+	}
 	if c.Faults.RetryAfter == 0 {
 		c.Faults.RetryAfter = time.Second
 	}
@@ -175,7 +181,7 @@ func NewHandler(cfg Config) (*Handler, error) {
 	}
 	h := &Handler{cfg: cfg, slots: newSlots(cfg.Slots), mux: http.NewServeMux()}
 	h.sm = newServerMetrics(h)
-	for path, api := range map[string]string{"/v1/chat/completions": apiChat, "/v1/completions": apiCompletions, "/v1/messages": apiMessages, "/v1/responses": apiResponses} {
+	for path, api := range map[string]string{"/v1/chat/completions": apiChat, "/v1/completions": apiCompletions, "/v1/messages": apiMessages, "/v1/responses": apiResponses, "/v1/embeddings": apiEmbeddings} {
 		h.mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) { h.complete(w, r, api) })
 	}
 	h.mux.HandleFunc("GET /v1/models", h.models)
@@ -280,6 +286,14 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, api string) {
 		}
 		req.MaxTokens = req.MaxOutputTokens
 	}
+	var inputs int
+	if api == apiEmbeddings {
+		if inputs = req.embeddingInputs(); inputs == 0 {
+			httpError(w, http.StatusBadRequest, "input: no text to embed")
+			return
+		}
+		req.MaxTokens = 1
+	}
 	if api == apiMessages && req.MaxTokens <= 0 {
 		httpError(w, http.StatusBadRequest, "max_tokens: field required")
 		return
@@ -358,6 +372,12 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, api string) {
 	plan.wrong(&answer, h.cfg.Faults.WrongModel)
 	if plan.wrongModel || plan.answer != answerRight {
 		h.faults.Add(1)
+	}
+	if api == apiEmbeddings {
+		life.tokens(1)
+		life.finish(true)
+		writeEmbeddings(w, answer, inputs, h.cfg.EmbeddingDimensions, plan.answer)
+		return
 	}
 	if !req.Stream {
 		life.tokens(1)

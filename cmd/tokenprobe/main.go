@@ -209,6 +209,7 @@ func run(args []string) int {
 	runCmd.Flag("search", "From flags: find the highest level meeting --objective, e.g. concurrency=1:64 or rate=0.5:20 (each step --requests or --duration long).").StringVar(&adhoc.Search)
 	runCmd.Flag("sweep", "From flags: levels to step through, e.g. concurrency=1,2,4,8 or rate=1,2,4.").StringVar(&adhoc.Sweep)
 	runCmd.Flag("dataset", "From flags: a JSONL prompt file (AIPerf's single-turn format).").StringVar(&adhoc.Dataset)
+	runCmd.Flag("batch", "From flags: inputs per request, for --endpoint-type embeddings.").PlaceHolder("N").IntVar(&adhoc.Batch)
 	runCmd.Flag("trace", "From flags: a Mooncake trace to replay.").StringVar(&adhoc.Trace)
 	runCmd.Flag("speedup", "From flags: divide the trace's gaps by this.").Float64Var(&adhoc.Speedup)
 	runCmd.Flag("tokenizer", "From flags: a tokenizer.json sizing prompts in the model's tokens.").StringVar(&adhoc.Tokenizer)

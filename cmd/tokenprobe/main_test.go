@@ -555,3 +555,29 @@ func TestRunFromFlagsChecksAnswers(t *testing.T) {
 		})
 	}
 }
+
+// Every endpoint type from flags, as aiperf's --endpoint-type, against
+// the simulator: each completes with no error and no wrong answer.
+func TestRunEveryEndpointType(t *testing.T) {
+	s, err := sim.Start("127.0.0.1:0", sim.Config{Slots: 4, DecodeBase: time.Millisecond, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	dir := t.TempDir()
+	for _, api := range []string{"chat", "completions", "responses", "messages", "embeddings"} {
+		art := filepath.Join(dir, api)
+		args := []string{"run", "--url", s.URL(), "--model", s.Config().Model, "--endpoint-type", api, "--concurrency", "2", "--requests", "12",
+			"--output-tokens", "6", "--progress-interval", "0", "--artifacts-dir", art}
+		if api == "embeddings" {
+			args = append(args, "--batch", "3")
+		}
+		if code := run(args); code != runonce.ExitOK {
+			t.Fatalf("%s: exit %d", api, code)
+		}
+		sum := onlySummary(t, art)
+		if sum.Success != 12 || sum.Errors != 0 || sum.WrongAnswers != 0 || sum.InputTokens == 0 || (api == "embeddings") != (sum.TTFT.Count == 0) {
+			t.Errorf("%s: %d success, %d errors, %d wrong, %d input tokens, %d TTFTs", api, sum.Success, sum.Errors, sum.WrongAnswers, sum.InputTokens, sum.TTFT.Count)
+		}
+	}
+}

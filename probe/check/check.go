@@ -61,6 +61,9 @@ type Set struct {
 	// Expect: the workload's prompts carry what their answers must match
 	// (a known-answer dataset); each request's expression is Run's.
 	Expect bool
+	// Embeddings: the answers are vectors, one per input, each of the
+	// same non-zero length.
+	Embeddings bool
 }
 
 // The names of the checks, as outputs show them.
@@ -76,6 +79,7 @@ const (
 	JSONSchema      = "json_schema"
 	ToolCall        = "tool_call"
 	Expect          = "expect"
+	Embeddings      = "embeddings"
 )
 
 // Names lists the checks the set runs, in the order it runs them.
@@ -97,6 +101,7 @@ func (s *Set) Names() []string {
 	add(s.Schema != nil, JSONSchema)
 	add(len(s.Tools) > 0, ToolCall)
 	add(s.Expect, Expect)
+	add(s.Embeddings, Embeddings)
 	return out
 }
 
@@ -201,6 +206,17 @@ func (s *Set) Run(r *result.Request, read func() openai.Answer, expect *regexp.R
 	}
 	if expect != nil {
 		judge(Expect, expect.MatchString(get()), func() string { return fmt.Sprintf("the answer does not match /%s/: %s", expect, quoted()) })
+	}
+	if s.Embeddings {
+		judge(Embeddings, r.Vectors == r.Inputs && r.Dimensions > 0, func() string {
+			switch {
+			case r.Vectors != r.Inputs:
+				return fmt.Sprintf("%d vectors for %d inputs", r.Vectors, r.Inputs)
+			case r.Dimensions == 0:
+				return "an empty vector"
+			}
+			return "vectors of different lengths"
+		})
 	}
 	if len(s.Tools) > 0 {
 		bad := s.toolCalls(parsed().ToolCalls)

@@ -175,6 +175,10 @@ var errRequestTimeout = errors.New("request timeout")
 // the request cancelled (the workload's doing); the endpoint's Timeout marks
 // it a timeout (the server's).
 func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Request) {
+	if ep.API == openai.Embeddings {
+		p.Stream = false // the API streams nothing
+		r.Inputs = 1 + len(p.Inputs)
+	}
 	r.Streaming = p.Stream
 	base := ep.URL()
 	r.Endpoint, r.Model, r.API, r.URL = ep.Name, ep.Model, string(ep.API), base

@@ -109,6 +109,8 @@ type Prompt struct {
 	Stream    bool
 	// History is the conversation before Text, for a session's later turns.
 	History []openai.Message
+	// Inputs are an embeddings batch's inputs after Text.
+	Inputs []string
 	// KeepText keeps the answer's text (Request.Answer), for a tokenizer to
 	// count its output tokens after the request is measured.
 	KeepText bool
@@ -124,7 +126,7 @@ type Prompt struct {
 // Encode fills p.Body for ep.
 func Encode(ep *Endpoint, p *Prompt) error {
 	body, err := openai.Body(openai.RequestBody{
-		API: ep.API, Model: ep.Model, Prompt: p.Text, Parts: p.Parts, History: p.History, MaxTokens: p.MaxTokens,
+		API: ep.API, Model: ep.Model, Prompt: p.Text, Parts: p.Parts, History: p.History, Inputs: p.Inputs, MaxTokens: p.MaxTokens,
 		Stream: p.Stream, IncludeUsage: ep.IncludeUsage, Extra: extra(ep.Extra, p.Extra),
 	})
 	p.Body = body

@@ -158,6 +158,12 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, r *result.Reques
 		r.Answer = append(append(r.Answer, data...), 0)
 	}
 	c.tokens(r, chunk)
+	if r.API == string(openai.Embeddings) {
+		// Vectors, not tokens, come back: the check "embeddings" holds
+		// their count and length to the inputs sent.
+		r.Vectors, r.Dimensions = chunk.Vectors, chunk.Dimensions
+		r.OutputTokens, r.OutputSource = 0, result.SourceUsage
+	}
 	r.E2E = r.End.Sub(r.Start)
 	r.Outcome = result.Success
 }

@@ -43,6 +43,10 @@ type Chunk struct {
 	// Error is true when the chunk is an error payload (a top-level
 	// `error` member, or `"object": "error"` as vLLM sends it).
 	Error bool
+	// Vectors is how many embeddings a response holds, Dimensions the
+	// length of each (-1 when they differ, 0 when one is empty or not a
+	// list of numbers).
+	Vectors, Dimensions int
 	// End is true for the event that ends a stream of typed events (the
 	// Messages API's message_stop, the Responses API's completed,
 	// incomplete and failed), as [DONE] ends a chat stream.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -605,11 +606,16 @@ func FuzzParseEvents(f *testing.F) {
 	}
 	f.Add([]byte(`{"type":"content_block_delta","delta":"x","content_block":null,"message":[1]}`))
 	f.Add([]byte(`{"type":"response.completed","response":{"status":"incomplete","incomplete_details":null,"usage":{"input_tokens":-1}},"delta":{"a":1}}`))
+	f.Add([]byte(`{"object":"list","data":[{"embedding":[0.1,-2e-3]},{"embedding":"AAAA"},null,{"embedding":[]}],"usage":{"prompt_tokens":3}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, api := range []API{Messages, Responses} {
+		for _, api := range []API{Messages, Responses, Embeddings} {
 			var c Chunk
 			err := Parse(api, data, &c)
-			_ = ParseWhole(api, data, &c)
+			if api == Embeddings {
+				err = ParseWhole(api, data, &c)
+			} else {
+				_ = ParseWhole(api, data, &c)
+			}
 			_ = ParseAnswer(append(data, 0))
 			valid := json.Valid(data) && bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) && depth(data) <= MaxDepth
 			if err != nil && valid && !usageNotPlain(data) {
@@ -622,10 +628,45 @@ func FuzzParseEvents(f *testing.F) {
 // usageNotPlain reports token counts the scanners refuse (not plain
 // non-negative integers), where an error is right.
 func usageNotPlain(data []byte) bool {
-	for _, k := range []string{`"input_tokens"`, `"output_tokens"`} {
+	for _, k := range []string{`"input_tokens"`, `"output_tokens"`, `"prompt_tokens"`, `"completion_tokens"`} {
 		if bytes.Contains(data, []byte(k)) {
 			return true
 		}
 	}
 	return false
+}
+
+// An embeddings response, in the shape OpenAI's and vLLM's
+// /v1/embeddings answer (object list, data of {object, index,
+// embedding}, usage with prompt_tokens and total_tokens): its vectors
+// counted and measured without allocating, whatever their size.
+func TestEmbeddingsResponse(t *testing.T) {
+	vec := func(n int) string { return "[" + strings.TrimSuffix(strings.Repeat("-0.0123,", n), ",") + "]" }
+	body := func(vectors ...string) []byte {
+		var data []string
+		for i, v := range vectors {
+			data = append(data, fmt.Sprintf(`{"object":"embedding","index":%d,"embedding":%s}`, i, v))
+		}
+		return []byte(`{"object":"list","data":[` + strings.Join(data, ",") + `],"model":"BAAI/bge-m3","usage":{"prompt_tokens":12,"total_tokens":12}}`)
+	}
+	for name, c := range map[string]struct {
+		data          []byte
+		vectors, dims int
+	}{
+		"three of 1024":     {body(vec(1024), vec(1024), vec(1024)), 3, 1024},
+		"one empty":         {body(vec(8), "[]"), 2, 0},
+		"different lengths": {body(vec(8), vec(4), vec(8)), 3, -1},
+		"none":              {body(), 0, 0},
+	} {
+		var ch Chunk
+		if err := ParseWhole(Embeddings, c.data, &ch); err != nil || ch.Vectors != c.vectors || ch.Dimensions != c.dims ||
+			ch.PromptTokens != 12 || string(ch.Model) != "BAAI/bge-m3" || ch.Content != (c.vectors > 0) {
+			t.Errorf("%s: %+v %v", name, ch, err)
+		}
+	}
+	data := body(vec(1024), vec(1024))
+	var ch Chunk
+	if n := testing.AllocsPerRun(50, func() { _ = ParseWhole(Embeddings, data, &ch) }); n != 0 {
+		t.Errorf("%v allocations per embeddings response", n)
+	}
 }

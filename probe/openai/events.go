@@ -15,7 +15,7 @@ func Parse(api API, data []byte, c *Chunk) error {
 
 // ParseWhole reads a whole (not streamed) response of api into c.
 func ParseWhole(api API, data []byte, c *Chunk) error {
-	if api != Messages && api != Responses {
+	if api != Messages && api != Responses && api != Embeddings {
 		return ParseChunk(data, c)
 	}
 	return parseTop(api, true, data, c)
@@ -36,6 +36,8 @@ func parseTop(api API, whole bool, data []byte, c *Chunk) error {
 		err = s.messagesWhole(c)
 	case api == Messages:
 		err = s.messagesEvent(c)
+	case api == Embeddings:
+		err = s.embeddings(c)
 	case whole:
 		err = s.responsesWhole(c)
 	default:
@@ -429,6 +431,55 @@ func (s *scanner) responsesEvent(c *Chunk) error {
 		c.Error = true
 	}
 	return nil
+}
+
+// embeddings reads an embeddings response: its vectors counted and
+// their dimensions, the prompt's usage, the model. A response with
+// vectors is content.
+func (s *scanner) embeddings(c *Chunk) error {
+	var typ []byte
+	err := s.members(func(k []byte) error {
+		var err error
+		switch string(k) {
+		case "data":
+			err = s.array(func() error {
+				dims := 0
+				err := s.members(func(k []byte) error {
+					if string(k) != "embedding" || s.peek() != '[' {
+						return s.skip()
+					}
+					return s.array(func() error { dims++; return s.skip() })
+				})
+				switch {
+				case c.Vectors == 0:
+					c.Dimensions = dims
+				case dims != c.Dimensions && c.Dimensions != 0:
+					c.Dimensions = -1
+				}
+				if dims == 0 {
+					c.Dimensions = 0
+				}
+				c.Vectors++
+				return err
+			})
+		case "model":
+			c.Model, err = s.strOrSkip()
+		case "usage":
+			err = s.usage(c)
+		case "error":
+			err = s.errorMember(c)
+		case "object":
+			typ, err = s.strOrSkip()
+		default:
+			err = s.skip()
+		}
+		return err
+	})
+	if string(typ) == "error" {
+		c.Error = true
+	}
+	c.Content = c.Vectors > 0
+	return err
 }
 
 // responsesWhole reads a whole Responses API response.

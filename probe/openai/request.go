@@ -21,10 +21,13 @@ const (
 	// Messages is the Anthropic Messages API, which vLLM, llama.cpp's
 	// server, Ollama and LiteLLM serve beside Anthropic.
 	Messages API = "messages"
+	// Embeddings is POST /embeddings: never streamed, answered with
+	// vectors.
+	Embeddings API = "embeddings"
 )
 
 // APIs lists the APIs, as the configuration names them.
-var APIs = []API{Chat, Completions, Responses, Messages}
+var APIs = []API{Chat, Completions, Responses, Messages, Embeddings}
 
 // Path returns the request path below the base URL (which, as with OpenAI
 // clients, normally ends in /v1).
@@ -36,6 +39,8 @@ func (a API) Path() string {
 		return "/responses"
 	case Messages:
 		return "/messages"
+	case Embeddings:
+		return "/embeddings"
 	}
 	return "/chat/completions"
 }
@@ -69,7 +74,9 @@ type RequestBody struct {
 	Parts []string
 	// History is the conversation before Prompt (multi-turn sessions):
 	// earlier messages for chat, text before the prompt for completions.
-	History   []Message
+	History []Message
+	// Inputs are an embeddings batch's inputs after Prompt.
+	Inputs    []string
 	MaxTokens int
 	Stream    bool
 	// IncludeUsage asks for a trailing usage chunk (stream_options); some
@@ -106,6 +113,9 @@ func Body(b RequestBody) ([]byte, error) {
 	out := make([]byte, 0, size)
 	out = append(out, `{"model":`...)
 	out = appendString(out, b.Model)
+	if b.API == Embeddings {
+		return b.embeddings(out)
+	}
 	switch b.API {
 	case Responses:
 		out = append(out, `,"input":`...)
@@ -146,14 +156,17 @@ func Body(b RequestBody) ([]byte, error) {
 	if b.Stream && b.IncludeUsage && (b.API == Chat || b.API == Completions) {
 		out = append(out, `,"stream_options":{"include_usage":true}`...)
 	}
-	extra := toolsFor(b.API, b.Extra)
+	return appendExtra(out, toolsFor(b.API, b.Extra), "model", "messages", "prompt", "input", "max_tokens", "max_output_tokens", "stream", "stream_options")
+}
+
+// appendExtra appends extra's fields, sorted by name, less those named
+// in fixed (the body's own, which win), and closes the body.
+func appendExtra(out []byte, extra map[string]any, fixed ...string) ([]byte, error) {
 	keys := make([]string, 0, len(extra))
 	for k := range extra {
-		switch k {
-		case "model", "messages", "prompt", "input", "max_tokens", "max_output_tokens", "stream", "stream_options":
-			continue // the fields above win
+		if !slices.Contains(fixed, k) {
+			keys = append(keys, k)
 		}
-		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
@@ -167,6 +180,19 @@ func Body(b RequestBody) ([]byte, error) {
 		out = append(out, v...)
 	}
 	return append(out, '}'), nil
+}
+
+// embeddings ends an embeddings body: the prompt and the batch's other
+// inputs, as floats (the reader counts their dimensions).
+func (b *RequestBody) embeddings(out []byte) ([]byte, error) {
+	out = append(out, `,"input":[`...)
+	out = b.appendPrompt(out, "")
+	for _, in := range b.Inputs {
+		out = append(out, ',')
+		out = appendString(out, in)
+	}
+	out = append(out, `],"encoding_format":"float"`...)
+	return appendExtra(out, b.Extra, "model", "input", "encoding_format")
 }
 
 // toolsFor is extra with its chat-shaped tools and tool_choice (what

@@ -67,7 +67,7 @@ func TestBodyParts(t *testing.T) {
 }
 
 func TestBodyRejectsUnknownAPIAndBadExtras(t *testing.T) {
-	if _, err := Body(RequestBody{API: "embeddings"}); err == nil {
+	if _, err := Body(RequestBody{API: "rerank"}); err == nil {
 		t.Error("an unknown API must fail")
 	}
 	if _, err := Body(RequestBody{API: Chat, Extra: map[string]any{"f": func() {}}}); err == nil {
@@ -82,5 +82,32 @@ func BenchmarkBody(b *testing.B) {
 		if _, err := Body(rb); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// Each API's body holds its own fields, and the body's own fields win
+// over extra ones.
+func TestBodiesOfEveryAPI(t *testing.T) {
+	extra := map[string]any{"temperature": 0, "input": "not this", "max_output_tokens": 1}
+	for api, want := range map[API]string{
+		Chat:       `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":5,"stream":true,"temperature":0}`,
+		Responses:  `{"model":"m","input":"hi","max_output_tokens":5,"stream":true,"temperature":0}`,
+		Messages:   `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":5,"stream":true,"temperature":0}`,
+		Embeddings: `{"model":"m","input":["hi","b","c"],"encoding_format":"float","max_output_tokens":1,"temperature":0}`,
+	} {
+		got, err := Body(RequestBody{API: api, Model: "m", Prompt: "hi", Inputs: []string{"b", "c"}, MaxTokens: 5, Stream: true, Extra: extra})
+		if err != nil || string(got) != want {
+			t.Errorf("%s: %s %v\nwant %s", api, got, err, want)
+		}
+	}
+	// A Messages request always carries max_tokens; a Responses
+	// conversation goes as input messages.
+	got, _ := Body(RequestBody{API: Messages, Model: "m", Prompt: "x"})
+	if !strings.Contains(string(got), `"max_tokens":4096`) {
+		t.Errorf("messages without max_tokens: %s", got)
+	}
+	got, _ = Body(RequestBody{API: Responses, Model: "m", Prompt: "x", History: []Message{{"user", "a"}, {"assistant", "b"}}})
+	if !strings.Contains(string(got), `"input":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"x"}]`) {
+		t.Errorf("a responses conversation: %s", got)
 	}
 }

@@ -193,6 +193,10 @@ type Request struct {
 	FinishReason string
 	// Checks are the answer checks run on it, in the profile's order.
 	Checks []Check
+	// Inputs is how many inputs an embeddings request sent, Vectors how
+	// many embeddings came back and Dimensions their length (-1 when
+	// they differ, 0 when one is empty).
+	Inputs, Vectors, Dimensions int
 }
 
 // Check is one answer check's verdict on a request.

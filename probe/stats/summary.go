@@ -70,8 +70,10 @@ type Summary struct {
 	DurationSeconds       float64 `json:"benchmark_duration_s"`
 	RequestThroughput     float64 `json:"request_throughput"`
 	OutputTokenThroughput float64 `json:"output_token_throughput"`
-	Goodput               float64 `json:"goodput"`
-	Good                  int     `json:"good"`
+	// InputTokenThroughput is an embeddings model's throughput.
+	InputTokenThroughput float64 `json:"input_token_throughput"`
+	Goodput              float64 `json:"goodput"`
+	Good                 int     `json:"good"`
 	// Attainment is good / (success + error + wrong answer); PerSLO the same
 	// per threshold.
 	Attainment float64            `json:"slo_attainment"`
@@ -267,6 +269,7 @@ func (a *Aggregator) Summary() Summary {
 	if s.DurationSeconds > 0 {
 		s.RequestThroughput = float64(s.Success) / s.DurationSeconds
 		s.OutputTokenThroughput = float64(a.outTokens) / s.DurationSeconds
+		s.InputTokenThroughput = float64(a.inTokens) / s.DurationSeconds
 		s.Goodput = float64(a.good) / s.DurationSeconds
 	}
 	s.Good = a.good

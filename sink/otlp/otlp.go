@@ -369,6 +369,8 @@ func (e *Exporter) get(r *result.Request) *series {
 	switch openai.API(r.API) {
 	case openai.Completions:
 		op = semconv.GenAIOperationNameTextCompletion
+	case openai.Embeddings:
+		op = semconv.GenAIOperationNameEmbeddings
 	case openai.Messages:
 		provider = semconv.GenAIProviderNameAnthropic
 	}

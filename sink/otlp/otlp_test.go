@@ -161,7 +161,7 @@ func TestOperationAndProviderFollowTheAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string][2]string{"messages": {"chat", "anthropic"}, "responses": {"chat", "openai"}, "completions": {"text_completion", "openai"}}
+	want := map[string][2]string{"messages": {"chat", "anthropic"}, "responses": {"chat", "openai"}, "completions": {"text_completion", "openai"}, "embeddings": {"embeddings", "openai"}}
 	for api := range want {
 		r := result.Request{Profile: api, Endpoint: "e", Model: "m", API: api, URL: "http://e:8000/v1", Outcome: result.Success,
 			Start: time.Now(), E2E: time.Millisecond, OutputTokens: 1, InputTokens: 1}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tokenprobe/tokenprobe/catalog"
 	"github.com/tokenprobe/tokenprobe/probe"
+	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
@@ -119,7 +120,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 // Observe records one measured request. It does not allocate once the
 // request's label set has been seen (exemplars aside, once a second).
 func (e *Exporter) Observe(r *result.Request, v slo.Verdict) {
-	s := e.get(seriesKey{r.Profile, r.Endpoint, r.Model, r.Level})
+	s := e.getWith(seriesKey{r.Profile, r.Endpoint, r.Model, r.Level}, nil, timed(r.API))
 	s.outcome[r.Outcome].Inc()
 	s.lag.Observe(r.DispatchLag().Seconds())
 	if r.Outcome == result.Error {
@@ -161,6 +162,10 @@ func (e *Exporter) Observe(r *result.Request, v slo.Verdict) {
 	s.inTok.Add(float64(r.InputTokens))
 	s.outTok.Add(float64(r.OutputTokens))
 	exemplar := s.exemplarDue()
+	observe(s.dur, r.E2E.Seconds(), exemplar, r.ID)
+	if s.ttft == nil {
+		return // an untimed API's series: latency alone
+	}
 	if r.HasTTFT() {
 		observe(s.ttft, r.TTFT.Seconds(), exemplar, r.ID)
 	}
@@ -173,7 +178,6 @@ func (e *Exporter) Observe(r *result.Request, v slo.Verdict) {
 	for _, g := range r.Gaps {
 		s.gaps.Observe(g.Seconds())
 	}
-	observe(s.dur, r.E2E.Seconds(), exemplar, r.ID)
 }
 
 func observe(o prometheus.Observer, v float64, exemplar bool, id uint64) {
@@ -200,11 +204,14 @@ func plus(labels []string, more ...string) []string {
 // LevelLabel formats a load level as the load_level label value.
 func LevelLabel(level float64) string { return strconv.FormatFloat(level, 'g', -1, 64) }
 
-func (e *Exporter) get(k seriesKey) *series { return e.getWith(k, nil) }
+// timed reports whether an API's requests have a TTFT and gaps:
+// embeddings have a latency alone, and no TTFT or ITL series.
+func timed(api string) bool { return api != string(openai.Embeddings) }
 
-// getWith is get, making the met and missed series of slos with a new
-// series: before it is shared, as Observe reads them without the lock.
-func (e *Exporter) getWith(k seriesKey, slos []slo.Kind) *series {
+// getWith returns k's series, making the met and missed series of slos
+// with a new series (before it is shared, as Observe reads them without
+// the lock), and its TTFT, TTST, ITL and gap series when timed.
+func (e *Exporter) getWith(k seriesKey, slos []slo.Kind, timed bool) *series {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if s := e.series[k]; s != nil {
@@ -212,10 +219,13 @@ func (e *Exporter) getWith(k seriesKey, slos []slo.Kind) *series {
 	}
 	lv := []string{k.profile, k.endpoint, k.model, LevelLabel(k.level)}
 	s := &series{
-		ttft: e.ttft.WithLabelValues(lv...), ttst: e.ttst.WithLabelValues(lv...), itl: e.itl.WithLabelValues(lv...),
-		gaps: e.gaps.WithLabelValues(lv...), dur: e.dur.WithLabelValues(lv...), lag: e.lag.WithLabelValues(lv...),
+		dur: e.dur.WithLabelValues(lv...), lag: e.lag.WithLabelValues(lv...),
 		good: e.good.WithLabelValues(lv...), inTok: e.inTok.WithLabelValues(lv...), outTok: e.outTok.WithLabelValues(lv...),
 		reason: map[result.Reason]prometheus.Counter{}, labels: lv,
+	}
+	if timed {
+		s.ttft, s.ttst, s.itl = e.ttft.WithLabelValues(lv...), e.ttst.WithLabelValues(lv...), e.itl.WithLabelValues(lv...)
+		s.gaps = e.gaps.WithLabelValues(lv...)
 	}
 	for _, o := range result.Outcomes {
 		s.outcome[o] = e.requests.WithLabelValues(plus(lv, o.String())...)
@@ -288,7 +298,7 @@ func (e *Exporter) Describe(d Description) {
 	e.info.WithLabelValues(profile, endpoint, d.Model, d.URL, d.API, d.ServerInstance).Set(1)
 	e.objective.WithLabelValues(profile, endpoint).Set(d.Objective)
 	for _, level := range d.Levels {
-		e.getWith(seriesKey{profile, endpoint, d.Model, level}, d.SLOs)
+		e.getWith(seriesKey{profile, endpoint, d.Model, level}, d.SLOs, timed(d.API))
 	}
 	for _, name := range d.Checks {
 		e.check(checkKey{profile, endpoint, d.Model, name})

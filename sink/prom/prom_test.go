@@ -529,3 +529,25 @@ func samples(t *testing.T, reg *prometheus.Registry, name string, match map[stri
 	}
 	return out
 }
+
+// An embeddings job has latency and token series and no TTFT, TTST, ITL
+// or gap series, neither made ahead nor by its requests.
+func TestEmbeddingsHaveNoTTFTSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Describe(Description{Profile: "rag", Endpoint: "embed", Model: "bge", API: "embeddings", Levels: []float64{2}})
+	r := result.Request{Profile: "rag", Endpoint: "embed", Model: "bge", API: "embeddings", Level: 2, Outcome: result.Success,
+		E2E: 30 * time.Millisecond, InputTokens: 400}
+	e.Observe(&r, slo.Verdict{})
+	for name, want := range map[string]int{
+		"tokenprobe_request_duration_seconds": 1, "tokenprobe_time_to_first_token_seconds": 0,
+		"tokenprobe_inter_token_latency_seconds": 0, "tokenprobe_time_to_second_token_seconds": 0,
+	} {
+		if n, err := testutil.GatherAndCount(reg, name); err != nil || n != want {
+			t.Errorf("%s: %d series, want %d", name, n, want)
+		}
+	}
+}
