@@ -33,17 +33,21 @@ type Record struct {
 	Error         string    `json:"error,omitempty"`
 	// ServedModel and FinishReason are what the answer said; Checks the
 	// answer checks' verdicts.
-	ServedModel      string         `json:"served_model,omitempty"`
-	FinishReason     string         `json:"finish_reason,omitempty"`
-	Checks           []result.Check `json:"checks,omitempty"`
-	HTTPStatus       int            `json:"http_status,omitempty"`
-	TTFTMs           *float64       `json:"ttft_ms,omitempty"`
-	TTSTMs           *float64       `json:"ttst_ms,omitempty"`
-	TTFOMs           *float64       `json:"time_to_first_output_token_ms,omitempty"`
-	ITLMs            *float64       `json:"itl_ms,omitempty"`
-	RequestLatencyMs *float64       `json:"request_latency_ms,omitempty"`
-	InterChunkMs     []float64      `json:"inter_chunk_ms,omitempty"`
-	Anomaly          string         `json:"anomaly,omitempty"`
+	ServedModel  string         `json:"served_model,omitempty"`
+	FinishReason string         `json:"finish_reason,omitempty"`
+	Checks       []result.Check `json:"checks,omitempty"`
+	// Inputs, Vectors and Dimensions are an embeddings request's.
+	Inputs           int       `json:"inputs,omitempty"`
+	Vectors          int       `json:"vectors,omitempty"`
+	Dimensions       int       `json:"dimensions,omitempty"`
+	HTTPStatus       int       `json:"http_status,omitempty"`
+	TTFTMs           *float64  `json:"ttft_ms,omitempty"`
+	TTSTMs           *float64  `json:"ttst_ms,omitempty"`
+	TTFOMs           *float64  `json:"time_to_first_output_token_ms,omitempty"`
+	ITLMs            *float64  `json:"itl_ms,omitempty"`
+	RequestLatencyMs *float64  `json:"request_latency_ms,omitempty"`
+	InterChunkMs     []float64 `json:"inter_chunk_ms,omitempty"`
+	Anomaly          string    `json:"anomaly,omitempty"`
 	// Retried: sent again on a new connection, the server having closed
 	// the kept one (its TTFT includes the first attempt).
 	Retried             bool            `json:"retried,omitempty"`
@@ -71,6 +75,7 @@ func NewRecord(r *result.Request, v slo.Verdict) Record {
 		rec.Session, rec.Turn = r.Session, &r.Turn
 	}
 	rec.Checks, rec.ServedModel, rec.FinishReason = r.Checks, r.ServedModel, r.FinishReason
+	rec.Inputs, rec.Vectors, rec.Dimensions = r.Inputs, r.Vectors, r.Dimensions
 	if r.Measured() {
 		rec.OutputSource = r.OutputSource.String()
 		rec.RequestLatencyMs = ms(r.E2E)
