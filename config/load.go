@@ -533,8 +533,8 @@ func (t *TLS) validate(l *locator, path, dir string, e *Endpoint) {
 }
 
 func (s *Simulator) validate(l *locator, path string) {
-	if s.Slots < 0 || s.MaxQueue < 0 || s.TokensPerChunk < 0 {
-		l.errf(path, "slots, max_queue and tokens_per_chunk must not be negative")
+	if s.Slots < 0 || s.MaxQueue < 0 || s.TokensPerChunk < 0 || s.ReasoningTokens < 0 {
+		l.errf(path, "slots, max_queue, tokens_per_chunk and reasoning_tokens must not be negative")
 	}
 	if s.DecodeSlowdown < 0 || s.Jitter < 0 {
 		l.errf(path, "decode_slowdown and jitter must not be negative")

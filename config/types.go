@@ -365,6 +365,8 @@ type Simulator struct {
 	TokensPerChunk  int      `yaml:"tokens_per_chunk"`
 	Seed            uint64   `yaml:"seed"`
 	Faults          Faults   `yaml:"faults"`
+	// ReasoningTokens come before every streamed answer (sim.Config).
+	ReasoningTokens int `yaml:"reasoning_tokens"`
 	// Answers is a JSONL file of known answers ({"match": RE2, "answer":
 	// text}) for a known-answer dataset's prompts.
 	Answers     string `yaml:"answers"`

@@ -2,12 +2,14 @@ package probe
 
 import (
 	"context"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/tokenprobe/tokenprobe/internal/timingtest"
 	"github.com/tokenprobe/tokenprobe/probe/check"
 	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/openai"
@@ -145,5 +147,43 @@ func TestEmbeddingsAgainstTheSimulator(t *testing.T) {
 				t.Errorf("%s: summary TTFT count %d, latency count %d", c.name, sum.TTFT.Count, sum.E2E.Count)
 			}
 		}
+	}
+}
+
+// A reasoning model's thinking is timed apart in every API as in chat:
+// TTFT at the first reasoning token, the time to first output token at
+// the first answer token, the reasoning counted in the output tokens and
+// kept out of the answer's text. The simulator sleeps a decode step
+// before each token after the first: floors, but a client thread that a
+// busy machine schedules late stamps the first token late, so the
+// timing holds if one of three runs holds it (timingtest.Retry).
+func TestReasoningIsTimedApartInEveryAPI(t *testing.T) {
+	const thinking, step = 3, 5 * time.Millisecond
+	for _, api := range []openai.API{openai.Chat, openai.Responses, openai.Messages} {
+		timingtest.Retry(t, 3, func(a *timingtest.Attempt) {
+			s, err := sim.Start("127.0.0.1:0", sim.Config{Model: "m", PrefillBase: time.Millisecond, DecodeBase: step, Seed: 5, ReasoningTokens: thinking})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var mu sync.Mutex
+			var got []*result.Request
+			run := &Run{Profile: "p", Plan: Plan{Stages: []Stage{{Concurrency: 1, Requests: 3}}},
+				Workload: workload.NewSynthetic(workload.Lengths{Mean: 8}, workload.Lengths{Mean: 5}, true, 1),
+				Endpoint: &client.Endpoint{Name: "e", BaseURL: s.URL(), API: api, Model: "m", Timeout: 5 * time.Second, IncludeUsage: true},
+				Client:   client.New(client.Options{}), Checks: check.Set{NotMatches: []*regexp.Regexp{regexp.MustCompile(`hmm`)}},
+				Sinks: []Sink{sinkFunc(func(r *result.Request) { mu.Lock(); got = append(got, r); mu.Unlock() })}}
+			if _, err := run.Execute(context.Background()); err != nil || len(got) != 3 {
+				t.Fatalf("%s: %v, %d results", api, err, len(got))
+			}
+			for _, r := range got {
+				if r.Outcome != result.Success || !r.HasTTFO || r.OutputTokens != 5+thinking {
+					t.Fatalf("%s: %v %s, TTFO %v, OSL %d (want %d)", api, r.Outcome, r.Err, r.HasTTFO, r.OutputTokens, 5+thinking)
+				}
+				if r.TTFO-r.TTFT < thinking*step {
+					a.Errorf("%s: TTFT %v TTFO %v, want at least %v apart", api, r.TTFT, r.TTFO, thinking*step)
+				}
+			}
+		})
 	}
 }

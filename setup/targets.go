@@ -147,7 +147,7 @@ func SimConfig(sc *config.Simulator, model string) (sim.Config, error) {
 		}
 	}
 	return sim.Config{
-		Model: model, Slots: sc.Slots, MaxQueue: sc.MaxQueue, Answers: answers,
+		Model: model, Slots: sc.Slots, MaxQueue: sc.MaxQueue, Answers: answers, ReasoningTokens: sc.ReasoningTokens,
 		PrefillBase: sc.PrefillBase.D(), PrefillPerToken: sc.PrefillPerToken.D(),
 		DecodeBase: sc.DecodeBase.D(), DecodeSlowdown: sc.DecodeSlowdown, Jitter: sc.Jitter,
 		TokensPerChunk: sc.TokensPerChunk, Seed: sc.Seed,

@@ -52,6 +52,10 @@ type Config struct {
 	// Answers are known answers to the prompts they match (LoadAnswers);
 	// other prompts get filler words.
 	Answers []Answer
+	// ReasoningTokens come before every streamed chat, Responses and
+	// Messages answer, in each API's reasoning shape, for a reasoning
+	// model's TTFT and time to first output token.
+	ReasoningTokens int
 	// EmbeddingDimensions is the length of every vector /v1/embeddings
 	// answers with (default 384).
 	EmbeddingDimensions int
@@ -392,6 +396,9 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, api string) {
 		return
 	}
 	answer.usage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	if api != apiCompletions {
+		answer.thinking = h.cfg.ReasoningTokens
+	}
 	h.stream(ctx, w, rng, plan, life, answer)
 }
 
@@ -509,6 +516,8 @@ type streamArgs struct {
 	tool *toolAnswer
 	// known, when set, is the answer's words: a known answer.
 	known []string
+	// thinking is how many reasoning tokens come before the answer.
+	thinking int
 }
 
 // toolAnswer is a tool call answered, its arguments' tokens toolBytes
@@ -562,9 +571,22 @@ func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, rng *rand.R
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	buf := make([]byte, 0, 512)
+	for i := range a.thinking {
+		if i > 0 && !sleep(ctx, h.jitter(rng, h.decodeStep())) {
+			return
+		}
+		buf = appendThinking(buf[:0], a, i, " hmm")
+		life.tokens(1)
+		if _, err := w.Write(buf); err != nil {
+			return
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+	}
 	sent := 0
 	for sent < a.maxTokens {
-		if sent > 0 {
+		if sent > 0 || a.thinking > 0 {
 			if !sleep(ctx, h.jitter(rng, h.decodeStep()*time.Duration(h.cfg.TokensPerChunk))) {
 				return
 			}
@@ -611,7 +633,7 @@ func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, rng *rand.R
 	buf = appendChunk(buf[:0], a, -1, "", a.finish)
 	if a.usage {
 		buf = fmt.Appendf(buf, "data: {\"id\":%q,\"object\":%q,\"model\":%q,\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\n",
-			a.id, object(a.chat, true), a.model, a.inTokens, a.maxTokens, a.inTokens+a.maxTokens)
+			a.id, object(a.chat, true), a.model, a.inTokens, a.outTokens(), a.inTokens+a.outTokens())
 	}
 	buf = append(buf, "data: [DONE]\n\n"...)
 	life.finish(true)

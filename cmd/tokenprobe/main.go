@@ -279,6 +279,7 @@ func run(args []string) int {
 	simCmd.Flag("fault.bad-json", "Probability of a JSON answer (response_format) or a tool call's arguments cut short.").Default("0").Float64Var(&sc.Faults.BadJSON)
 	simCmd.Flag("fault.wrong-model", "A model name to answer with, in place of the one asked for (with --fault.wrong-model-rate).").StringVar(&sc.Faults.WrongModel)
 	simCmd.Flag("fault.wrong-model-rate", "Probability of answering as --fault.wrong-model.").Default("0").Float64Var(&sc.Faults.WrongModelRate)
+	simCmd.Flag("reasoning-tokens", "Reasoning tokens before every streamed chat, Responses and Messages answer, in each API's shape (a reasoning model).").Default("0").IntVar(&sc.ReasoningTokens)
 	simAnswers := simCmd.Flag("answers", "A JSONL file of known answers, {\"match\": RE2, \"answer\": text} a line: a prompt that matches is answered with its text (a known-answer dataset's checks pass; faults make them fail).").PlaceHolder("FILE").String()
 	simCmd.Flag("metrics.lazy", "Create each vLLM series at its first observation, as servers on Python's prometheus_client do.").BoolVar(&sc.Metrics.Lazy)
 	simCmd.Flag("metrics.queue-only-waited", "Observe the queue time only of requests that waited for a slot.").BoolVar(&sc.Metrics.QueueOnlyWaited)
