@@ -50,6 +50,10 @@ type Options struct {
 	// a result's error (and so a log, a page, a record); nil takes out
 	// nothing.
 	Secrets *redact.Set
+	// TraceSample is the share of requests whose traceparent says
+	// sampled: those whose spans the probe exports. Every request
+	// carries a traceparent, sampled or not, so a server can join it.
+	TraceSample float64
 }
 
 // Client measures requests. It is safe for concurrent use and is meant to
@@ -62,6 +66,7 @@ type Client struct {
 	maxBody int64
 	onChunk func([]byte, time.Time)
 	secrets *redact.Set
+	sample  float64
 	readers sync.Pool
 
 	mu      sync.RWMutex
@@ -117,6 +122,7 @@ func New(o Options) *Client {
 		maxBody: o.MaxBodyBytes,
 		onChunk: o.OnChunk,
 		secrets: o.Secrets,
+		sample:  o.TraceSample,
 		targets: map[targetKey]*target{},
 	}
 	c.readers.New = func() any { return sse.NewReader(nil, c.maxLine) }
@@ -166,6 +172,7 @@ type response struct {
 	// retried: sent a second time, the kept connection of the first
 	// attempt having been closed by the server.
 	retried bool
+	phases  h1.Phases
 }
 
 var errRequestTimeout = errors.New("request timeout")
@@ -180,6 +187,9 @@ func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Reque
 		r.Inputs = 1 + len(p.Inputs)
 	}
 	r.Streaming = p.Stream
+	if !r.Trace.Valid() {
+		r.Trace = result.NewTrace(c.sample)
+	}
 	base := ep.URL()
 	r.Endpoint, r.Model, r.API, r.URL = ep.Name, ep.Model, string(ep.API), base
 	r.IntendedInputTokens = p.InputTokens
@@ -206,15 +216,20 @@ func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Reque
 	r.Start = time.Now()
 	var resp response
 	if tg.h1 != nil {
-		resp, err = c.sendH1(ctx, ep, tg, p, r.ID)
+		resp, err = c.sendH1(ctx, ep, tg, p, r)
 	} else {
-		resp, err = c.sendNetHTTP(ctx, ep, tg, p, r.XRequestID())
+		resp, err = c.sendNetHTTP(ctx, ep, tg, p, r)
 	}
 	if err != nil {
 		c.fail(r, c.classify(ctx, err), err)
 		return
 	}
 	r.HTTPStatus, r.Retried = resp.status, resp.retried
+	ph := resp.phases
+	r.DNS, r.Connect, r.TLS, r.Reused = ph.DNS, ph.Connect, ph.TLS, ph.Reused
+	if !ph.FirstByte.IsZero() {
+		r.FirstByte = ph.FirstByte.Sub(r.Start)
+	}
 	c.readBody(ctx, resp, r, p)
 	if c.closeBody(resp.body, tg.h1 == nil) {
 		r.Anomaly = result.AnomalyDrain
@@ -263,10 +278,10 @@ var (
 )
 
 // sendH1 sends p through tokenprobe's own HTTP/1.1 client.
-func (c *Client) sendH1(ctx context.Context, ep *Endpoint, tg *target, p Prompt, id uint64) (response, error) {
+func (c *Client) sendH1(ctx context.Context, ep *Endpoint, tg *target, p Prompt, r *result.Request) (response, error) {
 	header, bearer := ep.auth()
 	req := h1.Request{Target: tg.h1, Header: header, ContentType: contentJSON, BearerToken: bearer, Body: p.Body,
-		RequestIDPrefix: result.RequestIDPrefix(), RequestID: id}
+		RequestIDPrefix: result.RequestIDPrefix(), RequestID: r.ID, TraceID: r.Trace.TraceID, SpanID: r.Trace.SpanID, Sampled: r.Trace.Sampled}
 	if p.Stream {
 		req.Accept = acceptSSE
 	}
@@ -275,11 +290,12 @@ func (c *Client) sendH1(ctx context.Context, ep *Endpoint, tg *target, p Prompt,
 		return response{}, err
 	}
 	return response{status: resp.StatusCode, contentType: resp.ContentType, retryAfter: resp.RetryAfter, encoding: resp.ContentEncoding, body: resp.Body,
-		retried: resp.Retried}, nil
+		retried: resp.Retried, phases: resp.Phases}, nil
 }
 
 // sendNetHTTP sends p through net/http.
-func (c *Client) sendNetHTTP(ctx context.Context, ep *Endpoint, tg *target, p Prompt, requestID string) (response, error) {
+func (c *Client) sendNetHTTP(ctx context.Context, ep *Endpoint, tg *target, p Prompt, r *result.Request) (response, error) {
+	requestID := r.XRequestID()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tg.url, bytes.NewReader(p.Body))
 	if err != nil {
 		return response{}, err
@@ -301,6 +317,8 @@ func (c *Client) sendNetHTTP(ctx context.Context, ep *Endpoint, tg *target, p Pr
 	if requestID != "" {
 		req.Header.Set("X-Request-Id", requestID)
 	}
+	var tp [result.TraceParentLen]byte
+	req.Header.Set("Traceparent", string(r.Trace.AppendTraceParent(tp[:0])))
 	// Some servers close every connection after a response while
 	// advertising keep-alive. An empty idempotency key (never sent on the
 	// wire) lets the transport retry a request that failed on such a
@@ -308,7 +326,25 @@ func (c *Client) sendNetHTTP(ctx context.Context, ep *Endpoint, tg *target, p Pr
 	// the server did not make.
 	req.Header["X-Idempotency-Key"] = nil
 	conns := 0 // more than one: the transport sent the request again
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{GetConn: func(string) { conns++ }}))
+	// The transport may call these from its dialing goroutines, several
+	// at once for Happy Eyeballs: under a lock.
+	var (
+		mu                   sync.Mutex
+		ph                   h1.Phases
+		dnsAt, connAt, tlsAt time.Time
+	)
+	at := func(f func()) { mu.Lock(); f(); mu.Unlock() }
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GetConn:              func(string) { at(func() { conns++ }) },
+		GotConn:              func(info httptrace.GotConnInfo) { at(func() { ph.Reused = info.Reused }) },
+		DNSStart:             func(httptrace.DNSStartInfo) { at(func() { dnsAt = time.Now() }) },
+		DNSDone:              func(httptrace.DNSDoneInfo) { at(func() { ph.DNS = time.Since(dnsAt) }) },
+		ConnectStart:         func(string, string) { at(func() { connAt = time.Now() }) },
+		ConnectDone:          func(string, string, error) { at(func() { ph.Connect = time.Since(connAt) }) },
+		TLSHandshakeStart:    func() { at(func() { tlsAt = time.Now() }) },
+		TLSHandshakeDone:     func(tls.ConnectionState, error) { at(func() { ph.TLS = time.Since(tlsAt) }) },
+		GotFirstResponseByte: func() { at(func() { ph.FirstByte = time.Now() }) },
+	}))
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return response{}, err
@@ -319,7 +355,10 @@ func (c *Client) sendNetHTTP(ctx context.Context, ep *Endpoint, tg *target, p Pr
 		_ = resp.Body.Close()
 		return response{}, h1.ErrSwitchingProtocols
 	}
+	mu.Lock()
+	got, sends := ph, conns
+	mu.Unlock()
 	return response{status: resp.StatusCode, contentType: []byte(resp.Header.Get("Content-Type")),
 		retryAfter: []byte(resp.Header.Get("Retry-After")), encoding: []byte(resp.Header.Get("Content-Encoding")), body: resp.Body,
-		retried: conns > 1}, nil
+		retried: sends > 1, phases: got}, nil
 }

@@ -264,22 +264,56 @@ func (h *host) closeIdle() {
 	}
 }
 
-// dial opens a new connection, within the connect timeout.
-func (h *host) dial(ctx context.Context) (*conn, error) {
+// Phases are where a request's time went before its answer: resolving
+// the host, connecting, the TLS handshake (each zero on a reused
+// connection), and when the response's first byte came.
+type Phases struct {
+	DNS, Connect, TLS time.Duration
+	Reused            bool
+	FirstByte         time.Time
+}
+
+// dial opens a new connection, within the connect timeout, timing its
+// phases: the name is resolved first (each address then tried in
+// turn), so that the lookup is told apart from the connection.
+func (h *host) dial(ctx context.Context, ph *Phases) (*conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.c.o.ConnectTimeout)
 	defer cancel()
-	nc, err := h.c.dialer.DialContext(ctx, "tcp", h.addr)
+	start := time.Now()
+	addrs := []string{h.addr}
+	if host, port, err := net.SplitHostPort(h.addr); err == nil && net.ParseIP(host) == nil {
+		ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+		if err != nil {
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: err}
+		}
+		addrs = addrs[:0]
+		for _, ip := range ips {
+			addrs = append(addrs, net.JoinHostPort(ip.String(), port))
+		}
+		ph.DNS = time.Since(start)
+	}
+	began := time.Now()
+	var nc net.Conn
+	var err error
+	for _, a := range addrs {
+		if nc, err = h.c.dialer.DialContext(ctx, "tcp", a); err == nil || ctx.Err() != nil {
+			break
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
+	ph.Connect = time.Since(began)
 	if h.tls == nil {
 		return newConn(h, nc, nc), nil
 	}
+	began = time.Now()
 	tc := tls.Client(nc, h.tls)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		nc.Close()
 		return nil, err
 	}
+	ph.TLS = time.Since(began)
 	return newConn(h, nc, tc), nil
 }
 
@@ -301,7 +335,13 @@ type Request struct {
 	// and the number, in place of one in Header.
 	RequestIDPrefix string
 	RequestID       uint64
-	Body            []byte
+	// TraceID and SpanID, when the trace id is set, are sent as the
+	// traceparent header (W3C trace context, version 00, the sampled flag
+	// from Sampled), in place of one in Header.
+	TraceID [16]byte
+	SpanID  [8]byte
+	Sampled bool
+	Body    []byte
 }
 
 // Response is the head of a response and its body. It belongs to the
@@ -319,6 +359,8 @@ type Response struct {
 	// connection, because the kept one it was first sent on had been
 	// closed by the server.
 	Retried bool
+	// Phases are the connection's and the head's times.
+	Phases Phases
 }
 
 // ErrHeaderTooLarge is returned for a response head over 1 MiB.
@@ -349,12 +391,14 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 			cn = h.get() // the retry dials: other idle ones may be closed too
 		}
 		reused := cn != nil
+		var ph Phases
 		if !reused {
 			var err error
-			if cn, err = h.dial(ctx); err != nil {
+			if cn, err = h.dial(ctx, &ph); err != nil {
 				return nil, err
 			}
 		}
+		ph.Reused = reused
 		cn.arm(ctx)
 		err := cn.writeRequest(req)
 		var gotBytes bool
@@ -366,6 +410,8 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 				h.reuseWorked()
 			}
 			cn.resp.Retried = retried
+			ph.FirstByte = cn.firstByte
+			cn.resp.Phases = ph
 			return &cn.resp, nil
 		}
 		cn.disarm()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,8 @@ type conn struct {
 	// liveness check of an idle connection (nil where unsupported).
 	peer      rawPeer
 	idleSince time.Time
+	// firstByte is when the current response's first byte came.
+	firstByte time.Time
 
 	// Cancelling the request's context sets a deadline in the past, which
 	// ends any read or write in progress. abortFn is cn.abort, made once.
@@ -104,9 +107,10 @@ func (cn *conn) writeRequest(req *Request) error {
 		switch k {
 		case "Host", "Content-Length", "Transfer-Encoding", "Connection", "Accept-Encoding":
 			continue // framing and coding are this client's
-		case "Content-Type", "Accept", "Authorization", "X-Request-Id":
+		case "Content-Type", "Accept", "Authorization", "X-Request-Id", "Traceparent":
 			if req.ContentType != "" && k == "Content-Type" || req.Accept != "" && k == "Accept" ||
-				(req.BearerToken != "" || t.basicAuth != "") && k == "Authorization" || req.RequestID != 0 && k == "X-Request-Id" {
+				(req.BearerToken != "" || t.basicAuth != "") && k == "Authorization" || req.RequestID != 0 && k == "X-Request-Id" ||
+				req.TraceID != [16]byte{} && k == "Traceparent" {
 				continue // the request's own fields win
 			}
 		}
@@ -127,6 +131,17 @@ func (cn *conn) writeRequest(req *Request) error {
 		b = append(b, "\r\n"...)
 	case t.basicAuth != "":
 		b = appendHeader(b, "Authorization", t.basicAuth)
+	}
+	if req.TraceID != [16]byte{} {
+		b = append(b, "Traceparent: 00-"...)
+		b = hex.AppendEncode(b, req.TraceID[:])
+		b = append(b, '-')
+		b = hex.AppendEncode(b, req.SpanID[:])
+		if req.Sampled {
+			b = append(b, "-01\r\n"...)
+		} else {
+			b = append(b, "-00\r\n"...)
+		}
 	}
 	if req.RequestID != 0 {
 		b = append(b, "X-Request-Id: "...)
@@ -170,8 +185,9 @@ func (cn *conn) readHead() (gotBytes bool, err error) {
 	budget := maxHeadBytes
 	for {
 		line, long, err := cn.readLine(&budget)
-		if len(line) > 0 || long {
+		if (len(line) > 0 || long) && !gotBytes {
 			gotBytes = true
+			cn.firstByte = time.Now()
 		}
 		if err != nil {
 			if gotBytes && errors.Is(err, io.EOF) {

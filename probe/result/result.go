@@ -193,6 +193,13 @@ type Request struct {
 	FinishReason string
 	// Checks are the answer checks run on it, in the profile's order.
 	Checks []Check
+	// Trace is the trace context the request carried.
+	Trace Trace
+	// DNS, Connect and TLS are the new connection's phases (zero on a
+	// kept one, Reused), FirstByte the time from Start to the response's
+	// first byte: the network's and the server's head's share of TTFT.
+	DNS, Connect, TLS, FirstByte time.Duration
+	Reused                       bool
 	// Inputs is how many inputs an embeddings request sent, Vectors how
 	// many embeddings came back and Dimensions their length (-1 when
 	// they differ, 0 when one is empty).
