@@ -60,6 +60,9 @@ var (
 	DurationBuckets = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.5, 0.64, 1, 1.28, 2, 2.56, 5, 5.12, 10, 10.24, 20.48, 30, 40.96, 60, 81.92, 120}
 	// Dispatch lag: the probe's own lateness, from 50 us up.
 	LagBuckets = []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1}
+	// PhaseBuckets span a local connection (tens of microseconds) to a
+	// slow head (seconds).
+	PhaseBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 )
 
 // fine adds to the round boundaries of a layout the points of a
@@ -104,6 +107,8 @@ var (
 		Help: "Every gap between two consecutive content chunks of successful streamed requests; shows stalls a per-request mean hides."}
 	Duration = Metric{Name: "tokenprobe_request_duration_seconds", Type: Histogram, Unit: "seconds", Labels: RequestLabels, Buckets: DurationBuckets,
 		Help: "Request latency (E2E): from sending a request to its last content chunk, of requests answered in full (successes and wrong answers)."}
+	Phases = Metric{Name: "tokenprobe_request_phase_seconds", Type: Histogram, Unit: "seconds", Labels: []string{"profile", "endpoint", "phase"}, Buckets: PhaseBuckets,
+		Help: "The network's share of a request, by phase: dns, connect and tls of the requests that opened a connection, first_byte (sending to the response's first byte) of every request answered."}
 	DispatchLag = Metric{Name: "tokenprobe_dispatch_lag_seconds", Type: Histogram, Unit: "seconds", Labels: RequestLabels, Buckets: LagBuckets,
 		Help: "How late the probe sent each request against its schedule: the probe's own health, never the server's."}
 	Requests = Metric{Name: "tokenprobe_requests_total", Type: Counter, Unit: "requests", Labels: with(RequestLabels, "outcome"),
@@ -189,7 +194,7 @@ var (
 // All lists the catalog in documentation order. Build info
 // (tokenprobe_build_info) comes from client_golang's version collector.
 var All = []Metric{
-	TTFT, TTST, ITL, InterChunk, Duration, DispatchLag,
+	TTFT, TTST, ITL, InterChunk, Duration, Phases, DispatchLag,
 	Requests, AnswerChecks, Errors, Anomalies, Good, SLORequests, InputTokens, OutputTokens,
 	InFlight, TargetConcurrency, TargetRate,
 	Runs, RunsSkipped, RunsAbortedInARow, RunNext, RunLastTimestamp, RunLastSuccess, RunLastPassed, RunLastDuration,

@@ -309,6 +309,14 @@ func breakdown(s *stats.Server, sum *stats.Summary, clock Clock, hasQueue bool) 
 	if why := addsUp(&m); why != "" {
 		return nil, "the server's figures do not add up: " + why + ", more than the measurement's error (5 ms or 3%): no breakdown of TTFT"
 	}
+	if sum.Network.Count > 0 {
+		within := m.Elsewhere
+		if m.Outside != nil {
+			within = *m.Outside
+		}
+		network := min(sum.Network.Avg, max(within, 0))
+		m.Network = &network
+	}
 	b := &stats.Breakdown{Mean: m}
 	b.P50, b.P50Note = medianSplit(s, sum.TTFT.P50)
 	b.Dominant = "queue"
@@ -324,6 +332,8 @@ func breakdown(s *stats.Server, sum *stats.Summary, clock Clock, hasQueue bool) 
 		what = "outside the server (network, gateways)"
 		if *m.ServerOther > *m.Outside {
 			what = "in the server before its queue and prefill (front end, tokenising)"
+		} else if m.Network != nil && *m.Network >= *m.Outside/2 {
+			what = "outside the server, setting up connections (DNS, connect, TLS)"
 		}
 	}
 	parts := stats.FormatMillis(m.Queue) + " waiting in the server's queue, "
@@ -333,7 +343,11 @@ func breakdown(s *stats.Server, sum *stats.Summary, clock Clock, hasQueue bool) 
 		parts += stats.FormatMillis(m.Elsewhere) + " elsewhere (prefill included: the server exposes no prefill series)"
 	}
 	if m.Outside != nil {
-		parts += fmt.Sprintf(" (%s in the server's front end, %s outside the server)", stats.FormatMillis(*m.ServerOther), stats.FormatMillis(*m.Outside))
+		parts += fmt.Sprintf(" (%s in the server's front end, %s outside the server", stats.FormatMillis(*m.ServerOther), stats.FormatMillis(*m.Outside))
+		if m.Network != nil {
+			parts += fmt.Sprintf(", %s of it the client's DNS, connect and TLS", stats.FormatMillis(*m.Network))
+		}
+		parts += ")"
 	}
 	b.Verdict = fmt.Sprintf("TTFT mean %s, mostly %s: %s", stats.FormatMillis(m.TTFT), what, parts)
 	return b, ""

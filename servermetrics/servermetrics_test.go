@@ -431,6 +431,19 @@ func TestOutsideTheServer(t *testing.T) {
 	if b.Verdict != want {
 		t.Fatalf("verdict\n%s\nwant\n%s", b.Verdict, want)
 	}
+	// The client's own connection setup is part of what lies outside the
+	// server: named, and named first when it is most of it.
+	for network, want := range map[float64]string{
+		20: "TTFT mean 1.3 s, mostly the server's queue: 1.0 s waiting in the server's queue, 200 ms prefill, 100 ms elsewhere (30 ms in the server's front end, 70 ms outside the server, 20 ms of it the client's DNS, connect and TLS)",
+		90: "TTFT mean 1.3 s, mostly the server's queue: 1.0 s waiting in the server's queue, 200 ms prefill, 100 ms elsewhere (30 ms in the server's front end, 70 ms outside the server, 70 ms of it the client's DNS, connect and TLS)",
+	} {
+		sum = summary(start, 10, 1300, 1300)
+		sum.Network = stats.Dist{Count: 10, Avg: network}
+		Explain(sum, Readings{Kind: VLLM, Snaps: []Snapshot{zero, after}})
+		if b := sum.Server.Breakdown; b == nil || b.Verdict != want {
+			t.Errorf("network %v ms: %+v\nwant %s", network, b, want)
+		}
+	}
 	// A server whose parts exceed the client's whole by more than the
 	// slack gets no split, and the note says by how much.
 	after.Hist[TTFT] = hist(10, 10*1.5)

@@ -99,6 +99,10 @@ type Split struct {
 	Elsewhere   float64  `json:"elsewhere"`
 	ServerOther *float64 `json:"server_other,omitempty"`
 	Outside     *float64 `json:"outside,omitempty"`
+	// Network is the client's own share of what lies outside the server
+	// (or elsewhere, where the server has no TTFT clock): its mean DNS,
+	// connect and TLS time per request.
+	Network *float64 `json:"network,omitempty"`
 }
 
 // FormatMillis writes a time in milliseconds for a person: "4.3 s",

@@ -62,6 +62,15 @@ type Summary struct {
 	// InputLengthError is reported minus intended input tokens, where the
 	// server reported usage: how far the prompt sizing is off.
 	InputLengthError Dist `json:"input_length_error_tokens"`
+	// The network's share: DNS, Connect and TLS over the requests that
+	// opened a connection, Network (their sum, 0 on a kept connection)
+	// and FirstByte (start to the response's first byte) over every
+	// measured request.
+	DNS       Dist `json:"dns_ms"`
+	Connect   Dist `json:"connect_ms"`
+	TLS       Dist `json:"tls_ms"`
+	Network   Dist `json:"network_ms"`
+	FirstByte Dist `json:"first_byte_ms"`
 
 	// InputTokens and OutputTokens are totals over successful requests.
 	InputTokens  int `json:"input_tokens"`
@@ -129,6 +138,7 @@ type Aggregator struct {
 	s                                Summary
 	ttft, ttst, ttfo, itl, gaps, e2e []float64
 	isl, osl, tps, lag, inErr        []float64
+	dns, connect, tls, net, head     []float64
 	first, last                      time.Time
 	good, counted                    int
 	met                              map[slo.Kind]int
@@ -238,6 +248,13 @@ func (a *Aggregator) Add(r *result.Request, v slo.Verdict) {
 		a.gaps = append(a.gaps, ms(g))
 	}
 	a.e2e = append(a.e2e, ms(r.E2E))
+	if !r.Reused {
+		a.dns, a.connect, a.tls = append(a.dns, ms(r.DNS)), append(a.connect, ms(r.Connect)), append(a.tls, ms(r.TLS))
+	}
+	a.net = append(a.net, ms(r.DNS+r.Connect+r.TLS))
+	if r.FirstByte > 0 {
+		a.head = append(a.head, ms(r.FirstByte))
+	}
 	a.isl = append(a.isl, float64(r.InputTokens))
 	a.osl = append(a.osl, float64(r.OutputTokens))
 	a.outTokens += r.OutputTokens
@@ -262,6 +279,7 @@ func (a *Aggregator) Summary() Summary {
 	s.InterChunk, s.E2E = Compute(a.gaps), Compute(a.e2e)
 	s.ISL, s.OSL, s.UserTPS = Compute(a.isl), Compute(a.osl), Compute(a.tps)
 	s.DispatchLag, s.InputLengthError = Compute(a.lag), Compute(a.inErr)
+	s.DNS, s.Connect, s.TLS, s.Network, s.FirstByte = Compute(a.dns), Compute(a.connect), Compute(a.tls), Compute(a.net), Compute(a.head)
 	s.Start, s.End = a.first, a.last
 	if !a.first.IsZero() && a.last.After(a.first) {
 		s.DurationSeconds = a.last.Sub(a.first).Seconds()

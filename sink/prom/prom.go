@@ -27,7 +27,7 @@ const ExemplarInterval = time.Second
 
 // Exporter is a probe.Sink and the record of runs for Prometheus.
 type Exporter struct {
-	ttft, ttst, itl, gaps, dur, lag                                          *prometheus.HistogramVec
+	ttft, ttst, itl, gaps, dur, lag, phases                                  *prometheus.HistogramVec
 	requests, errors, anomalies, good, sloReqs, inTok, outTok, runs, skipped *prometheus.CounterVec
 	lastTS, lastOK, lastPassed, lastDur, lastAtt, lastGood, lastThr          *prometheus.GaugeVec
 	objective, info, next, aborts, capacity, cliff, breakdown, dominant      *prometheus.GaugeVec
@@ -56,13 +56,15 @@ type checkKey struct{ profile, endpoint, model, check string }
 // observation is a few atomic adds.
 type series struct {
 	ttft, ttst, itl, gaps, dur, lag prometheus.Observer
-	outcome                         [result.WrongAnswer + 1]prometheus.Counter // by result.Outcome
-	reason                          map[result.Reason]prometheus.Counter
-	anomaly                         [len(anomalyKinds)]prometheus.Counter // by result.Anomaly
-	good, inTok, outTok             prometheus.Counter
-	met, missed                     [len(kinds)]prometheus.Counter
-	lastExemplar                    atomic.Int64
-	labels                          []string
+	// dns, connect, tls and firstByte are the profile x endpoint's phases.
+	dns, connect, tls, firstByte prometheus.Observer
+	outcome                      [result.WrongAnswer + 1]prometheus.Counter // by result.Outcome
+	reason                       map[result.Reason]prometheus.Counter
+	anomaly                      [len(anomalyKinds)]prometheus.Counter // by result.Anomaly
+	good, inTok, outTok          prometheus.Counter
+	met, missed                  [len(kinds)]prometheus.Counter
+	lastExemplar                 atomic.Int64
+	labels                       []string
 }
 
 var anomalyKinds = [...]result.Anomaly{result.AnomalyNone, result.AnomalyDrain, result.AnomalyRetried}
@@ -90,6 +92,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	}
 	e.ttft, e.ttst, e.itl = hist(catalog.TTFT), hist(catalog.TTST), hist(catalog.ITL)
 	e.gaps, e.dur, e.lag = hist(catalog.InterChunk), hist(catalog.Duration), hist(catalog.DispatchLag)
+	e.phases = hist(catalog.Phases)
 	e.requests, e.errors, e.good = counter(catalog.Requests), counter(catalog.Errors), counter(catalog.Good)
 	e.checks = counter(catalog.AnswerChecks)
 	e.anomalies = counter(catalog.Anomalies)
@@ -106,7 +109,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	e.reloadOK = prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ConfigReloadOK.Name, Help: catalog.ConfigReloadOK.Help})
 	e.reloadTime = prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ConfigReloadTime.Name, Help: catalog.ConfigReloadTime.Help})
 	for _, c := range []prometheus.Collector{
-		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.outTok,
+		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.phases, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.outTok,
 		e.runs, e.skipped, e.dropped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr,
 		e.objective, e.info, e.next, e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.serverRequests, e.serverKV, e.reloadOK, e.reloadTime, (*liveCollector)(e),
 	} {
@@ -162,28 +165,46 @@ func (e *Exporter) Observe(r *result.Request, v slo.Verdict) {
 	s.inTok.Add(float64(r.InputTokens))
 	s.outTok.Add(float64(r.OutputTokens))
 	exemplar := s.exemplarDue()
-	observe(s.dur, r.E2E.Seconds(), exemplar, r.ID)
+	var ex prometheus.Labels
+	if exemplar {
+		// Grafana's exemplar link opens the trace by trace_id; request_id
+		// is the record's id.
+		ex = prometheus.Labels{"request_id": strconv.FormatUint(r.ID, 10)}
+		if r.Trace.Valid() {
+			ex["trace_id"], ex["span_id"] = r.Trace.TraceIDString(), r.Trace.SpanIDString()
+		}
+	}
+	observe(s.dur, r.E2E.Seconds(), ex)
+	if !r.Reused && r.Connect > 0 {
+		s.dns.Observe(r.DNS.Seconds())
+		s.connect.Observe(r.Connect.Seconds())
+		s.tls.Observe(r.TLS.Seconds())
+	}
+	if r.FirstByte > 0 {
+		s.firstByte.Observe(r.FirstByte.Seconds())
+	}
 	if s.ttft == nil {
 		return // an untimed API's series: latency alone
 	}
 	if r.HasTTFT() {
-		observe(s.ttft, r.TTFT.Seconds(), exemplar, r.ID)
+		observe(s.ttft, r.TTFT.Seconds(), ex)
 	}
 	if r.HasTTST() {
 		s.ttst.Observe(r.TTST.Seconds())
 	}
 	if itl, ok := r.ITL(); ok {
-		s.itl.Observe(itl.Seconds())
+		observe(s.itl, itl.Seconds(), ex)
 	}
 	for _, g := range r.Gaps {
 		s.gaps.Observe(g.Seconds())
 	}
 }
 
-func observe(o prometheus.Observer, v float64, exemplar bool, id uint64) {
-	if exemplar {
+// observe observes v with exemplar ex, when set.
+func observe(o prometheus.Observer, v float64, ex prometheus.Labels) {
+	if ex != nil {
 		if eo, ok := o.(prometheus.ExemplarObserver); ok {
-			eo.ObserveWithExemplar(v, prometheus.Labels{"request_id": strconv.FormatUint(id, 10)})
+			eo.ObserveWithExemplar(v, ex)
 			return
 		}
 	}
@@ -220,6 +241,8 @@ func (e *Exporter) getWith(k seriesKey, slos []slo.Kind, timed bool) *series {
 	lv := []string{k.profile, k.endpoint, k.model, LevelLabel(k.level)}
 	s := &series{
 		dur: e.dur.WithLabelValues(lv...), lag: e.lag.WithLabelValues(lv...),
+		dns: e.phases.WithLabelValues(k.profile, k.endpoint, "dns"), connect: e.phases.WithLabelValues(k.profile, k.endpoint, "connect"),
+		tls: e.phases.WithLabelValues(k.profile, k.endpoint, "tls"), firstByte: e.phases.WithLabelValues(k.profile, k.endpoint, "first_byte"),
 		good: e.good.WithLabelValues(lv...), inTok: e.inTok.WithLabelValues(lv...), outTok: e.outTok.WithLabelValues(lv...),
 		reason: map[result.Reason]prometheus.Counter{}, labels: lv,
 	}
@@ -473,7 +496,7 @@ func (e *Exporter) Forget(profile, endpoint string) {
 		match["endpoint"] = endpoint
 	}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
-		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.outTok,
+		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.phases, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.outTok,
 		e.runs, e.skipped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr, e.objective, e.info, e.next,
 		e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.serverRequests, e.serverKV,
 	} {

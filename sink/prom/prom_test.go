@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -231,11 +232,25 @@ func TestProtobufScrapeHasNativeHistograms(t *testing.T) {
 	}
 }
 
+// The TTFT, ITL and latency histograms carry exemplars that lead to the
+// request's trace (trace_id, span_id) and its record (request_id).
 func TestOpenMetricsScrapeHasExemplars(t *testing.T) {
-	reg, _ := feed(t)
+	reg, e := feed(t)
+	r := scripted()[0]
+	r.ID, r.Trace = 99, result.Trace{TraceID: [16]byte{0x4b, 0xf9, 15: 0x36}, SpanID: [8]byte{0x00, 0xf0, 7: 0xb7}}
+	e.series[seriesKey{r.Profile, r.Endpoint, r.Model, r.Level}].lastExemplar.Store(0) // due now
+	e.Observe(&r, testSLO.Evaluate(&r))
 	_, body := scrape(t, reg, "application/openmetrics-text; version=1.0.0")
-	if !strings.Contains(string(body), `tokenprobe_time_to_first_token_seconds_bucket{`) || !strings.Contains(string(body), `# {request_id="1"}`) {
-		t.Fatalf("no request_id exemplar on TTFT:\n%.3000s", body)
+	want := []string{`request_id="99"`, `span_id="00f00000000000b7"`, `trace_id="4bf90000000000000000000000000036"`}
+	for _, h := range []string{"tokenprobe_time_to_first_token_seconds_bucket{", "tokenprobe_inter_token_latency_seconds_bucket{", "tokenprobe_request_duration_seconds_bucket{"} {
+		found := false
+		for _, line := range strings.Split(string(body), "\n") {
+			_, ex, _ := strings.Cut(line, " # {")
+			found = found || strings.HasPrefix(line, h) && strings.Contains(ex, want[0]) && strings.Contains(ex, want[1]) && strings.Contains(ex, want[2])
+		}
+		if !found {
+			t.Errorf("no trace exemplar on %s:\n%.3000s", h, body)
+		}
 	}
 }
 
@@ -549,5 +564,41 @@ func TestEmbeddingsHaveNoTTFTSeries(t *testing.T) {
 		if n, err := testutil.GatherAndCount(reg, name); err != nil || n != want {
 			t.Errorf("%s: %d series, want %d", name, n, want)
 		}
+	}
+}
+
+// The phases of a request that opened a connection go into dns, connect
+// and tls; every answered request's head into first_byte.
+func TestPhasesHistogram(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := result.Request{Profile: "p", Endpoint: "e", Model: "m", Outcome: result.Success, E2E: time.Second,
+		DNS: time.Millisecond, Connect: 2 * time.Millisecond, TLS: 3 * time.Millisecond, FirstByte: 200 * time.Millisecond}
+	kept := fresh
+	kept.Reused, kept.DNS, kept.Connect, kept.TLS = true, 0, 0, 0
+	e.Observe(&fresh, slo.Verdict{})
+	e.Observe(&kept, slo.Verdict{})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "tokenprobe_request_phase_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "phase" {
+					got[l.GetValue()] = m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	if want := map[string]uint64{"dns": 1, "connect": 1, "tls": 1, "first_byte": 2}; !maps.Equal(got, want) {
+		t.Fatalf("phase counts %v, want %v", got, want)
 	}
 }

@@ -36,6 +36,15 @@ type Record struct {
 	ServedModel  string         `json:"served_model,omitempty"`
 	FinishReason string         `json:"finish_reason,omitempty"`
 	Checks       []result.Check `json:"checks,omitempty"`
+	// TraceID and SpanID are the traceparent it carried; the phases its
+	// connection's (absent on a kept one) and its head's.
+	TraceID     string   `json:"trace_id,omitempty"`
+	SpanID      string   `json:"span_id,omitempty"`
+	DNSMs       *float64 `json:"dns_ms,omitempty"`
+	ConnectMs   *float64 `json:"connect_ms,omitempty"`
+	TLSMs       *float64 `json:"tls_ms,omitempty"`
+	FirstByteMs *float64 `json:"first_byte_ms,omitempty"`
+	Reused      bool     `json:"reused_connection,omitempty"`
 	// Inputs, Vectors and Dimensions are an embeddings request's.
 	Inputs           int       `json:"inputs,omitempty"`
 	Vectors          int       `json:"vectors,omitempty"`
@@ -76,6 +85,16 @@ func NewRecord(r *result.Request, v slo.Verdict) Record {
 	}
 	rec.Checks, rec.ServedModel, rec.FinishReason = r.Checks, r.ServedModel, r.FinishReason
 	rec.Inputs, rec.Vectors, rec.Dimensions = r.Inputs, r.Vectors, r.Dimensions
+	if r.Trace.Valid() {
+		rec.TraceID, rec.SpanID = r.Trace.TraceIDString(), r.Trace.SpanIDString()
+	}
+	rec.Reused = r.Reused
+	if !r.Reused && !r.Start.IsZero() && (r.Connect > 0 || r.DNS > 0) {
+		rec.DNSMs, rec.ConnectMs, rec.TLSMs = ms(r.DNS), ms(r.Connect), ms(r.TLS)
+	}
+	if r.FirstByte > 0 {
+		rec.FirstByteMs = ms(r.FirstByte)
+	}
 	if r.Measured() {
 		rec.OutputSource = r.OutputSource.String()
 		rec.RequestLatencyMs = ms(r.E2E)
