@@ -39,14 +39,14 @@ func LoadAnswers(path string) ([]Answer, error) {
 		dec := json.NewDecoder(strings.NewReader(line))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&a); err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", path, n, err)
+			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
 		}
 		if a.Match == nil || a.Answer == nil || strings.TrimSpace(*a.Answer) == "" {
 			return nil, fmt.Errorf("%s:%d: want {\"match\": RE2, \"answer\": text}", path, n)
 		}
 		re, err := regexp.Compile(*a.Match)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: match: %v", path, n, err)
+			return nil, fmt.Errorf("%s:%d: match: %w", path, n, err)
 		}
 		out = append(out, Answer{Match: re, Text: *a.Answer})
 	}

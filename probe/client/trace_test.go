@@ -66,7 +66,7 @@ func testTraceParent(t *testing.T, newClient func(Options) *Client) {
 func TestPhases(t *testing.T) { bothClients(t, testPhases) }
 
 func testPhases(t *testing.T, newClient func(Options) *Client) {
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	handler := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		time.Sleep(200 * time.Millisecond)
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprintf(w, "data: %s\n\ndata: %s\n\ndata: [DONE]\n\n", chunk("a"), finish)

@@ -117,8 +117,8 @@ func (s *scanner) errorMember(c *Chunk) error {
 // block is what one content block (Anthropic) or output item or delta
 // says, classified once all its members are read, whatever their order.
 type block struct {
-	typ                                []byte
-	text, thinking, json, name, reason int
+	typ                        []byte
+	text, thinking, json, name int
 }
 
 func (b *block) member(s *scanner, k []byte) error {

@@ -54,7 +54,7 @@ func (st singleTurn) entry(what string) (Entry, error) {
 	if st.Expect != nil {
 		re, err := regexp.Compile(*st.Expect)
 		if err != nil {
-			return e, fmt.Errorf("expect: not an RE2 expression: %v", err)
+			return e, fmt.Errorf("expect: not an RE2 expression: %w", err)
 		}
 		e.Expect = re
 	}
