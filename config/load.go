@@ -273,6 +273,9 @@ func (c *Config) validate(l *locator, dir string) {
 		}
 		o.Headers.validate(l, "otlp.headers", dir, ", or set it in OTEL_EXPORTER_OTLP_HEADERS")
 	}
+	if t := c.Tracing; t != nil && t.Sample != nil && (*t.Sample < 0 || *t.Sample > 1) {
+		l.errf("tracing.sample", "%v is not a share between 0 and 1 (0.1: one request in ten)", *t.Sample)
+	}
 	if g := c.GPU; g != nil {
 		switch g.Source {
 		case "dcgm", "auto":

@@ -163,6 +163,10 @@ type Config struct {
 	// OTLP turns on OpenTelemetry push. Without it, push is on when
 	// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_METRICS_ENDPOINT is set.
 	OTLP *OTLP `yaml:"otlp"`
+	// Tracing exports a span per sampled request over OTLP (the otlp
+	// block's collector, or the OTEL_* variables). Every request carries
+	// a traceparent, with or without it.
+	Tracing *Tracing `yaml:"tracing"`
 	// GPU puts DCGM GPU series beside the probe's and GPU figures into run
 	// reports. Absent GPUs are normal: the source reports itself down.
 	GPU *GPU `yaml:"gpu"`
@@ -197,6 +201,25 @@ type OTLP struct {
 	Headers  Headers  `yaml:"headers"`
 	Interval Duration `yaml:"interval"`
 	Timeout  Duration `yaml:"timeout"`
+}
+
+// Tracing is the span export.
+type Tracing struct {
+	// Sample is the share of requests whose spans are exported and whose
+	// traceparent says sampled (default 1).
+	Sample *float64 `yaml:"sample"`
+}
+
+// SampleRatio is the share of requests traced: 0 without a tracing
+// block.
+func (t *Tracing) SampleRatio() float64 {
+	switch {
+	case t == nil:
+		return 0
+	case t.Sample == nil:
+		return 1
+	}
+	return *t.Sample
 }
 
 // Endpoint is one OpenAI-compatible server, real or simulated.

@@ -68,6 +68,8 @@ type Daemon struct {
 	history *History
 	otlp    *otlp.Exporter
 	queue   *sink.Queue
+	// traceSample is the share of requests whose spans go over OTLP.
+	traceSample float64
 	// gpu is the GPU source (nil without a gpu block); gpuC exports it.
 	gpu         gpu.Source
 	gpuC        *gpu.Collector
@@ -130,9 +132,11 @@ func New(o Options) (*Daemon, error) {
 		p.ConfigReloaded(false)
 		return nil, err
 	}
+	// Like the OTLP block, tracing is read once, at start.
+	d.traceSample = setup.TraceSample(first)
 	if first.OTLP != nil || otlp.EnvEnabled() {
 		otlp.LogErrors(d.log)
-		exp, err := otlp.New(context.Background(), setup.OTLP(first.OTLP, o.Version))
+		exp, err := otlp.New(context.Background(), setup.OTLP(first.OTLP, first.Tracing, o.Version))
 		if err != nil {
 			return nil, fmt.Errorf("otlp: %w", err)
 		}
@@ -247,7 +251,7 @@ func (d *Daemon) apply(cfg *config.Config) error {
 			newTargets[e.Name] = old
 			continue
 		}
-		t, err := setup.OpenEndpoint(e, d.secrets)
+		t, err := setup.OpenEndpoint(e, d.secrets, d.traceSample)
 		if err != nil {
 			for _, o := range opened {
 				_ = o.Close()

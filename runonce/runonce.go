@@ -296,7 +296,7 @@ type pusher struct {
 }
 
 func startPush(ctx context.Context, cfg *config.Config) (*pusher, error) {
-	exp, err := otlp.New(ctx, setup.OTLP(cfg.OTLP, version.Version))
+	exp, err := otlp.New(ctx, setup.OTLP(cfg.OTLP, cfg.Tracing, version.Version))
 	if err != nil {
 		return nil, err
 	}

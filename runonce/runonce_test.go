@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -262,6 +263,51 @@ profiles:
 	}
 	if n := otlptest.HistogramCount(got["gen_ai.client.operation.time_per_output_chunk"]); n != 25*5 {
 		t.Fatalf("collector got %d chunk gaps, want 125", n)
+	}
+}
+
+// With a tracing block, a run's sampled requests are spans in the
+// collector whose trace ids are the records' and the traceparents'.
+func TestPushesSpans(t *testing.T) {
+	rc := otlptest.Start()
+	defer rc.Close()
+	cfg := writeConfig(t, fastSim+`
+otlp: {endpoint: "`+rc.URL+`", interval: 1h}
+tracing: {sample: 1}
+profiles:
+  - name: traced
+    load: {concurrency: 2, requests: 10}
+    workload: {output_tokens: {mean: 4}}
+`)
+	dir := t.TempDir()
+	if code, out, errOut := runCLI(t, Options{ConfigFile: cfg, ArtifactsDir: dir}); code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	spans := map[string]string{}
+	for _, s := range rc.Spans() {
+		spans[hex.EncodeToString(s.TraceId)] = hex.EncodeToString(s.SpanId)
+	}
+	recs, _ := filepath.Glob(filepath.Join(dir, "*", "*", "records.jsonl"))
+	if len(recs) != 1 {
+		t.Fatalf("records %v", recs)
+	}
+	b, _ := os.ReadFile(recs[0])
+	n := 0
+	for line := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
+		var rec struct {
+			TraceID string `json:"trace_id"`
+			SpanID  string `json:"span_id"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.TraceID == "" || spans[rec.TraceID] != rec.SpanID {
+			t.Errorf("record with trace %q span %q: the collector has span %q for it", rec.TraceID, rec.SpanID, spans[rec.TraceID])
+		}
+		n++
+	}
+	if n != 10 || len(spans) != 11 { // ten requests and their run
+		t.Fatalf("%d records, %d traces in the collector; want 10 and 11", n, len(spans))
 	}
 }
 

@@ -40,9 +40,10 @@ type Targets struct {
 // Open opens every endpoint of cfg, each redacting secrets from what its
 // server sends. On error, whatever was opened is closed.
 func Open(cfg *config.Config, secrets *redact.Set) (*Targets, error) {
+	sample := TraceSample(cfg)
 	s := &Targets{byName: map[string]*Target{}}
 	for _, e := range cfg.Endpoints {
-		t, err := OpenEndpoint(e, secrets)
+		t, err := OpenEndpoint(e, secrets, sample)
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("endpoint %q: %w", e.Name, err)
@@ -53,9 +54,11 @@ func Open(cfg *config.Config, secrets *redact.Set) (*Targets, error) {
 }
 
 // OpenEndpoint opens one endpoint: its client, and its simulator if it
-// has one. Its client takes secrets out of whatever the server sends.
-func OpenEndpoint(e *config.Endpoint, secrets *redact.Set) (*Target, error) {
-	opts := client.Options{ConnectTimeout: e.ConnectTimeout.D(), NetHTTP: e.HTTPClient == config.HTTPClientNetHTTP, Secrets: secrets}
+// has one. Its client takes secrets out of whatever the server sends,
+// and marks a traceSample share of its requests' traceparents sampled.
+func OpenEndpoint(e *config.Endpoint, secrets *redact.Set, traceSample float64) (*Target, error) {
+	opts := client.Options{ConnectTimeout: e.ConnectTimeout.D(), NetHTTP: e.HTTPClient == config.HTTPClientNetHTTP, Secrets: secrets,
+		TraceSample: traceSample}
 	if e.TLS != nil {
 		c, err := e.TLS.Config()
 		if err != nil {

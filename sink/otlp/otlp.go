@@ -6,6 +6,7 @@ package otlp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -46,6 +47,9 @@ type Config struct {
 	// Instance names this probe (service.instance.id); default: hostname.
 	Instance string
 	Version  string
+	// Traces exports a span per sampled request (result.Trace.Sampled)
+	// and per run, to the same collector.
+	Traces bool
 }
 
 // Enabled reports whether OTLP export is asked for by the environment.
@@ -87,6 +91,7 @@ func LogErrors(log *slog.Logger) {
 // Exporter is a probe.Sink that records into an OpenTelemetry meter.
 type Exporter struct {
 	provider *sdkmetric.MeterProvider
+	tracer   *tracer // nil without Config.Traces
 
 	duration, ttfc, tpoc, lag metric.Float64Histogram
 	tokenUsage                metric.Int64Histogram
@@ -125,6 +130,8 @@ type series struct {
 	// at its first verdict under the exporter's lock.
 	checks map[string]*[2]metric.MeasurementOption
 	set    func(...attribute.KeyValue) metric.MeasurementOption
+	// attrs are base's attributes, for a request's span.
+	attrs []attribute.KeyValue
 }
 
 // New starts a meter provider that pushes with cfg.
@@ -167,6 +174,12 @@ func New(ctx context.Context, cfg Config) (*Exporter, error) {
 	if err != nil {
 		_ = provider.Shutdown(ctx)
 		return nil, err
+	}
+	if cfg.Traces {
+		if e.tracer, err = newTracer(ctx, cfg, res); err != nil {
+			_ = provider.Shutdown(ctx)
+			return nil, err
+		}
 	}
 	return e, nil
 }
@@ -268,6 +281,9 @@ func newInstruments(p *sdkmetric.MeterProvider) (*Exporter, error) {
 
 // RunStarted makes a run's in-flight requests observable.
 func (e *Exporter) RunStarted(run *probe.Run) {
+	if e.tracer != nil {
+		e.tracer.runStarted(run)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.live[run] = struct{}{}
@@ -276,6 +292,9 @@ func (e *Exporter) RunStarted(run *probe.Run) {
 // RunFinished stops observing a run and keeps where its TTFT went (or
 // forgets the last run's, when this one has no breakdown).
 func (e *Exporter) RunFinished(run *probe.Run, f probe.Finished) {
+	if e.tracer != nil {
+		e.tracer.runFinished(run, f)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.live, run)
@@ -313,6 +332,9 @@ func (e *Exporter) RunFinished(run *probe.Run, f probe.Finished) {
 func (e *Exporter) Observe(r *result.Request, v slo.Verdict) {
 	s := e.get(r)
 	ctx := context.Background()
+	if e.tracer != nil {
+		e.tracer.observe(r, v, s.attrs, operation(r.API))
+	}
 	if r.Outcome == result.Error {
 		e.requests.Add(ctx, 1, s.byReason[r.Reason])
 	} else {
@@ -389,6 +411,7 @@ func (e *Exporter) get(r *result.Request) *series {
 		return metric.WithAttributeSet(attribute.NewSet(append(append([]attribute.KeyValue{}, base...), extra...)...))
 	}
 	s := &series{
+		attrs:    base,
 		base:     set(),
 		input:    set(semconv.GenAITokenTypeInput),
 		output:   set(semconv.GenAITokenTypeOutput),
@@ -451,8 +474,18 @@ func (e *Exporter) Shutdown(ctx context.Context) error {
 	if e.reg != nil {
 		_ = e.reg.Unregister()
 	}
-	return e.provider.Shutdown(ctx)
+	var terr error
+	if e.tracer != nil {
+		terr = e.tracer.provider.Shutdown(ctx)
+	}
+	return errors.Join(e.provider.Shutdown(ctx), terr)
 }
 
 // ForceFlush pushes now.
-func (e *Exporter) ForceFlush(ctx context.Context) error { return e.provider.ForceFlush(ctx) }
+func (e *Exporter) ForceFlush(ctx context.Context) error {
+	var terr error
+	if e.tracer != nil {
+		terr = e.tracer.provider.ForceFlush(ctx)
+	}
+	return errors.Join(e.provider.ForceFlush(ctx), terr)
+}

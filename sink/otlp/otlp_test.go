@@ -1,11 +1,14 @@
 package otlp
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"testing"
 	"time"
 
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/tokenprobe/tokenprobe/catalog"
 	"github.com/tokenprobe/tokenprobe/probe"
@@ -182,5 +185,69 @@ func TestOperationAndProviderFollowTheAPI(t *testing.T) {
 	}
 	if seen != len(want) {
 		t.Fatalf("%d series, want %d", seen, len(want))
+	}
+}
+
+// A sampled request's span carries the ids its traceparent carried (the
+// server's span is its child), its timing from the request's own stamps,
+// the GenAI attributes and an event at the first token, and links to its
+// run's span; an unsampled request has none.
+func TestSpansOfSampledRequests(t *testing.T) {
+	rc := otlptest.Start()
+	defer rc.Close()
+	e, err := New(context.Background(), Config{Endpoint: rc.URL, Interval: time.Hour, Traces: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := &probe.Run{Profile: "chat", Endpoint: &client.Endpoint{Name: "vllm"}}
+	e.RunStarted(run)
+	t0 := time.Now()
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	ok := result.Request{Profile: "chat", Endpoint: "vllm", Model: "llama", API: "chat", URL: "http://vllm:8000/v1", Outcome: result.Success,
+		Streaming: true, ContentChunks: 3, OutputTokens: 3, InputTokens: 50, HTTPStatus: 200, ServedModel: "llama", FinishReason: "stop",
+		Start: t0, End: t0.Add(ms(300)), TTFT: ms(120), E2E: ms(300), Gaps: []time.Duration{ms(90), ms(90)}, Trace: result.NewTrace(1)}
+	unsampled := ok
+	unsampled.Trace = result.NewTrace(0)
+	failed := ok
+	failed.Trace, failed.Outcome, failed.Reason, failed.Err, failed.HTTPStatus = result.NewTrace(1), result.Error, result.ReasonHTTP5xx, "HTTP 503", 503
+	for _, r := range []*result.Request{&ok, &unsampled, &failed} {
+		e.Observe(r, slo.Verdict{})
+	}
+	e.RunFinished(run, probe.Finished{Verdict: probe.Passed})
+	if err := e.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	spans := map[string]*tracepb.Span{}
+	var runSpan *tracepb.Span
+	for _, s := range rc.Spans() {
+		if s.Name == "tokenprobe run chat" {
+			runSpan = s
+			continue
+		}
+		spans[hex.EncodeToString(s.TraceId)] = s
+	}
+	if runSpan == nil || len(spans) != 2 || spans[unsampled.Trace.TraceIDString()] != nil {
+		t.Fatalf("run span %v, request spans %d (want 2: the unsampled one has none)", runSpan != nil, len(spans))
+	}
+	s := spans[ok.Trace.TraceIDString()]
+	a := otlptest.Attrs(s.Attributes)
+	switch {
+	case s == nil:
+		t.Fatal("no span for the sampled request")
+	case hex.EncodeToString(s.SpanId) != ok.Trace.SpanIDString() || s.Name != "chat llama" || s.Kind != tracepb.Span_SPAN_KIND_CLIENT:
+		t.Errorf("span %s %q kind %v, want span id %s named chat llama, client", hex.EncodeToString(s.SpanId), s.Name, s.Kind, ok.Trace.SpanIDString())
+	case time.Duration(s.EndTimeUnixNano-s.StartTimeUnixNano) != ms(300) || s.StartTimeUnixNano != uint64(t0.UnixNano()):
+		t.Errorf("span from %d to %d, want the request's start and 300 ms", s.StartTimeUnixNano, s.EndTimeUnixNano)
+	case a["gen_ai.operation.name"] != "chat" || a["gen_ai.request.model"] != "llama" || a["gen_ai.usage.input_tokens"] != "50" ||
+		a["server.address"] != "vllm" || a["http.response.status_code"] != "200" || a["tokenprobe.profile"] != "chat":
+		t.Errorf("attributes %v", a)
+	case len(s.Events) != 1 || s.Events[0].Name != "first_token" || time.Duration(s.Events[0].TimeUnixNano-s.StartTimeUnixNano) != ms(120):
+		t.Errorf("events %v, want first_token at 120 ms", s.Events)
+	case len(s.Links) != 1 || !bytes.Equal(s.Links[0].SpanId, runSpan.SpanId):
+		t.Errorf("links %v, want the run's span", s.Links)
+	}
+	f := spans[failed.Trace.TraceIDString()]
+	if f == nil || f.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || otlptest.Attrs(f.Attributes)["error.type"] != "http_5xx" {
+		t.Errorf("failed request's span %v", f)
 	}
 }

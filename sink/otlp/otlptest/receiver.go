@@ -1,5 +1,5 @@
-// Package otlptest is an OTLP/HTTP metrics receiver for tests: it decodes
-// what it is sent and keeps it.
+// Package otlptest is an OTLP/HTTP metrics and traces receiver for
+// tests: it decodes what it is sent and keeps it.
 package otlptest
 
 import (
@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/protobuf/proto"
@@ -20,6 +22,7 @@ type Receiver struct {
 	*httptest.Server
 	mu       sync.Mutex
 	requests []*colmetricpb.ExportMetricsServiceRequest
+	spans    []*tracepb.Span
 }
 
 // Start starts a receiver; Close stops it.
@@ -30,6 +33,25 @@ func Start() *Receiver {
 }
 
 func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/v1/traces" && r.Header.Get("Content-Type") == "application/x-protobuf" {
+		body, _ := io.ReadAll(r.Body)
+		var req coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(body, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		rc.mu.Lock()
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				rc.spans = append(rc.spans, ss.Spans...)
+			}
+		}
+		rc.mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+		_, _ = w.Write(out)
+		return
+	}
 	if r.URL.Path != "/v1/metrics" || r.Header.Get("Content-Type") != "application/x-protobuf" {
 		http.Error(w, "unexpected "+r.URL.Path+" "+r.Header.Get("Content-Type"), http.StatusBadRequest)
 		return
@@ -66,6 +88,13 @@ func (rc *Receiver) Last() (map[string]*metricpb.Metric, map[string]string) {
 		}
 	}
 	return out, Attrs(req.ResourceMetrics[0].Resource.Attributes)
+}
+
+// Spans returns every span received.
+func (rc *Receiver) Spans() []*tracepb.Span {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]*tracepb.Span(nil), rc.spans...)
 }
 
 // Attrs flattens attributes to strings.

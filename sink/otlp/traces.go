@@ -1,0 +1,230 @@
+package otlp
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/tokenprobe/tokenprobe/probe"
+	"github.com/tokenprobe/tokenprobe/probe/openai"
+	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/probe/slo"
+)
+
+// tracer exports a span per sampled request, with the ids its
+// traceparent carried, so that the server's span (a child of it) and
+// the probe's join in one trace; and a span per run, which its
+// requests' spans link to (each request has a trace of its own).
+type tracer struct {
+	provider *sdktrace.TracerProvider
+	t        trace.Tracer
+
+	mu   sync.Mutex
+	runs map[*probe.Run]trace.Span
+}
+
+// presetIDs is a context key: the ids the next span must take.
+type presetIDs struct{}
+
+// idGenerator gives a span the ids preset in its context (the request's
+// traceparent), and random ones otherwise.
+type idGenerator struct{ random sdktrace.IDGenerator }
+
+func (g idGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
+	if t, ok := ctx.Value(presetIDs{}).(*result.Trace); ok {
+		return t.TraceID, t.SpanID
+	}
+	return g.random.NewIDs(ctx)
+}
+
+func (g idGenerator) NewSpanID(ctx context.Context, id trace.TraceID) trace.SpanID {
+	if t, ok := ctx.Value(presetIDs{}).(*result.Trace); ok {
+		return t.SpanID
+	}
+	return g.random.NewSpanID(ctx, id)
+}
+
+// randomIDs draws fresh ids as requests draw theirs (the SDK does not
+// export its own generator).
+type randomIDs struct{}
+
+func (randomIDs) NewIDs(context.Context) (trace.TraceID, trace.SpanID) {
+	t := result.NewTrace(1)
+	return t.TraceID, t.SpanID
+}
+
+func (randomIDs) NewSpanID(context.Context, trace.TraceID) trace.SpanID {
+	t := result.NewTrace(1)
+	return t.SpanID
+}
+
+func newTracer(ctx context.Context, cfg Config, res *resource.Resource) (*tracer, error) {
+	exp, err := newSpanExporter(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	// Blocking: the sink's queue in front of the exporter is the bound,
+	// and it counts what it drops (tokenprobe_dropped_total).
+	p := sdktrace.NewTracerProvider(
+		sdktrace.WithResource(res),
+		sdktrace.WithSampler(sdktrace.AlwaysSample()), // spans are made only for sampled requests
+		sdktrace.WithIDGenerator(idGenerator{random: randomIDs{}}),
+		sdktrace.WithBatcher(exp, sdktrace.WithBlocking(), sdktrace.WithBatchTimeout(time.Second)),
+	)
+	return &tracer{provider: p, t: p.Tracer("github.com/tokenprobe/tokenprobe"), runs: map[*probe.Run]trace.Span{}}, nil
+}
+
+func newSpanExporter(ctx context.Context, cfg Config) (sdktrace.SpanExporter, error) {
+	switch cfg.Protocol {
+	case "", "http", "http/protobuf":
+		var opts []otlptracehttp.Option
+		if cfg.Endpoint != "" {
+			if u, err := url.Parse(cfg.Endpoint); err == nil && u.Scheme != "" {
+				if u.Path == "" || u.Path == "/" {
+					u.Path = "/v1/traces"
+				}
+				opts = append(opts, otlptracehttp.WithEndpointURL(u.String()))
+			} else {
+				opts = append(opts, otlptracehttp.WithEndpoint(cfg.Endpoint))
+			}
+		}
+		if cfg.Insecure {
+			opts = append(opts, otlptracehttp.WithInsecure())
+		}
+		if len(cfg.Headers) > 0 {
+			opts = append(opts, otlptracehttp.WithHeaders(cfg.Headers))
+		}
+		if cfg.Timeout > 0 {
+			opts = append(opts, otlptracehttp.WithTimeout(cfg.Timeout))
+		}
+		return otlptracehttp.New(ctx, opts...)
+	case "grpc":
+		var opts []otlptracegrpc.Option
+		if cfg.Endpoint != "" {
+			opts = append(opts, otlptracegrpc.WithEndpoint(cfg.Endpoint))
+		}
+		if cfg.Insecure {
+			opts = append(opts, otlptracegrpc.WithInsecure())
+		}
+		if len(cfg.Headers) > 0 {
+			opts = append(opts, otlptracegrpc.WithHeaders(cfg.Headers))
+		}
+		if cfg.Timeout > 0 {
+			opts = append(opts, otlptracegrpc.WithTimeout(cfg.Timeout))
+		}
+		return otlptracegrpc.New(ctx, opts...)
+	}
+	return nil, fmt.Errorf("unknown OTLP protocol %q (http or grpc)", cfg.Protocol)
+}
+
+func (t *tracer) runStarted(run *probe.Run) {
+	_, span := t.t.Start(context.Background(), "tokenprobe run "+run.Profile, trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(attribute.String("tokenprobe.profile", run.Profile), attribute.String("tokenprobe.endpoint", run.Endpoint.Name)))
+	t.mu.Lock()
+	t.runs[run] = span
+	t.mu.Unlock()
+}
+
+func (t *tracer) runFinished(run *probe.Run, f probe.Finished) {
+	t.mu.Lock()
+	span := t.runs[run]
+	delete(t.runs, run)
+	t.mu.Unlock()
+	if span == nil {
+		return
+	}
+	span.SetAttributes(attribute.String("tokenprobe.verdict", string(f.Verdict)))
+	if f.Verdict == probe.Errored {
+		span.SetStatus(codes.Error, "run error")
+	}
+	span.End()
+}
+
+// runOf is the span of the run r belongs to, to link to, or nil.
+func (t *tracer) runOf(r *result.Request) trace.Span {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for run, span := range t.runs {
+		if run.Profile == r.Profile && run.Endpoint.Name == r.Endpoint {
+			return span
+		}
+	}
+	return nil
+}
+
+// observe exports r's span, after the request: nothing of it is on the
+// request's clock. Names and attributes follow the GenAI conventions for
+// a client inference span.
+func (t *tracer) observe(r *result.Request, v slo.Verdict, base []attribute.KeyValue, op string) {
+	if !r.Trace.Sampled || !r.Trace.Valid() || r.Start.IsZero() {
+		return
+	}
+	end := r.End
+	if end.IsZero() || end.Before(r.Start) {
+		end = r.Start.Add(r.E2E)
+	}
+	attrs := append(append([]attribute.KeyValue{}, base...),
+		attribute.String("tokenprobe.outcome", r.Outcome.String()), attribute.Bool("tokenprobe.good", v.Good),
+		semconv.GenAIUsageInputTokens(r.InputTokens), semconv.GenAIUsageOutputTokens(r.OutputTokens))
+	if r.ServedModel != "" {
+		attrs = append(attrs, semconv.GenAIResponseModel(r.ServedModel))
+	}
+	if r.FinishReason != "" {
+		attrs = append(attrs, semconv.GenAIResponseFinishReasons(r.FinishReason))
+	}
+	if r.HTTPStatus != 0 {
+		attrs = append(attrs, semconv.HTTPResponseStatusCode(r.HTTPStatus))
+	}
+	if r.HasTTFT() {
+		attrs = append(attrs, attribute.Float64("tokenprobe.ttft", r.TTFT.Seconds()))
+	}
+	if itl, ok := r.ITL(); ok {
+		attrs = append(attrs, attribute.Float64("tokenprobe.itl", itl.Seconds()))
+	}
+	if r.FirstByte > 0 {
+		attrs = append(attrs, attribute.Float64("tokenprobe.first_byte", r.FirstByte.Seconds()))
+	}
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(r.Start), trace.WithAttributes(attrs...)}
+	if run := t.runOf(r); run != nil {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: run.SpanContext()}))
+	}
+	ctx := context.WithValue(context.Background(), presetIDs{}, &r.Trace)
+	_, span := t.t.Start(ctx, op+" "+r.Model, opts...)
+	if r.HasTTFT() {
+		span.AddEvent("first_token", trace.WithTimestamp(r.Start.Add(r.TTFT)))
+	}
+	if r.HasTTFO {
+		span.AddEvent("first_output_token", trace.WithTimestamp(r.Start.Add(r.TTFO)))
+	}
+	if r.Outcome == result.Error || r.Outcome == result.WrongAnswer {
+		why := r.Reason.String()
+		if r.Outcome == result.WrongAnswer {
+			why = "wrong_answer"
+		}
+		span.SetAttributes(semconv.ErrorTypeKey.String(why))
+		span.SetStatus(codes.Error, r.Err)
+	}
+	span.End(trace.WithTimestamp(end))
+}
+
+// operation is the GenAI operation an API's request is.
+func operation(api string) string {
+	switch openai.API(api) {
+	case openai.Completions:
+		return "text_completion"
+	case openai.Embeddings:
+		return "embeddings"
+	}
+	return "chat"
+}
