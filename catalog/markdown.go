@@ -52,9 +52,11 @@ ITL at p50, p95 and p99 at every load level; the round layouts before (22 and 19
 off by up to +74% and +85% (TTFT p95 at concurrency 32: 4.8 s against 2.85 s; ITL p95 19.5 ms
 against 10.8 ms). The other histograms keep round layouts. The cliff alert compares TTFT p95 with
 4x its own floor, so an error shared by both cancels but one that differs does not. SLO
-attainment and goodput come from counters, exact under every setting. TTFT and request
-duration observations carry a ` + "`request_id`" + ` exemplar (OpenMetrics) at most once a second per
-series, matching the ` + "`id`" + ` of ` + "`records.jsonl`" + `: in ` + "`tokenprobe run`" + `'s artifacts, and in the daemon's with
+attainment and goodput come from counters, exact under every setting. TTFT, ITL and request
+duration observations carry an exemplar (OpenMetrics and native histograms) at most once a second
+per series: ` + "`trace_id`" + ` and ` + "`span_id`" + `, the request's traceparent (a trace backend has its span
+and the server's child span when ` + "`tracing`" + ` is on), and ` + "`request_id`" + `, matching the ` + "`id`" + ` of
+` + "`records.jsonl`" + `: in ` + "`tokenprobe run`" + `'s artifacts, and in the daemon's with
 ` + "`serve --artifacts-dir`" + `, where request n of run r has the id r x 10^9 + n.
 
 | metric | type | unit | labels | meaning |

@@ -54,7 +54,16 @@ func percentiles(metric, by string) []cog.Builder[variants.Dataquery] {
 	labels := strings.TrimPrefix(by, ", ")
 	var out []cog.Builder[variants.Dataquery]
 	for _, p := range []float64{0.5, 0.95, 0.99} {
-		out = append(out, q(catalog.Quantile(p, metric, labels, sel, "$__rate_interval"), fmt.Sprintf("p%g {{%s}}", p*100, labels)))
+		query := prometheus.NewDataqueryBuilder().Expr(catalog.Quantile(p, metric, labels, sel, "$__rate_interval")).
+			LegendFormat(fmt.Sprintf("p%g {{%s}}", p*100, labels)).Range()
+		if p == 0.95 {
+			// The histogram's exemplars (trace_id, span_id, request_id)
+			// drawn once, as points: Grafana links each to its trace in
+			// the data source that the Prometheus data source names for
+			// trace_id (docs/CONFIGURATION.md#tracing).
+			query = query.Exemplar(true)
+		}
+		out = append(out, query)
 	}
 	return out
 }
@@ -80,6 +89,9 @@ func heat(title, desc, metric string) *heatmap.PanelBuilder {
 
 func variables(b *dashboard.DashboardBuilder) {
 	b.WithVariable(dashboard.NewDatasourceVariableBuilder("datasource").Label("Prometheus").Type("prometheus"))
+	// The trace backend that the exemplars' trace_id opens (Jaeger, or
+	// Tempo): the Prometheus data source's exemplar link names it.
+	b.WithVariable(dashboard.NewDatasourceVariableBuilder("traces").Label("Traces").Type("jaeger"))
 	for _, name := range []string{"profile", "endpoint", "model"} {
 		b.WithVariable(dashboard.NewQueryVariableBuilder(name).Label(name).Datasource(ds).
 			Query(dashboard.StringOrMap{String: cog.ToPtr(fmt.Sprintf("label_values(tokenprobe_requests_total, %s)", name))}).

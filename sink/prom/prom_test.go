@@ -221,14 +221,15 @@ func TestProtobufScrapeHasNativeHistograms(t *testing.T) {
 		}
 		for _, m := range mf.Metric {
 			h := m.GetHistogram()
-			// Native: a schema and spans; classic buckets are there too.
-			if h.Schema != nil && len(h.PositiveSpan) > 0 && len(h.Bucket) > 0 {
+			// Native: a schema and spans, with the trace exemplars the
+			// native exposition carries; classic buckets are there too.
+			if h.Schema != nil && len(h.PositiveSpan) > 0 && len(h.Bucket) > 0 && len(h.Exemplars) > 0 {
 				found = true
 			}
 		}
 	}
 	if !found {
-		t.Fatalf("no native TTFT histogram in the protobuf scrape (format %s)", format)
+		t.Fatalf("no native TTFT histogram with exemplars in the protobuf scrape (format %s)", format)
 	}
 }
 
