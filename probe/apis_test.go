@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/tokenprobe/tokenprobe/internal/timingtest"
 	"github.com/tokenprobe/tokenprobe/probe/check"
@@ -185,5 +187,51 @@ func TestReasoningIsTimedApartInEveryAPI(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The simulator joins the probe's traces as vLLM does: each request's
+// server span is a child of the span its traceparent named, in the same
+// trace, its queue time the one the simulator's queue histogram
+// observed, summed over the run to within a millisecond.
+func TestServerSpansAreChildrenOfTheProbes(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	s, err := sim.Start("127.0.0.1:0", sim.Config{Model: "m", Slots: 1, PrefillBase: 5 * time.Millisecond, DecodeBase: time.Millisecond, Seed: 5,
+		Tracer: tp.Tracer("sim")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var mu sync.Mutex
+	var got []*result.Request
+	run := &Run{Profile: "p", Plan: Plan{Stages: []Stage{{Concurrency: 3, Requests: 9}}}, // three at a time on one slot: a queue
+		Workload: workload.NewSynthetic(workload.Lengths{Mean: 8}, workload.Lengths{Mean: 4}, true, 1),
+		Endpoint: &client.Endpoint{Name: "e", BaseURL: s.URL(), API: openai.Chat, Model: "m", Timeout: 5 * time.Second},
+		Client:   client.New(client.Options{TraceSample: 1}),
+		Sinks:    []Sink{sinkFunc(func(r *result.Request) { mu.Lock(); got = append(got, r); mu.Unlock() })}}
+	if _, err := run.Execute(context.Background()); err != nil || len(got) != 9 {
+		t.Fatalf("%v, %d results", err, len(got))
+	}
+	byParent := map[string]sdktrace.ReadOnlySpan{}
+	for _, sp := range spans.GetSpans().Snapshots() {
+		byParent[sp.Parent().SpanID().String()] = sp
+	}
+	var queued time.Duration
+	for _, r := range got {
+		sp := byParent[r.Trace.SpanIDString()]
+		if sp == nil || sp.Name() != "llm_request" || sp.SpanContext().TraceID().String() != r.Trace.TraceIDString() || !sp.Parent().IsRemote() {
+			t.Fatalf("request %s/%s: server span %v", r.Trace.TraceIDString(), r.Trace.SpanIDString(), sp)
+		}
+		for _, a := range sp.Attributes() {
+			if a.Key == "gen_ai.latency.time_in_queue" {
+				queued += time.Duration(a.Value.AsFloat64() * float64(time.Second))
+			}
+		}
+	}
+	total, n := s.Handler.QueueTime()
+	if d := queued - total; n != 9 || d < -time.Millisecond || d > time.Millisecond || total <= 0 {
+		t.Fatalf("spans' queue time %v, the simulator's %v over %d requests", queued, total, n)
 	}
 }

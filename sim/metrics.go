@@ -184,6 +184,8 @@ type lifecycle struct {
 	lastToken                      time.Time
 	inTokens, outTokens            int
 	done                           bool
+	// span, when set, exports the request's server span at its end.
+	span func(l *lifecycle, end time.Time)
 }
 
 func (m *serverMetrics) arrive() *lifecycle { return &lifecycle{m: m, arrived: time.Now()} }
@@ -234,6 +236,9 @@ func (l *lifecycle) finish(ok bool) {
 		return
 	}
 	now := time.Now()
+	if l.span != nil {
+		l.span(l, now)
+	}
 	l.m.decode.Observe(now.Sub(l.firstToken).Seconds())
 	l.m.inference.Observe(now.Sub(l.scheduled).Seconds())
 	l.m.e2e.Observe(now.Sub(l.arrived).Seconds())

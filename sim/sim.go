@@ -22,6 +22,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config is the simulated server's model.
@@ -56,6 +58,9 @@ type Config struct {
 	// Messages answer, in each API's reasoning shape, for a reasoning
 	// model's TTFT and time to first output token.
 	ReasoningTokens int
+	// Tracer, when set, exports a server span per request, a child of its
+	// traceparent, as vLLM's --otlp-traces-endpoint does.
+	Tracer trace.Tracer
 	// EmbeddingDimensions is the length of every vector /v1/embeddings
 	// answers with (default 384).
 	EmbeddingDimensions int
@@ -341,6 +346,10 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, api string) {
 	inTokens := req.promptTokens()
 	ctx := r.Context()
 	life := h.sm.arrive()
+	if h.cfg.Tracer != nil {
+		parent, id, model := traceContext(r), fmt.Sprintf("sim-%d", seq), req.Model
+		life.span = func(l *lifecycle, end time.Time) { l.serverSpan(parent, h.cfg.Tracer, id, model, end) }
+	}
 	waited, err := h.slots.acquire(ctx)
 	if err != nil {
 		return // the client went away while queued

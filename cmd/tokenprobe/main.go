@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/runonce"
 	"github.com/tokenprobe/tokenprobe/setup"
 	"github.com/tokenprobe/tokenprobe/sim"
+	"github.com/tokenprobe/tokenprobe/sink/otlp"
 )
 
 func main() {
@@ -280,6 +282,7 @@ func run(args []string) int {
 	simCmd.Flag("fault.wrong-model", "A model name to answer with, in place of the one asked for (with --fault.wrong-model-rate).").StringVar(&sc.Faults.WrongModel)
 	simCmd.Flag("fault.wrong-model-rate", "Probability of answering as --fault.wrong-model.").Default("0").Float64Var(&sc.Faults.WrongModelRate)
 	simCmd.Flag("reasoning-tokens", "Reasoning tokens before every streamed chat, Responses and Messages answer, in each API's shape (a reasoning model).").Default("0").IntVar(&sc.ReasoningTokens)
+	simTraces := simCmd.Flag("otlp-traces-endpoint", "An OTLP/HTTP collector URL (or host:port) to export a server span per request to, a child of its traceparent, named and attributed as vLLM's --otlp-traces-endpoint exports them.").PlaceHolder("URL").String()
 	simAnswers := simCmd.Flag("answers", "A JSONL file of known answers, {\"match\": RE2, \"answer\": text} a line: a prompt that matches is answered with its text (a known-answer dataset's checks pass; faults make them fail).").PlaceHolder("FILE").String()
 	simCmd.Flag("metrics.lazy", "Create each vLLM series at its first observation, as servers on Python's prometheus_client do.").BoolVar(&sc.Metrics.Lazy)
 	simCmd.Flag("metrics.queue-only-waited", "Observe the queue time only of requests that waited for a slot.").BoolVar(&sc.Metrics.QueueOnlyWaited)
@@ -351,6 +354,15 @@ func run(args []string) int {
 				fmt.Fprintf(os.Stderr, "tokenprobe sim: --answers: %v\n", err)
 				return runonce.ExitConfig
 			}
+		}
+		if *simTraces != "" {
+			tp, err := otlp.TracerProvider(ctx, otlp.Config{Endpoint: *simTraces, Insecure: !strings.HasPrefix(*simTraces, "https://")}, "tokenprobe-sim")
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "tokenprobe sim: --otlp-traces-endpoint: %v\n", err)
+				return runonce.ExitConfig
+			}
+			defer func() { _ = tp.Shutdown(context.Background()) }()
+			sc.Tracer = tp.Tracer("github.com/tokenprobe/tokenprobe/sim")
 		}
 		s, err := sim.Start(*simListen, sc)
 		if err != nil {

@@ -228,3 +228,17 @@ func operation(api string) string {
 	}
 	return "chat"
 }
+
+// TracerProvider is a provider exporting to cfg's collector for another
+// service than the probe's: the standalone simulator's server spans.
+func TracerProvider(ctx context.Context, cfg Config, service string) (*sdktrace.TracerProvider, error) {
+	exp, err := newSpanExporter(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	res, err := resource.New(ctx, resource.WithSchemaURL(semconv.SchemaURL), resource.WithAttributes(semconv.ServiceName(service)))
+	if err != nil {
+		return nil, err
+	}
+	return sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithBatcher(exp)), nil
+}
