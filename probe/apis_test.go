@@ -38,6 +38,18 @@ func TestEveryAPIAgainstTheSimulator(t *testing.T) {
 	tools := map[string]any{"tool_choice": "required", "tools": []any{map[string]any{"type": "function",
 		"function": map[string]any{"name": "get_weather", "parameters": weather}}}}
 	toolChecks := check.Set{Tools: map[string]*jsonschema.Schema{"get_weather": schema}, ToolCallRequired: true}
+	// As setup sends checks.json_schema: chat's shape, which the body
+	// puts in each API's.
+	// (The simulator answers JSON as {"answer": text}.)
+	answer := map[string]any{"type": "object", "required": []any{"answer"}, "properties": map[string]any{"answer": map[string]any{"type": "string"}}}
+	if err := compiler.AddResource("answer.json", answer); err != nil {
+		t.Fatal(err)
+	}
+	answerSchema, err := compiler.Compile("answer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonSchema := map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "t", "schema": answer}}}
 	for _, api := range openai.APIs {
 		if api == openai.Embeddings {
 			continue // TestEmbeddingsAgainstTheSimulator
@@ -54,6 +66,8 @@ func TestEveryAPIAgainstTheSimulator(t *testing.T) {
 					{"text", sim.Faults{}, check.Set{}, nil, false},
 					{"tool call", sim.Faults{}, toolChecks, tools, false},
 					{"broken tool call", sim.Faults{BadJSON: 1}, toolChecks, tools, true},
+					{"JSON of a schema", sim.Faults{}, check.Set{Schema: answerSchema}, jsonSchema, false},
+					{"JSON off its schema", sim.Faults{BadJSON: 1}, check.Set{Schema: answerSchema}, jsonSchema, true},
 				} {
 					if api == openai.Completions && c.extra != nil {
 						continue // completions has no tools

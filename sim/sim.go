@@ -228,9 +228,32 @@ type request struct {
 	ResponseFormat *struct {
 		Type string `json:"type"`
 	} `json:"response_format"`
+	// The same asked for in the Responses API (text.format) and, as vLLM
+	// reads it, the Messages API (output_config.format).
+	Text         *format `json:"text"`
+	OutputConfig *format `json:"output_config"`
 	// Tools offered are answered with a call (tools.go).
 	Tools      []tool          `json:"tools"`
 	ToolChoice json.RawMessage `json:"tool_choice"`
+}
+
+type format struct {
+	Format *struct {
+		Type string `json:"type"`
+	} `json:"format"`
+}
+
+// wantsJSON reports whether the request asks for a JSON answer, in any
+// API's words.
+func (r *request) wantsJSON() bool {
+	json := func(t string) bool { return t == "json_object" || t == "json_schema" }
+	switch {
+	case r.ResponseFormat != nil && json(r.ResponseFormat.Type):
+		return true
+	case r.Text != nil && r.Text.Format != nil && json(r.Text.Format.Type):
+		return true
+	}
+	return r.OutputConfig != nil && r.OutputConfig.Format != nil && json(r.OutputConfig.Format.Type)
 }
 
 type chatMessage struct {
@@ -368,7 +391,7 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, api string) {
 	}
 	id := fmt.Sprintf("sim-%d", seq)
 	answer := streamArgs{api: api, chat: chat, id: id, model: model, maxTokens: maxTokens, inTokens: inTokens, finish: "length",
-		json: req.ResponseFormat != nil && (req.ResponseFormat.Type == "json_object" || req.ResponseFormat.Type == "json_schema")}
+		json: req.wantsJSON()}
 	if words := req.known(h.cfg.Answers); words != nil {
 		answer.known = words
 		if len(words) <= maxTokens {

@@ -156,7 +156,7 @@ func Body(b RequestBody) ([]byte, error) {
 	if b.Stream && b.IncludeUsage && (b.API == Chat || b.API == Completions) {
 		out = append(out, `,"stream_options":{"include_usage":true}`...)
 	}
-	return appendExtra(out, toolsFor(b.API, b.Extra), "model", "messages", "prompt", "input", "max_tokens", "max_output_tokens", "stream", "stream_options")
+	return appendExtra(out, formatFor(b.API, toolsFor(b.API, b.Extra)), "model", "messages", "prompt", "input", "max_tokens", "max_output_tokens", "stream", "stream_options")
 }
 
 // appendExtra appends extra's fields, sorted by name, less those named
@@ -193,6 +193,33 @@ func (b *RequestBody) embeddings(out []byte) ([]byte, error) {
 	}
 	out = append(out, `],"encoding_format":"float"`...)
 	return appendExtra(out, b.Extra, "model", "input", "encoding_format")
+}
+
+// formatFor is extra with chat's response_format (what json and
+// json_schema checks send) in api's own shape: the Responses API's
+// text.format, and for the Messages API the output_config.format vLLM
+// reads.
+func formatFor(api API, extra map[string]any) map[string]any {
+	rf, ok := extra["response_format"].(map[string]any)
+	if !ok || api != Responses && api != Messages {
+		return extra
+	}
+	out := maps.Clone(extra)
+	delete(out, "response_format")
+	format := map[string]any{"type": rf["type"]}
+	if js, ok := rf["json_schema"].(map[string]any); ok {
+		if api == Responses {
+			format["name"], format["schema"] = js["name"], js["schema"]
+		} else {
+			format["json_schema"] = js["schema"]
+		}
+	}
+	if api == Responses {
+		out["text"] = map[string]any{"format": format}
+	} else {
+		out["output_config"] = map[string]any{"format": format}
+	}
+	return out
 }
 
 // toolsFor is extra with its chat-shaped tools and tool_choice (what

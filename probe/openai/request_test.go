@@ -111,3 +111,20 @@ func TestBodiesOfEveryAPI(t *testing.T) {
 		t.Errorf("a responses conversation: %s", got)
 	}
 }
+
+// Chat's response_format (what the JSON checks send) goes in each API's
+// own shape: the Responses API's text.format, vLLM's output_config for
+// the Messages API.
+func TestResponseFormatInEveryAPI(t *testing.T) {
+	extra := map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "n", "schema": map[string]any{"type": "object"}}}}
+	for api, want := range map[API]string{
+		Chat:      `"response_format":{"json_schema":{"name":"n","schema":{"type":"object"}},"type":"json_schema"}`,
+		Responses: `"text":{"format":{"name":"n","schema":{"type":"object"},"type":"json_schema"}}`,
+		Messages:  `"output_config":{"format":{"json_schema":{"type":"object"},"type":"json_schema"}}`,
+	} {
+		got, err := Body(RequestBody{API: api, Model: "m", Prompt: "x", Extra: extra})
+		if err != nil || !strings.Contains(string(got), want) || api != Chat && strings.Contains(string(got), "response_format") {
+			t.Errorf("%s: %s %v, want %s", api, got, err, want)
+		}
+	}
+}
