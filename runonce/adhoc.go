@@ -23,24 +23,27 @@ type AdHoc struct {
 	URL, Model, API string
 	Concurrency     int
 	Rate            float64
-	Arrival         string
-	Smoothness      float64
-	Requests        int
-	Duration        time.Duration
-	Warmup          int
-	InputTokens     string // MEAN[,STDDEV]
-	OutputTokens    string
-	Goodput         string // "ttft:500ms itl:50ms"
-	Objective       float64
-	Sweep           string // concurrency=1,2,4 or rate=1,2
-	Search          string // concurrency=1:64 or rate=0.5:20
-	Dataset, Trace  string
-	Batch           int // inputs per embeddings request
-	Speedup         float64
-	Tokenizer       string
-	Headers         []string // K=V
-	APIKeyEnv       string
-	ExtraBody       string // JSON object
+	// ConcurrencySet and RateSet say the flag was given, so that 0 is
+	// refused as the configuration refuses it instead of meaning unset.
+	ConcurrencySet, RateSet bool
+	Arrival                 string
+	Smoothness              float64
+	Requests                int
+	Duration                time.Duration
+	Warmup                  int
+	InputTokens             string // MEAN[,STDDEV]
+	OutputTokens            string
+	Goodput                 string // "ttft:500ms itl:50ms"
+	Objective               float64
+	Sweep                   string // concurrency=1,2,4 or rate=1,2
+	Search                  string // concurrency=1:64 or rate=0.5:20
+	Dataset, Trace          string
+	Batch                   int // inputs per embeddings request
+	Speedup                 float64
+	Tokenizer               string
+	Headers                 []string // K=V
+	APIKeyEnv               string
+	ExtraBody               string // JSON object
 	// ServerMetrics and ServerKind name the server's own metrics page.
 	ServerMetrics, ServerKind string
 	// Expect are RE2 expressions every answer must match; CheckModel is
@@ -168,6 +171,14 @@ func (a *AdHoc) parts() (ep, load, workload, slo map[string]any, err error) {
 		ep["server_metrics"] = sm
 	}
 
+	// A configuration's 0 leaves the load to its default; a flag's 0 is
+	// a mistake, refused as the README says.
+	switch {
+	case a.ConcurrencySet && a.Concurrency <= 0:
+		return nil, nil, nil, nil, fmt.Errorf("--concurrency: must be positive")
+	case a.RateSet && a.Rate <= 0:
+		return nil, nil, nil, nil, fmt.Errorf("--request-rate: must be positive")
+	}
 	load = map[string]any{}
 	set := func(k string, v any, ok bool) {
 		if ok {

@@ -387,6 +387,12 @@ func TestRunFlagErrorsNameTheFlag(t *testing.T) {
 	if code := run([]string{"run", "--url", "http://x/v1"}); code != runonce.ExitConfig {
 		t.Errorf("--url without --model: exit %d", code)
 	}
+	// 0 is refused as any other non-positive load, not taken as unset.
+	for _, flag := range []string{"--concurrency=0", "--request-rate=0"} {
+		if code := run([]string{"run", "--url", "http://127.0.0.1:1/v1", "--model", "m", flag, "--print-config"}); code != runonce.ExitConfig {
+			t.Errorf("%s: exit %d, want %d", flag, code, runonce.ExitConfig)
+		}
+	}
 }
 
 // Flags and -c combine: the flags change the selected profile's fields,
