@@ -172,11 +172,12 @@ func (a *AdHoc) parts() (ep, load, workload, slo map[string]any, err error) {
 	}
 
 	// A configuration's 0 leaves the load to its default; a flag's 0 is
-	// a mistake, refused as the README says.
+	// a mistake, refused as the README says (the configuration refuses
+	// the negative ones, with the other flags' errors).
 	switch {
-	case a.ConcurrencySet && a.Concurrency <= 0:
+	case a.ConcurrencySet && a.Concurrency == 0:
 		return nil, nil, nil, nil, fmt.Errorf("--concurrency: must be positive")
-	case a.RateSet && a.Rate <= 0:
+	case a.RateSet && a.Rate == 0:
 		return nil, nil, nil, nil, fmt.Errorf("--request-rate: must be positive")
 	}
 	load = map[string]any{}
