@@ -13,7 +13,14 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-type position struct{ line, col int }
+// position is where a field's value was written, and the value when it
+// is a scalar (to tell apart the fields of one line in flow style).
+type position struct {
+	line, col int
+	// vcol and value are the value's column and, for a scalar, text.
+	vcol  int
+	value string
+}
 
 // locator knows where each field path of a file was written, so that
 // validation, which works on decoded structs, can still point at a line.
@@ -39,7 +46,7 @@ func (l *locator) walk(n *yaml.Node, t reflect.Type, path string) {
 		n = n.Alias
 	}
 	if _, seen := l.pos[path]; !seen {
-		l.pos[path] = position{n.Line, n.Column}
+		l.pos[path] = position{line: n.Line, col: n.Column, vcol: n.Column, value: n.Value}
 	}
 	if reflect.PointerTo(t).Implements(unmarshalerType) {
 		return // a scalar type with its own decoding
@@ -63,7 +70,7 @@ func (l *locator) walk(n *yaml.Node, t reflect.Type, path string) {
 				l.errs = append(l.errs, &Error{File: l.file, Line: k.Line, Column: k.Column, Field: child, Msg: msg})
 				continue
 			}
-			l.pos[child] = position{k.Line, k.Column}
+			l.pos[child] = position{line: k.Line, col: k.Column, vcol: v.Column, value: v.Value}
 			l.walk(v, f.Type, child)
 		}
 	case reflect.Slice:
@@ -80,7 +87,7 @@ func (l *locator) walk(n *yaml.Node, t reflect.Type, path string) {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
 			child := join(path, k.Value)
-			l.pos[child] = position{k.Line, k.Column}
+			l.pos[child] = position{line: k.Line, col: k.Column, vcol: n.Content[i+1].Column, value: n.Content[i+1].Value}
 			l.walk(n.Content[i+1], t.Elem(), child)
 		}
 	}
@@ -191,7 +198,11 @@ func (l *locator) missing(path, format string, args ...any) {
 	l.warns = append(l.warns, &Error{File: l.file, Line: pos.line, Column: pos.col, Field: field, Msg: fmt.Sprintf(format, args...)})
 }
 
-var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+var (
+	yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+)(?: column (\d+))?: (.*)$`)
+	// yamlValue is the value a yaml.v3 type error quotes.
+	yamlValue = regexp.MustCompile("cannot unmarshal !!\\w+ `([^`]*)`")
+)
 
 // decodeError turns a yaml.v3 error into located Errors, naming the field
 // written on that line where there is one.
@@ -206,20 +217,39 @@ func (l *locator) decodeError(err error) {
 		e := &Error{File: l.file, Msg: strings.TrimPrefix(m, "yaml: ")}
 		if sm := yamlLine.FindStringSubmatch(m); sm != nil {
 			e.Line, _ = strconv.Atoi(sm[1])
-			e.Msg = sm[2]
-			e.Field, e.Column = l.fieldOnLine(e.Line)
+			col, _ := strconv.Atoi(sm[2])
+			e.Msg = sm[3]
+			value := ""
+			if vm := yamlValue.FindStringSubmatch(e.Msg); vm != nil {
+				value = vm[1]
+			}
+			e.Field, e.Column = l.fieldOnLine(e.Line, col, value)
 		}
 		l.errs = append(l.errs, e)
 	}
 }
 
-// fieldOnLine returns the deepest path written on a line.
-func (l *locator) fieldOnLine(line int) (string, int) {
-	best, col := "", 0
-	for p, pos := range l.pos {
-		if pos.line == line && (len(p) > len(best) || len(p) == len(best) && p < best) {
-			best, col = p, pos.col
+// fieldOnLine returns the field whose value was written at line and
+// column (a decoder of our own names both), else the one on the line
+// whose value is value (yaml.v3 quotes it), else the deepest path on the
+// line: in flow style (`slo: {ttft: 500ms, itl: fast}`) a line holds
+// several fields, and the first is not always the culprit.
+func (l *locator) fieldOnLine(line, col int, value string) (string, int) {
+	best, bestCol := "", 0
+	better := func(p string) bool { return len(p) > len(best) || len(p) == len(best) && p < best }
+	for _, exact := range []func(position) bool{
+		func(pos position) bool { return col > 0 && pos.vcol == col },
+		func(pos position) bool { return value != "" && pos.value == value },
+		func(position) bool { return true },
+	} {
+		for p, pos := range l.pos {
+			if pos.line == line && exact(pos) && better(p) {
+				best, bestCol = p, pos.col
+			}
+		}
+		if best != "" {
+			return best, bestCol
 		}
 	}
-	return best, col
+	return best, bestCol
 }

@@ -18,11 +18,11 @@ type Duration time.Duration
 
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!int" || n.Tag == "!!float" {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not a duration: give a unit, such as 500ms, 30s or 5m", n.Line, n.Value)}}
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d column %d: %q is not a duration: give a unit, such as 500ms, 30s or 5m", n.Line, n.Column, n.Value)}}
 	}
 	v, err := time.ParseDuration(n.Value)
 	if err != nil {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not a duration: give a unit, such as 500ms, 30s or 5m", n.Line, n.Value)}}
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d column %d: %q is not a duration: give a unit, such as 500ms, 30s or 5m", n.Line, n.Column, n.Value)}}
 	}
 	*d = Duration(v)
 	return nil
@@ -66,7 +66,7 @@ type HeaderValue struct {
 
 func (h *HeaderValue) UnmarshalYAML(n *yaml.Node) error {
 	fail := func(format string, args ...any) error {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: ", n.Line) + fmt.Sprintf(format, args...)}}
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d column %d: ", n.Line, n.Column) + fmt.Sprintf(format, args...)}}
 	}
 	switch n.Kind {
 	case yaml.ScalarNode:
