@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -166,6 +167,7 @@ func applySchedSlice(logger *slog.Logger, d time.Duration) bool {
 
 func run(args []string) int {
 	app := kingpin.New("tokenprobe", "Synthetic monitoring and load testing of LLM inference endpoints: TTFT, ITL, goodput and SLO attainment.")
+	stampVersion()
 	app.Version(version.Print("tokenprobe"))
 	app.HelpFlag.Short('h')
 	groupedUsage(app)
@@ -343,7 +345,7 @@ func run(args []string) int {
 		for _, w := range warnings {
 			fmt.Fprintf(os.Stderr, "warning: %v (serve and run refuse this)\n", w)
 		}
-		fmt.Printf("%s: valid (%d endpoints, %d profiles)\n", *checkConfig, len(cfg.Endpoints), len(cfg.Profiles))
+		fmt.Printf("%s: valid (%s, %s)\n", *checkConfig, count(len(cfg.Endpoints), "endpoint"), count(len(cfg.Profiles), "profile"))
 		return 0
 	case cmpCmd.FullCommand():
 		return compare.Main(os.Stdout, *cmpBase, *cmpNew, *cmpFailOn, *cmpHTML, compare.Options{Resamples: *cmpResamples})
@@ -377,4 +379,34 @@ func run(args []string) int {
 		return runonce.ExitOK
 	}
 	return runonce.ExitConfig
+}
+
+// count is "1 endpoint", "2 endpoints".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// stampVersion fills what `make build`'s -ldflags would, from the build
+// information Go records, for a binary built by go build, go install or
+// go run: the module's version, else the VCS revision and its time.
+func stampVersion() {
+	info, ok := debug.ReadBuildInfo()
+	if !ok || version.Version != "" {
+		return
+	}
+	version.Version = strings.TrimPrefix(info.Main.Version, "v")
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			version.Revision = s.Value
+		case "vcs.time":
+			version.BuildDate = s.Value
+		}
+	}
+	if version.Version == "" || version.Version == "(devel)" {
+		version.Version = "devel"
+	}
 }
