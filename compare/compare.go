@@ -13,7 +13,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 	"github.com/tokenprobe/tokenprobe/rundir"
@@ -63,6 +66,63 @@ func Load(dir string) ([]*Run, error) {
 		return nil, fmt.Errorf("%s: no run's artifacts (records.jsonl and summary.json) here or in its folders", dir)
 	}
 	return runs, nil
+}
+
+// Find resolves what a user passes: a run's folder or a `tokenprobe run`
+// folder of several is itself; an --artifacts-dir holding invocations'
+// folders (one per `tokenprobe run`, named by time) is its newest, with a
+// note saying which when there was a choice.
+func Find(dir string) (resolved, note string, err error) {
+	if _, err := Load(dir); err == nil {
+		return dir, "", nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", "", err
+	}
+	var found []string
+	for _, e := range entries {
+		if e.IsDir() {
+			if _, err := Load(filepath.Join(dir, e.Name())); err == nil {
+				found = append(found, e.Name())
+			}
+		}
+	}
+	switch len(found) {
+	case 0:
+		names := make([]string, 0, len(entries))
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return "", "", fmt.Errorf("%s: no run's artifacts (records.jsonl and summary.json) here, in its folders or theirs; it holds: %s", dir, strings.Join(names, ", "))
+	case 1:
+		return filepath.Join(dir, found[0]), "", nil
+	}
+	// Names are times, and a second run in the same second is <time>-2:
+	// the newest sorts last when the suffix counts.
+	slices.SortFunc(found, func(a, b string) int {
+		at, an := splitRunName(a)
+		bt, bn := splitRunName(b)
+		if c := strings.Compare(at, bt); c != 0 {
+			return c
+		}
+		return an - bn
+	})
+	newest := found[len(found)-1]
+	return filepath.Join(dir, newest), fmt.Sprintf("%s holds %d runs (%s): comparing the newest, %s", dir, len(found), strings.Join(found, ", "), newest), nil
+}
+
+// splitRunName splits an invocation folder's name, <time>[-n] with the
+// time as 20060102-150405 (runonce), into the time and n (1 without a
+// suffix).
+func splitRunName(name string) (string, int) {
+	const timeLen = len("20060102-150405")
+	if len(name) > timeLen+1 && name[timeLen] == '-' {
+		if n, err := strconv.Atoi(name[timeLen+1:]); err == nil {
+			return name[:timeLen], n
+		}
+	}
+	return name, 1
 }
 
 func loadRun(dir string) (*Run, error) {

@@ -156,15 +156,23 @@ func Main(w io.Writer, baseDir, newDir, failOn, htmlPath string, o Options) int 
 			return ExitBadInput
 		}
 	}
-	base, err := Load(baseDir)
-	if err != nil {
-		fmt.Fprintln(w, err)
-		return ExitBadInput
-	}
-	news, err := Load(newDir)
-	if err != nil {
-		fmt.Fprintln(w, err)
-		return ExitBadInput
+	var base, news []*Run
+	for _, side := range []struct {
+		dir  *string
+		runs *[]*Run
+	}{{&baseDir, &base}, {&newDir, &news}} {
+		dir, note, err := Find(*side.dir)
+		if err == nil {
+			*side.runs, err = Load(dir)
+		}
+		if err != nil {
+			fmt.Fprintln(w, err)
+			return ExitBadInput
+		}
+		if note != "" {
+			fmt.Fprintln(w, note)
+		}
+		*side.dir = dir
 	}
 	byKey := map[string]*Run{}
 	for _, r := range news {
