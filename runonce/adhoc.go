@@ -39,11 +39,16 @@ type AdHoc struct {
 	Search                  string // concurrency=1:64 or rate=0.5:20
 	Dataset, Trace          string
 	Batch                   int // inputs per embeddings request
-	Speedup                 float64
-	Tokenizer               string
-	Headers                 []string // K=V
-	APIKeyEnv               string
-	ExtraBody               string // JSON object
+	// aiperf's names: the lengths' mean and stddev apart, the duration
+	// in seconds, extra body fields as key:value.
+	ISLMean, ISLStddev, OSLMean, OSLStddev int
+	DurationSeconds                        float64
+	ExtraInputs                            []string
+	Speedup                                float64
+	Tokenizer                              string
+	Headers                                []string // K=V
+	APIKeyEnv                              string
+	ExtraBody                              string // JSON object
 	// ServerMetrics and ServerKind name the server's own metrics page.
 	ServerMetrics, ServerKind string
 	// Expect are RE2 expressions every answer must match; CheckModel is
@@ -145,19 +150,39 @@ func (a *AdHoc) parts() (ep, load, workload, slo map[string]any, err error) {
 	if len(a.Headers) > 0 {
 		h := map[string]string{}
 		for _, kv := range a.Headers {
+			// NAME=VALUE, or aiperf's and curl's "Name: value".
 			k, v, ok := strings.Cut(kv, "=")
-			if !ok || k == "" {
-				return nil, nil, nil, nil, fmt.Errorf("--header %q: give NAME=VALUE", kv)
+			if c, cv, cok := strings.Cut(kv, ":"); cok && (!ok || len(c) < len(k)) {
+				k, v, ok = c, strings.TrimSpace(cv), true
 			}
-			h[k] = v
+			if !ok || strings.TrimSpace(k) == "" {
+				return nil, nil, nil, nil, fmt.Errorf("--header %q: give NAME=VALUE or 'Name: value'", kv)
+			}
+			h[strings.TrimSpace(k)] = v
 		}
 		ep["headers"] = h
 	}
+	var body map[string]any
 	if a.ExtraBody != "" {
-		var body map[string]any
 		if err = json.Unmarshal([]byte(a.ExtraBody), &body); err != nil {
 			return nil, nil, nil, nil, fmt.Errorf("--extra-body: not a JSON object: %w", err)
 		}
+	}
+	for _, kv := range a.ExtraInputs {
+		k, v, ok := strings.Cut(kv, ":")
+		if !ok || k == "" {
+			return nil, nil, nil, nil, fmt.Errorf("--extra-inputs %q: give KEY:VALUE (a JSON value, or text)", kv)
+		}
+		if body == nil {
+			body = map[string]any{}
+		}
+		var val any
+		if json.Unmarshal([]byte(v), &val) != nil {
+			val = v
+		}
+		body[k] = val
+	}
+	if body != nil {
 		ep["extra_body"] = body
 	}
 	if a.ServerMetrics != "" || a.ServerKind != "" {
@@ -185,6 +210,9 @@ func (a *AdHoc) parts() (ep, load, workload, slo map[string]any, err error) {
 		if ok {
 			load[k] = v
 		}
+	}
+	if a.Duration == 0 && a.DurationSeconds > 0 {
+		a.Duration = time.Duration(a.DurationSeconds * float64(time.Second))
 	}
 	set("concurrency", a.Concurrency, a.Concurrency != 0)
 	set("rate", a.Rate, a.Rate != 0)
@@ -235,7 +263,17 @@ func (a *AdHoc) parts() (ep, load, workload, slo map[string]any, err error) {
 	}
 
 	workload = map[string]any{}
-	for _, t := range []struct{ key, flag, val string }{{"input_tokens", "--input-tokens", a.InputTokens}, {"output_tokens", "--output-tokens", a.OutputTokens}} {
+	lengths := func(val string, mean, sd int) string {
+		if val != "" || mean == 0 {
+			return val
+		}
+		if sd != 0 {
+			return fmt.Sprintf("%d,%d", mean, sd)
+		}
+		return strconv.Itoa(mean)
+	}
+	in, out := lengths(a.InputTokens, a.ISLMean, a.ISLStddev), lengths(a.OutputTokens, a.OSLMean, a.OSLStddev)
+	for _, t := range []struct{ key, flag, val string }{{"input_tokens", "--input-tokens", in}, {"output_tokens", "--output-tokens", out}} {
 		if t.val == "" {
 			continue
 		}
@@ -277,7 +315,13 @@ func (a *AdHoc) parts() (ep, load, workload, slo map[string]any, err error) {
 	for _, part := range strings.Fields(strings.ReplaceAll(a.Goodput, ",", " ")) {
 		k, v, ok := strings.Cut(part, ":")
 		key := map[string]string{"ttft": "ttft", "ttst": "ttst", "itl": "itl", "request_latency": "request_latency", "e2e": "request_latency",
-			"output_tokens_per_second": "output_tokens_per_second"}[k]
+			"output_tokens_per_second": "output_tokens_per_second",
+			// aiperf's names, whose times are milliseconds without a unit
+			"time_to_first_token": "ttft", "time_to_second_token": "ttst", "inter_token_latency": "itl",
+			"output_token_throughput_per_user": "output_tokens_per_second"}[k]
+		if _, err := strconv.ParseFloat(v, 64); err == nil && key != "output_tokens_per_second" {
+			v += "ms"
+		}
 		if !ok || key == "" {
 			return nil, nil, nil, nil, fmt.Errorf("--goodput %q: give thresholds such as 'ttft:500ms itl:50ms' (ttft, ttst, itl, request_latency, output_tokens_per_second)", a.Goodput)
 		}

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -21,6 +24,60 @@ var flagGroups = []struct {
 	{"SLO", []string{"goodput", "objective"}},
 	{"Configuration and output", []string{"config.file", "profile", "endpoint", "print-config", "artifacts-dir", "export-aiperf", "progress-interval"}},
 	{"Debugging", []string{"debug.cpu-profile", "debug.heap-profile", "debug.trace", "sched.slice"}},
+	{"aiperf's names for the flags above", []string{"endpoint-type", "request-count", "warmup-request-count", "synthetic-input-tokens-mean",
+		"synthetic-input-tokens-stddev", "isl", "output-tokens-mean", "output-tokens-stddev", "osl", "benchmark-duration", "artifact-dir", "extra-inputs"}},
+}
+
+var unknownFlag = regexp.MustCompile(`unknown long flag '--([^']+)'`)
+
+// didYouMean is ", did you mean --x?" for an unknown flag that is a
+// known one's near miss (edit distance 3 or less, or a prefix of it).
+func didYouMean(app *kingpin.Application, args []string, err error) string {
+	m := unknownFlag.FindStringSubmatch(err.Error())
+	if m == nil {
+		return ""
+	}
+	flags := app.Model().Flags
+	for _, c := range app.Model().Commands {
+		if slices.Contains(args, c.Name) {
+			flags = append(flags, c.Flags...)
+		}
+	}
+	best, bestD := "", 4
+	for _, f := range flags {
+		d := distance(m[1], f.Name)
+		if strings.HasPrefix(f.Name, m[1]) {
+			d = min(d, 1)
+		}
+		if d < bestD || d == bestD && f.Name < best {
+			best, bestD = f.Name, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return ", did you mean --" + best + "?"
+}
+
+// distance is the Levenshtein distance of a and b.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // groupedUsage is kingpin's default usage with the flags under the
@@ -48,4 +105,25 @@ func groupedUsage(app *kingpin.Application) {
 		}
 		return out
 	}})
+}
+
+var missingUnit = regexp.MustCompile(`missing unit in duration "([^"]*)"`)
+
+// durationFlag names the flag of a duration given without a unit, which
+// Go's parser does not: `--duration 5` reads as seconds in aiperf.
+func durationFlag(args []string, err error) error {
+	m := missingUnit.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	for i, a := range args {
+		name, v, inline := strings.Cut(a, "=")
+		if !inline && i+1 < len(args) {
+			v = args[i+1]
+		}
+		if strings.HasPrefix(name, "--") && v == m[1] {
+			return fmt.Errorf("%s: %q has no unit: give one, such as 500ms, 30s or 5m (or --benchmark-duration SECONDS)", name, v)
+		}
+	}
+	return err
 }

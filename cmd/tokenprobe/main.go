@@ -191,10 +191,10 @@ func run(args []string) int {
 	runCmd := app.Command("run", "Run profiles once, print a report, write artifacts (records.jsonl, summary.json, their CSV and report.txt in a folder per run; summary.json and report.html of all the runs beside those folders) and exit: 0 passed, 1 an SLO objective missed, 2 bad configuration, 3 a run could not be carried out, was aborted or broken (no success, too many failures), or was interrupted.")
 	runConfig := runCmd.Flag("config.file", "Configuration file (or describe one profile with the flags below, as aiperf profile takes them).").Short('c').String()
 	var adhoc runonce.AdHoc
-	runCmd.Flag("url", "From flags: the endpoint's OpenAI-compatible base URL, e.g. http://localhost:8000/v1.").StringVar(&adhoc.URL)
-	runCmd.Flag("model", "From flags: the model name to request.").StringVar(&adhoc.Model)
+	runCmd.Flag("url", "From flags: the endpoint's OpenAI-compatible base URL, e.g. http://localhost:8000/v1.").Short('u').StringVar(&adhoc.URL)
+	runCmd.Flag("model", "From flags: the model name to request.").Short('m').StringVar(&adhoc.Model)
 	runCmd.Flag("api", "From flags: the API the endpoint speaks: chat, completions, responses (OpenAI's Responses API) or messages (the Anthropic Messages API).").StringVar(&adhoc.API)
-	runCmd.Flag("endpoint-type", "From flags: --api, as aiperf names it.").StringVar(&adhoc.API)
+
 	runCmd.Flag("concurrency", "From flags: requests in flight (closed loop).").IsSetByUser(&adhoc.ConcurrencySet).IntVar(&adhoc.Concurrency)
 	runCmd.Flag("request-rate", "From flags: requests per second (open loop).").IsSetByUser(&adhoc.RateSet).Float64Var(&adhoc.Rate)
 	runCmd.Flag("arrival", "From flags: poisson, constant or gamma (with --request-rate).").StringVar(&adhoc.Arrival)
@@ -217,7 +217,7 @@ func run(args []string) int {
 	runCmd.Flag("trace", "From flags: a Mooncake trace to replay.").StringVar(&adhoc.Trace)
 	runCmd.Flag("speedup", "From flags: divide the trace's gaps by this.").Float64Var(&adhoc.Speedup)
 	runCmd.Flag("tokenizer", "From flags: a tokenizer.json sizing prompts in the model's tokens.").StringVar(&adhoc.Tokenizer)
-	runCmd.Flag("header", "From flags: a request header NAME=VALUE (repeatable; keys go in --api-key-env).").StringsVar(&adhoc.Headers)
+	runCmd.Flag("header", "From flags: a request header NAME=VALUE or 'Name: value' (repeatable; keys go in --api-key-env).").Short('H').StringsVar(&adhoc.Headers)
 	runCmd.Flag("api-key-env", "From flags: the variable holding the API key.").StringVar(&adhoc.APIKeyEnv)
 	runCmd.Flag("extra-body", "From flags: a JSON object merged into every request body.").StringVar(&adhoc.ExtraBody)
 	runCmd.Flag("server-metrics", "From flags: the server's own metrics page (http://host:8000/metrics), read during the run to split TTFT into its queue, its prefill and the rest.").StringVar(&adhoc.ServerMetrics)
@@ -232,6 +232,19 @@ func run(args []string) int {
 	runHeapProfile := runCmd.Flag("debug.heap-profile", "Write a heap profile (allocations included) to this file when the run ends.").String()
 	runTrace := runCmd.Flag("debug.trace", "Write an execution trace of the run to this file (go tool trace reads it).").String()
 	runSlice := schedSliceFlag(runCmd)
+	// aiperf's names for the same things, listed in a section of their own.
+	runCmd.Flag("endpoint-type", "--api").PlaceHolder("API").StringVar(&adhoc.API)
+	runCmd.Flag("request-count", "--requests").PlaceHolder("N").IntVar(&adhoc.Requests)
+	runCmd.Flag("warmup-request-count", "--warmup-requests").PlaceHolder("N").IntVar(&adhoc.Warmup)
+	runCmd.Flag("synthetic-input-tokens-mean", "--input-tokens MEAN").PlaceHolder("N").IntVar(&adhoc.ISLMean)
+	runCmd.Flag("synthetic-input-tokens-stddev", "--input-tokens MEAN,STDDEV").PlaceHolder("N").IntVar(&adhoc.ISLStddev)
+	runCmd.Flag("isl", "--input-tokens MEAN").PlaceHolder("N").IntVar(&adhoc.ISLMean)
+	runCmd.Flag("output-tokens-mean", "--output-tokens MEAN").PlaceHolder("N").IntVar(&adhoc.OSLMean)
+	runCmd.Flag("output-tokens-stddev", "--output-tokens MEAN,STDDEV").PlaceHolder("N").IntVar(&adhoc.OSLStddev)
+	runCmd.Flag("osl", "--output-tokens MEAN").PlaceHolder("N").IntVar(&adhoc.OSLMean)
+	runCmd.Flag("benchmark-duration", "--duration, in seconds").PlaceHolder("SECONDS").Float64Var(&adhoc.DurationSeconds)
+	runArtifactDir := runCmd.Flag("artifact-dir", "--artifacts-dir").PlaceHolder("DIR").String()
+	runCmd.Flag("extra-inputs", "a field of --extra-body (repeatable)").PlaceHolder("KEY:VALUE").StringsVar(&adhoc.ExtraInputs)
 
 	checkCmd := app.Command("check", "Validate a configuration file and exit 0 if it is valid. A secret it cannot read (an unset variable, a missing key file) is a warning here, so CI can check without the production secrets; serve and run refuse it.")
 	checkConfig := checkCmd.Flag("config.file", "Configuration file.").Short('c').Required().String()
@@ -291,7 +304,7 @@ func run(args []string) int {
 
 	cmd, err := app.Parse(args)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "tokenprobe: %v (try --help)\n", err)
+		fmt.Fprintf(os.Stderr, "tokenprobe: %v%s (try --help)\n", durationFlag(args, err), didYouMean(app, args, err))
 		return runonce.ExitConfig
 	}
 	logger := promslog.New(logCfg)
@@ -308,6 +321,9 @@ func run(args []string) int {
 		defer signal.Stop(hup)
 		return serve(ctx, so, logger, hup)
 	case runCmd.FullCommand():
+		if *runArtifactDir != "" {
+			*runArtifacts = *runArtifactDir
+		}
 		if !applySchedSlice(logger, *runSlice) {
 			return runonce.ExitConfig
 		}

@@ -587,3 +587,35 @@ func TestRunEveryEndpointType(t *testing.T) {
 		}
 	}
 }
+
+// aiperf's names describe the same profile as ours; a near miss of a
+// flag gets a suggestion, and a duration without a unit names its flag.
+func TestAIPerfNames(t *testing.T) {
+	common := []string{"run", "--print-config"}
+	code, ours := stdoutOf(t, append(common, "--url", "http://vllm:8000/v1", "--model", "m", "--api", "chat", "--requests", "7",
+		"--warmup-requests", "1", "--input-tokens", "100,10", "--output-tokens", "20", "--duration", "30s",
+		"--extra-body", `{"ignore_eos": true, "temperature": 0}`, "--header", "X-Team=sre", "--goodput", "ttft:100ms itl:20ms")...)
+	code2, theirs := stdoutOf(t, append(common, "-u", "http://vllm:8000/v1", "-m", "m", "--endpoint-type", "chat", "--request-count", "7",
+		"--warmup-request-count", "1", "--synthetic-input-tokens-mean", "100", "--synthetic-input-tokens-stddev", "10", "--osl", "20",
+		"--benchmark-duration", "30", "--extra-inputs", "ignore_eos:true", "--extra-inputs", "temperature:0", "-H", "X-Team: sre",
+		"--goodput", "time_to_first_token:100 inter_token_latency:20")...)
+	if code != 0 || code2 != 0 || ours != theirs {
+		t.Fatalf("exit %d and %d; ours:\n%s\naiperf's:\n%s", code, code2, ours, theirs)
+	}
+	stderr := os.Stderr
+	for args, want := range map[string]string{
+		"--concurency 2":  "unknown long flag '--concurency', did you mean --concurrency?",
+		"--duration 5":    `--duration: "5" has no unit: give one, such as 500ms, 30s or 5m`,
+		"--request-cont 2": "did you mean --request-count?",
+	} {
+		r, w, _ := os.Pipe()
+		os.Stderr = w
+		code := run(append([]string{"run", "--url", "http://x/v1", "--model", "m"}, strings.Fields(args)...))
+		w.Close()
+		os.Stderr = stderr
+		out, _ := io.ReadAll(r)
+		if code != runonce.ExitConfig || !strings.Contains(string(out), want) {
+			t.Errorf("%s: exit %d, %q; want %q", args, code, out, want)
+		}
+	}
+}
