@@ -604,8 +604,8 @@ func TestAIPerfNames(t *testing.T) {
 	}
 	stderr := os.Stderr
 	for args, want := range map[string]string{
-		"--concurency 2":  "unknown long flag '--concurency', did you mean --concurrency?",
-		"--duration 5":    `--duration: "5" has no unit: give one, such as 500ms, 30s or 5m`,
+		"--concurency 2":   "unknown long flag '--concurency', did you mean --concurrency?",
+		"--duration 5":     `--duration: "5" has no unit: give one, such as 500ms, 30s or 5m`,
 		"--request-cont 2": "did you mean --request-count?",
 	} {
 		r, w, _ := os.Pipe()
