@@ -85,16 +85,20 @@ func distance(a, b string) int {
 func groupedUsage(app *kingpin.Application) {
 	var sections strings.Builder
 	for _, g := range flagGroups {
-		sections.WriteString(`{{with FlagsIn "` + g.title + `" .Context.Flags}}` + g.title + ":\n{{.|FlagsToTwoColumns|FormatTwoColumns}}\n{{end -}}\n")
+		sections.WriteString(`{{with FlagsIn "` + g.title + `" .Context.Flags .Context.SelectedCommand}}` + g.title + ":\n{{.|FlagsToTwoColumns|FormatTwoColumns}}\n{{end -}}\n")
 	}
-	sections.WriteString(`{{with FlagsIn "" .Context.Flags}}Flags:` + "\n{{.|FlagsToTwoColumns|FormatTwoColumns}}\n{{end -}}\n")
+	sections.WriteString(`{{with FlagsIn "" .Context.Flags .Context.SelectedCommand}}Flags:` + "\n{{.|FlagsToTwoColumns|FormatTwoColumns}}\n{{end -}}\n")
 	tmpl := strings.Replace(kingpin.DefaultUsageTemplate, "{{if .Context.Flags -}}\nFlags:\n{{.Context.Flags|FlagsToTwoColumns|FormatTwoColumns}}\n{{end -}}\n", sections.String(), 1)
 	app.UsageTemplate(tmpl)
-	app.UsageFuncs(template.FuncMap{"FlagsIn": func(title string, flags []*kingpin.FlagModel) []*kingpin.FlagModel {
+	app.UsageFuncs(template.FuncMap{"FlagsIn": func(title string, flags []*kingpin.FlagModel, cmd *kingpin.CmdModel) []*kingpin.FlagModel {
+		// The groups are the run command's: another command's flag of the
+		// same name (sim's --model) is under "Flags".
 		group := map[string]string{}
-		for _, g := range flagGroups {
-			for _, f := range g.flags {
-				group[f] = g.title
+		if cmd != nil && cmd.FullCommand == "run" {
+			for _, g := range flagGroups {
+				for _, f := range g.flags {
+					group[f] = g.title
+				}
 			}
 		}
 		var out []*kingpin.FlagModel

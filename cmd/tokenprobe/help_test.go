@@ -33,3 +33,16 @@ func TestHelpGroupsTheFlags(t *testing.T) {
 		t.Fatalf("flags listed twice, or the ungrouped one missing:\n%s", text)
 	}
 }
+
+// The headings are the run command's: another command's flag of the same
+// name is listed under "Flags".
+func TestHelpGroupsOnlyTheRunCommand(t *testing.T) {
+	var out bytes.Buffer
+	app := kingpin.New("t", "").UsageWriter(&out).Terminate(nil)
+	groupedUsage(app)
+	app.Command("sim", "").Flag("model", "the model served").String()
+	_, _ = app.Parse([]string{"sim", "--help"})
+	if text := out.String(); strings.Contains(text, "Endpoint (a profile from flags)") || !strings.Contains(text, "Flags:") {
+		t.Fatalf("sim's --model under the run's heading:\n%s", text)
+	}
+}
