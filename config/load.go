@@ -61,6 +61,9 @@ func parse(file string, data []byte, lenient bool) (*Config, Errors, error) {
 			return nil, nil, Errors{{File: file, Msg: "the file is empty: it needs at least one endpoint and one profile"}}
 		}
 		l.decodeError(err)
+		for _, e := range l.errs {
+			misindented(data, e)
+		}
 		return nil, nil, l.errs
 	}
 	var extra yaml.Node

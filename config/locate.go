@@ -253,3 +253,35 @@ func (l *locator) fieldOnLine(line, col int, value string) (string, int) {
 	}
 	return best, bestCol
 }
+
+// misindented points a syntax error that yaml.v3 reports on the line of
+// the block it was parsing ("did not find expected '-' indicator", often
+// line 1) at the line that broke it: the first line after it that goes
+// back to an indentation no line above it had, the usual slip.
+func misindented(data []byte, e *Error) {
+	if !strings.Contains(e.Msg, "did not find expected") {
+		return
+	}
+	levels := map[int]bool{0: true}
+	prev, prevItem := 0, false
+	for i, line := range strings.Split(string(data), "\n") {
+		trimmed := strings.TrimLeft(line, " ")
+		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+			continue
+		}
+		indent := len(line) - len(trimmed)
+		// Back to a level no line above had, or under a sequence item
+		// short of its fields' column.
+		if i+1 > e.Line && (indent < prev && !levels[indent] || prevItem && indent == prev+1) {
+			e.Line, e.Column, e.Field = i+1, indent+1, ""
+			e.Msg = fmt.Sprintf("indented %d spaces, as no block above it is (%s)", indent, e.Msg)
+			return
+		}
+		levels[indent] = true
+		prevItem = strings.HasPrefix(trimmed, "- ")
+		if prevItem { // a sequence item's fields sit after its dash
+			levels[indent+2] = true
+		}
+		prev = indent
+	}
+}
