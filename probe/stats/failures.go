@@ -2,6 +2,7 @@ package stats
 
 import (
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,6 +40,9 @@ type failureGroup struct {
 	url      string
 }
 
+// ephemeralPort is a connection's local address in a network error.
+var ephemeralPort = regexp.MustCompile(`((?:\d{1,3}\.){3}\d{1,3}|\[[0-9a-fA-F:]+\]):\d+->`)
+
 func (a *Aggregator) addFailure(r *result.Request) {
 	if a.failures == nil {
 		a.failures = map[result.Reason]*failureGroup{}
@@ -52,7 +56,10 @@ func (a *Aggregator) addFailure(r *result.Request) {
 	if r.HTTPStatus != 0 {
 		g.statuses[r.HTTPStatus]++
 	}
-	msg := cut(r.Err, MaxMessage)
+	// Grouped with the ephemeral ports masked: "read tcp
+	// 127.0.0.1:51234->10.0.0.7:8000: connection reset" is one message
+	// whatever port the connection had.
+	msg := cut(ephemeralPort.ReplaceAllString(r.Err, "${1}:*->"), MaxMessage)
 	if _, ok := g.messages[msg]; ok || len(g.messages) < maxMessages {
 		g.messages[msg]++
 	}

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -80,5 +81,20 @@ func TestSummaryArithmetic(t *testing.T) {
 	agg2.Add(&r, set.Evaluate(&r))
 	if agg2.Summary().Passed {
 		t.Error("attainment 0 passed an objective of 0.9")
+	}
+}
+
+// Resets from connections on different local ports are one message: the
+// most frequent one, its count theirs together.
+func TestFailureMessagesMaskEphemeralPorts(t *testing.T) {
+	a := NewAggregator("p", "e", "m", 1, 0)
+	for i, port := range []int{51234, 51235, 51236} {
+		a.Add(&result.Request{ID: uint64(i), Outcome: result.Error, Reason: result.ReasonStream,
+			Err: fmt.Sprintf("read tcp 127.0.0.1:%d->10.0.0.7:8000: read: connection reset by peer", port)}, slo.Verdict{})
+	}
+	a.Add(&result.Request{Outcome: result.Error, Reason: result.ReasonStream, Err: "malformed JSON chunk"}, slo.Verdict{})
+	f := a.Summary().Failures
+	if len(f) != 1 || f[0].MessageCount != 3 || f[0].Message != "read tcp 127.0.0.1:*->10.0.0.7:8000: read: connection reset by peer" {
+		t.Fatalf("%+v", f)
 	}
 }
