@@ -48,6 +48,11 @@ func TestSearchFindsTheCapacity(t *testing.T) {
 		if s.Knee == nil || s.Knee.CapacityAtSLO != found.Capacity {
 			a.Errorf("knee %+v, want the search's capacity", s.Knee)
 		}
+		// It found a capacity: the run passes, though the steps past it
+		// pull the pooled attainment below the objective.
+		if !s.Passed {
+			a.Errorf("a search that found a capacity failed (pooled attainment %.2f)", s.Attainment)
+		}
 		for i := 1; i < len(s.Stages); i++ {
 			if s.Stages[i].Level <= s.Stages[i-1].Level {
 				a.Errorf("the steps' summaries are not in order of level: %g after %g", s.Stages[i].Level, s.Stages[i-1].Level)
@@ -74,6 +79,9 @@ func TestSearchBudgetAndNone(t *testing.T) {
 		s, err := run.Execute(context.Background())
 		if err != nil || s.Search == nil || s.Search.Done != c.done || s.Search.Capacity != c.capacity {
 			t.Errorf("SLO %v in %d steps: %v, %+v; want done %v, capacity %g", c.ttft, c.steps, err, s.Search, c.done, c.capacity)
+		}
+		if s.Passed != (c.capacity > 0) {
+			t.Errorf("SLO %v: passed %v with capacity %g", c.ttft, s.Passed, c.capacity)
 		}
 	}
 }

@@ -154,7 +154,7 @@ func frame(run *probe.Run, l *live) []string {
 		phase += fmt.Sprintf(" (stage %d of %d)", p.StageIndex+1, n)
 	}
 	if run.Plan.Search != nil {
-		phase += fmt.Sprintf(" (search step %d)", p.StageIndex+1)
+		phase += fmt.Sprintf(" (search step %d of at most %d)", p.StageIndex+1, len(run.Plan.Stages))
 	}
 	if p.Elapsed == 0 {
 		phase = "warmup"

@@ -329,7 +329,10 @@ func progress(o Options, run *probe.Run) (stop func()) {
 			case <-t.C:
 				p := run.Progress()
 				phase := fmt.Sprintf("%s %g", p.Stage.LevelName(), p.Level)
-				if len(run.Plan.Stages) > 1 {
+				switch {
+				case run.Plan.Search != nil: // its stages are a budget, not a plan
+					phase = fmt.Sprintf("step %d of at most %d, %s", p.StageIndex+1, len(run.Plan.Stages), phase)
+				case len(run.Plan.Stages) > 1:
 					phase = fmt.Sprintf("stage %d/%d, %s", p.StageIndex+1, len(run.Plan.Stages), phase)
 				}
 				if p.Elapsed == 0 {

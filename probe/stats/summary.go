@@ -91,7 +91,8 @@ type Summary struct {
 	// SLOThresholds are the profile's SLO limits by kind: milliseconds,
 	// tokens per second for output_tokens_per_second.
 	SLOThresholds map[string]float64 `json:"slo_thresholds,omitempty"`
-	// Passed is false when Objective is set and Attainment is below it.
+	// Passed is false when Objective is set and Attainment is below it;
+	// for a capacity search, when no level it tried met the objective.
 	Passed bool `json:"passed"`
 	// Stages holds one summary per stage of a multi-stage run, in order.
 	Stages []Summary `json:"stages,omitempty"`
