@@ -141,7 +141,7 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 		if k.CliffLevel > 0 {
 			kv("TTFT cliff", "at %s %g: TTFT p50 x%.1f, ITL p50 x%.2f (a queue, not a slower model)", levelName, k.CliffLevel, k.TTFTRatio, k.ITLRatio)
 		} else {
-			kv("TTFT cliff", "none (TTFT p50 never reached x%g of the first level with ITL under x%g)", stats.CliffTTFT, stats.CliffITL)
+			kv("TTFT cliff", "none (no level had TTFT p50 x%g of the first's with ITL under x%g): %s", stats.CliffTTFT, stats.CliffITL, k.Reading())
 		}
 	}
 }

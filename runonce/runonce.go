@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/prometheus/common/version"
@@ -174,6 +176,7 @@ func Run(ctx context.Context, o Options) int {
 		fmt.Fprintf(o.Progress, "%s: no profile runs on endpoint %q\n", o.ConfigFile, o.Endpoint)
 		return ExitConfig
 	}
+	acrossProfiles(o.Out, all, levelNames)
 	if dir != "" && len(all) > 0 {
 		if err := rundir.WriteJSON(filepath.Join(dir, "summary.json"), all); err != nil {
 			fmt.Fprintln(o.Progress, err)
@@ -355,4 +358,48 @@ func writeHTML(path, configFile string, runs []stats.Summary, levelNames []strin
 		return err
 	}
 	return f.Close()
+}
+
+// acrossProfiles compares the profiles one invocation ran against the
+// same endpoint at different loads of one kind (a baseline of one user,
+// then fifty: the seeds' own workflow), as a staircase's stages are: the
+// same cliff verdict, TTFT and ITL against the lowest load's.
+func acrossProfiles(w io.Writer, all []stats.Summary, levelNames []string) {
+	byEndpoint := map[string][]stats.Summary{}
+	kind := map[string]string{}
+	var order []string
+	for i, s := range all {
+		if len(s.Stages) > 1 || s.Level <= 0 || s.Interrupted {
+			continue // a staged run has its own verdict
+		}
+		if k, seen := kind[s.Endpoint]; seen && k != levelNames[i] {
+			kind[s.Endpoint] = "" // concurrency beside rate: not one axis
+		} else if !seen {
+			kind[s.Endpoint] = levelNames[i]
+			order = append(order, s.Endpoint)
+		}
+		byEndpoint[s.Endpoint] = append(byEndpoint[s.Endpoint], s)
+	}
+	for _, ep := range order {
+		runs := byEndpoint[ep]
+		if len(runs) < 2 || kind[ep] == "" {
+			continue
+		}
+		sort.SliceStable(runs, func(i, j int) bool { return runs[i].Level < runs[j].Level })
+		if runs[0].Level == runs[len(runs)-1].Level {
+			continue
+		}
+		k := stats.FindKnee(runs, 0)
+		names := make([]string, len(runs))
+		for i, r := range runs {
+			names[i] = fmt.Sprintf("%s (%s %g)", r.Profile, kind[ep], r.Level)
+		}
+		fmt.Fprintf(w, "Across profiles on %s: %s\n", ep, strings.Join(names, ", "))
+		if k.CliffLevel > 0 {
+			fmt.Fprintf(w, "  %-27s at %s %g: TTFT p50 x%.1f, ITL p50 x%.2f (a queue, not a slower model)\n", "TTFT cliff", kind[ep], k.CliffLevel, k.TTFTRatio, k.ITLRatio)
+		} else {
+			fmt.Fprintf(w, "  %-27s none: %s\n", "TTFT cliff", k.Reading())
+		}
+		fmt.Fprintln(w)
+	}
 }

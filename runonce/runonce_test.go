@@ -710,3 +710,26 @@ func TestKnownAnswers(t *testing.T) {
 		}
 	}
 }
+
+// The seeds' own workflow: one user, then many, as two profiles of one
+// invocation. The report compares them as a staircase's stages and calls
+// the cliff (sixteen in flight on two slots: most wait a whole answer).
+func TestAcrossProfilesFindsTheCliff(t *testing.T) {
+	cfg := writeConfig(t, `
+endpoints:
+  - name: sim
+    simulator: {slots: 2, prefill_base: 10ms, decode_base: 2ms, seed: 1}
+profiles:
+  - name: baseline
+    load: {concurrency: 1, requests: 10}
+    workload: {output_tokens: {mean: 20}}
+  - name: overload
+    load: {concurrency: 16, requests: 48}
+    workload: {output_tokens: {mean: 20}}
+`)
+	code, out, errOut := runCLI(t, Options{ConfigFile: cfg})
+	if code != ExitOK || !strings.Contains(out, "Across profiles on sim: baseline (concurrency 1), overload (concurrency 16)") ||
+		!regexp.MustCompile(`TTFT cliff +at concurrency 16: TTFT p50 x[0-9.]+, ITL p50 x[0-9.]+ \(a queue, not a slower model\)`).MatchString(out) {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+}

@@ -1,5 +1,7 @@
 package stats
 
+import "fmt"
+
 // Knee is what a run over several load levels says about capacity.
 type Knee struct {
 	// CapacityAtSLO is the highest level whose SLO attainment still meets
@@ -13,6 +15,27 @@ type Knee struct {
 	// TTFTRatio and ITLRatio are that level's p50s over the first level's.
 	TTFTRatio float64 `json:"ttft_ratio,omitempty"`
 	ITLRatio  float64 `json:"itl_ratio,omitempty"`
+	// PeakLevel is the level where TTFT p50 rose most over the first
+	// level's, PeakTTFTRatio and PeakITLRatio its ratios: what did
+	// happen where there is no cliff.
+	PeakLevel     float64 `json:"peak_level,omitempty"`
+	PeakTTFTRatio float64 `json:"peak_ttft_ratio,omitempty"`
+	PeakITLRatio  float64 `json:"peak_itl_ratio,omitempty"`
+}
+
+// Reading says in words what a knee without a cliff shows at its peak:
+// TTFT barely moved, or it rose with ITL (a queue and a slower decode
+// together, or a slower model alone).
+func (k *Knee) Reading() string {
+	switch {
+	case k.PeakLevel == 0:
+		return "no level to compare with the first"
+	case k.PeakTTFTRatio < CliffTTFT:
+		return fmt.Sprintf("TTFT p50 at most x%.1f of the first level's (at %g)", k.PeakTTFTRatio, k.PeakLevel)
+	case k.PeakITLRatio >= CliffITL:
+		return fmt.Sprintf("at %g TTFT p50 x%.1f with ITL p50 x%.1f: a queue and a slower decode together", k.PeakLevel, k.PeakTTFTRatio, k.PeakITLRatio)
+	}
+	return fmt.Sprintf("at %g TTFT p50 x%.1f, ITL p50 x%.2f", k.PeakLevel, k.PeakTTFTRatio, k.PeakITLRatio)
 }
 
 // The cliff's thresholds: TTFT up threefold, ITL up by less than half.
@@ -44,9 +67,11 @@ func FindKnee(stages []Summary, objective float64) Knee {
 			continue
 		}
 		tr, ir := s.TTFT.P50/base.TTFT.P50, s.ITL.P50/base.ITL.P50
-		if tr >= CliffTTFT && ir < CliffITL {
+		if tr > k.PeakTTFTRatio {
+			k.PeakLevel, k.PeakTTFTRatio, k.PeakITLRatio = s.Level, tr, ir
+		}
+		if tr >= CliffTTFT && ir < CliffITL && k.CliffLevel == 0 {
 			k.CliffLevel, k.TTFTRatio, k.ITLRatio = s.Level, tr, ir
-			break
 		}
 	}
 	return k

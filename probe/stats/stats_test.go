@@ -3,6 +3,7 @@ package stats
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,5 +97,21 @@ func TestFailureMessagesMaskEphemeralPorts(t *testing.T) {
 	f := a.Summary().Failures
 	if len(f) != 1 || f[0].MessageCount != 3 || f[0].Message != "read tcp 127.0.0.1:*->10.0.0.7:8000: read: connection reset by peer" {
 		t.Fatalf("%+v", f)
+	}
+}
+
+// Without a cliff the knee says what did happen at its peak: TTFT x13
+// with ITL x2 is a queue and a slower decode together, not "never
+// reached x3".
+func TestKneeReadingWithoutACliff(t *testing.T) {
+	stage := func(level, ttft, itl float64) Summary {
+		return Summary{Level: level, Requests: 10, TTFT: Dist{Count: 10, P50: ttft}, ITL: Dist{Count: 10, P50: itl}}
+	}
+	k := FindKnee([]Summary{stage(1, 223, 10), stage(50, 2900, 20)}, 0)
+	if k.CliffLevel != 0 || !strings.Contains(k.Reading(), "at 50 TTFT p50 x13.0 with ITL p50 x2.0: a queue and a slower decode together") {
+		t.Fatalf("%+v: %s", k, k.Reading())
+	}
+	if k := FindKnee([]Summary{stage(1, 200, 10), stage(2, 300, 10)}, 0); !strings.Contains(k.Reading(), "TTFT p50 at most x1.5") {
+		t.Fatalf("%s", k.Reading())
 	}
 }
