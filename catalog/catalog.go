@@ -118,7 +118,7 @@ var (
 	Errors = Metric{Name: "tokenprobe_request_errors_total", Type: Counter, Unit: "requests", Labels: with(RequestLabels, "reason"),
 		Help: "Failed requests by reason: timeout, connect, http_4xx, http_429, http_5xx, stream, empty, request (the request could not be built; a wrong answer is not an error but the outcome wrong_answer)."}
 	Anomalies = Metric{Name: "tokenprobe_server_anomalies_total", Type: Counter, Unit: "requests", Labels: with(RequestLabels, "kind"),
-		Help: "Requests during which the server misbehaved without changing the request's outcome, by kind: drain (the body did not end within 100ms of the stream's end, so the connection was closed), retried (the server had closed the kept-alive connection the request was first sent on, so it was sent again on a new one; its TTFT includes the first attempt)."}
+		Help: "Requests during which the server misbehaved without changing the request's outcome, by kind: drain (the body did not end within 100ms of the stream's end, so the connection was closed), retried (the server had closed the kept-alive connection the request was first sent on, so it was sent again on a new one; its TTFT includes the first attempt), usage (the server's token counts were absurd, a fraction, an overflow or over 4x max_tokens plus 64, so the request's tokens were counted from its chunks)."}
 	Good = Metric{Name: "tokenprobe_good_requests_total", Type: Counter, Unit: "requests", Labels: RequestLabels,
 		Help: "Requests that succeeded and met every SLO of their profile (goodput is its rate). Attainment is this over success, error and wrong_answer outcomes."}
 	SLORequests = Metric{Name: "tokenprobe_slo_requests_total", Type: Counter, Unit: "requests", Labels: with(RequestLabels, "slo", "result"),

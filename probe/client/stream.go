@@ -60,10 +60,10 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r *result.Reque
 			// Merged: the Messages API counts the prompt in message_start
 			// and the answer in message_delta.
 			usage.Usage = true
-			if chunk.PromptTokens > 0 {
+			if chunk.PromptTokens != 0 {
 				usage.PromptTokens = chunk.PromptTokens
 			}
-			if chunk.CompletionTokens > 0 {
+			if chunk.CompletionTokens != 0 {
 				usage.CompletionTokens = chunk.CompletionTokens
 			}
 		}
@@ -102,7 +102,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r *result.Reque
 		c.endStream(ctx, r, last, errors.New("stream ended without [DONE] or finish_reason"))
 		return
 	}
-	c.tokens(r, usage)
+	c.tokens(r, usage, p.MaxTokens)
 	if r.ContentChunks == 0 {
 		r.End = time.Now()
 		r.Outcome, r.Reason, r.Err = result.Error, result.ReasonEmpty, "stream carried no content"
@@ -157,7 +157,7 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, r *result.Reques
 	if p.KeepText {
 		r.Answer = append(append(r.Answer, data...), 0)
 	}
-	c.tokens(r, chunk)
+	c.tokens(r, chunk, p.MaxTokens)
 	if r.API == string(openai.Embeddings) {
 		// Vectors, not tokens, come back: the check "embeddings" holds
 		// their count and length to the inputs sent.
@@ -169,7 +169,14 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, r *result.Reques
 }
 
 // tokens settles ISL and OSL from the server's usage when it sent one.
-func (c *Client) tokens(r *result.Request, usage openai.Chunk) {
+// Counts that are no counts, or far past what maxTokens allowed, are not
+// believed: the chunks are counted instead, and the anomaly noted.
+func (c *Client) tokens(r *result.Request, usage openai.Chunk, maxTokens int) {
+	if usage.Usage && (usage.PromptTokens < 0 || usage.CompletionTokens < 0 ||
+		maxTokens > 0 && usage.CompletionTokens > implausible*maxTokens+implausibleSlack) {
+		usage.Usage = false
+		r.Anomaly = result.AnomalyUsage
+	}
 	if usage.Usage && usage.PromptTokens > 0 {
 		r.InputTokens, r.InputSource = usage.PromptTokens, result.SourceUsage
 	}
@@ -179,6 +186,13 @@ func (c *Client) tokens(r *result.Request, usage openai.Chunk) {
 		r.OutputTokens, r.OutputSource = r.ContentChunks, result.SourceChunks
 	}
 }
+
+// A completion count over implausible times max_tokens, plus the slack
+// of servers that count special tokens or reasoning apart, is untrue.
+const (
+	implausible      = 4
+	implausibleSlack = 64
+)
 
 func isEventStream(ct []byte) bool {
 	ct = bytes.TrimSpace(ct)

@@ -148,3 +148,29 @@ func testTypedAPIsRequestShape(t *testing.T, newClient func(Options) *Client) {
 		}
 	}
 }
+
+// Absurd token counts from a server (an exponent, an overflow, far past
+// max_tokens) are not believed: the chunks are counted, and the anomaly
+// is noted, so no counter ever takes the absurd value.
+func TestAbsurdUsageIsNotBelieved(t *testing.T) { bothClients(t, testAbsurdUsage) }
+
+func testAbsurdUsage(t *testing.T, newClient func(Options) *Client) {
+	for _, completion := range []string{"1e30", "9223372036854775807", "99999999999999999999999", "12.5", "5000", "3.0"} {
+		srv := httptest.NewServer(&script{steps: []step{
+			{0, chunk("a"), false}, {0, chunk("b"), false}, {0, chunk("c"), false}, {0, finish, false},
+			{0, `{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":` + completion + `}}`, false}, {0, "[DONE]", false},
+		}})
+		var r result.Request
+		newClient(Options{}).Do(context.Background(), endpoint(srv.URL), Prompt{Text: "x", MaxTokens: 10, Stream: true}, &r)
+		srv.Close()
+		believed := completion == "3.0"
+		switch {
+		case r.Outcome != result.Success:
+			t.Fatalf("%s: %v %s", completion, r.Outcome, r.Err)
+		case believed && (r.OutputTokens != 3 || r.OutputSource != result.SourceUsage || r.Anomaly != result.AnomalyNone):
+			t.Errorf("%s: OSL %d from %v, anomaly %v; want 3 from usage", completion, r.OutputTokens, r.OutputSource, r.Anomaly)
+		case !believed && (r.OutputTokens != 3 || r.OutputSource != result.SourceChunks || r.Anomaly != result.AnomalyUsage || r.InputSource == result.SourceUsage):
+			t.Errorf("%s: OSL %d from %v, ISL from %v, anomaly %v; want 3 from chunks, the usage not believed", completion, r.OutputTokens, r.OutputSource, r.InputSource, r.Anomaly)
+		}
+	}
+}

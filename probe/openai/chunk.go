@@ -256,13 +256,34 @@ func (s *scanner) int() (int, error) {
 	if s.i == start {
 		return 0, ErrMalformed
 	}
-	// Tolerate a float such as 12.0 by skipping the fraction.
+	digits := s.i - start
 	if s.i < len(s.b) && (s.b[s.i] == '.' || s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		// A float: 12.0 is 12; 1e30 or 12.5 is no token count.
+		whole := s.b[s.i] == '.'
+		for j := s.i + 1; whole && j < len(s.b) && s.b[j] != ',' && s.b[j] != '}' && s.b[j] != ' '; j++ {
+			whole = s.b[j] == '0'
+		}
 		s.i = start
-		return n, s.skip()
+		if !whole {
+			n = Untrusted
+		}
+		if err := s.skip(); err != nil {
+			return 0, err
+		}
+	}
+	if digits > maxCountDigits {
+		return Untrusted, nil // past any body's tokens, or wrapped around
 	}
 	return n, nil
 }
+
+// Untrusted is a token count that is no count: a fraction, an exponent,
+// more digits than maxCountDigits. The usage is then not believed.
+const Untrusted = -1
+
+// maxCountDigits bounds a token count: 999,999,999 tokens are more than
+// the 64 MiB body limit could carry.
+const maxCountDigits = 9
 
 // skip skips any JSON value, checking its structure.
 func (s *scanner) skip() error {

@@ -82,9 +82,13 @@ const (
 	// request was first sent on, and it was sent again on a new one
 	// (Request.Retried; counted beside the request's other anomaly).
 	AnomalyRetried
+	// AnomalyUsage: the server's token counts were absurd (a fraction, an
+	// overflow, far more than max_tokens allows): the request's tokens
+	// were counted from its chunks instead.
+	AnomalyUsage
 )
 
-var anomalyNames = [...]string{AnomalyNone: "", AnomalyDrain: "drain", AnomalyRetried: "retried"}
+var anomalyNames = [...]string{AnomalyNone: "", AnomalyDrain: "drain", AnomalyRetried: "retried", AnomalyUsage: "usage"}
 
 func (a Anomaly) String() string {
 	if int(a) < len(anomalyNames) {
@@ -94,7 +98,7 @@ func (a Anomaly) String() string {
 }
 
 // Anomalies lists every anomaly, in label order.
-var Anomalies = []Anomaly{AnomalyDrain, AnomalyRetried}
+var Anomalies = []Anomaly{AnomalyDrain, AnomalyRetried, AnomalyUsage}
 
 // TokenSource says where a token count came from.
 type TokenSource uint8

@@ -67,7 +67,7 @@ type series struct {
 	labels                       []string
 }
 
-var anomalyKinds = [...]result.Anomaly{result.AnomalyNone, result.AnomalyDrain, result.AnomalyRetried}
+var anomalyKinds = [...]result.Anomaly{result.AnomalyNone, result.AnomalyDrain, result.AnomalyRetried, result.AnomalyUsage}
 
 var kinds = [...]slo.Kind{slo.TTFT, slo.TTST, slo.ITL, slo.RequestLatency, slo.OutputTokensPerSecond}
 
