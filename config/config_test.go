@@ -147,3 +147,17 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// The names that carry credentials, vendors' included, and names that
+// only look like one.
+func TestIsCredentialHeader(t *testing.T) {
+	for name, want := range map[string]bool{
+		"Authorization": true, "X-Honeycomb-Team": true, "X-Password": true, "X-Credential": true, "X-Bearer": true,
+		"X-Signature": true, "X-Amz-Sig": true, "X-Session-Id": true, "X-Api-Key": true,
+		"X-Team": false, "X-Design": false, "Content-Type": false, "Anthropic-Version": false,
+	} {
+		if got := IsCredentialHeader(name); got != want {
+			t.Errorf("%s: %v, want %v", name, got, want)
+		}
+	}
+}

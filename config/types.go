@@ -135,8 +135,10 @@ func (hs Headers) Secrets() []string {
 // any name containing one of CredentialWords does too. Such headers take
 // their value from a file or a variable, never inline.
 var (
-	CredentialHeaders = []string{"authorization", "proxy-authorization", "api-key", "x-api-key", "cookie"}
-	CredentialWords   = []string{"key", "token", "secret", "auth"}
+	CredentialHeaders = []string{"authorization", "proxy-authorization", "api-key", "x-api-key", "cookie",
+		// vendors whose "team" header is the key (Honeycomb's ingest key)
+		"x-honeycomb-team"}
+	CredentialWords = []string{"key", "token", "secret", "auth", "password", "passwd", "credential", "bearer", "signature", "session"}
 )
 
 // IsCredentialHeader reports whether a header's name says it carries a
@@ -150,6 +152,12 @@ func IsCredentialHeader(name string) bool {
 	}
 	for _, w := range CredentialWords {
 		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	// "sig" as a word of its own (x-amz-sig), not inside one (x-design).
+	for part := range strings.FieldsFuncSeq(n, func(r rune) bool { return r == '-' || r == '_' }) {
+		if part == "sig" {
 			return true
 		}
 	}

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"fmt"
 	"net/url"
 	"regexp"
 	"slices"
@@ -143,6 +144,7 @@ func hasV1(raw string) bool {
 
 // cut keeps s's first n characters (runes), marking a cut with "…".
 func cut(s string, n int) string {
+	s = escapeControls(s)
 	i := 0
 	for j := range s {
 		if i == n {
@@ -151,4 +153,36 @@ func cut(s string, n int) string {
 		i++
 	}
 	return s
+}
+
+// escapeControls shows a server's control characters as escapes (\n,
+// \r, \x1b): a message is printed on terminals and pages, where a newline
+// would forge a log line and an escape sequence clear the screen.
+func escapeControls(s string) string {
+	clean := true
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

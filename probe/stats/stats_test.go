@@ -115,3 +115,15 @@ func TestKneeReadingWithoutACliff(t *testing.T) {
 		t.Fatalf("%s", k.Reading())
 	}
 }
+
+// A server's text reaches terminals and pages with its control
+// characters as escapes: no forged log line, no cleared screen.
+func TestFailureMessagesEscapeControlCharacters(t *testing.T) {
+	a := NewAggregator("p", "e", "m", 1, 0)
+	a.Add(&result.Request{Outcome: result.Error, Reason: result.ReasonHTTP5xx, HTTPStatus: 500,
+		Err: "HTTP 500: oops\nlevel=error msg=forged\r\x1b[2J"}, slo.Verdict{})
+	f := a.Summary().Failures
+	if len(f) != 1 || f[0].Message != `HTTP 500: oops\nlevel=error msg=forged\r\x1b[2J` {
+		t.Fatalf("%+v", f)
+	}
+}
