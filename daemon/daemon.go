@@ -80,9 +80,12 @@ type Daemon struct {
 	secrets *redact.Set
 
 	// mu serialises (re)loads and guards what they change.
-	mu         sync.Mutex
-	cfg        *config.Config
-	loaded     [32]byte // checksum of the running file
+	mu     sync.Mutex
+	cfg    *config.Config
+	loaded [32]byte // checksum of the running file
+	// cfgYAML is the running configuration rendered for /config.
+	cfgYAML    []byte
+	cfgYAMLErr error
 	failed     [32]byte // checksum of the last file refused
 	jobs       map[string]*job
 	targets    map[string]*target
@@ -213,6 +216,9 @@ func (d *Daemon) Reload() error {
 		d.log.Warn("the otlp block changed; it takes effect at the next restart")
 	}
 	d.cfg, d.loaded = cfg, sha256.Sum256(data)
+	// /config is rendered once a load, not per request: at thousands of
+	// profiles a rendering costs seconds of CPU, and anyone may ask.
+	d.cfgYAML, d.cfgYAMLErr = yaml.Marshal(cfg)
 	return nil
 }
 

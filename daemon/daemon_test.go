@@ -426,3 +426,24 @@ func TestManualProfileRunsOnlyWhenAsked(t *testing.T) {
 	}
 	eventually(t, "the asked-for run", func() bool { r, ok := run(d, "asked")(); return ok && r.Result == ResultPassed })
 }
+
+// /config is rendered once a load: asking twice costs no rendering, and
+// a reload renders the new configuration.
+func TestConfigIsRenderedOnceALoad(t *testing.T) {
+	d, path, _ := start(t, "endpoints: [{name: sim, simulator: {}}]\nprofiles: [{name: a, schedule: {manual: true}}]\n")
+	first, err := d.ConfigYAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := d.ConfigYAML()
+	if len(first) == 0 || &first[0] != &again[0] {
+		t.Fatal("the configuration was rendered again for a second request")
+	}
+	writeFile(t, path, "endpoints: [{name: sim, simulator: {}}]\nprofiles: [{name: b, schedule: {manual: true}}]\n")
+	if err := d.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := d.ConfigYAML(); !strings.Contains(string(after), "name: b") {
+		t.Fatalf("after a reload:\n%s", after)
+	}
+}

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/tokenprobe/tokenprobe/config"
 	"github.com/tokenprobe/tokenprobe/scheduler"
 	"github.com/tokenprobe/tokenprobe/setup"
@@ -106,7 +104,7 @@ func (d *Daemon) History() *History { return d.history }
 func (d *Daemon) ConfigYAML() ([]byte, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return yaml.Marshal(d.cfg)
+	return d.cfgYAML, d.cfgYAMLErr
 }
 
 // ReloadStatus is when the configuration was last (re)loaded and whether
