@@ -492,25 +492,33 @@ func (d *Daemon) RunNow(profile, endpoint string) ([]Started, error) {
 func (d *Daemon) Watch(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
-	var w watch
+	w := watch{quiet: max(QuietPeriod, every)}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case now := <-t.C:
+			d.check(&w, now)
 		}
-		d.check(&w)
 	}
 }
 
+// QuietPeriod is how long a changed file must read the same before the
+// watcher applies it (or the poll interval, when longer): a writer that
+// pauses between the halves of a file is not applied half-way. Writers
+// should still write a new file and rename it into place.
+const QuietPeriod = 2 * time.Second
+
 // watch is what the file watcher remembers between checks.
 type watch struct {
-	pending [32]byte // the checksum of a change seen once, not yet applied
-	seen    bool     // pending is set
+	pending [32]byte  // the checksum of a change seen, not yet applied
+	seen    bool      // pending is set
+	since   time.Time // when pending was first read
+	quiet   time.Duration
 }
 
-// check is one check of the file watcher.
-func (d *Daemon) check(w *watch) {
+// check is one check of the file watcher, at now.
+func (d *Daemon) check(w *watch, now time.Time) {
 	data, err := os.ReadFile(d.o.ConfigFile)
 	if err != nil {
 		return
@@ -524,8 +532,10 @@ func (d *Daemon) check(w *watch) {
 		w.seen = false
 	case !w.seen || w.pending != sum:
 		// Changed since the last check: it may still be being written.
-		w.pending, w.seen = sum, true
-		d.log.Debug("configuration file changed; applying it once it reads the same at the next check", "file", d.o.ConfigFile)
+		w.pending, w.seen, w.since = sum, true, now
+		d.log.Debug("configuration file changed; applying it once it has read the same for the quiet period", "file", d.o.ConfigFile, "quiet", w.quiet)
+	case now.Sub(w.since) < w.quiet:
+		// The same, but not yet for long enough.
 	default:
 		w.seen = false
 		d.log.Info("configuration file changed; reloading", "file", d.o.ConfigFile)

@@ -213,16 +213,18 @@ func TestWatchReloadsOnChange(t *testing.T) {
 }
 
 // A file caught mid-write, still valid YAML, is not applied: the watcher
-// applies a change only once the file reads the same at two checks in a
-// row. Here a writer truncates six profiles to three between two checks
-// and completes the file before the third.
+// applies a change only once the file has read the same for the quiet
+// period. Here a writer truncates six profiles to three, pauses a second
+// (five checks at 200 ms read the same half file) and completes it.
 func TestWatchWaitsForTheFileToSettle(t *testing.T) {
 	full := endpoints + "profiles:\n"
 	for _, name := range []string{"a", "b", "c", "d", "e", "f"} {
 		full += profile(name, "{concurrency: 1, requests: 1}")
 	}
 	d, path, _ := start(t, full)
-	var w watch
+	w := watch{quiet: QuietPeriod}
+	at := time.Now()
+	check := func(after time.Duration) { at = at.Add(after); d.check(&w, at) }
 	names := func() string {
 		var out []string
 		for _, j := range d.Jobs() {
@@ -235,17 +237,19 @@ func TestWatchWaitsForTheFileToSettle(t *testing.T) {
 		t.Fatalf("the half-written file must be valid for this test: %v", err)
 	}
 	writeFile(t, path, half)
-	d.check(&w) // the change is seen, not applied
+	for range 6 { // the writer's pause: a second of the same half file
+		check(200 * time.Millisecond)
+	}
 	if got := names(); got != "a,b,c,d,e,f" {
 		t.Fatalf("a half-written file was applied: %s", got)
 	}
 	edited := strings.Replace(full, "manual: true", "every: 2h", 1)
 	writeFile(t, path, edited)
-	d.check(&w) // changed again: still being written
+	check(200 * time.Millisecond) // changed again: still being written
 	if got := names(); got != "a,b,c,d,e,f" {
 		t.Fatalf("jobs %s", got)
 	}
-	d.check(&w) // the same twice: applied
+	check(QuietPeriod) // the same for the quiet period: applied
 	d.mu.Lock()
 	every := d.cfg.Profile("a").Schedule.Every.D()
 	d.mu.Unlock()
@@ -254,8 +258,8 @@ func TestWatchWaitsForTheFileToSettle(t *testing.T) {
 	}
 	// A truncated file that stays truncated is what the writer meant.
 	writeFile(t, path, half)
-	d.check(&w)
-	d.check(&w)
+	check(200 * time.Millisecond)
+	check(QuietPeriod)
 	if got := names(); got != "a,b,c" {
 		t.Fatalf("a settled file was not applied: %s", got)
 	}
