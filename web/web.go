@@ -38,7 +38,7 @@ func Handler(d *daemon.Daemon, o Options) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &server{d: d, o: o}
+	s := &server{d: d, o: o, cross: http.NewCrossOriginProtection()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.status)
 	mux.HandleFunc("GET /runs/{id}", s.run)
@@ -56,12 +56,20 @@ func Handler(d *daemon.Daemon, o Options) http.Handler {
 type server struct {
 	d *daemon.Daemon
 	o Options
+	// cross refuses state-changing requests a browser sends from another
+	// site (Sec-Fetch-Site, else Origin against Host): a page the
+	// operator opens must not start load against production endpoints.
+	cross *http.CrossOriginProtection
 }
 
 func (s *server) lifecycle(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !s.o.Lifecycle {
 			http.Error(w, "Lifecycle API is not enabled (start tokenprobe with --web.enable-lifecycle).", http.StatusForbidden)
+			return
+		}
+		if err := s.cross.Check(r); err != nil {
+			http.Error(w, "refused: a cross-site request ("+err.Error()+"); call the lifecycle API from the command line or the same site", http.StatusForbidden)
 			return
 		}
 		h(w, r)

@@ -298,3 +298,41 @@ func TestManualProfileRow(t *testing.T) {
 		t.Fatalf("a manual profile's row after an aborted run: %s", r)
 	}
 }
+
+// A page on another site cannot start runs or reloads through the
+// operator's browser: cross-site state-changing requests are refused,
+// and start no run; the command line (no Sec-Fetch-Site, no Origin) and
+// the same site still can.
+func TestCrossSiteLifecycleRequestsAreRefused(t *testing.T) {
+	f := newFixture(t, true)
+	send := func(path string, header map[string]string) int {
+		req, _ := http.NewRequest(http.MethodPost, f.srv.URL+path, nil)
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	evil := map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}
+	oldOrigin := map[string]string{"Origin": "https://evil.example"} // an older browser: Origin alone
+	for _, path := range []string{"/api/v1/runs?profile=chat", "/-/reload"} {
+		for _, h := range []map[string]string{evil, oldOrigin} {
+			if code := send(path, h); code != http.StatusForbidden {
+				t.Errorf("%s from another site %v: %d, want 403", path, h, code)
+			}
+		}
+	}
+	if recent, _ := f.d.History().Runs(); len(recent) != 0 {
+		t.Fatalf("a refused request started %d runs", len(recent))
+	}
+	if code := send("/-/reload", nil); code != http.StatusOK {
+		t.Errorf("reload from the command line: %d", code)
+	}
+	if code := send("/-/reload", map[string]string{"Sec-Fetch-Site": "same-origin"}); code != http.StatusOK {
+		t.Errorf("reload from the same site: %d", code)
+	}
+}
