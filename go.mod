@@ -3,6 +3,7 @@ module github.com/tokenprobe/tokenprobe
 go 1.26.7
 
 require (
+	github.com/DataDog/sketches-go v1.4.8
 	github.com/NVIDIA/go-dcgm v1.4611.2
 	github.com/NVIDIA/go-nvml v0.13.4-1
 	github.com/alecthomas/kingpin/v2 v2.4.0

@@ -28,6 +28,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r *result.Reque
 		done, finished bool
 		usage          openai.Chunk
 		api            = openai.API(r.API)
+		limit          = chunkLimit(p.MaxTokens)
 	)
 	for {
 		ev, err := rd.Next()
@@ -91,6 +92,12 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r *result.Reque
 		}
 		last = now
 		r.ContentChunks++
+		if r.ContentChunks > limit {
+			// Far more than asked for: a server that streams without end
+			// would grow the gaps kept without bound.
+			c.endStream(ctx, r, last, fmt.Errorf("the server sent more than %d content chunks for max_tokens %d: the stream was ended", limit, p.MaxTokens))
+			return
+		}
 		if p.KeepText { // as it came: read as text after the request, off its clock
 			r.Answer = append(append(r.Answer, ev.Data...), 0)
 		}
@@ -188,11 +195,24 @@ func (c *Client) tokens(r *result.Request, usage openai.Chunk, maxTokens int) {
 }
 
 // A completion count over implausible times max_tokens, plus the slack
-// of servers that count special tokens or reasoning apart, is untrue.
+// of servers that count special tokens or reasoning apart, is untrue; so
+// is a stream of more content chunks than that, which is ended.
 const (
 	implausible      = 4
 	implausibleSlack = 64
+	// MaxChunks bounds the content chunks of an answer that sets no
+	// max_tokens (the server's default applies): 262,144, past any
+	// answer a model gives in one stream.
+	MaxChunks = 1 << 18
 )
+
+// chunkLimit is how many content chunks an answer may carry.
+func chunkLimit(maxTokens int) int {
+	if maxTokens <= 0 {
+		return MaxChunks
+	}
+	return min(implausible*maxTokens+implausibleSlack, MaxChunks)
+}
 
 func isEventStream(ct []byte) bool {
 	ct = bytes.TrimSpace(ct)

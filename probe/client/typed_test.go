@@ -174,3 +174,25 @@ func testAbsurdUsage(t *testing.T, newClient func(Options) *Client) {
 		}
 	}
 }
+
+// A server that streams far more content chunks than max_tokens allows
+// is cut off, the stream ended as an error that says so: the gaps a
+// request keeps are bounded whatever the server sends.
+func TestEndlessStreamIsEnded(t *testing.T) { bothClients(t, testEndlessStream) }
+
+func testEndlessStream(t *testing.T, newClient func(Options) *Client) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for range 10_000 {
+			if _, err := fmt.Fprintf(w, "data: %s\n\n", chunk("x")); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	var r result.Request
+	newClient(Options{}).Do(context.Background(), endpoint(srv.URL), Prompt{Text: "x", MaxTokens: 10, Stream: true}, &r)
+	if r.Outcome != result.Error || r.Reason != result.ReasonStream || !strings.Contains(r.Err, "more than 104 content chunks for max_tokens 10") || len(r.Gaps) > 104 {
+		t.Fatalf("%v %v %q, %d gaps kept", r.Outcome, r.Reason, r.Err, len(r.Gaps))
+	}
+}

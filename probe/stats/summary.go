@@ -136,17 +136,18 @@ type GPU struct {
 // Aggregator accumulates measured requests into a Summary. It is not safe
 // for concurrent use; a run feeds it from one collector goroutine.
 type Aggregator struct {
-	s                                Summary
-	ttft, ttst, ttfo, itl, gaps, e2e []float64
-	isl, osl, tps, lag, inErr        []float64
-	dns, connect, tls, net, head     []float64
-	first, last                      time.Time
-	good, counted                    int
-	met                              map[slo.Kind]int
-	checked                          map[slo.Kind]bool
-	inTokens, outTokens              int
-	failures                         map[result.Reason]*failureGroup
-	checks                           []CheckStat
+	s                            Summary
+	ttft, ttst, ttfo, itl, e2e   []float64
+	gaps                         gapSketch // one per chunk: bounded
+	isl, osl, tps, lag, inErr    []float64
+	dns, connect, tls, net, head []float64
+	first, last                  time.Time
+	good, counted                int
+	met                          map[slo.Kind]int
+	checked                      map[slo.Kind]bool
+	inTokens, outTokens          int
+	failures                     map[result.Reason]*failureGroup
+	checks                       []CheckStat
 }
 
 // CheckStat is one answer check over a run.
@@ -246,7 +247,7 @@ func (a *Aggregator) Add(r *result.Request, v slo.Verdict) {
 		a.itl = append(a.itl, ms(itl))
 	}
 	for _, g := range r.Gaps {
-		a.gaps = append(a.gaps, ms(g))
+		a.gaps.add(ms(g))
 	}
 	a.e2e = append(a.e2e, ms(r.E2E))
 	if !r.Reused {
@@ -277,7 +278,7 @@ func (a *Aggregator) Good() (good, counted int) { return a.good, a.counted }
 func (a *Aggregator) Summary() Summary {
 	s := a.s
 	s.TTFT, s.TTST, s.TTFO, s.ITL = Compute(a.ttft), Compute(a.ttst), Compute(a.ttfo), Compute(a.itl)
-	s.InterChunk, s.E2E = Compute(a.gaps), Compute(a.e2e)
+	s.InterChunk, s.E2E = a.gaps.dist(), Compute(a.e2e)
 	s.ISL, s.OSL, s.UserTPS = Compute(a.isl), Compute(a.osl), Compute(a.tps)
 	s.DispatchLag, s.InputLengthError = Compute(a.lag), Compute(a.inErr)
 	s.DNS, s.Connect, s.TLS, s.Network, s.FirstByte = Compute(a.dns), Compute(a.connect), Compute(a.tls), Compute(a.net), Compute(a.head)

@@ -11,6 +11,7 @@ require (
 )
 
 require (
+	github.com/DataDog/sketches-go v1.4.8 // indirect
 	github.com/NVIDIA/go-dcgm v1.4611.2 // indirect
 	github.com/NVIDIA/go-nvml v0.13.4-1 // indirect
 	github.com/alecthomas/units v0.0.0-20240927000941-0f3dac36c52b // indirect
