@@ -181,7 +181,7 @@ func testAbsurdUsage(t *testing.T, newClient func(Options) *Client) {
 func TestEndlessStreamIsEnded(t *testing.T) { bothClients(t, testEndlessStream) }
 
 func testEndlessStream(t *testing.T, newClient func(Options) *Client) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		for range 10_000 {
 			if _, err := fmt.Fprintf(w, "data: %s\n\n", chunk("x")); err != nil {
