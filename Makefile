@@ -41,7 +41,7 @@ bench: build ## the benchmark harness: tokenprobe beside a floor client and k6, 
 	bin/tokenprobe-bench $(BENCHFLAGS)
 
 gobench: ## Go benchmarks of the hot paths
-	$(GO) test -run '^$$' -bench . -benchmem ./probe/... ./sink/...
+	$(GO) test -run '^$$' -bench . -benchmem ./probe/... ./sink/... ./exporter/...
 
 fuzz: ## run each fuzz target for FUZZTIME (default 10s)
 	for t in FuzzParseChunk:./probe/openai FuzzParseEvents:./probe/openai FuzzReader:./probe/sse FuzzParse:./config \

@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tokenprobe/tokenprobe/sink/prom"
+	"github.com/tokenprobe/tokenprobe/exporter/prom"
 )
 
 // With --artifacts-dir the daemon keeps each run's records, summary and

@@ -31,8 +31,8 @@ import (
 	"github.com/tokenprobe/tokenprobe/scheduler"
 	"github.com/tokenprobe/tokenprobe/setup"
 	"github.com/tokenprobe/tokenprobe/sink"
-	"github.com/tokenprobe/tokenprobe/sink/otlp"
-	"github.com/tokenprobe/tokenprobe/sink/prom"
+	"github.com/tokenprobe/tokenprobe/exporter/otlp"
+	"github.com/tokenprobe/tokenprobe/exporter/prom"
 )
 
 // Options configure a Daemon.

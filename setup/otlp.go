@@ -2,7 +2,7 @@ package setup
 
 import (
 	"github.com/tokenprobe/tokenprobe/config"
-	"github.com/tokenprobe/tokenprobe/sink/otlp"
+	"github.com/tokenprobe/tokenprobe/exporter/otlp"
 )
 
 // OTLP converts the configuration's otlp block (nil: the environment

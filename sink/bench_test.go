@@ -12,8 +12,8 @@ import (
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
 	"github.com/tokenprobe/tokenprobe/sink"
-	"github.com/tokenprobe/tokenprobe/sink/otlp"
-	"github.com/tokenprobe/tokenprobe/sink/prom"
+	"github.com/tokenprobe/tokenprobe/exporter/otlp"
+	"github.com/tokenprobe/tokenprobe/exporter/prom"
 )
 
 // BenchmarkFanOut is the cost to the run's collector of one 64-token

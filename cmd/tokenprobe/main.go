@@ -26,7 +26,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/runonce"
 	"github.com/tokenprobe/tokenprobe/setup"
 	"github.com/tokenprobe/tokenprobe/sim"
-	"github.com/tokenprobe/tokenprobe/sink/otlp"
+	"github.com/tokenprobe/tokenprobe/exporter/otlp"
 )
 
 func main() {

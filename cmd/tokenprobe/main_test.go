@@ -19,7 +19,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/internal/schedslice"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 	"github.com/tokenprobe/tokenprobe/sim"
-	"github.com/tokenprobe/tokenprobe/sink/otlp/otlptest"
+	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
 
 	"github.com/tokenprobe/tokenprobe/runonce"
 )

@@ -19,7 +19,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/probe/workload"
 	"github.com/tokenprobe/tokenprobe/runner"
 	"github.com/tokenprobe/tokenprobe/sim"
-	"github.com/tokenprobe/tokenprobe/sink/prom"
+	"github.com/tokenprobe/tokenprobe/exporter/prom"
 )
 
 // The clients a level is measured with.

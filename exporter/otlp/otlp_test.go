@@ -16,7 +16,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
-	"github.com/tokenprobe/tokenprobe/sink/otlp/otlptest"
+	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
 )
 
 func TestPushesGenAIInstruments(t *testing.T) {
