@@ -475,7 +475,9 @@ func TestAllocationsPerRequest(t *testing.T) {
 	tg := target(t, c, cannedServer(t, stream))
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	req := &Request{Target: tg, ContentType: "application/json", Accept: "text/event-stream", BearerToken: "k", Body: []byte(`{"a":1}`)}
+	// With a traceparent, as every probe request carries one.
+	req := &Request{Target: tg, ContentType: "application/json", Accept: "text/event-stream", BearerToken: "k", Body: []byte(`{"a":1}`),
+		TraceID: [16]byte{1, 15: 2}, SpanID: [8]byte{3, 7: 4}, Sampled: true}
 	buf := make([]byte, 1024)
 	one := func(ctx context.Context) {
 		resp, err := c.Do(ctx, req)
