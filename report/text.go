@@ -72,7 +72,12 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 	if s.Objective > 0 {
 		verdict = fmt.Sprintf(" (objective %.1f%%: %s)", s.Objective*100, map[bool]string{true: "PASSED", false: "FAILED"}[s.Passed])
 	}
-	kv("SLO attainment", "%.1f%%%s", s.Attainment*100, verdict)
+	if len(s.SLOThresholds) == 0 && s.Objective == 0 {
+		// 100% of nothing reads as a pass: say there was nothing to meet.
+		kv("SLO attainment", "no SLO (every request answered in full and right counts as good)")
+	} else {
+		kv("SLO attainment", "%.1f%%%s", s.Attainment*100, verdict)
+	}
 	for _, k := range sortedKeys(s.PerSLO) {
 		kv("  "+k, "%.1f%%", s.PerSLO[k]*100)
 	}

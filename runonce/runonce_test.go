@@ -728,6 +728,10 @@ profiles:
     workload: {output_tokens: {mean: 20}}
 `)
 	code, out, errOut := runCLI(t, Options{ConfigFile: cfg})
+	// Without an slo block there is nothing to attain: not "100%".
+	if !strings.Contains(out, "SLO attainment               no SLO") || strings.Contains(out, "SLO attainment               100.0%") {
+		t.Errorf("a run without an SLO:\n%s", out)
+	}
 	if code != ExitOK || !strings.Contains(out, "Across profiles on sim: baseline (concurrency 1), overload (concurrency 16)") ||
 		!regexp.MustCompile(`TTFT cliff +at concurrency 16: TTFT p50 x[0-9.]+, ITL p50 x[0-9.]+ \(a queue, not a slower model\)`).MatchString(out) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
