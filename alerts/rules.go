@@ -373,5 +373,9 @@ func (o Options) probeAlerts() []Rule {
 		"tokenprobe refused its configuration file",
 		"The last reload failed; the previous configuration still runs. The status page and the log name the file, line and field.")
 	reload.For = o.window(5 * time.Minute)
-	return []Rule{noSuccess, noData, lag, reload}
+	artifacts := o.alert("TokenprobeArtifactsNotWritten", "ticket",
+		fmt.Sprintf(`increase(tokenprobe_artifact_write_failures_total[%s]) > 0`, o.window(15*time.Minute)),
+		"Runs of {{ $labels.profile }} on {{ $labels.endpoint }} lose their artifacts",
+		"The daemon could not write a run's records, summary or report under --artifacts-dir (a full disk, a lost mount, permissions): the run's page says why. Probing goes on, but the runs cannot be looked into afterwards.")
+	return []Rule{noSuccess, noData, lag, reload, artifacts}
 }

@@ -187,6 +187,8 @@ var (
 		Help: "1 when the last configuration (re)load succeeded; 0 while a bad file is being refused and the previous configuration runs on."}
 	ConfigReloadTime = Metric{Name: "tokenprobe_config_last_reload_success_timestamp_seconds", Type: Gauge, Unit: "seconds",
 		Help: "Unix time of the last successful configuration (re)load."}
+	ArtifactFailures = Metric{Name: "tokenprobe_artifact_write_failures_total", Type: Counter, Unit: "runs", Labels: []string{"profile", "endpoint"},
+		Help: "Runs whose artifacts (serve --artifacts-dir) could not be written, a full disk or a lost folder: the run's page says why, and what was half written is removed."}
 	Dropped = Metric{Name: "tokenprobe_observations_dropped_total", Type: Counter, Unit: "observations", Labels: []string{"sink"},
 		Help: "Request results a sink could not take because its queue was full; the load generator never waits for a sink."}
 )
@@ -201,7 +203,7 @@ var All = []Metric{
 	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunLastCapacity, RunLastCliff, RunLastTTFTBreakdown, RunLastTTFTDominant,
 	RunLastServerRequests, RunLastServerKVCache,
 	RunObjective, ProfileInfo,
-	ConfigReloadOK, ConfigReloadTime, Dropped,
+	ConfigReloadOK, ConfigReloadTime, ArtifactFailures, Dropped,
 }
 
 // Extra names metrics registered outside this list (by client_golang's own

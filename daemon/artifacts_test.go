@@ -77,3 +77,48 @@ func TestRunArtifactsJoinExemplars(t *testing.T) {
 		t.Fatalf("exemplar request_id %q is not a record of run 3:\n%s", exemplar, records)
 	}
 }
+
+// Artifacts that cannot be written (here, their folder is a file, as a
+// lost mount or a full disk would refuse them) are not a silent pass:
+// the run's page says so, a counter counts them, the run's own result
+// stands, and probing goes on.
+func TestLostArtifactsAreReported(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokenprobe.yaml")
+	writeFile(t, path, endpoints+"profiles:\n"+profile("p", "{concurrency: 2, requests: 4}"))
+	blocked := filepath.Join(t.TempDir(), "not-a-folder")
+	writeFile(t, blocked, "a file where the artifacts folder should be")
+	reg := prometheus.NewRegistry()
+	d, err := New(Options{ConfigFile: path, Registerer: reg, ArtifactsDir: blocked, ArtifactsRetain: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = d.Shutdown(ctx)
+	}()
+	for range 2 {
+		started, err := d.RunNow("p", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the run to end", func() bool {
+			r, ok := run(d, "p")()
+			return ok && r.ID == started[0].ID && r.Result != ResultRunning && !d.Jobs()[0].State.Running
+		})
+	}
+	r, _ := run(d, "p")()
+	if r.Result != ResultPassed || !strings.Contains(r.ArtifactsError, "not-a-folder") {
+		t.Fatalf("result %s, artifacts error %q", r.Result, r.ArtifactsError)
+	}
+	mfs, _ := reg.Gather()
+	count := -1.0
+	for _, mf := range mfs {
+		if mf.GetName() == "tokenprobe_artifact_write_failures_total" {
+			count = mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	if count != 2 {
+		t.Fatalf("tokenprobe_artifact_write_failures_total %v, want 2", count)
+	}
+}

@@ -362,7 +362,7 @@ func (d *Daemon) execute(ctx context.Context, j *job, t scheduler.Trigger) sched
 	if d.queue != nil {
 		sinks = append(sinks, d.queue)
 	}
-	art := d.openArtifacts(rec, log)
+	art := d.openArtifacts(rec, j, log)
 	if art != nil {
 		defer art.Abandon() // closes what Finish did not
 		sinks = append(sinks, art.Sink())
@@ -386,7 +386,10 @@ func (d *Daemon) execute(ctx context.Context, j *job, t scheduler.Trigger) sched
 	d.history.finish(rec, s, string(f.Verdict), d.secrets.Error(f.Err))
 	if art != nil {
 		if err := art.Finish(s, run.Plan.LevelName()); err != nil {
-			log.Error("writing the run's artifacts", "dir", art.Dir, "err", err)
+			// What was half written is removed: a full disk gets its space
+			// back, and no reader takes a cut file for the run.
+			_ = os.RemoveAll(art.Dir)
+			d.artifactsFailed(rec, j, fmt.Errorf("writing %s: %w (what was written is removed)", art.Dir, err), log)
 		}
 		if err := rundir.Prune(d.o.ArtifactsDir, d.o.ArtifactsRetain); err != nil {
 			log.Error("removing old artifacts", "dir", d.o.ArtifactsDir, "err", err)
@@ -398,7 +401,7 @@ func (d *Daemon) execute(ctx context.Context, j *job, t scheduler.Trigger) sched
 // openArtifacts makes the run's folder under --artifacts-dir and starts
 // its records; nil when there is no such folder or it cannot be made
 // (logged: the run goes on without them).
-func (d *Daemon) openArtifacts(rec *RunRecord, log *slog.Logger) *rundir.Run {
+func (d *Daemon) openArtifacts(rec *RunRecord, j *job, log *slog.Logger) *rundir.Run {
 	if d.o.ArtifactsDir == "" {
 		return nil
 	}
@@ -410,8 +413,17 @@ func (d *Daemon) openArtifacts(rec *RunRecord, log *slog.Logger) *rundir.Run {
 			return art
 		}
 	}
-	log.Error("the run's artifacts are not written", "err", err)
+	d.artifactsFailed(rec, j, err, log)
 	return nil
+}
+
+// artifactsFailed says on the run's page, in the log and in a counter
+// that the run's artifacts were not written; probing goes on.
+func (d *Daemon) artifactsFailed(rec *RunRecord, j *job, err error, log *slog.Logger) {
+	err = d.secrets.Error(err)
+	log.Error("the run's artifacts are not written", "err", err)
+	d.history.artifactsFailed(rec, err)
+	d.prom.ArtifactWriteFailed(j.profile.Name, j.endpoint)
 }
 
 // failureLog writes the first few failed requests of a run, and the first

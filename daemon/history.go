@@ -30,7 +30,10 @@ type RunRecord struct {
 	End      time.Time      `json:"end,omitzero"`
 	Result   string         `json:"result"`
 	Error    string         `json:"error,omitempty"`
-	Summary  *stats.Summary `json:"summary,omitempty"`
+	// ArtifactsError says why the run's artifacts (serve --artifacts-dir)
+	// were not written; the run's own result stands.
+	ArtifactsError string         `json:"artifacts_error,omitempty"`
+	Summary        *stats.Summary `json:"summary,omitempty"`
 	Log      []LogLine      `json:"log,omitempty"`
 }
 
@@ -99,6 +102,13 @@ func (h *History) finish(r *RunRecord, s *stats.Summary, result string, err erro
 			h.failed = slices.Delete(h.failed, 0, len(h.failed)-h.keepFail)
 		}
 	}
+}
+
+// artifactsFailed notes why r's artifacts were not written.
+func (h *History) artifactsFailed(r *RunRecord, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r.ArtifactsError = err.Error()
 }
 
 func (h *History) log(r *RunRecord, line LogLine) {

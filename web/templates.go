@@ -103,7 +103,7 @@ var statusPage = template.Must(template.New("status").Funcs(funcs).Parse(`<!doct
 {{range .}}<tr><td><a href="/runs/{{.ID}}">#{{.ID}}</a></td><td>{{.Profile}}</td><td>{{.Endpoint}}</td><td>{{.Trigger}}</td><td>{{.Start.Format "2006-01-02 15:04:05"}}</td><td>{{dur .Start .End}}</td>
 <td class="{{.Result}}">{{.Result}}</td>
 {{with .Summary}}<td class="num">{{.Requests}}</td><td class="num">{{.Errors}}</td><td class="num">{{rate .Goodput}}</td><td class="num">{{pct .Attainment}}</td>
-<td class="num">{{msOf .TTFT .TTFT.P50}}</td><td class="num">{{msOf .TTFT .TTFT.P99}}</td><td class="num">{{msOf .ITL .ITL.P50}}</td>{{else}}<td colspan="7"></td>{{end}}<td class="run-error">{{with .Error}}{{.}}{{end}}{{with .Summary}}{{with .Failures}}{{with index . 0}}<br>{{.Reason}} ×{{.Count}}: {{.Message}}{{with .Hint}}<br><i>{{.}}</i>{{end}}{{end}}{{end}}{{range .Checks}}{{if .Fail}}<br>wrong answers: {{.Name}} ×{{.Fail}}: {{.FirstFailure}}{{end}}{{end}}{{end}}</td></tr>
+<td class="num">{{msOf .TTFT .TTFT.P50}}</td><td class="num">{{msOf .TTFT .TTFT.P99}}</td><td class="num">{{msOf .ITL .ITL.P50}}</td>{{else}}<td colspan="7"></td>{{end}}<td class="run-error">{{with .Error}}{{.}}{{end}}{{with .ArtifactsError}}<br>artifacts not written: {{.}}{{end}}{{with .Summary}}{{with .Failures}}{{with index . 0}}<br>{{.Reason}} ×{{.Count}}: {{.Message}}{{with .Hint}}<br><i>{{.}}</i>{{end}}{{end}}{{end}}{{range .Checks}}{{if .Fail}}<br>wrong answers: {{.Name}} ×{{.Fail}}: {{.FirstFailure}}{{end}}{{end}}{{end}}</td></tr>
 {{else}}<tr><td colspan="15">No runs yet.</td></tr>{{end}}
 </table>{{end}}`))
 
@@ -111,7 +111,7 @@ var runPage = template.Must(template.New("run").Funcs(funcs).Parse(`<!doctype ht
 <html><head><meta charset="utf-8"><title>tokenprobe run #{{.Run.ID}}</title>` + style + `</head><body>
 <p><a href="/">← status</a></p>
 {{with .Run}}<h1>Run #{{.ID}}: {{.Profile}} on {{.Endpoint}}</h1>
-<p>Started {{.Start.Format "2006-01-02 15:04:05 MST"}} by {{.Trigger}}, took {{dur .Start .End}}: <span class="{{.Result}}">{{.Result}}</span>{{with .Error}} ({{.}}){{end}}</p>{{end}}
+<p>Started {{.Start.Format "2006-01-02 15:04:05 MST"}} by {{.Trigger}}, took {{dur .Start .End}}: <span class="{{.Result}}">{{.Result}}</span>{{with .Error}} ({{.}}){{end}}</p>{{with .ArtifactsError}}<p class="error">Its artifacts were not written: {{.}}</p>{{end}}{{end}}
 {{with .Run.Summary}}{{if .Failures}}<h2>Failures</h2>
 <table id="failures"><tr><th>reason</th><th class="num">count</th><th>status codes</th><th>most frequent message</th><th>hint</th></tr>
 {{range .Failures}}<tr><td class="error">{{.Reason}}</td><td class="num">{{.Count}}</td><td>{{range $code, $n := .Statuses}}{{$code}} ×{{$n}} {{end}}</td><td>{{.Message}} ({{.MessageCount}} of {{.Count}})</td><td>{{.Hint}}</td></tr>{{end}}

@@ -35,6 +35,7 @@ type Exporter struct {
 	checks                                                                   *prometheus.CounterVec
 	dropped                                                                  *prometheus.CounterVec
 	reloadOK, reloadTime                                                     prometheus.Gauge
+	artifactFailures                                                         *prometheus.CounterVec
 
 	mu     sync.Mutex
 	series map[seriesKey]*series
@@ -107,11 +108,12 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	e.serverRequests, e.serverKV = gauge(catalog.RunLastServerRequests), gauge(catalog.RunLastServerKVCache)
 	e.dropped.WithLabelValues("otlp") // at 0 without an OTLP push too: nothing dropped
 	e.reloadOK = prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ConfigReloadOK.Name, Help: catalog.ConfigReloadOK.Help})
+	e.artifactFailures = counter(catalog.ArtifactFailures)
 	e.reloadTime = prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ConfigReloadTime.Name, Help: catalog.ConfigReloadTime.Help})
 	for _, c := range []prometheus.Collector{
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.phases, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.outTok,
 		e.runs, e.skipped, e.dropped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr,
-		e.objective, e.info, e.next, e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.serverRequests, e.serverKV, e.reloadOK, e.reloadTime, (*liveCollector)(e),
+		e.objective, e.info, e.next, e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.serverRequests, e.serverKV, e.reloadOK, e.reloadTime, e.artifactFailures, (*liveCollector)(e),
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -334,6 +336,7 @@ func (e *Exporter) Describe(d Description) {
 	for _, reason := range scheduler.SkipReasons {
 		e.skipped.WithLabelValues(profile, endpoint, reason)
 	}
+	e.artifactFailures.WithLabelValues(profile, endpoint)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, ok := e.live[runKey{profile, endpoint}]; !ok {
@@ -474,6 +477,11 @@ func (e *Exporter) NextRun(profile, endpoint string, at time.Time) {
 }
 
 // ConfigReloaded records the outcome of a configuration (re)load.
+// ArtifactWriteFailed counts a run whose artifacts were not written.
+func (e *Exporter) ArtifactWriteFailed(profile, endpoint string) {
+	e.artifactFailures.WithLabelValues(profile, endpoint).Inc()
+}
+
 func (e *Exporter) ConfigReloaded(ok bool) {
 	if ok {
 		e.reloadOK.Set(1)
@@ -498,7 +506,7 @@ func (e *Exporter) Forget(profile, endpoint string) {
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.phases, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.outTok,
 		e.runs, e.skipped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr, e.objective, e.info, e.next,
-		e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.serverRequests, e.serverKV,
+		e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.serverRequests, e.serverKV, e.artifactFailures,
 	} {
 		v.DeletePartialMatch(match)
 	}
