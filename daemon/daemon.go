@@ -21,6 +21,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/tokenprobe/tokenprobe/config"
+	"github.com/tokenprobe/tokenprobe/exporter/otlp"
+	"github.com/tokenprobe/tokenprobe/exporter/prom"
 	"github.com/tokenprobe/tokenprobe/gpu"
 	"github.com/tokenprobe/tokenprobe/internal/redact"
 	"github.com/tokenprobe/tokenprobe/probe"
@@ -31,8 +33,6 @@ import (
 	"github.com/tokenprobe/tokenprobe/scheduler"
 	"github.com/tokenprobe/tokenprobe/setup"
 	"github.com/tokenprobe/tokenprobe/sink"
-	"github.com/tokenprobe/tokenprobe/exporter/otlp"
-	"github.com/tokenprobe/tokenprobe/exporter/prom"
 )
 
 // Options configure a Daemon.

@@ -22,19 +22,19 @@ const (
 
 // RunRecord is one run kept for the status page and /api/v1/runs.
 type RunRecord struct {
-	ID       int64          `json:"id"`
-	Profile  string         `json:"profile"`
-	Endpoint string         `json:"endpoint"`
-	Trigger  string         `json:"trigger"` // schedule or manual
-	Start    time.Time      `json:"start"`
-	End      time.Time      `json:"end,omitzero"`
-	Result   string         `json:"result"`
-	Error    string         `json:"error,omitempty"`
+	ID       int64     `json:"id"`
+	Profile  string    `json:"profile"`
+	Endpoint string    `json:"endpoint"`
+	Trigger  string    `json:"trigger"` // schedule or manual
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end,omitzero"`
+	Result   string    `json:"result"`
+	Error    string    `json:"error,omitempty"`
 	// ArtifactsError says why the run's artifacts (serve --artifacts-dir)
 	// were not written; the run's own result stands.
 	ArtifactsError string         `json:"artifacts_error,omitempty"`
 	Summary        *stats.Summary `json:"summary,omitempty"`
-	Log      []LogLine      `json:"log,omitempty"`
+	Log            []LogLine      `json:"log,omitempty"`
 }
 
 // LogLine is one log record of a run.

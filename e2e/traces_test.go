@@ -17,8 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tokenprobe/tokenprobe/daemon"
-	"github.com/tokenprobe/tokenprobe/sim"
 	"github.com/tokenprobe/tokenprobe/exporter/otlp"
+	"github.com/tokenprobe/tokenprobe/sim"
 	"github.com/tokenprobe/tokenprobe/web"
 )
 

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/version"
 
 	"github.com/tokenprobe/tokenprobe/config"
+	"github.com/tokenprobe/tokenprobe/exporter/otlp"
 	"github.com/tokenprobe/tokenprobe/gpu"
 	"github.com/tokenprobe/tokenprobe/internal/redact"
 	"github.com/tokenprobe/tokenprobe/probe"
@@ -27,7 +28,6 @@ import (
 	"github.com/tokenprobe/tokenprobe/runner"
 	"github.com/tokenprobe/tokenprobe/setup"
 	"github.com/tokenprobe/tokenprobe/sink"
-	"github.com/tokenprobe/tokenprobe/exporter/otlp"
 )
 
 // Exit codes of `tokenprobe run`.

@@ -19,11 +19,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
 	"github.com/tokenprobe/tokenprobe/internal/hostile"
 	"github.com/tokenprobe/tokenprobe/internal/redact"
 	"github.com/tokenprobe/tokenprobe/internal/timingtest"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
-	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
 	"github.com/tokenprobe/tokenprobe/sink/records"
 )
 

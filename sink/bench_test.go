@@ -9,11 +9,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tokenprobe/tokenprobe/exporter/otlp"
+	"github.com/tokenprobe/tokenprobe/exporter/prom"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
 	"github.com/tokenprobe/tokenprobe/sink"
-	"github.com/tokenprobe/tokenprobe/exporter/otlp"
-	"github.com/tokenprobe/tokenprobe/exporter/prom"
 )
 
 // BenchmarkFanOut is the cost to the run's collector of one 64-token

@@ -22,11 +22,11 @@ import (
 	"github.com/tokenprobe/tokenprobe/alerts"
 	"github.com/tokenprobe/tokenprobe/compare"
 	"github.com/tokenprobe/tokenprobe/dashboards"
+	"github.com/tokenprobe/tokenprobe/exporter/otlp"
 	"github.com/tokenprobe/tokenprobe/internal/schedslice"
 	"github.com/tokenprobe/tokenprobe/runonce"
 	"github.com/tokenprobe/tokenprobe/setup"
 	"github.com/tokenprobe/tokenprobe/sim"
-	"github.com/tokenprobe/tokenprobe/exporter/otlp"
 )
 
 func main() {

@@ -16,10 +16,10 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
 	"github.com/tokenprobe/tokenprobe/internal/schedslice"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 	"github.com/tokenprobe/tokenprobe/sim"
-	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
 
 	"github.com/tokenprobe/tokenprobe/runonce"
 )

@@ -11,12 +11,12 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/tokenprobe/tokenprobe/catalog"
+	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
 	"github.com/tokenprobe/tokenprobe/probe"
 	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
-	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
 )
 
 func TestPushesGenAIInstruments(t *testing.T) {

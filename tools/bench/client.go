@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tokenprobe/tokenprobe/exporter/prom"
 	"github.com/tokenprobe/tokenprobe/probe"
 	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/openai"
@@ -19,7 +20,6 @@ import (
 	"github.com/tokenprobe/tokenprobe/probe/workload"
 	"github.com/tokenprobe/tokenprobe/runner"
 	"github.com/tokenprobe/tokenprobe/sim"
-	"github.com/tokenprobe/tokenprobe/exporter/prom"
 )
 
 // The clients a level is measured with.
