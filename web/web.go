@@ -10,9 +10,12 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
+	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +34,10 @@ type Options struct {
 	Gatherer  prometheus.Gatherer
 	Logger    *slog.Logger
 	Version   string
+	// AllowedHosts, when set, are the only Host names served (the port
+	// aside): a page elsewhere that rebinds its DNS name to this address
+	// gets 403, not the status page or the lifecycle API.
+	AllowedHosts []string
 }
 
 // Handler serves d.
@@ -50,7 +57,20 @@ func Handler(d *daemon.Daemon, o Options) http.Handler {
 	mux.HandleFunc("GET /config", s.config)
 	mux.HandleFunc("GET /api/v1/runs", s.runs)
 	mux.HandleFunc("POST /api/v1/runs", s.lifecycle(s.runNow))
-	return mux
+	if len(o.AllowedHosts) == 0 {
+		return mux
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if !slices.ContainsFunc(o.AllowedHosts, func(a string) bool { return strings.EqualFold(a, host) }) {
+			http.Error(w, "host not allowed (--web.allowed-hosts)", http.StatusForbidden)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 type server struct {

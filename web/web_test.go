@@ -336,3 +336,20 @@ func TestCrossSiteLifecycleRequestsAreRefused(t *testing.T) {
 		t.Errorf("reload from the same site: %d", code)
 	}
 }
+
+// With --web.allowed-hosts, a request under another Host name (a page
+// whose DNS name was rebound to this address) gets 403; the names
+// allowed, any port, are served.
+func TestAllowedHosts(t *testing.T) {
+	f := newFixture(t, false)
+	h := Handler(f.d, Options{Gatherer: prometheus.NewRegistry(), AllowedHosts: []string{"probe.internal", "localhost"}})
+	for host, want := range map[string]int{"probe.internal:9470": 200, "LOCALHOST": 200, "evil.example:9470": 403, "127.0.0.1:9470": 403} {
+		req := httptest.NewRequest(http.MethodGet, "/-/healthy", nil)
+		req.Host = host
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != want {
+			t.Errorf("Host %s: %d, want %d", host, w.Code, want)
+		}
+	}
+}
