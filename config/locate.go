@@ -130,7 +130,7 @@ func suggest(key string, fields map[string]reflect.StructField) string {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		if d := distance(key, name); d < bestD {
+		if d := EditDistance(key, name); d < bestD {
 			best, bestD = name, d
 		}
 	}
@@ -140,7 +140,9 @@ func suggest(key string, fields map[string]reflect.StructField) string {
 	return fmt.Sprintf(" (known fields: %s)", strings.Join(names, ", "))
 }
 
-func distance(a, b string) int {
+// EditDistance is the Levenshtein distance of a and b: how a mistyped
+// name is matched to a known one, for fields and flags alike.
+func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	for j := range prev {
 		prev[j] = j

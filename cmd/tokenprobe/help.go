@@ -8,6 +8,8 @@ import (
 	"text/template"
 
 	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/tokenprobe/tokenprobe/config"
 )
 
 // flagGroups are the headings `--help` lists flags under, in order, and
@@ -45,7 +47,7 @@ func didYouMean(app *kingpin.Application, args []string, err error) string {
 	}
 	best, bestD := "", 4
 	for _, f := range flags {
-		d := distance(m[1], f.Name)
+		d := config.EditDistance(m[1], f.Name)
 		if strings.HasPrefix(f.Name, m[1]) {
 			d = min(d, 1)
 		}
@@ -57,27 +59,6 @@ func didYouMean(app *kingpin.Application, args []string, err error) string {
 		return ""
 	}
 	return ", did you mean --" + best + "?"
-}
-
-// distance is the Levenshtein distance of a and b.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // groupedUsage is kingpin's default usage with the flags under the
