@@ -130,8 +130,10 @@ type series struct {
 	// at its first verdict under the exporter's lock.
 	checks map[string]*[2]metric.MeasurementOption
 	set    func(...attribute.KeyValue) metric.MeasurementOption
-	// attrs are base's attributes, for a request's span.
+	// attrs are base's attributes, and op its GenAI operation, for a
+	// request's span.
 	attrs []attribute.KeyValue
+	op    string
 }
 
 // New starts a meter provider that pushes with cfg.
@@ -333,7 +335,7 @@ func (e *Exporter) Observe(r *result.Request, v slo.Verdict) {
 	s := e.get(r)
 	ctx := context.Background()
 	if e.tracer != nil {
-		e.tracer.observe(r, v, s.attrs, operation(r.API))
+		e.tracer.observe(r, v, s.attrs, s.op)
 	}
 	if r.Outcome == result.Error {
 		e.requests.Add(ctx, 1, s.byReason[r.Reason])
@@ -412,6 +414,7 @@ func (e *Exporter) get(r *result.Request) *series {
 	}
 	s := &series{
 		attrs:    base,
+		op:       op.Value.AsString(),
 		base:     set(),
 		input:    set(semconv.GenAITokenTypeInput),
 		output:   set(semconv.GenAITokenTypeOutput),

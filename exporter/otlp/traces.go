@@ -17,7 +17,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tokenprobe/tokenprobe/probe"
-	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
 )
@@ -216,17 +215,6 @@ func (t *tracer) observe(r *result.Request, v slo.Verdict, base []attribute.KeyV
 		span.SetStatus(codes.Error, r.Err)
 	}
 	span.End(trace.WithTimestamp(end))
-}
-
-// operation is the GenAI operation an API's request is.
-func operation(api string) string {
-	switch openai.API(api) {
-	case openai.Completions:
-		return "text_completion"
-	case openai.Embeddings:
-		return "embeddings"
-	}
-	return "chat"
 }
 
 // TracerProvider is a provider exporting to cfg's collector for another
