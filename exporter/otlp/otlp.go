@@ -186,18 +186,28 @@ func New(ctx context.Context, cfg Config) (*Exporter, error) {
 	return e, nil
 }
 
+// signalURL is an endpoint given as a URL, with a collector's bare
+// address meaning what the generic OTEL_EXPORTER_OTLP_ENDPOINT means: the
+// signal goes to its own path (/v1/metrics, /v1/traces). ok is false for
+// a host:port, which the exporters take as it is.
+func signalURL(endpoint, path string) (string, bool) {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Scheme == "" {
+		return "", false
+	}
+	if u.Path == "" || u.Path == "/" {
+		u.Path = path
+	}
+	return u.String(), true
+}
+
 func newExporter(ctx context.Context, cfg Config) (sdkmetric.Exporter, error) {
 	switch cfg.Protocol {
 	case "", "http", "http/protobuf":
 		var opts []otlpmetrichttp.Option
 		if cfg.Endpoint != "" {
-			if u, err := url.Parse(cfg.Endpoint); err == nil && u.Scheme != "" {
-				// A collector's bare address means what the generic
-				// OTEL_EXPORTER_OTLP_ENDPOINT means: metrics go to /v1/metrics.
-				if u.Path == "" || u.Path == "/" {
-					u.Path = "/v1/metrics"
-				}
-				opts = append(opts, otlpmetrichttp.WithEndpointURL(u.String()))
+			if u, ok := signalURL(cfg.Endpoint, "/v1/metrics"); ok {
+				opts = append(opts, otlpmetrichttp.WithEndpointURL(u))
 			} else {
 				opts = append(opts, otlpmetrichttp.WithEndpoint(cfg.Endpoint))
 			}

@@ -3,7 +3,6 @@ package otlp
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"sync"
 	"time"
 
@@ -89,11 +88,8 @@ func newSpanExporter(ctx context.Context, cfg Config) (sdktrace.SpanExporter, er
 	case "", "http", "http/protobuf":
 		var opts []otlptracehttp.Option
 		if cfg.Endpoint != "" {
-			if u, err := url.Parse(cfg.Endpoint); err == nil && u.Scheme != "" {
-				if u.Path == "" || u.Path == "/" {
-					u.Path = "/v1/traces"
-				}
-				opts = append(opts, otlptracehttp.WithEndpointURL(u.String()))
+			if u, ok := signalURL(cfg.Endpoint, "/v1/traces"); ok {
+				opts = append(opts, otlptracehttp.WithEndpointURL(u))
 			} else {
 				opts = append(opts, otlptracehttp.WithEndpoint(cfg.Endpoint))
 			}
