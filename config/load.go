@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"gopkg.in/yaml.v3"
 )
 
@@ -278,6 +279,11 @@ func (c *Config) validate(l *locator, dir string) {
 	}
 	if t := c.Tracing; t != nil && t.Sample != nil && (*t.Sample < 0 || *t.Sample > 1) {
 		l.errf("tracing.sample", "%v is not a share between 0 and 1 (0.1: one request in ten)", *t.Sample)
+	}
+	if t := c.Tracing; t != nil && t.TraceState != "" {
+		if _, err := trace.ParseTraceState(t.TraceState); err != nil {
+			l.errf("tracing.tracestate", "%q is not a W3C tracestate: comma-separated vendor=value members, keys lower case, values printable ASCII without spaces, commas or =", t.TraceState)
+		}
 	}
 	if g := c.GPU; g != nil {
 		switch g.Source {

@@ -216,6 +216,18 @@ type Tracing struct {
 	// Sample is the share of requests whose spans are exported and whose
 	// traceparent says sampled (default 1).
 	Sample *float64 `yaml:"sample"`
+	// TraceState is a W3C tracestate value (vendor=value, comma
+	// separated) sent beside every traceparent and set on the exported
+	// spans, for a tracing system that routes or samples by it.
+	TraceState string `yaml:"tracestate"`
+}
+
+// State is the tracestate value: empty without a tracing block.
+func (t *Tracing) State() string {
+	if t == nil {
+		return ""
+	}
+	return t.TraceState
 }
 
 // SampleRatio is the share of requests traced: 0 without a tracing

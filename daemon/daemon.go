@@ -68,8 +68,8 @@ type Daemon struct {
 	history *History
 	otlp    *otlp.Exporter
 	queue   *sink.Queue
-	// traceSample is the share of requests whose spans go over OTLP.
-	traceSample float64
+	// tracing is the trace context of every request.
+	tracing setup.Tracing
 	// gpu is the GPU source (nil without a gpu block); gpuC exports it.
 	gpu         gpu.Source
 	gpuC        *gpu.Collector
@@ -136,7 +136,7 @@ func New(o Options) (*Daemon, error) {
 		return nil, err
 	}
 	// Like the OTLP block, tracing is read once, at start.
-	d.traceSample = setup.TraceSample(first)
+	d.tracing = setup.TraceContext(first)
 	if first.OTLP != nil || otlp.EnvEnabled() {
 		otlp.LogErrors(d.log)
 		exp, err := otlp.New(context.Background(), setup.OTLP(first.OTLP, first.Tracing, o.Version))
@@ -257,7 +257,7 @@ func (d *Daemon) apply(cfg *config.Config) error {
 			newTargets[e.Name] = old
 			continue
 		}
-		t, err := setup.OpenEndpoint(e, d.secrets, d.traceSample)
+		t, err := setup.OpenEndpoint(e, d.secrets, d.tracing)
 		if err != nil {
 			for _, o := range opened {
 				_ = o.Close()

@@ -8,7 +8,7 @@ import (
 // OTLP converts the configuration's otlp block (nil: the environment
 // only) into the exporter's settings.
 func OTLP(c *config.OTLP, tracing *config.Tracing, version string) otlp.Config {
-	out := otlp.Config{Version: version, Traces: tracing.SampleRatio() > 0}
+	out := otlp.Config{Version: version, Traces: tracing.SampleRatio() > 0, TraceState: tracing.State()}
 	if c != nil {
 		out.Protocol, out.Endpoint, out.Insecure = c.Protocol, c.Endpoint, c.Insecure
 		if len(c.Headers) > 0 {
@@ -22,12 +22,21 @@ func OTLP(c *config.OTLP, tracing *config.Tracing, version string) otlp.Config {
 	return out
 }
 
-// TraceSample is the share of requests whose spans are exported: the
-// tracing block's, where OTLP export is on (an otlp block or the
-// OTEL_* variables); 0 otherwise, every traceparent then unsampled.
-func TraceSample(cfg *config.Config) float64 {
-	if cfg.OTLP == nil && !otlp.EnvEnabled() {
-		return 0
+// Tracing is what every request's trace context carries.
+type Tracing struct {
+	// Sample is the share of requests whose traceparent says sampled.
+	Sample float64
+	// State is the tracestate header's value, none when empty.
+	State string
+}
+
+// TraceContext is the trace context of cfg's requests. Sample is the
+// tracing block's share where OTLP export is on (an otlp block or the
+// OTEL_* variables), 0 otherwise: every traceparent then unsampled.
+func TraceContext(cfg *config.Config) Tracing {
+	t := Tracing{State: cfg.Tracing.State()}
+	if cfg.OTLP != nil || otlp.EnvEnabled() {
+		t.Sample = cfg.Tracing.SampleRatio()
 	}
-	return cfg.Tracing.SampleRatio()
+	return t
 }

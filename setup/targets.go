@@ -40,10 +40,10 @@ type Targets struct {
 // Open opens every endpoint of cfg, each redacting secrets from what its
 // server sends. On error, whatever was opened is closed.
 func Open(cfg *config.Config, secrets *redact.Set) (*Targets, error) {
-	sample := TraceSample(cfg)
+	tc := TraceContext(cfg)
 	s := &Targets{byName: map[string]*Target{}}
 	for _, e := range cfg.Endpoints {
-		t, err := OpenEndpoint(e, secrets, sample)
+		t, err := OpenEndpoint(e, secrets, tc)
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("endpoint %q: %w", e.Name, err)
@@ -55,10 +55,10 @@ func Open(cfg *config.Config, secrets *redact.Set) (*Targets, error) {
 
 // OpenEndpoint opens one endpoint: its client, and its simulator if it
 // has one. Its client takes secrets out of whatever the server sends,
-// and marks a traceSample share of its requests' traceparents sampled.
-func OpenEndpoint(e *config.Endpoint, secrets *redact.Set, traceSample float64) (*Target, error) {
+// and gives its requests the trace context tc.
+func OpenEndpoint(e *config.Endpoint, secrets *redact.Set, tc Tracing) (*Target, error) {
 	opts := client.Options{ConnectTimeout: e.ConnectTimeout.D(), NetHTTP: e.HTTPClient == config.HTTPClientNetHTTP, Secrets: secrets,
-		TraceSample: traceSample}
+		TraceSample: tc.Sample}
 	if e.TLS != nil {
 		c, err := e.TLS.Config()
 		if err != nil {
@@ -73,10 +73,13 @@ func OpenEndpoint(e *config.Endpoint, secrets *redact.Set, traceSample float64) 
 		},
 		Client: client.New(opts),
 	}
-	if len(e.Headers) > 0 {
+	if len(e.Headers) > 0 || tc.State != "" {
 		t.Endpoint.Headers = http.Header{}
 		for k, h := range e.Headers {
 			t.Endpoint.Headers.Set(k, h.Value())
+		}
+		if tc.State != "" {
+			t.Endpoint.Headers.Set("Tracestate", tc.State)
 		}
 	}
 	if sc := e.Simulator; sc != nil {

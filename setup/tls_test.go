@@ -109,7 +109,7 @@ func TestPrivateCAAndMutualTLS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tg, err := OpenEndpoint(cfg.Endpoints[0], nil, 0)
+			tg, err := OpenEndpoint(cfg.Endpoints[0], nil, Tracing{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +129,7 @@ func TestPrivateCAAndMutualTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg, _ := OpenEndpoint(cfg.Endpoints[0], nil, 0)
+	tg, _ := OpenEndpoint(cfg.Endpoints[0], nil, Tracing{})
 	defer tg.Close()
 	var r result.Request
 	tg.Client.Do(context.Background(), tg.Endpoint, client.Prompt{Text: "x", Stream: true}, &r)

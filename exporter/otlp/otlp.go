@@ -50,6 +50,9 @@ type Config struct {
 	// Traces exports a span per sampled request (result.Trace.Sampled)
 	// and per run, to the same collector.
 	Traces bool
+	// TraceState is the W3C tracestate the spans carry (the one each
+	// request sent), none when empty.
+	TraceState string
 }
 
 // Enabled reports whether OTLP export is asked for by the environment.

@@ -195,7 +195,7 @@ func TestOperationAndProviderFollowTheAPI(t *testing.T) {
 func TestSpansOfSampledRequests(t *testing.T) {
 	rc := otlptest.Start()
 	defer rc.Close()
-	e, err := New(context.Background(), Config{Endpoint: rc.URL, Interval: time.Hour, Traces: true})
+	e, err := New(context.Background(), Config{Endpoint: rc.URL, Interval: time.Hour, Traces: true, TraceState: "tp=eu-west,congo=t61"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,6 +245,8 @@ func TestSpansOfSampledRequests(t *testing.T) {
 		t.Errorf("events %v, want first_token at 120 ms", s.Events)
 	case len(s.Links) != 1 || !bytes.Equal(s.Links[0].SpanId, runSpan.SpanId):
 		t.Errorf("links %v, want the run's span", s.Links)
+	case s.TraceState != "tp=eu-west,congo=t61" || runSpan.TraceState != s.TraceState:
+		t.Errorf("trace state %q, run's %q, want the configured tp=eu-west,congo=t61", s.TraceState, runSpan.TraceState)
 	}
 	f := spans[failed.Trace.TraceIDString()]
 	if f == nil || f.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || otlptest.Attrs(f.Attributes)["error.type"] != "http_5xx" {

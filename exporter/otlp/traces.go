@@ -67,16 +67,29 @@ func (randomIDs) NewSpanID(context.Context, trace.TraceID) trace.SpanID {
 	return t.SpanID
 }
 
+// alwaysWithState samples every span and gives it the configured
+// tracestate: a span of tokenprobe's is a trace's root, so no parent
+// carries the state the request sent.
+type alwaysWithState struct{ state trace.TraceState }
+
+func (s alwaysWithState) ShouldSample(sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample, Tracestate: s.state}
+}
+
+func (alwaysWithState) Description() string { return "AlwaysOnWithTraceState" }
+
 func newTracer(ctx context.Context, cfg Config, res *resource.Resource) (*tracer, error) {
 	exp, err := newSpanExporter(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
+	// Config.Load has checked the state; an unparsable one is none.
+	state, _ := trace.ParseTraceState(cfg.TraceState)
 	// Blocking: the sink's queue in front of the exporter is the bound,
 	// and it counts what it drops (tokenprobe_dropped_total).
 	p := sdktrace.NewTracerProvider(
 		sdktrace.WithResource(res),
-		sdktrace.WithSampler(sdktrace.AlwaysSample()), // spans are made only for sampled requests
+		sdktrace.WithSampler(alwaysWithState{state}), // spans are made only for sampled requests
 		sdktrace.WithIDGenerator(idGenerator{random: randomIDs{}}),
 		sdktrace.WithBatcher(exp, sdktrace.WithBlocking(), sdktrace.WithBatchTimeout(time.Second)),
 	)
