@@ -189,6 +189,8 @@ var (
 		Help: "Unix time of the last successful configuration (re)load."}
 	ArtifactFailures = Metric{Name: "tokenprobe_artifact_write_failures_total", Type: Counter, Unit: "runs", Labels: []string{"profile", "endpoint"},
 		Help: "Runs whose artifacts (serve --artifacts-dir) could not be written, a full disk or a lost folder: the run's page says why, and what was half written is removed."}
+	WebRefused = Metric{Name: "tokenprobe_web_requests_refused_total", Type: Counter, Unit: "requests", Labels: []string{"reason"},
+		Help: "Requests the web server refused with 403 and no log line: reason cross_site (a state-changing request a browser sent from another site), host (a Host name --web.allowed-hosts does not list: DNS rebinding) or lifecycle_disabled (POST /-/reload or /api/v1/runs without --web.enable-lifecycle)."}
 	Dropped = Metric{Name: "tokenprobe_observations_dropped_total", Type: Counter, Unit: "observations", Labels: []string{"sink"},
 		Help: "Request results a sink could not take because its queue was full; the load generator never waits for a sink."}
 )
@@ -203,7 +205,7 @@ var All = []Metric{
 	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunLastCapacity, RunLastCliff, RunLastTTFTBreakdown, RunLastTTFTDominant,
 	RunLastServerRequests, RunLastServerKVCache,
 	RunObjective, ProfileInfo,
-	ConfigReloadOK, ConfigReloadTime, ArtifactFailures, Dropped,
+	ConfigReloadOK, ConfigReloadTime, ArtifactFailures, WebRefused, Dropped,
 }
 
 // Extra names metrics registered outside this list (by client_golang's own

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/tokenprobe/tokenprobe/catalog"
 	"github.com/tokenprobe/tokenprobe/daemon"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 	"github.com/tokenprobe/tokenprobe/report"
@@ -32,8 +33,11 @@ type Options struct {
 	// Lifecycle enables POST /-/reload and POST /api/v1/runs.
 	Lifecycle bool
 	Gatherer  prometheus.Gatherer
-	Logger    *slog.Logger
-	Version   string
+	// Registerer, when set, takes the counter of refused requests
+	// (tokenprobe_web_requests_refused_total).
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+	Version    string
 	// AllowedHosts, when set, are the only Host names served (the port
 	// aside): a page elsewhere that rebinds its DNS name to this address
 	// gets 403, not the status page or the lifecycle API.
@@ -45,7 +49,15 @@ func Handler(d *daemon.Daemon, o Options) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &server{d: d, o: o, cross: http.NewCrossOriginProtection()}
+	m := catalog.WebRefused
+	refused := prometheus.NewCounterVec(prometheus.CounterOpts{Name: m.Name, Help: m.Help}, m.Labels)
+	for _, reason := range []string{refusedCrossSite, refusedHost, refusedLifecycleOff} {
+		refused.WithLabelValues(reason)
+	}
+	if o.Registerer != nil {
+		o.Registerer.MustRegister(refused)
+	}
+	s := &server{d: d, o: o, cross: http.NewCrossOriginProtection(), refused: refused}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.status)
 	mux.HandleFunc("GET /runs/{id}", s.run)
@@ -66,6 +78,7 @@ func Handler(d *daemon.Daemon, o Options) http.Handler {
 			host = h
 		}
 		if !slices.ContainsFunc(o.AllowedHosts, func(a string) bool { return strings.EqualFold(a, host) }) {
+			refused.WithLabelValues(refusedHost).Inc()
 			http.Error(w, "host not allowed (--web.allowed-hosts)", http.StatusForbidden)
 			return
 		}
@@ -80,15 +93,27 @@ type server struct {
 	// site (Sec-Fetch-Site, else Origin against Host): a page the
 	// operator opens must not start load against production endpoints.
 	cross *http.CrossOriginProtection
+	// refused counts what is refused with 403, in place of a log line
+	// each: a page that keeps posting must not flood the log.
+	refused *prometheus.CounterVec
 }
+
+// Why a request was refused (the counter's reason label).
+const (
+	refusedCrossSite    = "cross_site"
+	refusedHost         = "host"
+	refusedLifecycleOff = "lifecycle_disabled"
+)
 
 func (s *server) lifecycle(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !s.o.Lifecycle {
+			s.refused.WithLabelValues(refusedLifecycleOff).Inc()
 			http.Error(w, "Lifecycle API is not enabled (start tokenprobe with --web.enable-lifecycle).", http.StatusForbidden)
 			return
 		}
 		if err := s.cross.Check(r); err != nil {
+			s.refused.WithLabelValues(refusedCrossSite).Inc()
 			http.Error(w, "refused: a cross-site request ("+err.Error()+"); call the lifecycle API from the command line or the same site", http.StatusForbidden)
 			return
 		}

@@ -52,6 +52,7 @@ type fixture struct {
 	d    *daemon.Daemon
 	srv  *httptest.Server
 	path string
+	reg  *prometheus.Registry
 }
 
 func newFixture(t *testing.T, lifecycle bool) *fixture {
@@ -71,14 +72,14 @@ func newFixtureWith(t *testing.T, cfg string, lifecycle bool) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(Handler(d, Options{Lifecycle: lifecycle, Gatherer: reg, Version: "test"}))
+	srv := httptest.NewServer(Handler(d, Options{Lifecycle: lifecycle, Gatherer: reg, Registerer: reg, Version: "test"}))
 	t.Cleanup(func() {
 		srv.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = d.Shutdown(ctx)
 	})
-	return &fixture{d: d, srv: srv, path: path}
+	return &fixture{d: d, srv: srv, path: path, reg: reg}
 }
 
 // newDownFixture serves profiles (YAML list items) against the endpoint
@@ -141,6 +142,9 @@ func TestLifecycleIsOffByDefault(t *testing.T) {
 	}
 	if code, _ := f.do(t, "GET", "/-/reload"); code != http.StatusMethodNotAllowed {
 		t.Errorf("GET /-/reload: %d", code)
+	}
+	if got := refusedCount(t, f.reg, "lifecycle_disabled"); got != 3 {
+		t.Errorf("refused with the lifecycle off: %v, want 3", got)
 	}
 }
 
@@ -335,6 +339,31 @@ func TestCrossSiteLifecycleRequestsAreRefused(t *testing.T) {
 	if code := send("/-/reload", map[string]string{"Sec-Fetch-Site": "same-origin"}); code != http.StatusOK {
 		t.Errorf("reload from the same site: %d", code)
 	}
+	// Counted, not logged: four refusals.
+	if got := refusedCount(t, f.reg, "cross_site"); got != 4 {
+		t.Errorf("tokenprobe_web_requests_refused_total{reason=\"cross_site\"} = %v, want 4", got)
+	}
+}
+
+// refusedCount is tokenprobe_web_requests_refused_total{reason} in g.
+func refusedCount(t *testing.T, g prometheus.Gatherer, reason string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "tokenprobe_web_requests_refused_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == reason {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no tokenprobe_web_requests_refused_total{reason=%q}", reason)
+	return 0
 }
 
 // With --web.allowed-hosts, a request under another Host name (a page
@@ -342,7 +371,8 @@ func TestCrossSiteLifecycleRequestsAreRefused(t *testing.T) {
 // allowed, any port, are served.
 func TestAllowedHosts(t *testing.T) {
 	f := newFixture(t, false)
-	h := Handler(f.d, Options{Gatherer: prometheus.NewRegistry(), AllowedHosts: []string{"probe.internal", "localhost"}})
+	reg := prometheus.NewRegistry()
+	h := Handler(f.d, Options{Gatherer: reg, Registerer: reg, AllowedHosts: []string{"probe.internal", "localhost"}})
 	for host, want := range map[string]int{"probe.internal:9470": 200, "LOCALHOST": 200, "evil.example:9470": 403, "127.0.0.1:9470": 403} {
 		req := httptest.NewRequest(http.MethodGet, "/-/healthy", nil)
 		req.Host = host
@@ -351,5 +381,8 @@ func TestAllowedHosts(t *testing.T) {
 		if w.Code != want {
 			t.Errorf("Host %s: %d, want %d", host, w.Code, want)
 		}
+	}
+	if got := refusedCount(t, reg, "host"); got != 2 {
+		t.Errorf("refused for their host: %v, want 2", got)
 	}
 }

@@ -125,7 +125,7 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger, hup <-chan 
 		return runonce.ExitConfig
 	}
 	srv := &http.Server{
-		Handler:           web.Handler(d, web.Options{Lifecycle: o.lifecycle, Gatherer: reg, Logger: logger, Version: v, AllowedHosts: o.allowedHosts}),
+		Handler:           web.Handler(d, web.Options{Lifecycle: o.lifecycle, Gatherer: reg, Registerer: reg, Logger: logger, Version: v, AllowedHosts: o.allowedHosts}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	served := make(chan error, 1)
