@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +40,8 @@ func TestHostileEndpointsStopNothingAndLeakNothing(t *testing.T) {
 	}
 	defer h.Close()
 
-	behaviours := []string{hostile.Echo401, hostile.EchoEvent, hostile.EchoContent, hostile.Nested, hostile.Drain, hostile.Gzip, hostile.Switch}
+	behaviours := []string{hostile.Echo401, hostile.EchoEvent, hostile.EchoContent, hostile.Nested, hostile.Drain, hostile.Gzip, hostile.Switch,
+		hostile.ManyChunks, hostile.AbsurdUsage, hostile.Escapes}
 	var cfg strings.Builder
 	cfg.WriteString("endpoints:\n  - {name: healthy, simulator: {slots: 4, decode_base: 1ms, prefill_base: 1ms, seed: 1}}\n")
 	for _, b := range behaviours {
@@ -117,6 +119,9 @@ func TestHostileEndpointsStopNothingAndLeakNothing(t *testing.T) {
 		hostile.Nested:    `reason="stream"`,
 		hostile.Gzip:      `reason="stream"`,
 		hostile.Switch:    `reason="stream"`,
+		// Ended at 4 x max_tokens + 64 content chunks, not read to 60 MB.
+		hostile.ManyChunks: `reason="stream"`,
+		hostile.Escapes:    `reason="http_5xx"`,
 	} {
 		if !hasPositive(metrics, "tokenprobe_request_errors_total{", `endpoint="`+b+`"`, want) {
 			t.Errorf("%s: no %s errors counted", b, want)
@@ -127,6 +132,18 @@ func TestHostileEndpointsStopNothingAndLeakNothing(t *testing.T) {
 	}
 	if !hasPositive(metrics, "tokenprobe_requests_total{", `endpoint="drain"`, `outcome="success"`) {
 		t.Error("drain: its requests are measured in full, as successes")
+	}
+	// An absurd usage is not believed: counted as an anomaly, its tokens
+	// counted from the chunks (two a request), never 9.2e18.
+	if !hasPositive(metrics, "tokenprobe_server_anomalies_total{", `endpoint="absurd-usage"`, `kind="usage"`) {
+		t.Error("absurd-usage: no usage anomaly counted")
+	}
+	for line := range strings.SplitSeq(metrics, "\n") {
+		if strings.HasPrefix(line, "tokenprobe_output_tokens_total{") || strings.HasPrefix(line, "tokenprobe_input_tokens_total{") {
+			if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err != nil || v > 1e6 {
+				t.Errorf("a token counter took an absurd value: %s", line)
+			}
+		}
 	}
 
 	surfaces := map[string]string{"logs": logs.String()}
@@ -141,7 +158,22 @@ func TestHostileEndpointsStopNothingAndLeakNothing(t *testing.T) {
 	if !strings.Contains(surfaces["logs"], redact.Marker) {
 		t.Error("the logs show no redacted text: the echoing endpoints were not logged")
 	}
+	shown := 0
+	for _, text := range surfaces {
+		if strings.Contains(text, "forged line") {
+			shown++
+		}
+	}
+	if shown == 0 {
+		t.Error("the escapes endpoint's message is on no page nor log: the check below would prove nothing")
+	}
 	for name, text := range surfaces {
+		// The server's text shows its control characters escaped: no
+		// forged log line, no cleared terminal.
+		if strings.ContainsAny(text, "\x1b\r") || strings.Contains(text, "\nlevel=error msg=\"forged line\"") {
+			i := max(strings.IndexAny(text, "\x1b\r"), strings.Index(text, "forged line"))
+			t.Errorf("%s shows the server's control characters raw: %q", name, text[max(0, i-80):min(len(text), i+40)])
+		}
 		for _, secret := range []string{key, headerSecret, key[:12], headerSecret[:12]} {
 			if strings.Contains(text, secret) {
 				i := strings.Index(text, secret)

@@ -41,7 +41,25 @@ const (
 	Gzip = "gzip"
 	// Switch answers 101 Switching Protocols and then WebSocket bytes.
 	Switch = "switch"
+	// ManyChunks streams ManyChunksBytes of minimal valid content
+	// chunks (over a million), whatever max_tokens asked for: memory must
+	// not grow with them.
+	ManyChunks = "many-chunks"
+	// AbsurdUsage streams a short good answer whose usage claims
+	// 9223372036854775807 completion tokens and 1e30 prompt tokens.
+	AbsurdUsage = "absurd-usage"
+	// Escapes answers 500 with an error message carrying a newline that
+	// forges a log line, a carriage return and the escape that clears a
+	// terminal.
+	Escapes = "escapes"
 )
+
+// ManyChunksBytes is the size of ManyChunks' answer: under the client's
+// 64 MiB body limit, so that only a bound on chunks ends it.
+const ManyChunksBytes = 60 << 20
+
+// EscapesMessage is Escapes' error message.
+const EscapesMessage = "overloaded\nlevel=error msg=\"forged line\"\r\u001b[2Jcleared"
 
 // Server is a running hostile endpoint.
 type Server struct {
@@ -171,6 +189,26 @@ func answer(conn net.Conn, req *http.Request) bool {
 	case Gzip:
 		body := "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03"
 		fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		return true
+	case ManyChunks:
+		event := "data: " + `{"choices":[{"index":0,"delta":{"content":"a"}}]}` + "\n\n"
+		piece := Chunk(strings.Repeat(event, 64<<10/len(event)))
+		_, _ = io.WriteString(conn, SSEHead)
+		for sent := 0; sent < ManyChunksBytes; sent += len(piece) {
+			if _, err := io.WriteString(conn, piece); err != nil {
+				return false // the client ended it
+			}
+		}
+		_, _ = io.WriteString(conn, Chunk("data: [DONE]\n\n")+"0\r\n\r\n")
+		return true
+	case AbsurdUsage:
+		usage := `{"id":"x","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":1e30,"completion_tokens":9223372036854775807,"total_tokens":99999999999999999999999}}`
+		events := "data: " + Content("a") + "\n\ndata: " + Content("b") + "\n\ndata: " + usage + "\n\ndata: [DONE]\n\n"
+		_, _ = io.WriteString(conn, SSEHead+Chunk(events)+"0\r\n\r\n")
+		return true
+	case Escapes:
+		body, _ := json.Marshal(map[string]any{"error": map[string]string{"message": EscapesMessage, "type": "server_error"}})
+		fmt.Fprintf(conn, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 		return true
 	case Switch:
 		_, _ = io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n\x81\x05hello")
