@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tokenprobe/tokenprobe/exporter/otlp"
 	"github.com/tokenprobe/tokenprobe/exporter/prom"
 	"github.com/tokenprobe/tokenprobe/probe"
 	"github.com/tokenprobe/tokenprobe/probe/client"
@@ -20,6 +22,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/probe/workload"
 	"github.com/tokenprobe/tokenprobe/runner"
 	"github.com/tokenprobe/tokenprobe/sim"
+	"github.com/tokenprobe/tokenprobe/sink"
 )
 
 // The clients a level is measured with.
@@ -27,7 +30,19 @@ const (
 	KindTokenprobe = "tokenprobe"
 	KindFloor      = "floor"
 	KindK6         = "k6"
+	// KindOTLP is tokenprobe pushing its metrics over OTLP too, every
+	// traceparent unsampled: tracing off, as a daemon with an otlp block
+	// and no tracing block runs.
+	KindOTLP = "tokenprobe-otlp"
+	// KindTraced is KindOTLP with every request's span exported: tracing
+	// on at sample 1, its cost the difference from KindOTLP.
+	KindTraced = "tokenprobe-traced"
 )
+
+// isTokenprobe reports whether a kind is tokenprobe's own client.
+func isTokenprobe(kind string) bool {
+	return kind == KindTokenprobe || kind == KindOTLP || kind == KindTraced
+}
 
 // Load is what one client process is asked to do.
 type Load struct {
@@ -41,6 +56,8 @@ type Load struct {
 	// apart by the simulator.
 	Tokens   int
 	Interval time.Duration
+	// OTLP is the collector the OTLP kinds push to.
+	OTLP string
 }
 
 // openStreams is how many streams an open loop holds on average (Little's
@@ -93,7 +110,8 @@ type ClientResult struct {
 	// SchedWait is how long the process waited to be run (open loop,
 	// tokenprobe): where its dispatch lag was spent.
 	SchedWait *SchedWait `json:"sched_wait,omitempty"`
-	// Dropped counts arrivals k6 could not start (k6 only).
+	// Dropped counts arrivals k6 could not start (k6), or results the
+	// OTLP sink's queue dropped (the OTLP kinds).
 	Dropped int64 `json:"dropped,omitempty"`
 }
 
@@ -102,8 +120,8 @@ type ClientResult struct {
 // the harness can read the idle process's memory.
 func RunClient(ctx context.Context, kind string, l Load, ready func()) (ClientResult, error) {
 	switch kind {
-	case KindTokenprobe:
-		return runTokenprobe(ctx, l, ready)
+	case KindTokenprobe, KindOTLP, KindTraced:
+		return runTokenprobe(ctx, kind, l, ready)
 	case KindFloor:
 		return runFloor(ctx, l, ready)
 	}
@@ -112,15 +130,25 @@ func RunClient(ctx context.Context, kind string, l Load, ready func()) (ClientRe
 
 // runTokenprobe is the daemon's path: a probe.Run with the streaming
 // client, the SLO verdict, the run summary and the Prometheus exporter,
-// carried out by runner.Execute as every run is.
-func runTokenprobe(ctx context.Context, l Load, ready func()) (ClientResult, error) {
+// carried out by runner.Execute as every run is; the OTLP kinds add the
+// OTLP exporter, with or without spans.
+func runTokenprobe(ctx context.Context, kind string, l Load, ready func()) (ClientResult, error) {
 	timing, startup := NewHistogram(), NewHistogram()
 	var chunks, unstamped atomic.Int64
 	var settled atomic.Int64 // unix nanos from which chunks count as steady
 	settled.Store(math.MaxInt64)
 	// TOKENPROBE_BENCH_NET_HTTP=1 sends through net/http (http_client:
 	// net/http), to measure what probe/h1 changes.
-	c := client.New(client.Options{NetHTTP: os.Getenv("TOKENPROBE_BENCH_NET_HTTP") == "1", OnChunk: func(data []byte, at time.Time) {
+	sample := 0.0
+	if kind == KindTraced {
+		// TOKENPROBE_BENCH_TRACE_SAMPLE=0.1 traces a tenth, as
+		// tracing.sample does.
+		sample = 1
+		if v, err := strconv.ParseFloat(os.Getenv("TOKENPROBE_BENCH_TRACE_SAMPLE"), 64); err == nil && v >= 0 && v <= 1 {
+			sample = v
+		}
+	}
+	c := client.New(client.Options{NetHTTP: os.Getenv("TOKENPROBE_BENCH_NET_HTTP") == "1", TraceSample: sample, OnChunk: func(data []byte, at time.Time) {
 		chunks.Add(1)
 		sent, ok := sim.StampOf(data)
 		switch {
@@ -139,6 +167,21 @@ func runTokenprobe(ctx context.Context, l Load, ready func()) (ClientResult, err
 		return ClientResult{}, err
 	}
 	lag := &lagSink{h: NewHistogram()}
+	var dropped atomicCounter
+	sinks := []probe.Sink{exp, lag}
+	if kind != KindTokenprobe {
+		if l.OTLP == "" {
+			return ClientResult{}, fmt.Errorf("%s: no collector to push to (--otlp)", kind)
+		}
+		// As the daemon runs it: behind its own bounded queue.
+		o, err := otlp.New(ctx, otlp.Config{Endpoint: l.OTLP, Insecure: true, Traces: kind == KindTraced})
+		if err != nil {
+			return ClientResult{}, err
+		}
+		q := sink.NewQueue(o, 1<<16, &dropped)
+		defer func() { q.Close(); _ = o.Shutdown(context.Background()) }()
+		sinks = append(sinks, q)
+	}
 	st := probe.Stage{Concurrency: l.Streams, Duration: l.Duration}
 	if l.Streams <= 0 {
 		st = probe.Stage{Rate: l.Rate, Arrival: "poisson", Duration: l.Duration}
@@ -150,7 +193,7 @@ func runTokenprobe(ctx context.Context, l Load, ready func()) (ClientResult, err
 		SLO:      slo.Set{Thresholds: []slo.Threshold{{Kind: slo.TTFT, Max: time.Second}, {Kind: slo.ITL, Max: time.Second}}, Objective: 0.9},
 		Endpoint: ep,
 		Client:   c,
-		Sinks:    []probe.Sink{exp, lag},
+		Sinks:    sinks,
 	}
 	var peak atomic.Int64
 	stopPeak := watch(func() {
@@ -174,14 +217,20 @@ func runTokenprobe(ctx context.Context, l Load, ready func()) (ClientResult, err
 		return ClientResult{}, fmt.Errorf("%d chunks carried no send stamp: is the simulator in bench mode?", n)
 	}
 	res := ClientResult{
-		Kind: KindTokenprobe, Requests: int64(sum.Requests), Errors: int64(sum.Errors), Chunks: chunks.Load(),
+		Kind: kind, Requests: int64(sum.Requests), Errors: int64(sum.Errors), Chunks: chunks.Load(),
 		Seconds: secs, PeakInFlight: peak.Load(), TimingError: quantilesOf(timing), StartupTimingError: quantilesOf(startup),
 	}
 	if l.Streams <= 0 {
 		res.DispatchLag, res.SchedWait = quantilesOf(lag.h), wait
 	}
+	res.Dropped = dropped.Load()
 	return res, nil
 }
+
+// atomicCounter counts the results the OTLP sink's queue dropped.
+type atomicCounter struct{ atomic.Int64 }
+
+func (c *atomicCounter) Inc() { c.Add(1) }
 
 // settleTime is how long after the load starts the streams are taken to
 // be open: a fifth of the load, at most 3 s.

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -86,6 +87,10 @@ type Measurement struct {
 	PeakRSS int64 `json:"peak_rss_bytes"`
 	// SimCPUSeconds is what the simulator spent meanwhile.
 	SimCPUSeconds float64 `json:"sim_cpu_seconds"`
+	// OTLPMetricBytes and OTLPTraceBytes are what the collector received
+	// during the level (the OTLP kinds).
+	OTLPMetricBytes int64 `json:"otlp_metric_bytes,omitempty"`
+	OTLPTraceBytes  int64 `json:"otlp_trace_bytes,omitempty"`
 	// Disturbance is the machine's CPU steal during the level.
 	Disturbance
 }
@@ -170,6 +175,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	defer sim.stop()
 	url := sim.base + "/v1"
+	var collector *collector
+	if slices.ContainsFunc(o.Clients, func(k string) bool { return k == KindOTLP || k == KindTraced }) {
+		collector = startCollector()
+		defer collector.Close()
+	}
 	runSteal := steal.Start()
 	rep.Quietness.SleepBefore = sleepOvershoot(1000)
 	defer func() {
@@ -178,10 +188,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}()
 	var loads []Load
 	for _, n := range o.Streams {
-		loads = append(loads, Load{URL: url, Streams: n, Duration: o.Duration, Tokens: o.Tokens, Interval: o.Interval})
+		loads = append(loads, Load{URL: url, Streams: n, Duration: o.Duration, Tokens: o.Tokens, Interval: o.Interval, OTLP: collector.url()})
 	}
 	for _, r := range o.Rates {
-		loads = append(loads, Load{URL: url, Rate: r, Duration: o.Duration, Tokens: o.RateTokens, Interval: o.Interval})
+		loads = append(loads, Load{URL: url, Rate: r, Duration: o.Duration, Tokens: o.RateTokens, Interval: o.Interval, OTLP: collector.url()})
 	}
 	for _, l := range loads {
 		for _, kind := range o.Clients {
@@ -195,8 +205,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			measureLevel := func() (Measurement, error) {
 				simBefore, _ := cpuOf(sim.cmd.Process.Pid)
 				levelSteal := steal.Start()
+				metricsBefore, tracesBefore := collector.received()
 				m, err := measure(ctx, o, kind, l)
 				simAfter, _ := cpuOf(sim.cmd.Process.Pid)
+				metricsAfter, tracesAfter := collector.received()
+				m.OTLPMetricBytes, m.OTLPTraceBytes = metricsAfter-metricsBefore, tracesAfter-tracesBefore
 				m.StealPercent = levelSteal.Percent()
 				m.SimCPUSeconds = (simAfter - simBefore).Seconds()
 				return m, err
@@ -257,8 +270,11 @@ func measure(ctx context.Context, o Options, kind string, l Load) (Measurement, 
 		return measureK6(ctx, o.K6, l)
 	}
 	args := []string{"client", "--kind", kind, "--url", l.URL, "--duration", l.Duration.String(), "--tokens", strconv.Itoa(l.Tokens)}
-	if kind == KindTokenprobe {
+	if isTokenprobe(kind) {
 		args = append(args, "--sched.slice", o.SchedSlice.String())
+	}
+	if l.OTLP != "" {
+		args = append(args, "--otlp", l.OTLP)
 	}
 	if l.Streams > 0 {
 		args = append(args, "--streams", strconv.Itoa(l.Streams))

@@ -229,6 +229,17 @@ func (r *Report) Bars() []BarRow {
 	if tp := r.find(KindTokenprobe, 0, 2000); tp != nil && tp.Client.DispatchLag != nil {
 		rows = append(rows, BarRow{"dispatch lag p99 under 1 ms at 2,000 requests/s", ms(tp.Client.DispatchLag.P99) + " ms" + stealNote(tp.StealPercent), verdict(tp.Client.DispatchLag.P99 < 1000)})
 	}
+	for _, off := range r.Results {
+		if off.Client.Kind != KindOTLP {
+			continue
+		}
+		if on := r.find(KindTraced, off.Load.Streams, off.Load.Rate); on != nil && off.CPUPerMillionChunks() > 0 {
+			x := on.CPUPerMillionChunks() / off.CPUPerMillionChunks()
+			rows = append(rows, BarRow{fmt.Sprintf("issue 31: tracing on (a span per request over OTLP) costs within 5%% CPU per chunk of tracing off, at %s", off.Load),
+				fmt.Sprintf("%+.1f%% (%.2f vs %.2f CPU s per 1M chunks; %d and %d results dropped by the OTLP queue)%s", 100*(x-1), on.CPUPerMillionChunks(), off.CPUPerMillionChunks(),
+					on.Client.Dropped, off.Client.Dropped, stealNote(max(on.StealPercent, off.StealPercent))), verdict(x <= 1.05)})
+		}
+	}
 	if len(r.Replays) > 0 {
 		var lags []string
 		met := true

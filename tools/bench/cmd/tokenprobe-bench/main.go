@@ -30,7 +30,7 @@ func run(args []string) int {
 	all.Flag("tokenprobe", "The tokenprobe binary (simulator and idle daemon).").Default("bin/tokenprobe").StringVar(&o.Tokenprobe)
 	k6 := all.Flag("k6", "The k6 binary; 'auto' looks on PATH and in GOPATH/bin, '' leaves k6 out.").Default("auto").String()
 	all.Flag("k6.max-streams", "Leave k6 out of closed-loop levels above this (0: none).").Default("5000").IntVar(&o.K6MaxStreams)
-	clients := all.Flag("clients", "Clients to measure, comma-separated.").Default("floor,tokenprobe,k6").String()
+	clients := all.Flag("clients", "Clients to measure, comma-separated: floor, tokenprobe, k6, and tokenprobe-otlp and tokenprobe-traced (OTLP push with tracing off and on, to a collector that discards).").Default("floor,tokenprobe,k6").String()
 	streams := all.Flag("streams", "Closed-loop levels: streams held open.").Default("100,1000,5000,10000").String()
 	rates := all.Flag("rates", "Open-loop levels: requests per second (Poisson).").Default("500,1000,2000").String()
 	all.Flag("duration", "Load per level and client.").Default("15s").DurationVar(&o.Duration)
@@ -50,13 +50,14 @@ func run(args []string) int {
 	jsonOut := all.Flag("json", "Where the raw figures go ('' for nowhere).").Default("docs/bench/latest.json").String()
 
 	cl := app.Command("client", "Run one client's load in this process (the harness starts these).").Hidden()
-	kind := cl.Flag("kind", "floor or tokenprobe.").Required().String()
+	kind := cl.Flag("kind", "floor, tokenprobe, tokenprobe-otlp or tokenprobe-traced.").Required().String()
 	var l bench.Load
 	cl.Flag("url", "The simulator's base URL.").Required().StringVar(&l.URL)
 	cl.Flag("streams", "Streams held open.").IntVar(&l.Streams)
 	cl.Flag("rate", "Requests per second.").Float64Var(&l.Rate)
 	cl.Flag("duration", "How long.").Required().DurationVar(&l.Duration)
 	cl.Flag("tokens", "Content chunks per answer.").Required().IntVar(&l.Tokens)
+	cl.Flag("otlp", "The collector the OTLP kinds push to.").StringVar(&l.OTLP)
 	clSlice := cl.Flag("sched.slice", "Scheduling slice to ask for (0: the kernel's).").Default("0").Duration()
 
 	cmd, err := app.Parse(args)
