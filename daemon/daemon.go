@@ -218,7 +218,7 @@ func (d *Daemon) Reload() error {
 	d.cfg, d.loaded = cfg, sha256.Sum256(data)
 	// /config is rendered once a load, not per request: at thousands of
 	// profiles a rendering costs seconds of CPU, and anyone may ask.
-	d.cfgYAML, d.cfgYAMLErr = yaml.Marshal(cfg)
+	d.cfgYAML, d.cfgYAMLErr = setup.RenderEffective(cfg, data)
 	return nil
 }
 

@@ -239,6 +239,10 @@ func TestSecretsStayHidden(t *testing.T) {
 	if _, body := f.do(t, "GET", "/config"); !strings.Contains(body, "api_key_env: TOKENPROBE_WEB_TEST_KEY") {
 		t.Errorf("/config does not say where the key comes from:\n%s", body)
 	}
+	// What is in force, the defaults marked (setup.RenderEffective).
+	if _, body := f.do(t, "GET", "/config"); !strings.Contains(body, "max_error_ratio: 0.5 # default") {
+		t.Errorf("/config does not show the failure policy in force:\n%s", body)
+	}
 }
 
 func TestReloadAnswers500WithTheError(t *testing.T) {

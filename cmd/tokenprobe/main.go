@@ -90,11 +90,18 @@ func fromFlags(o *runonce.Options, a *runonce.AdHoc, printOnly bool) (code int, 
 		return runonce.ExitConfig, true
 	}
 	// Checked as the run checks it, so that what is printed runs.
-	if _, err := setup.Parse(o.ConfigFile, b); err != nil {
+	cfg, err := setup.Parse(o.ConfigFile, b)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, runonce.FlagErrors(err))
 		return runonce.ExitConfig, true
 	}
 	if printOnly {
+		// What is in force, the defaults marked: the flags' own YAML
+		// would leave them out.
+		if b, err = setup.RenderEffective(cfg, b); err != nil {
+			fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
+			return runonce.ExitConfig, true
+		}
 		_, _ = os.Stdout.Write(b)
 		return runonce.ExitOK, true
 	}
