@@ -33,6 +33,9 @@ type locator struct {
 	// runs where the production secrets are not.
 	lenient bool
 	warns   Errors
+	// kindLines are the lines where walk found a list or map in place of
+	// a value: the decoder's own, less precise, errors there are dropped.
+	kindLines map[int]bool
 }
 
 // walk records the position of every path under n and reports keys that
@@ -48,8 +51,28 @@ func (l *locator) walk(n *yaml.Node, t reflect.Type, path string) {
 	if _, seen := l.pos[path]; !seen {
 		l.pos[path] = position{line: n.Line, col: n.Column, vcol: n.Column, value: n.Value}
 	}
+	if want := scalarKind(t); want != "" && n.Kind != yaml.ScalarNode {
+		// yaml.v3 says only "line N: cannot unmarshal !!seq into int",
+		// which in flow style does not tell the fields of a line apart.
+		pos := l.pos[path]
+		l.errs = append(l.errs, &Error{File: l.file, Line: pos.line, Column: pos.col, Field: path,
+			Msg: fmt.Sprintf("%s where %s belongs", nodeKind(n), want)})
+		if l.kindLines == nil {
+			l.kindLines = map[int]bool{}
+		}
+		l.kindLines[n.Line] = true
+		return
+	}
 	if reflect.PointerTo(t).Implements(unmarshalerType) {
-		return // a scalar type with its own decoding
+		// A type with its own decoding: its keys are still places its
+		// errors can name ({env: ...} of a header).
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				l.pos[join(path, k.Value)] = position{line: k.Line, col: k.Column, vcol: v.Column, value: v.Value}
+			}
+		}
+		return
 	}
 	switch t.Kind() {
 	case reflect.Struct:
@@ -91,6 +114,42 @@ func (l *locator) walk(n *yaml.Node, t reflect.Type, path string) {
 			l.walk(n.Content[i+1], t.Elem(), child)
 		}
 	}
+}
+
+var durationType = reflect.TypeFor[Duration]()
+
+// scalarKind names what a value of type t is written as, for a type
+// written as one scalar; "" for others (lists, maps, structs, and the
+// types that decode more than one shape themselves).
+func scalarKind(t reflect.Type) string {
+	if t == durationType {
+		return "a duration (500ms, 30s, 5m)"
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return ""
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a text"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return ""
+}
+
+func nodeKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a map"
+	}
+	return "a value"
 }
 
 // hints answer unknown keys that are common mistakes with what to do.
@@ -219,6 +278,9 @@ func (l *locator) decodeError(err error) {
 		e := &Error{File: l.file, Msg: strings.TrimPrefix(m, "yaml: ")}
 		if sm := yamlLine.FindStringSubmatch(m); sm != nil {
 			e.Line, _ = strconv.Atoi(sm[1])
+			if l.kindLines[e.Line] {
+				continue // walk said it, at the field
+			}
 			col, _ := strconv.Atoi(sm[2])
 			e.Msg = sm[3]
 			value := ""

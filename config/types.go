@@ -65,9 +65,10 @@ type HeaderValue struct {
 }
 
 func (h *HeaderValue) UnmarshalYAML(n *yaml.Node) error {
-	fail := func(format string, args ...any) error {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d column %d: ", n.Line, n.Column) + fmt.Sprintf(format, args...)}}
+	failAt := func(at *yaml.Node, format string, args ...any) error {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d column %d: ", at.Line, at.Column) + fmt.Sprintf(format, args...)}}
 	}
+	fail := func(format string, args ...any) error { return failAt(n, format, args...) }
 	switch n.Kind {
 	case yaml.ScalarNode:
 		h.Inline = n.Value
@@ -76,7 +77,7 @@ func (h *HeaderValue) UnmarshalYAML(n *yaml.Node) error {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if v.Kind != yaml.ScalarNode {
-				return fail("a header's %s is a path or a variable name", k.Value)
+				return failAt(v, "a header's %s is a path or a variable name", k.Value)
 			}
 			switch k.Value {
 			case "file":
