@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 )
@@ -103,6 +104,12 @@ type Scheduler struct {
 	mu        sync.Mutex
 	jobs      map[string]*job
 	endpoints map[string]*sync.RWMutex
+	// waiting are, per endpoint, the jobs whose tick found it held by
+	// another run, first come first: the first is woken (owed) when a
+	// run on the endpoint ends, and no other tick takes the endpoint
+	// before it, so that a job that runs long and often cannot starve
+	// the others.
+	waiting map[string][]*job
 }
 
 type job struct {
@@ -111,6 +118,9 @@ type job struct {
 	cancel  context.CancelFunc
 	loop    chan struct{} // closed when the loop has ended
 	trigger chan manualRun
+	// owed wakes the loop for the run its skipped tick is owed: the
+	// endpoint it waited for is free.
+	owed chan struct{}
 
 	mu      sync.Mutex
 	running bool
@@ -152,7 +162,8 @@ type State struct {
 // (0: no limit).
 func New(clock Clock, maxConcurrent int, hooks Hooks) *Scheduler {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Scheduler{clock: clock, hooks: hooks, ctx: ctx, cancel: cancel, jobs: map[string]*job{}, endpoints: map[string]*sync.RWMutex{}}
+	s := &Scheduler{clock: clock, hooks: hooks, ctx: ctx, cancel: cancel, jobs: map[string]*job{}, endpoints: map[string]*sync.RWMutex{},
+		waiting: map[string][]*job{}}
 	if maxConcurrent > 0 {
 		s.slots = make(chan struct{}, maxConcurrent)
 	}
@@ -164,7 +175,7 @@ func New(clock Clock, maxConcurrent int, hooks Hooks) *Scheduler {
 func (s *Scheduler) Add(j Job) {
 	s.Remove(j.Key)
 	ctx, cancel := context.WithCancel(s.ctx)
-	jb := &job{Job: j, ctx: ctx, cancel: cancel, loop: make(chan struct{}), trigger: make(chan manualRun)}
+	jb := &job{Job: j, ctx: ctx, cancel: cancel, loop: make(chan struct{}), trigger: make(chan manualRun), owed: make(chan struct{}, 1)}
 	s.mu.Lock()
 	s.jobs[j.Key] = jb
 	if s.endpoints[j.Endpoint] == nil {
@@ -184,6 +195,9 @@ func (s *Scheduler) Remove(key string) {
 	s.mu.Lock()
 	jb := s.jobs[key]
 	delete(s.jobs, key)
+	if jb != nil {
+		s.unwait(jb)
+	}
 	s.mu.Unlock()
 	if jb == nil {
 		return
@@ -286,6 +300,7 @@ func (s *Scheduler) loop(jb *job) {
 			}
 			select {
 			case <-tick:
+			case <-jb.owed: // the endpoint a skipped tick waited for is free
 			case r := <-jb.trigger:
 				m = &r
 			case <-jb.ctx.Done():
@@ -341,6 +356,7 @@ func (s *Scheduler) pause(jb *job, d time.Duration) bool {
 	}
 	select {
 	case <-s.clock.After(d):
+	case <-jb.owed:
 	case r := <-jb.trigger:
 		done, skipped := s.tick(jb, s.clock.Now(), Trigger{Manual: true, Ref: r.ref})
 		if skipped != "" {
@@ -371,16 +387,19 @@ func (s *Scheduler) tick(jb *job, now time.Time, t Trigger) (<-chan struct{}, st
 		return nil, SkipOverlap
 	}
 	if !t.Manual && !sp.Window.Contains(now) {
+		s.giveUpWait(jb)
 		return nil, "" // outside the window: not a tick at all
 	}
 	if !t.Manual && jb.skipTicks > 0 {
 		jb.skipTicks--
+		s.giveUpWait(jb)
 		s.skip(jb.Key, SkipBackoff)
 		return nil, SkipBackoff
 	}
 	if reqs, toks := jb.usedSince(now.Add(-time.Hour)); sp.RequestsPerHour > 0 && reqs >= sp.RequestsPerHour ||
 		sp.TokensPerHour > 0 && toks >= sp.TokensPerHour {
 		jb.paused = "hourly budget spent"
+		s.giveUpWait(jb)
 		s.skip(jb.Key, SkipBudget)
 		return nil, SkipBudget
 	}
@@ -389,22 +408,34 @@ func (s *Scheduler) tick(jb *job, now time.Time, t Trigger) (<-chan struct{}, st
 		select {
 		case s.slots <- struct{}{}:
 		default:
+			s.giveUpWait(jb)
 			s.skip(jb.Key, SkipMaxConcurrent)
 			return nil, SkipMaxConcurrent
 		}
 	}
 	s.mu.Lock()
 	lock := s.endpoints[jb.Endpoint]
-	s.mu.Unlock()
+	// A tick waits behind the jobs already waiting for the endpoint; a
+	// manual run does not: the operator asked for it.
+	queued := !t.Manual && len(s.waiting[jb.Endpoint]) > 0 && s.waiting[jb.Endpoint][0] != jb
 	// Shared runs hold the endpoint's lock for reading; an exclusive run
 	// holds it alone.
 	var acquired bool
 	var unlock func()
-	if sp.Exclusive {
+	switch {
+	case queued:
+	case sp.Exclusive:
 		acquired, unlock = lock.TryLock(), lock.Unlock
-	} else {
+	default:
 		acquired, unlock = lock.TryRLock(), lock.RUnlock
 	}
+	switch {
+	case acquired:
+		s.unwait(jb)
+	case !t.Manual:
+		s.wait(jb)
+	}
+	s.mu.Unlock()
 	if !acquired {
 		if s.slots != nil {
 			<-s.slots
@@ -424,6 +455,7 @@ func (s *Scheduler) tick(jb *job, now time.Time, t Trigger) (<-chan struct{}, st
 		if s.slots != nil {
 			<-s.slots
 		}
+		s.handOn(jb.Endpoint) // with its slot free too
 		end := s.clock.Now()
 		jb.mu.Lock()
 		jb.running = false
@@ -445,6 +477,50 @@ func (s *Scheduler) tick(jb *job, now time.Time, t Trigger) (<-chan struct{}, st
 		}
 	}()
 	return done, ""
+}
+
+// wait puts jb in its endpoint's queue, unless it is there. Callers hold
+// s.mu.
+func (s *Scheduler) wait(jb *job) {
+	if !slices.Contains(s.waiting[jb.Endpoint], jb) {
+		s.waiting[jb.Endpoint] = append(s.waiting[jb.Endpoint], jb)
+	}
+}
+
+// unwait takes jb out of its endpoint's queue. Callers hold s.mu.
+func (s *Scheduler) unwait(jb *job) {
+	q := slices.DeleteFunc(s.waiting[jb.Endpoint], func(w *job) bool { return w == jb })
+	if len(q) == 0 {
+		delete(s.waiting, jb.Endpoint)
+		return
+	}
+	s.waiting[jb.Endpoint] = q
+}
+
+// giveUpWait takes jb out of its endpoint's queue when it will not run
+// for a reason of its own (window, backoff, budget, the run limit), so
+// that it holds back no other job, and wakes the next in line.
+func (s *Scheduler) giveUpWait(jb *job) {
+	s.mu.Lock()
+	was := slices.Contains(s.waiting[jb.Endpoint], jb)
+	s.unwait(jb)
+	s.mu.Unlock()
+	if was {
+		s.handOn(jb.Endpoint)
+	}
+}
+
+// handOn wakes the first job waiting for endpoint, now that a run on it
+// has ended.
+func (s *Scheduler) handOn(endpoint string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if q := s.waiting[endpoint]; len(q) > 0 {
+		select {
+		case q[0].owed <- struct{}{}:
+		default: // already owed
+		}
+	}
 }
 
 // holdLeft is how long the job's backoff still holds at now.

@@ -281,6 +281,97 @@ func TestExclusiveRunsAlone(t *testing.T) {
 	heavy.release <- struct{}{}
 }
 
+// Jobs that find their endpoint held wait in line for it: when the run
+// holding it ends the first in line runs at once, and a job that ticks
+// again meanwhile goes behind those already waiting, so that one that
+// runs long and often (the demo's staircase) starves no other.
+func TestExclusiveJobsTakeTurns(t *testing.T) {
+	clk, c := newFake(), &counts{}
+	s := New(clk, 0, c.hooks())
+	defer s.Stop()
+	runs := map[string]*blocking{"a/e": newBlocking(), "b/e": newBlocking(), "c/e": newBlocking()}
+	for key, b := range runs {
+		s.Add(Job{Key: key, Endpoint: "e", Spec: Spec{Every: time.Minute, Exclusive: true}, Run: b.run})
+	}
+	started := func(want int64) (keys []string) {
+		for key, b := range runs {
+			if b.started.Load() == want {
+				keys = append(keys, key)
+			}
+		}
+		return keys
+	}
+	total := func() (n int64) {
+		for _, b := range runs {
+			n += b.started.Load()
+		}
+		return n
+	}
+	// Every job ticks once: one runs, two wait.
+	clk.advanceTo(clk.nextDue(t, 3).Add(time.Minute - time.Nanosecond))
+	eventually(t, "one run and two skipped ticks", func() bool {
+		return total() == 1 && c.get("a/e", SkipExclusive)+c.get("b/e", SkipExclusive)+c.get("c/e", SkipExclusive) == 2
+	})
+	x := started(1)[0]
+	// Its run ends: the first in line runs without waiting for a tick.
+	runs[x].release <- struct{}{}
+	eventually(t, "the first waiting job to run when the endpoint frees", func() bool { return total() == 2 })
+	var y, z string
+	for key, b := range runs {
+		switch {
+		case key != x && b.started.Load() == 1:
+			y = key
+		case key != x:
+			z = key
+		}
+	}
+	// Every job ticks again while y runs: x goes behind z.
+	xSkips := c.get(x, SkipExclusive)
+	clk.advanceTo(clk.nextDue(t, 3).Add(time.Minute - time.Nanosecond))
+	eventually(t, x+"'s tick to be skipped", func() bool { return c.get(x, SkipExclusive) == xSkips+1 })
+	runs[y].release <- struct{}{}
+	eventually(t, z+", which waited longest, to run", func() bool { return runs[z].started.Load() == 1 })
+	if n := runs[x].started.Load(); n != 1 {
+		t.Fatalf("%s ran %d times before %s ran once", x, n, z)
+	}
+	runs[z].release <- struct{}{}
+	eventually(t, x+" to run once "+z+" is done", func() bool { return runs[x].started.Load() == 2 })
+	runs[x].release <- struct{}{}
+}
+
+// A job first in line that will not run for a reason of its own (its
+// window has closed) holds back no other.
+func TestAWaitingJobThatCannotRunStepsAside(t *testing.T) {
+	clk, c := newFake(), &counts{}
+	s := New(clk, 0, c.hooks())
+	defer s.Stop()
+	now := clk.Now().UTC()
+	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	start := now.Sub(day) - time.Minute
+	window := &Window{Start: start, End: start + 3*time.Minute, Loc: time.UTC}
+	holder, closing, other := newBlocking(), newBlocking(), newBlocking()
+	s.Add(Job{Key: "holder/e", Endpoint: "e", Spec: Spec{Manual: true, Exclusive: true}, Run: holder.run})
+	if err := s.RunNow("holder/e", 0); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the holder's run", func() bool { return holder.started.Load() == 1 })
+	// closing ticks first and waits first in line, then other.
+	s.Add(Job{Key: "closing/e", Endpoint: "e", Spec: Spec{Every: time.Minute, Exclusive: true, Window: window}, Run: closing.run})
+	clk.advanceTo(clk.nextDue(t, 1))
+	eventually(t, "closing to wait", func() bool { return c.get("closing/e", SkipExclusive) == 1 })
+	s.Add(Job{Key: "other/e", Endpoint: "e", Spec: Spec{Every: time.Minute, Exclusive: true}, Run: other.run})
+	clk.advanceTo(clk.nextDue(t, 2).Add(time.Minute - time.Nanosecond))
+	eventually(t, "other to wait", func() bool { return c.get("other/e", SkipExclusive) >= 1 })
+	// closing's window closes; the endpoint frees: other runs.
+	clk.advanceTo(clk.Now().Add(5 * time.Minute))
+	holder.release <- struct{}{}
+	eventually(t, "other to run", func() bool { return other.started.Load() == 1 })
+	if n := closing.started.Load(); n != 0 {
+		t.Errorf("closing ran %d times outside its window", n)
+	}
+	other.release <- struct{}{}
+}
+
 // An exclusive job alone on its endpoint runs, and runs again: its hold on
 // the endpoint ends with each run.
 func TestExclusiveJobAloneRunsRepeatedly(t *testing.T) {
