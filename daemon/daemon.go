@@ -308,7 +308,7 @@ func (d *Daemon) apply(cfg *config.Config) error {
 			d.sched.Add(d.schedulerJob(nj))
 		}
 		ep := nj.target.Endpoint
-		url := ep.BaseURL
+		url := redact.URL(ep.BaseURL)
 		e := cfg.Endpoint(nj.endpoint)
 		if e != nil && e.Simulator != nil {
 			url = "simulator" // its port changes at every start; the label must not

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/tokenprobe/tokenprobe/internal/redact"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 )
 
@@ -18,7 +19,7 @@ func Explain(sum *stats.Summary, rd Readings) {
 }
 
 func window(rd Readings, sum *stats.Summary) *stats.Server {
-	out := &stats.Server{Kind: string(rd.Kind), URL: rd.URL, Scrapes: len(rd.Snaps)}
+	out := &stats.Server{Kind: string(rd.Kind), URL: redact.URL(rd.URL), Scrapes: len(rd.Snaps)}
 	if len(rd.Snaps) < 2 {
 		out.Err = "the server's metrics were read fewer than twice"
 		if rd.Err != nil {

@@ -7,6 +7,7 @@ package redact
 import (
 	"bytes"
 	"errors"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -114,4 +115,36 @@ func (s *Set) Error(err error) error {
 		return errors.New(red)
 	}
 	return err
+}
+
+// URL is raw with the value of every query parameter replaced by Marker
+// and any user information dropped, for a URL shown in a record, a
+// label, a report or an error: `tokenprobe check` refuses parameters
+// that look like credentials, and this keeps the rest of a query (a
+// signature under an unexpected name) out of what is shown, its names
+// kept. A URL with neither is returned as it is, without allocating.
+func URL(raw string) string {
+	if !strings.ContainsAny(raw, "?@") {
+		return raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		if i := strings.IndexByte(raw, '?'); i >= 0 {
+			return raw[:i] + "?" + Marker
+		}
+		return raw
+	}
+	u.User = nil
+	if u.RawQuery != "" {
+		var b strings.Builder
+		for i, kv := range strings.Split(u.RawQuery, "&") {
+			if i > 0 {
+				b.WriteByte('&')
+			}
+			name, _, _ := strings.Cut(kv, "=")
+			b.WriteString(name + "=" + Marker)
+		}
+		u.RawQuery = b.String()
+	}
+	return u.String()
 }

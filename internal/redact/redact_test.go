@@ -68,3 +68,21 @@ func TestHandlerRedactsMessagesAndAttributes(t *testing.T) {
 		t.Fatalf("other attributes must pass: %s", out)
 	}
 }
+
+// A URL shown anywhere keeps its query's names, not their values.
+func TestURLHidesQueryValues(t *testing.T) {
+	for raw, want := range map[string]string{
+		"http://localhost:8000/v1": "http://localhost:8000/v1",
+		"https://x.openai.azure.com/openai/deployments/gpt-4o?api-version=2024-10-21&subscription-key=sk-1": "https://x.openai.azure.com/openai/deployments/gpt-4o?api-version=[REDACTED]&subscription-key=[REDACTED]",
+		"https://user:pw@gw.example/v1": "https://gw.example/v1",
+		"https://gw.example/v1?flag":    "https://gw.example/v1?flag=[REDACTED]",
+		"http://[::1]:%zz/v1?key=sk-2":  "http://[::1]:%zz/v1?[REDACTED]",
+	} {
+		if got := URL(raw); got != want {
+			t.Errorf("URL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = URL("http://localhost:8000/v1") }); n != 0 {
+		t.Errorf("a URL without a query: %v allocations", n)
+	}
+}

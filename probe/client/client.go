@@ -191,7 +191,7 @@ func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Reque
 		r.Trace = result.NewTrace(c.sample)
 	}
 	base := ep.URL()
-	r.Endpoint, r.Model, r.API, r.URL = ep.Name, ep.Model, string(ep.API), base
+	r.Endpoint, r.Model, r.API, r.URL = ep.Name, ep.Model, string(ep.API), redact.URL(base)
 	r.IntendedInputTokens = p.InputTokens
 	r.InputTokens, r.InputSource = p.InputTokens, result.SourceIntended
 

@@ -383,3 +383,26 @@ func testWholeErrorBodyKeepsTheConnection(t *testing.T, newClient func(Options) 
 		t.Fatalf("%d connections for 2 whole error answers, want 1", n)
 	}
 }
+
+// A query's values reach neither a record's URL nor an error's text,
+// through either client: net/http quotes the whole request URL in its
+// errors.
+func TestQueryValuesAreNotShown(t *testing.T) { bothClients(t, testQueryValuesAreNotShown) }
+
+func testQueryValuesAreNotShown(t *testing.T, newClient func(Options) *Client) {
+	const value = "planted-query-value-9c4e"
+	addr, err := hostile.ClosedAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := endpoint("http://" + addr)
+	ep.BaseURL += "?api-version=" + value
+	var r result.Request
+	newClient(Options{}).Do(context.Background(), ep, Prompt{Text: "x", Stream: true}, &r)
+	if r.Outcome != result.Error || r.Reason != result.ReasonConnect {
+		t.Fatalf("%v/%v %s, want a connect error", r.Outcome, r.Reason, r.Err)
+	}
+	if strings.Contains(r.Err, value) || strings.Contains(r.URL, value) || !strings.Contains(r.URL, "api-version="+redact.Marker) {
+		t.Errorf("URL %q, error %q: the query's value is shown", r.URL, r.Err)
+	}
+}

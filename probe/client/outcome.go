@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tokenprobe/tokenprobe/internal/redact"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 )
 
@@ -26,6 +27,12 @@ func (c *Client) fail(r *result.Request, reason result.Reason, err error) {
 		r.Outcome = result.Cancelled
 	}
 	if err != nil {
+		// net/http quotes the request's URL, query and all.
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			shown := *ue
+			shown.URL = redact.URL(ue.URL)
+			err = &shown
+		}
 		// Errors of the transports quote what servers sent too.
 		r.Err = c.secrets.String(err.Error())
 	}
