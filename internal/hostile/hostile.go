@@ -74,11 +74,18 @@ type Server struct {
 // Start serves the behaviours above on 127.0.0.1.
 func Start() (*Server, error) { return StartFunc(answer) }
 
+// Listen serves the behaviours above on addr (cmd/hostile).
+func Listen(addr string) (*Server, error) { return serve(addr, answer) }
+
 // StartFunc serves every request with fn, which writes whatever it likes to
 // the raw connection and returns false to close it. The request's body has
 // been read.
 func StartFunc(fn func(conn net.Conn, req *http.Request) bool) (*Server, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	return serve("127.0.0.1:0", fn)
+}
+
+func serve(addr string, fn func(conn net.Conn, req *http.Request) bool) (*Server, error) {
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
