@@ -1,6 +1,7 @@
 package servermetrics
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -22,7 +23,9 @@ func window(rd Readings, sum *stats.Summary) *stats.Server {
 	out := &stats.Server{Kind: string(rd.Kind), URL: redact.URL(rd.URL), Scrapes: len(rd.Snaps)}
 	if len(rd.Snaps) < 2 {
 		out.Err = "the server's metrics were read fewer than twice"
-		if rd.Err != nil {
+		if errors.Is(rd.Err, ErrNoMetrics) {
+			out.Err = rd.Err.Error()
+		} else if rd.Err != nil {
 			out.Err = fmt.Sprintf("the server's metrics could not be read: %v", rd.Err)
 		}
 		return out

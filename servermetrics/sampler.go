@@ -2,6 +2,7 @@ package servermetrics
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -19,6 +20,8 @@ type Readings struct {
 	// Failed counts the scrapes that failed; Err is the last failure.
 	Failed int
 	Err    error
+	// gone is set once the URL answered 404: no reading is tried again.
+	gone bool
 }
 
 // Sampler reads a source all through a run.
@@ -59,6 +62,12 @@ func (s *Sampler) loop(ctx context.Context) {
 }
 
 func (s *Sampler) read(ctx context.Context) {
+	s.mu.Lock()
+	gone := s.rd.gone
+	s.mu.Unlock()
+	if gone {
+		return // said once, in the run's summary; not asked every second
+	}
 	snap, err := s.src.Scrape(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -66,6 +75,7 @@ func (s *Sampler) read(ctx context.Context) {
 		if ctx.Err() == nil {
 			s.rd.Failed++
 			s.rd.Err = err
+			s.rd.gone = errors.Is(err, ErrNoMetrics)
 		}
 		return
 	}

@@ -92,6 +92,11 @@ func (s *Source) Kind() Kind {
 // Close drops idle connections.
 func (s *Source) Close() { s.client.CloseIdleConnections() }
 
+// ErrNoMetrics is a metrics URL that answers 404: a server that serves
+// no Prometheus metrics (Ollama), or a wrong path. It is not read again
+// in the run.
+var ErrNoMetrics = errors.New("this server serves no Prometheus metrics at that URL (HTTP 404): remove server_metrics, or set its url or kind")
+
 // Scrape reads the server's metrics once and keeps what the kind's table
 // names.
 func (s *Source) Scrape(ctx context.Context) (Snapshot, error) {
@@ -112,6 +117,9 @@ func (s *Source) Scrape(ctx context.Context) (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return Snapshot{}, ErrNoMetrics
+	}
 	if resp.StatusCode != http.StatusOK {
 		return Snapshot{}, fmt.Errorf("HTTP %d", resp.StatusCode)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -331,6 +332,29 @@ func TestSamplerOfAnUnreadablePage(t *testing.T) {
 	Explain(sum, rd)
 	if !strings.Contains(sum.Server.Err, "3 readings of the server's metrics failed (the last: HTTP 503)") || sum.Server.Breakdown == nil {
 		t.Fatalf("%+v", sum.Server)
+	}
+}
+
+// A server that serves no metrics page (Ollama answers 404) is read
+// once in the run, not every interval, and the summary says so plainly.
+func TestServerWithoutMetricsIsAskedOnce(t *testing.T) {
+	var asked atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		asked.Add(1)
+		http.NotFound(w, nil)
+	}))
+	defer srv.Close()
+	smp := Start(New(Options{URL: srv.URL + "/metrics", Kind: VLLM, Interval: 20 * time.Millisecond}))
+	time.Sleep(200 * time.Millisecond)
+	smp.Mark()
+	rd := smp.Stop()
+	if n := asked.Load(); n != 1 {
+		t.Errorf("the page was asked for %d times, want once", n)
+	}
+	sum := summary(time.Now(), 10, 100, 100)
+	Explain(sum, rd)
+	if want := "this server serves no Prometheus metrics at that URL (HTTP 404): remove server_metrics, or set its url or kind"; sum.Server.Err != want {
+		t.Errorf("summary says %q, want %q", sum.Server.Err, want)
 	}
 }
 
