@@ -15,7 +15,7 @@ type htmlRun struct {
 	Level   string
 	Text    string
 	Curves  []template.HTML
-	Ladders []template.HTML
+	Dists   []template.HTML
 }
 
 // HTML writes a self-contained report of runs: no script and no link to
@@ -33,7 +33,7 @@ func HTML(w io.Writer, title string, runs []stats.Summary, levelNames []string, 
 		var text bytes.Buffer
 		Text(&text, &s, levelNames[i])
 		data.Runs = append(data.Runs, htmlRun{Summary: s, Level: levelNames[i], Text: text.String(),
-			Curves: CliffCharts(&s, levelNames[i]), Ladders: Ladders(&s)})
+			Curves: CliffCharts(&s, levelNames[i]), Dists: Distributions(&s)})
 	}
 	data.Across = Across(runs, levelNames)
 	return page.Execute(w, data)
@@ -96,7 +96,7 @@ table{border-collapse:collapse}th,td{border-bottom:1px solid #ddd;padding:.3em .
 </table>{{end}}
 {{with .Summary.Server}}<h3>Where TTFT went</h3>{{breakdown .}}{{end}}
 {{if .Curves}}<h3>Against load</h3><div class="charts curves">{{range .Curves}}{{.}}{{end}}</div>{{end}}
-<h3>Distributions</h3><div class="charts">{{range .Ladders}}{{.}}{{end}}</div>
+<h3>Distributions</h3><div class="charts">{{range .Dists}}{{.}}{{end}}</div>
 <details><summary>Full report</summary><pre>{{.Text}}</pre></details>
 </section>{{end}}
 </body></html>`))

@@ -17,6 +17,9 @@ type Series struct {
 	Name   string
 	Color  string
 	Values []float64 // one per x position; NaN leaves a gap
+	// Dots draws the points unjoined: points of separate runs, with no
+	// measurement between them for a line to suggest.
+	Dots bool
 }
 
 // Chart is a line chart drawn as an inline SVG, so a report needs no
@@ -79,7 +82,7 @@ func (c Chart) SVG() template.HTML {
 	if maxY == 0 {
 		maxY = 1
 	}
-	maxY *= 1.12
+	stepY, maxY := niceTicks(maxY*1.05, 4)
 	n := len(c.X)
 	x := func(i int) float64 {
 		if n == 1 {
@@ -96,17 +99,20 @@ func (c Chart) SVG() template.HTML {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %g %g" width="%g" height="%g" role="img" aria-label="%s">`, w, h, w, h, esc(c.Title))
 	fmt.Fprintf(&b, `<text class="title" x="%g" y="17" font-size="13" font-weight="600">%s</text>`, left, esc(c.Title))
-	for i := 0; i <= 4; i++ {
-		v := maxY * float64(i) / 4
-		fmt.Fprintf(&b, `<line x1="%g" x2="%g" y1="%.1f" y2="%.1f" stroke="#e5e5e5"/><text x="%g" y="%.1f" font-size="10" text-anchor="end">%s</text>`,
+	for v := 0.0; v <= maxY+stepY/2; v += stepY {
+		fmt.Fprintf(&b, `<line x1="%g" x2="%g" y1="%.1f" y2="%.1f" stroke="#e5e5e5"/><text class="tick y" x="%g" y="%.1f" font-size="10" text-anchor="end">%s</text>`,
 			left, w-right, y(v), y(v), left-4, y(v)+3, short(v)+c.Unit)
 	}
-	// Label every x when they fit, else about ten of them.
-	step := max(1, (n+9)/10)
+	// Label the x positions that fit beside the one labelled before:
+	// runs placed by time may crowd together.
+	lastRight := math.Inf(-1)
 	for i, l := range c.X {
-		if i%step == 0 || i == n-1 {
-			fmt.Fprintf(&b, `<text x="%.1f" y="%g" font-size="10" text-anchor="middle">%s</text>`, x(i), h-bottom+14, esc(l))
+		half := labelWidth(l) / 2
+		if x(i)-half < lastRight+6 {
+			continue
 		}
+		fmt.Fprintf(&b, `<text class="tick x" x="%.1f" y="%g" font-size="10" text-anchor="middle">%s</text>`, x(i), h-bottom+14, esc(l))
+		lastRight = x(i) + half
 	}
 	if c.XTitle != "" {
 		fmt.Fprintf(&b, `<text class="axis-title x" x="%g" y="%g" font-size="11" text-anchor="middle">%s</text>`, left+(w-left-right)/2, h-bottom+30, esc(c.XTitle))
@@ -135,10 +141,19 @@ func (c Chart) SVG() template.HTML {
 				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(i), y(v)))
 			}
 		}
-		fmt.Fprintf(&b, `<polyline class="series" data-name="%s" fill="none" stroke="%s" stroke-width="2" points="%s"/>`, esc(s.Name), s.Color, strings.Join(pts, " "))
+		radius := 2.5
+		if s.Dots {
+			radius = 3.5
+			fmt.Fprintf(&b, `<g class="series dots" data-name="%s">`, esc(s.Name))
+		} else {
+			fmt.Fprintf(&b, `<polyline class="series" data-name="%s" fill="none" stroke="%s" stroke-width="2" points="%s"/>`, esc(s.Name), s.Color, strings.Join(pts, " "))
+		}
 		for _, p := range pts {
 			xy := strings.Split(p, ",")
-			fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="2.5" fill="%s"/>`, xy[0], xy[1], s.Color)
+			fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="%g" fill="%s"/>`, xy[0], xy[1], radius, s.Color)
+		}
+		if s.Dots {
+			b.WriteString(`</g>`)
 		}
 		legend = append(legend, s)
 	}
@@ -152,6 +167,28 @@ func (c Chart) SVG() template.HTML {
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String()) //nolint:gosec // every text in it is escaped above
 }
+
+// niceTicks is a step of 1, 2, 2.5 or 5 times a power of ten giving
+// about n ticks from 0 up to max, and the last tick, at or above max:
+// axes read 0, 500, 1000 ms, not 0, 858, 1716.
+func niceTicks(max float64, n int) (step, top float64) {
+	if max <= 0 || math.IsNaN(max) || math.IsInf(max, 0) {
+		return 1, 1
+	}
+	raw := max / float64(n)
+	pow := math.Pow(10, math.Floor(math.Log10(raw)))
+	step = 10 * pow
+	for _, m := range []float64{1, 2, 2.5, 5} {
+		if m*pow >= raw {
+			step = m * pow
+			break
+		}
+	}
+	return step, math.Ceil(max/step-1e-9) * step
+}
+
+// labelWidth is about how wide a 10-pixel label is drawn.
+func labelWidth(s string) float64 { return 5.6 * float64(len([]rune(s))) }
 
 func short(v float64) string {
 	switch {
@@ -213,33 +250,88 @@ func CliffCharts(s *stats.Summary, levelName string) []template.HTML {
 	marks := kneeMarks(s, levelName)
 	return []template.HTML{
 		Chart{Title: "TTFT against " + levelName, XTitle: levelName, YTitle: "time to first token (ms)", Unit: " ms", X: xs,
-			Series: []Series{{"TTFT p50", "#0969da", ttft50}, {"TTFT p95", "#cf222e", ttft95}}, Threshold: sloLine(s, "ttft", "TTFT"), Marks: marks}.SVG(),
+			Series: []Series{{Name: "TTFT p50", Color: "#0969da", Values: ttft50}, {Name: "TTFT p95", Color: "#cf222e", Values: ttft95}}, Threshold: sloLine(s, "ttft", "TTFT"), Marks: marks}.SVG(),
 		Chart{Title: "ITL against " + levelName, XTitle: levelName, YTitle: "inter-token latency (ms)", Unit: " ms", X: xs,
-			Series: []Series{{"ITL p50", "#1a7f37", itl50}, {"ITL p95", "#9a6700", itl95}}, Threshold: sloLine(s, "itl", "ITL"), Marks: marks}.SVG(),
+			Series: []Series{{Name: "ITL p50", Color: "#1a7f37", Values: itl50}, {Name: "ITL p95", Color: "#9a6700", Values: itl95}}, Threshold: sloLine(s, "itl", "ITL"), Marks: marks}.SVG(),
 		Chart{Title: "Goodput and throughput against " + levelName, XTitle: levelName, YTitle: "requests per second", Unit: "/s", X: xs,
-			Series: []Series{{"throughput (successes)", "#57606a", thr}, {"goodput (met every SLO)", "#8250df", good}}, Marks: marks}.SVG(),
+			Series: []Series{{Name: "throughput (successes)", Color: "#57606a", Values: thr}, {Name: "goodput (met every SLO)", Color: "#8250df", Values: good}}, Marks: marks}.SVG(),
 	}
 }
 
-// Ladders draws a run's latency distributions as percentile ladders, each
-// with its SLO line.
-func Ladders(s *stats.Summary) []template.HTML {
-	xs := []string{"min", "p50", "p75", "p90", "p95", "p99", "max"}
-	ladder := func(d stats.Dist) []float64 {
-		if d.Count == 0 {
-			return nil
+// Dist is one distribution of a CDF chart.
+type Dist struct {
+	Name, Color string
+	D           stats.Dist
+}
+
+// CDF draws distributions on a value axis: for each value, the share of
+// requests at or under it, through the distribution's percentiles (min,
+// p50, p75, p90, p95, p99, max) joined by straight lines, so that a long
+// tail is as long on the page as it was. A threshold is a vertical line
+// at its value. A distribution without values is left out.
+func CDF(title, xTitle string, dists []Dist, t Threshold) template.HTML {
+	const w, h, left, right, top, bottom = 600.0, 300.0, 64.0, 16.0, 44.0, 58.0
+	shares := []float64{0, 50, 75, 90, 95, 99, 100}
+	maxX := 0.0
+	var drawn []Dist
+	for _, d := range dists {
+		if d.D.Count > 0 {
+			drawn = append(drawn, d)
+			maxX = math.Max(maxX, d.D.Max)
 		}
-		return []float64{d.Min, d.P50, d.P75, d.P90, d.P95, d.P99, d.Max}
 	}
+	if t.Label != "" {
+		maxX = math.Max(maxX, t.Value)
+	}
+	stepX, maxX := niceTicks(maxX, 5)
+	x := func(v float64) float64 { return left + (w-left-right)*v/maxX }
+	y := func(pct float64) float64 { return top + (h-top-bottom)*(1-pct/100) }
+	esc := template.HTMLEscapeString
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="chart cdf" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %g %g" width="%g" height="%g" role="img" aria-label="%s">`, w, h, w, h, esc(title))
+	fmt.Fprintf(&b, `<text class="title" x="%g" y="17" font-size="13" font-weight="600">%s</text>`, left, esc(title))
+	for pct := 0.0; pct <= 100; pct += 25 {
+		fmt.Fprintf(&b, `<line x1="%g" x2="%g" y1="%.1f" y2="%.1f" stroke="#e5e5e5"/><text class="tick y" x="%g" y="%.1f" font-size="10" text-anchor="end">%g%%</text>`,
+			left, w-right, y(pct), y(pct), left-4, y(pct)+3, pct)
+	}
+	for v := 0.0; v <= maxX+stepX/2; v += stepX {
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%g" y2="%g" stroke="#f0f0f0"/><text class="tick x" x="%.1f" y="%g" font-size="10" text-anchor="middle">%s</text>`,
+			x(v), x(v), top, h-bottom, x(v), h-bottom+14, short(v))
+	}
+	fmt.Fprintf(&b, `<text class="axis-title x" x="%g" y="%g" font-size="11" text-anchor="middle">%s</text>`, left+(w-left-right)/2, h-bottom+30, esc(xTitle))
+	fmt.Fprintf(&b, `<text class="axis-title y" transform="translate(13 %g) rotate(-90)" font-size="11" text-anchor="middle">share of requests at or under (%%)</text>`, top+(h-top-bottom)/2)
+	if t.Label != "" {
+		fmt.Fprintf(&b, `<line class="slo" x1="%.1f" x2="%.1f" y1="%g" y2="%g" stroke="#bf8700" stroke-width="1.5" stroke-dasharray="6 4"/><text class="slo-label" x="%.1f" y="%g" font-size="10" fill="#9a6700" text-anchor="end">%s</text>`,
+			x(t.Value), x(t.Value), top, h-bottom, x(t.Value)-4, h-bottom-6, esc(t.Label))
+	}
+	lx := left
+	for _, d := range drawn {
+		vals := []float64{d.D.Min, d.D.P50, d.D.P75, d.D.P90, d.D.P95, d.D.P99, d.D.Max}
+		var pts []string
+		for i, v := range vals {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(v), y(shares[i])))
+		}
+		fmt.Fprintf(&b, `<polyline class="series" data-name="%s" fill="none" stroke="%s" stroke-width="2" points="%s"/>`, esc(d.Name), d.Color, strings.Join(pts, " "))
+		fmt.Fprintf(&b, `<g class="legend"><rect x="%g" y="27" width="10" height="3" fill="%s"/><text x="%g" y="31" font-size="10">%s</text></g>`,
+			lx, d.Color, lx+14, esc(d.Name))
+		lx += 24 + labelWidth(d.Name)
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String()) //nolint:gosec // every text in it is escaped above
+}
+
+// Distributions draws a run's TTFT, ITL and request latency each as a
+// CDF on a value axis, with its SLO line.
+func Distributions(s *stats.Summary) []template.HTML {
 	var out []template.HTML
 	for _, c := range []struct {
 		name, kind, short, color string
 		d                        stats.Dist
 	}{{"Time to first token", "ttft", "TTFT", "#cf222e", s.TTFT}, {"Inter-token latency", "itl", "ITL", "#1a7f37", s.ITL},
 		{"Request latency", "request_latency", "request latency", "#0969da", s.E2E}} {
-		if v := ladder(c.d); v != nil {
-			out = append(out, Chart{Title: c.name + " distribution", XTitle: "percentile of successful requests", YTitle: strings.ToLower(c.name) + " (ms)",
-				Unit: " ms", X: xs, Series: []Series{{c.short, c.color, v}}, Threshold: sloLine(s, c.kind, c.short)}.SVG())
+		if c.d.Count > 0 {
+			out = append(out, CDF(c.name+" distribution", strings.ToLower(c.name)+" (ms)",
+				[]Dist{{Name: c.short + " of successful requests", Color: c.color, D: c.d}}, sloLine(s, c.kind, c.short)))
 		}
 	}
 	return out
@@ -279,14 +371,14 @@ func Trend(profile string, runs []stats.Summary, ids []string) []template.HTML {
 	last := &runs[len(runs)-1]
 	if !allNaN(ttft) {
 		out = append(out, Chart{Title: profile + ": TTFT p95 of recent runs", XTitle: xTitle, YTitle: "TTFT p95 (ms)", Unit: " ms", X: xs, At: when,
-			Series: []Series{{"TTFT p95", "#cf222e", ttft}}, Threshold: sloLine(last, "ttft", "TTFT")}.SVG())
+			Series: []Series{{Name: "TTFT p95", Color: "#cf222e", Values: ttft}}, Threshold: sloLine(last, "ttft", "TTFT")}.SVG())
 	}
 	if !allNaN(itl) {
 		out = append(out, Chart{Title: profile + ": ITL p50 of recent runs", XTitle: xTitle, YTitle: "ITL p50 (ms)", Unit: " ms", X: xs, At: when,
-			Series: []Series{{"ITL p50", "#1a7f37", itl}}, Threshold: sloLine(last, "itl", "ITL")}.SVG())
+			Series: []Series{{Name: "ITL p50", Color: "#1a7f37", Values: itl}}, Threshold: sloLine(last, "itl", "ITL")}.SVG())
 	}
 	return append(out, Chart{Title: profile + ": goodput of recent runs", XTitle: xTitle, YTitle: "requests per second", Unit: "/s", X: xs, At: when,
-		Series: []Series{{"attempted (all but cancelled)", "#9a6700", tried}, {"throughput (successes)", "#57606a", thr}, {"goodput (met every SLO)", "#8250df", good}}}.SVG())
+		Series: []Series{{Name: "attempted (all but cancelled)", Color: "#9a6700", Values: tried}, {Name: "throughput (successes)", Color: "#57606a", Values: thr}, {Name: "goodput (met every SLO)", Color: "#8250df", Values: good}}}.SVG())
 }
 
 // at is a percentile v of d, or NaN (a gap, never a 0 ms point) when d
@@ -310,7 +402,8 @@ func allNaN(vs []float64) bool {
 // Across draws the runs of one report together against their load level,
 // when there are several: each run at its level (a staged run at each of
 // its stages), so that a baseline at concurrency 1 and an overload at 32
-// become one picture of the cliff. Runs whose levels count different
+// become one picture of the cliff. The points are not joined: nothing
+// was measured between two runs' levels. Runs whose levels count different
 // things (concurrency, rate) are drawn on no common axis: nil.
 func Across(runs []stats.Summary, levelNames []string) []template.HTML {
 	if len(runs) < 2 {
@@ -344,10 +437,10 @@ func Across(runs []stats.Summary, levelNames []string) []template.HTML {
 	first := &runs[0]
 	return []template.HTML{
 		Chart{Title: "TTFT of every run, against " + ln, XTitle: ln, YTitle: "TTFT p50 (ms)", Unit: " ms", X: xs,
-			Series: []Series{{"TTFT p50", "#cf222e", ttft}}, Threshold: sloLine(first, "ttft", "TTFT")}.SVG(),
+			Series: []Series{{Name: "TTFT p50", Color: "#cf222e", Values: ttft, Dots: true}}, Threshold: sloLine(first, "ttft", "TTFT")}.SVG(),
 		Chart{Title: "ITL of every run, against " + ln, XTitle: ln, YTitle: "ITL p50 (ms)", Unit: " ms", X: xs,
-			Series: []Series{{"ITL p50", "#1a7f37", itl}}, Threshold: sloLine(first, "itl", "ITL")}.SVG(),
+			Series: []Series{{Name: "ITL p50", Color: "#1a7f37", Values: itl, Dots: true}}, Threshold: sloLine(first, "itl", "ITL")}.SVG(),
 		Chart{Title: "Goodput and throughput of every run, against " + ln, XTitle: ln, YTitle: "requests per second", Unit: "/s", X: xs,
-			Series: []Series{{"throughput (successes)", "#57606a", thr}, {"goodput (met every SLO)", "#8250df", good}}}.SVG(),
+			Series: []Series{{Name: "throughput (successes)", Color: "#57606a", Values: thr, Dots: true}, {Name: "goodput (met every SLO)", Color: "#8250df", Values: good, Dots: true}}}.SVG(),
 	}
 }

@@ -49,6 +49,7 @@ func Execute(ctx context.Context, run *probe.Run, o Options) probe.Finished {
 		run.OnPhase = server.Mark
 	}
 	s, err := run.Execute(ctx)
+	s.LevelName = run.Plan.LevelName()
 	if sampler != nil {
 		g := sampler.Stop(s.OutputTokens)
 		s.GPU = &g

@@ -3,10 +3,13 @@ package web
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -132,14 +135,25 @@ profiles:
 		t.Helper()
 		ttft := regexp.MustCompile(`(?s)<svg[^>]*aria-label="TTFT against [^"]*".*?</svg>`).FindString(dom)
 		for _, want := range []string{`class="slo"`, "SLO: TTFT 100 ms", `class="axis-title x"`, `class="axis-title y"`, "time to first token (ms)",
-			`class="mark capacity"`, "capacity at SLO: load level 2", `class="mark cliff"`, "TTFT cliff: load level 4", `class="legend"`} {
-			if !strings.Contains(ttft, want) && !strings.Contains(ttft, strings.ReplaceAll(want, "load level", "concurrency")) {
+			`class="mark capacity"`, "capacity at SLO: concurrency 2", `class="mark cliff"`, "TTFT cliff: concurrency 4", `class="legend"`,
+			// The load axis named as the report names it, on both.
+			`>concurrency</text>`} {
+			if !strings.Contains(ttft, want) {
 				t.Errorf("%s: the TTFT chart lacks %q:\n%.3000s", where, want, ttft)
 			}
 		}
 		xs := regexp.MustCompile(`class="mark (capacity|cliff)" x1="([0-9.]+)"`).FindAllStringSubmatch(ttft, -1)
 		if len(xs) != 2 || xs[0][2] == xs[1][2] {
 			t.Errorf("%s: the capacity and cliff markers are not two lines apart: %v", where, xs)
+		}
+		roundTicks(t, where, ttft)
+		// The TTFT distribution: a CDF on a value axis with the SLO at
+		// its value, not a line over evenly spaced percentiles.
+		cdf := regexp.MustCompile(`(?s)<svg class="chart cdf"[^>]*aria-label="Time to first token distribution".*?</svg>`).FindString(dom)
+		for _, want := range []string{"time to first token (ms)", "share of requests at or under (%)", `class="slo"`, "SLO: TTFT 100 ms", ">100%<"} {
+			if !strings.Contains(cdf, want) {
+				t.Errorf("%s: the TTFT distribution lacks %q:\n%.2000s", where, want, cdf)
+			}
 		}
 	}
 	check("the run page", Headless(t, browser, fmt.Sprintf("%s/runs/%d", f.srv.URL, run.ID), "--dump-dom"))
@@ -157,6 +171,31 @@ profiles:
 	check("the report", dom)
 	if !strings.Contains(dom, "staged: concurrency 1 to 8 in 4 stages") || !strings.Contains(dom, "Every stage pooled") {
 		t.Errorf("the report does not say the run is staged, or that its totals pool the stages")
+	}
+}
+
+// roundTicks checks that a chart's y ticks go up in a round step (1, 2,
+// 2.5 or 5 times a power of ten) from 0.
+func roundTicks(t *testing.T, where, svg string) {
+	t.Helper()
+	var ticks []float64
+	for _, m := range regexp.MustCompile(`class="tick y"[^>]*>([0-9.]+)`).FindAllStringSubmatch(svg, -1) {
+		v, _ := strconv.ParseFloat(m[1], 64)
+		ticks = append(ticks, v)
+	}
+	if len(ticks) < 3 || ticks[0] != 0 {
+		t.Errorf("%s: y ticks %v", where, ticks)
+		return
+	}
+	step := ticks[1]
+	mantissa := step / math.Pow(10, math.Floor(math.Log10(step)))
+	if !slices.Contains([]float64{1, 2, 2.5, 5}, math.Round(mantissa*10)/10) {
+		t.Errorf("%s: y ticks %v step by %g, not a round step", where, ticks, step)
+	}
+	for i := 1; i < len(ticks); i++ {
+		if math.Abs(ticks[i]-ticks[i-1]-step) > step/1000 {
+			t.Errorf("%s: y ticks %v are not evenly stepped", where, ticks)
+		}
 	}
 }
 

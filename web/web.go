@@ -248,7 +248,7 @@ func charts(recent []daemon.RunRecord) []profileCharts {
 		runs := byKey[k]
 		pc := profileCharts{Profile: k.profile + " on " + k.endpoint}
 		last := runs[len(runs)-1].Summary
-		pc.Curve = report.CliffCharts(last, "load level")
+		pc.Curve = report.CliffCharts(last, levelName(last))
 		if len(runs) > 1 {
 			var sums []stats.Summary
 			var ids []string
@@ -275,11 +275,20 @@ func (s *server) run(w http.ResponseWriter, r *http.Request) {
 	var rep bytes.Buffer
 	var charts []template.HTML
 	if rec.Summary != nil {
-		levelName := "load level"
-		report.Text(&rep, rec.Summary, levelName)
-		charts = append(report.CliffCharts(rec.Summary, levelName), report.Ladders(rec.Summary)...)
+		level := levelName(rec.Summary)
+		report.Text(&rep, rec.Summary, level)
+		charts = append(report.CliffCharts(rec.Summary, level), report.Distributions(rec.Summary)...)
 	}
 	render(w, runPage, map[string]any{"Run": rec, "Report": rep.String(), "Charts": charts, "Version": s.o.Version})
+}
+
+// levelName is what a run's load levels count, as the report names them:
+// "load level" for a run recorded before summaries said.
+func levelName(s *stats.Summary) string {
+	if s.LevelName == "" {
+		return "load level"
+	}
+	return s.LevelName
 }
 
 func render(w http.ResponseWriter, t *template.Template, data any) {

@@ -18,6 +18,9 @@ type Summary struct {
 	// LevelRange is a staged run's lowest and highest level, in place of
 	// Level.
 	LevelRange []float64 `json:"level_range,omitempty"`
+	// LevelName is what the levels count: "concurrency", "request rate",
+	// or "load level" when a run's stages mix them.
+	LevelName string `json:"level_name,omitempty"`
 
 	Requests  int `json:"requests"`
 	Success   int `json:"success"`
