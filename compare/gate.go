@@ -202,7 +202,7 @@ func Main(w io.Writer, baseDir, newDir, failOn, htmlPath string, o Options) int 
 		return ExitBadInput
 	}
 	if htmlPath != "" {
-		if err := writeHTML(htmlPath, pairs); err != nil {
+		if err := writeHTML(htmlPath, pairs, Gate{Rules: rules, Tripped: tripped}); err != nil {
 			fmt.Fprintln(w, err)
 			return ExitBadInput
 		}
@@ -221,12 +221,12 @@ func Main(w io.Writer, baseDir, newDir, failOn, htmlPath string, o Options) int 
 	return ExitOK
 }
 
-func writeHTML(path string, pairs []Pair) error {
+func writeHTML(path string, pairs []Pair, g Gate) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := HTML(f, pairs, time.Now()); err != nil {
+	if err := HTML(f, pairs, g, time.Now()); err != nil {
 		f.Close()
 		return err
 	}

@@ -1,9 +1,11 @@
 package compare
 
 import (
+	"fmt"
 	"html/template"
 	"io"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/tokenprobe/tokenprobe/probe/stats"
@@ -17,39 +19,67 @@ type Pair struct {
 	Rows      []Row
 }
 
-// distributionCharts draw the baseline's distributions beside the new
-// run's, one chart a metric.
-func distributionCharts(base, next *stats.Summary) []template.HTML {
-	xs := []string{"min", "p50", "p75", "p90", "p95", "p99", "max"}
-	ladder := func(d stats.Dist) []float64 {
-		if d.Count == 0 {
-			return []float64{math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()}
+// Gate is the --fail-on rules and what broke them.
+type Gate struct {
+	Rules   []Rule
+	Tripped []Tripped
+}
+
+// ruleVerdict is one rule's line on the page: passed, or each change
+// that broke it.
+type ruleVerdict struct {
+	Rule   string
+	Failed []string
+}
+
+func (g Gate) verdicts() []ruleVerdict {
+	var out []ruleVerdict
+	for _, r := range g.Rules {
+		v := ruleVerdict{Rule: r.String()}
+		for _, t := range g.Tripped {
+			if t.Rule.String() == r.String() {
+				v.Failed = append(v.Failed, fmt.Sprintf("%s: %s is %s (95%% interval [%s, %s])", t.Key, t.Row.Label(), pct(t.Row.Change), pct(t.Row.Low), pct(t.Row.High)))
+			}
 		}
-		return []float64{d.Min, d.P50, d.P75, d.P90, d.P95, d.P99, d.Max}
-	}
-	var out []template.HTML
-	for _, m := range []struct {
-		name      string
-		base, new stats.Dist
-	}{{"Time to first token", base.TTFT, next.TTFT}, {"Inter-token latency", base.ITL, next.ITL}, {"Request latency", base.E2E, next.E2E}} {
-		out = append(out, report.LineChart(m.name+": baseline and new", " ms", xs,
-			[]report.Series{{Name: "baseline", Color: "#57606a", Values: ladder(m.base)}, {Name: "new", Color: "#cf222e", Values: ladder(m.new)}}, nil))
+		out = append(out, v)
 	}
 	return out
 }
 
-// HTML writes the comparison as a self-contained page: per pair of runs,
-// the table of changes and the two runs' distributions drawn together.
-func HTML(w io.Writer, pairs []Pair, at time.Time) error {
+// distributionCharts draw the baseline's distributions beside the new
+// run's, one CDF a metric, with the baseline's SLO where it sets one.
+func distributionCharts(base, next *stats.Summary) []template.HTML {
+	var out []template.HTML
+	for _, m := range []struct {
+		name, kind, short string
+		base, new         stats.Dist
+	}{{"Time to first token", "ttft", "TTFT", base.TTFT, next.TTFT}, {"Inter-token latency", "itl", "ITL", base.ITL, next.ITL},
+		{"Request latency", "request_latency", "request latency", base.E2E, next.E2E}} {
+		var slo report.Threshold
+		if v, ok := base.SLOThresholds[m.kind]; ok {
+			slo = report.Threshold{Value: v, Label: fmt.Sprintf("SLO: %s %s", m.short, stats.FormatMillis(v))}
+		}
+		out = append(out, report.CDF(m.name+": baseline and new", strings.ToLower(m.name)+" (ms)",
+			[]report.Dist{{Name: "baseline", Color: "#57606a", D: m.base}, {Name: "new", Color: "#cf222e", D: m.new}}, slo))
+	}
+	return out
+}
+
+// HTML writes the comparison as a self-contained page: the gate's verdict
+// per rule, then per pair of runs the table of changes and the two runs'
+// distributions drawn together.
+func HTML(w io.Writer, pairs []Pair, g Gate, at time.Time) error {
 	type view struct {
 		Pair
 		Charts []template.HTML
 	}
 	var data struct {
 		At    string
+		Gate  []ruleVerdict
 		Pairs []view
 	}
 	data.At = at.Format("2006-01-02 15:04:05 MST")
+	data.Gate = g.verdicts()
 	for _, p := range pairs {
 		data.Pairs = append(data.Pairs, view{Pair: p, Charts: distributionCharts(&p.Base.Summary, &p.New.Summary)})
 	}
@@ -79,6 +109,10 @@ td:first-child,th:first-child{text-align:left}
 .charts{display:flex;flex-wrap:wrap;gap:12px}.chart{border:1px solid #ddd;border-radius:4px}
 </style></head><body>
 <h1>tokenprobe compare</h1><p>{{.At}}</p>
+{{if .Gate}}<h2>Gate (--fail-on)</h2>
+<table class="gate"><tr><th>rule</th><th>verdict</th></tr>
+{{range .Gate}}<tr class="rule {{if .Failed}}worse{{else}}better{{end}}" data-rule="{{.Rule}}"><td>{{.Rule}}</td><td>{{if .Failed}}FAILED: {{range $i, $f := .Failed}}{{if $i}}; {{end}}{{$f}}{{end}}{{else}}passed: no change beyond it and the runs' noise{{end}}</td></tr>
+{{end}}</table>{{end}}
 {{range .Pairs}}<section class="pair" data-key="{{.Key}}">
 <h2>{{.Key}}</h2>
 <p>baseline {{.Base.Dir}} ({{len .Base.Records}} requests) · new {{.New.Dir}} ({{len .New.Records}} requests)</p>
