@@ -101,6 +101,28 @@ func TestStatusPageInABrowser(t *testing.T) {
 	if !regexp.MustCompile(`class="num throughput">[0-9.]+/s \([0-9.]+/s\)<`).MatchString(row) || !strings.Contains(row, `class="num error-rate">0.0%<`) {
 		t.Errorf("the demo row lacks attempted throughput or the error rate:\n%s", row)
 	}
+	// On a 1280-pixel-wide window every column of the table is in view,
+	// the error rate and where TTFT went included.
+	_, html := f.do(t, "GET", "/")
+	html = strings.Replace(html, `<meta http-equiv="refresh" content="10">`, "", 1)
+	html = strings.Replace(html, "</body>", `<script>
+const right = Math.max(...[...document.querySelectorAll('#jobs th')].map(e => e.getBoundingClientRect().right));
+document.body.setAttribute('data-table-right', Math.ceil(right));
+</script></body>`, 1)
+	page := filepath.Join(t.TempDir(), "status.html")
+	if err := os.WriteFile(page, []byte(html), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom = Headless(t, browser, "file://"+page, "--window-size=1280,900", "--dump-dom")
+	m := regexp.MustCompile(`data-table-right="(\d+)"`).FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatalf("the page's width was not measured:\n%.500s", dom)
+	}
+	right, _ := strconv.Atoi(m[1])
+	t.Logf("the profiles table ends at %d px", right)
+	if right > 1280 {
+		t.Errorf("the profiles table ends at %d px, past a 1280-pixel window", right)
+	}
 }
 
 // A staged run's page, rendered by a real browser, draws its curves with

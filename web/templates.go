@@ -64,6 +64,7 @@ th{background:#f4f4f4}
 pre{background:#f6f8fa;padding:1em;overflow:auto;font-size:13px}
 .warn{background:#fff8c5;padding:.5em}
 .charts{display:flex;flex-wrap:wrap;gap:10px}.chart{border:1px solid #ddd;border-radius:4px}
+.sub{color:#57606a;font-size:12px}
 </style>`
 
 var statusPage = template.Must(template.New("status").Funcs(funcs).Parse(`<!doctype html>
@@ -74,19 +75,19 @@ var statusPage = template.Must(template.New("status").Funcs(funcs).Parse(`<!doct
 {{with .ReloadErr}}<p class="warn" id="reload-error">The last reload failed and the previous configuration is still running: {{.}}</p>{{end}}
 <h2>Profiles</h2>
 <table id="jobs">
-<tr><th>profile</th><th>endpoint</th><th>model</th><th>load</th><th>schedule</th><th>SLO</th><th>state</th><th>next run</th>
-<th>last run</th><th>result</th><th class="num">goodput</th><th class="num" title="successful requests per second, of all attempted">throughput (attempted)</th><th class="num">attainment</th>
-<th class="num">TTFT p50</th><th class="num">TTFT p95</th><th class="num">ITL p50</th><th class="num">ITL p95</th><th class="num">error rate</th><th>where TTFT went</th></tr>
+<tr><th>profile</th><th>load · schedule · SLO</th><th>state</th><th>last run</th><th>result</th><th class="num">goodput</th>
+<th class="num" title="successful requests per second, of all attempted">throughput (attempted)</th><th class="num">attainment</th><th class="num">error rate</th>
+<th class="num">TTFT p50 / p95</th><th class="num">ITL p50 / p95</th><th>where TTFT went</th></tr>
 {{range .Jobs}}<tr class="job" data-profile="{{.Profile}}" data-endpoint="{{.Endpoint}}">
-<td>{{.Profile}}</td><td>{{.Endpoint}}</td><td>{{.Model}}</td><td>{{.Load}}</td><td>{{.Schedule}}</td><td>{{.SLO}}</td>
-<td>{{if .State.Running}}<span class="running">running</span>{{else if .State.Paused}}paused: {{.State.Paused}}{{else if and .State.Aborts .Manual}}<span class="error">{{.State.Aborts}} aborted runs in a row</span>{{else if .State.Aborts}}<span class="error backoff">backing off: {{.State.Aborts}} aborted runs in a row; next run {{in .State.BackoffUntil}}</span>{{else}}idle{{end}}</td>
-<td>{{if .Manual}}when asked{{else if .State.Aborts}}{{in .State.BackoffUntil}}{{else}}{{in .State.Next}}{{end}}</td>
+<td><b>{{.Profile}}</b> on {{.Endpoint}}<div class="sub">{{.Model}}</div></td><td class="plan">{{.Load}}<div class="sub">{{.Schedule}} · SLO {{.SLO}}</div></td>
+<td>{{if .State.Running}}<span class="running">running</span>{{else if .State.Paused}}paused: {{.State.Paused}}{{else if and .State.Aborts .Manual}}<span class="error">{{.State.Aborts}} aborted runs in a row</span>{{else if .State.Aborts}}<span class="error backoff">backing off: {{.State.Aborts}} aborted runs in a row; next run {{in .State.BackoffUntil}}</span>{{else}}idle{{end}}
+<div class="sub">next: {{if .Manual}}when asked{{else if .State.Aborts}}{{in .State.BackoffUntil}}{{else}}{{in .State.Next}}{{end}}</div></td>
 {{with .Last}}<td><a href="/runs/{{.ID}}">#{{.ID}}</a> {{ago .End}}</td><td class="{{.Result}}">{{.Result}}</td>
 {{with .Summary}}<td class="num goodput">{{rate .Goodput}}</td><td class="num throughput">{{rate .RequestThroughput}} ({{rate (attempted .)}})</td><td class="num{{if not .Passed}} failed{{end}}">{{pct .Attainment}}</td>
-<td class="num">{{msOf .TTFT .TTFT.P50}}</td><td class="num">{{msOf .TTFT .TTFT.P95}}</td><td class="num">{{msOf .ITL .ITL.P50}}</td><td class="num">{{msOf .ITL .ITL.P95}}</td>
 <td class="num error-rate{{if gt .Errors 0}} error{{end}}">{{pct (errorRate .)}}</td>
+<td class="num">{{msOf .TTFT .TTFT.P50}} / {{msOf .TTFT .TTFT.P95}}</td><td class="num">{{msOf .ITL .ITL.P50}} / {{msOf .ITL .ITL.P95}}</td>
 <td class="ttft-went">{{with .Server}}{{with .Breakdown}}<span title="{{.Verdict}}">mostly {{.Dominant}}: queue {{human .Mean.Queue}}{{with .Mean.Prefill}} · prefill {{human .}}{{end}} · elsewhere {{human .Mean.Elsewhere}}</span>{{else}}<span title="{{.Note}}{{.Err}}">no split</span>{{end}}{{end}}</td>{{end}}
-{{else}}<td colspan="11">no run yet</td>{{end}}
+{{else}}<td colspan="9">no run yet</td>{{end}}
 </tr>{{end}}
 </table>
 {{if .Charts}}<h2>Against load and over time</h2>
