@@ -74,6 +74,11 @@ func splitText(s stats.Split) string {
 	if s.Prefill != nil {
 		out += ", " + stats.FormatMillis(*s.Prefill) + " prefill"
 	}
+	if s.Elsewhere < 0 {
+		// Medians interpolated in the server's buckets can sum past the
+		// client's: no share is negative.
+		return out + ", elsewhere not measurable"
+	}
 	return out + ", " + stats.FormatMillis(s.Elsewhere) + " elsewhere"
 }
 

@@ -61,3 +61,17 @@ func TestAcrossDrawsPointsOfSeparateRuns(t *testing.T) {
 		}
 	}
 }
+
+// Medians interpolated in the server's buckets can add up to more than
+// the client's: the split then says the rest is not measurable, never a
+// negative share.
+func TestSplitNeverShowsANegativeShare(t *testing.T) {
+	prefill := 30.0
+	got := splitText(stats.Split{TTFT: 100, Queue: 151, Prefill: &prefill, Elsewhere: -81})
+	if strings.Contains(got, "-81") || !strings.Contains(got, "elsewhere not measurable") {
+		t.Errorf("split %q", got)
+	}
+	if got := splitText(stats.Split{TTFT: 100, Queue: 50, Elsewhere: 50}); !strings.Contains(got, "50 ms elsewhere") {
+		t.Errorf("split %q", got)
+	}
+}

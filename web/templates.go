@@ -86,7 +86,7 @@ var statusPage = template.Must(template.New("status").Funcs(funcs).Parse(`<!doct
 {{with .Summary}}<td class="num goodput">{{rate .Goodput}}</td><td class="num throughput">{{rate .RequestThroughput}} ({{rate (attempted .)}})</td><td class="num{{if not .Passed}} failed{{end}}">{{pct .Attainment}}</td>
 <td class="num error-rate{{if gt .Errors 0}} error{{end}}">{{pct (errorRate .)}}</td>
 <td class="num">{{msOf .TTFT .TTFT.P50}} / {{msOf .TTFT .TTFT.P95}}</td><td class="num">{{msOf .ITL .ITL.P50}} / {{msOf .ITL .ITL.P95}}</td>
-<td class="ttft-went">{{with .Server}}{{with .Breakdown}}<span title="{{.Verdict}}">mostly {{.Dominant}}: queue {{human .Mean.Queue}}{{with .Mean.Prefill}} · prefill {{human .}}{{end}} · elsewhere {{human .Mean.Elsewhere}}</span>{{else}}<span title="{{.Note}}{{.Err}}">no split</span>{{end}}{{end}}</td>{{end}}
+<td class="ttft-went">{{with .Server}}{{with .Breakdown}}<span title="{{.Verdict}}">mostly {{.Dominant}}: queue {{human .Mean.Queue}}{{with .Mean.Prefill}} · prefill {{human .}}{{end}} · elsewhere {{if lt .Mean.Elsewhere 0.0}}not measurable{{else}}{{human .Mean.Elsewhere}}{{end}}</span>{{else}}<span title="{{.Note}}{{.Err}}">no split</span>{{end}}{{end}}</td>{{end}}
 {{else}}<td colspan="9">no run yet</td>{{end}}
 </tr>{{end}}
 </table>
