@@ -53,6 +53,11 @@ type Options struct {
 	// summary.json, report.txt); the newest ArtifactsRetain are kept.
 	ArtifactsDir    string
 	ArtifactsRetain int
+	// Location names where this daemon probes from (--probe.location):
+	// the OTLP resource's tokenprobe.location, and every record's and
+	// summary's location. The Prometheus label is the Registerer's to
+	// add (cmd/tokenprobe wraps it).
+	Location string
 }
 
 // RequestIDsPerRun spaces the daemon's request ids: request n of run r is
@@ -139,7 +144,9 @@ func New(o Options) (*Daemon, error) {
 	d.tracing = setup.TraceContext(first)
 	if first.OTLP != nil || otlp.EnvEnabled() {
 		otlp.LogErrors(d.log)
-		exp, err := otlp.New(context.Background(), setup.OTLP(first.OTLP, first.Tracing, o.Version))
+		oc := setup.OTLP(first.OTLP, first.Tracing, o.Version)
+		oc.Location = o.Location
+		exp, err := otlp.New(context.Background(), oc)
 		if err != nil {
 			return nil, fmt.Errorf("otlp: %w", err)
 		}
@@ -364,6 +371,7 @@ func (d *Daemon) execute(ctx context.Context, j *job, t scheduler.Trigger) sched
 	}
 	art := d.openArtifacts(rec, j, log)
 	if art != nil {
+		art.SetLocation(d.o.Location)
 		defer art.Abandon() // closes what Finish did not
 		sinks = append(sinks, art.Sink())
 	}
@@ -380,6 +388,7 @@ func (d *Daemon) execute(ctx context.Context, j *job, t scheduler.Trigger) sched
 	log.Info("run started", "trigger", trigger, "load", run.Plan.String())
 	f := runner.Execute(ctx, run, runner.Options{GPU: gpu.Only(d.gpu, j.target.GPUs), GPUInterval: d.gpuInterval, Server: j.target.Server})
 	s := f.Summary
+	s.Location = d.o.Location
 	log.Info("run finished", "result", f.Verdict, "requests", s.Requests, "errors", s.Errors,
 		"goodput", fmt.Sprintf("%.3f/s", s.Goodput), "slo_attainment", fmt.Sprintf("%.1f%%", 100*s.Attainment),
 		"ttft_p50_ms", fmt.Sprintf("%.1f", s.TTFT.P50), "itl_p50_ms", fmt.Sprintf("%.2f", s.ITL.P50))

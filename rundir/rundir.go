@@ -97,6 +97,10 @@ func (r *Run) Inc() { r.warn(r.dropped.Add(1)) }
 // Sink is what the run's results go to.
 func (r *Run) Sink() *sink.Queue { return r.queue }
 
+// SetLocation gives every record the probe's location; call it before
+// the first request.
+func (r *Run) SetLocation(loc string) { r.writer.Location = loc }
+
 // Finish writes every queued record, then summary.json and report.txt,
 // the two as CSV (records.csv, summary.csv), and AIPerf's layout when
 // asked.

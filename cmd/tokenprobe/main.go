@@ -192,6 +192,7 @@ func run(args []string) int {
 	serveCmd.Flag("shard.count", "Replicas sharing the configuration: each runs the profiles whose name hashes to its index, and its share of split profiles.").Default("1").IntVar(&so.shardCount)
 	serveCmd.Flag("shard.index", "This replica's index among --shard.count (default: the StatefulSet ordinal at the end of the hostname).").Default("-1").IntVar(&so.shardIndex)
 	serveCmd.Flag("artifacts-dir", "Keep each run's records.jsonl, summary.json and report.txt in a folder of its own here, so the request_id exemplars on /metrics find their records (empty: keep none).").Default("").StringVar(&so.artifactsDir)
+	serveCmd.Flag("probe.location", "Where this daemon probes from (eu-west-1, on-prem-dc2): a location label on every series, tokenprobe.location on the OTLP resource, and a field of every record and summary, so that one view compares places and alerts can ask several to agree.").PlaceHolder("NAME").StringVar(&so.location)
 	serveCmd.Flag("artifacts-retain", "How many run folders --artifacts-dir keeps, the newest.").Default("100").IntVar(&so.artifactsRetain)
 	serveSlice := schedSliceFlag(serveCmd)
 	serveCmd.Flag("shutdown.timeout", "How long to wait for runs to stop and metrics to flush on SIGTERM.").Default("30s").DurationVar(&so.shutdownTimeout)

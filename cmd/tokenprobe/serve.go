@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,7 +37,12 @@ type serveOptions struct {
 	shutdownTimeout   time.Duration
 	shardCount        int
 	shardIndex        int // -1: from the StatefulSet ordinal in the hostname
+	location          string
 }
+
+// locationName is a --probe.location: a label value kept short and plain,
+// as it is on every series.
+var locationName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
 
 // ordinal reads a StatefulSet pod's ordinal from its hostname (tokenprobe-2).
 func ordinal() (int, error) {
@@ -87,8 +93,18 @@ func checkWebConfig(path *string) error {
 // serve runs the daemon until ctx ends (SIGTERM, SIGINT), reloading on
 // every value from hup (SIGHUP). It returns the process exit code.
 func serve(ctx context.Context, o serveOptions, logger *slog.Logger, hup <-chan os.Signal) int {
+	if o.location != "" && !locationName.MatchString(o.location) {
+		logger.Error("--probe.location: give a short name of letters, digits, '.', '_' or '-' (eu-west-1, dc2.rack4)", "location", o.location)
+		return runonce.ExitConfig
+	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(
+	// The location is a label of every series, the registry's as an
+	// external label is Prometheus's: no collector adds it itself.
+	var registerer prometheus.Registerer = reg
+	if o.location != "" {
+		registerer = prometheus.WrapRegistererWith(prometheus.Labels{"location": o.location}, reg)
+	}
+	registerer.MustRegister(
 		versioncollector.NewCollector("tokenprobe"),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -115,7 +131,7 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger, hup <-chan 
 		return runonce.ExitConfig
 	}
 	d, err := daemon.New(daemon.Options{
-		ConfigFile: o.configFile, Logger: logger, Registerer: reg,
+		ConfigFile: o.configFile, Logger: logger, Registerer: registerer, Location: o.location,
 		MaxConcurrentRuns: o.maxConcurrentRuns, Version: v,
 		ShardIndex: max(o.shardIndex, 0), ShardCount: o.shardCount,
 		ArtifactsDir: o.artifactsDir, ArtifactsRetain: o.artifactsRetain,
@@ -125,7 +141,7 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger, hup <-chan 
 		return runonce.ExitConfig
 	}
 	srv := &http.Server{
-		Handler:           web.Handler(d, web.Options{Lifecycle: o.lifecycle, Gatherer: reg, Registerer: reg, Logger: logger, Version: v, AllowedHosts: o.allowedHosts}),
+		Handler:           web.Handler(d, web.Options{Lifecycle: o.lifecycle, Gatherer: reg, Registerer: registerer, Logger: logger, Version: v, AllowedHosts: o.allowedHosts}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	served := make(chan error, 1)

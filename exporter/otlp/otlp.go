@@ -53,6 +53,9 @@ type Config struct {
 	// TraceState is the W3C tracestate the spans carry (the one each
 	// request sent), none when empty.
 	TraceState string
+	// Location, when set, is the resource's tokenprobe.location: where
+	// the probe runs (--probe.location).
+	Location string
 }
 
 // Enabled reports whether OTLP export is asked for by the environment.
@@ -151,13 +154,17 @@ func New(ctx context.Context, cfg Config) (*Exporter, error) {
 	if cfg.Instance == "" {
 		cfg.Instance, _ = os.Hostname()
 	}
+	attrs := []attribute.KeyValue{
+		semconv.ServiceName("tokenprobe"),
+		semconv.ServiceVersion(cfg.Version),
+		semconv.ServiceInstanceID(cfg.Instance),
+	}
+	if cfg.Location != "" {
+		attrs = append(attrs, attribute.String("tokenprobe.location", cfg.Location))
+	}
 	res, err := resource.New(ctx,
 		resource.WithSchemaURL(semconv.SchemaURL),
-		resource.WithAttributes(
-			semconv.ServiceName("tokenprobe"),
-			semconv.ServiceVersion(cfg.Version),
-			semconv.ServiceInstanceID(cfg.Instance),
-		),
+		resource.WithAttributes(attrs...),
 		// Not WithTelemetrySDK: its detector speaks a newer semconv schema
 		// than v1.41.0, the last with the gen_ai constants, and resources
 		// of two schemas do not merge.

@@ -21,6 +21,8 @@ type Summary struct {
 	// LevelName is what the levels count: "concurrency", "request rate",
 	// or "load level" when a run's stages mix them.
 	LevelName string `json:"level_name,omitempty"`
+	// Location is where the probe ran from (--probe.location).
+	Location string `json:"location,omitempty"`
 
 	Requests  int `json:"requests"`
 	Success   int `json:"success"`

@@ -19,9 +19,11 @@ type Record struct {
 	ID uint64 `json:"id"`
 	// RequestID is the X-Request-Id the request carried: find it in the
 	// server's logs and traces.
-	RequestID     string    `json:"x_request_id,omitempty"`
-	Profile       string    `json:"profile"`
-	Endpoint      string    `json:"endpoint"`
+	RequestID string `json:"x_request_id,omitempty"`
+	Profile   string `json:"profile"`
+	Endpoint  string `json:"endpoint"`
+	// Location is where the probe ran from (--probe.location).
+	Location      string    `json:"location,omitempty"`
 	Model         string    `json:"model"`
 	Level         float64   `json:"level"`
 	Session       string    `json:"session_id,omitempty"`
@@ -127,6 +129,9 @@ func NewRecord(r *result.Request, v slo.Verdict) Record {
 
 // Writer writes one JSON line per measured request; it is a probe.Sink.
 type Writer struct {
+	// Location is every record's location, none when empty.
+	Location string
+
 	mu  sync.Mutex
 	w   *bufio.Writer
 	enc *json.Encoder
@@ -143,7 +148,9 @@ func (s *Writer) Observe(r *result.Request, v slo.Verdict) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err == nil {
-		s.err = s.enc.Encode(NewRecord(r, v))
+		rec := NewRecord(r, v)
+		rec.Location = s.Location
+		s.err = s.enc.Encode(rec)
 	}
 }
 
