@@ -30,7 +30,7 @@ var layer = map[string]int{
 	"runner": 6, "setup": 6, "rundir": 6,
 	"daemon": 7, "runonce": 7, "compare": 7,
 	"web": 8, "alerts": 8, "dashboards": 8, "e2e": 8,
-	"cmd/tokenprobe": 9,
+	"cmd/tokenprobe": 9, "internal/hostile/cmd/hostile": 9,
 }
 
 // readsConfig are the packages that may import config: setup turns it
