@@ -14,8 +14,9 @@ import (
 // p95 against its baseline of the last hour, load level by load level,
 // the worst level's ratio).
 const (
-	canaryAttainment = `tokenprobe:slo_attainment:ratio_rate5m{profile="%s",endpoint="%s"}`
-	canaryCliff      = `max by (profile, endpoint) (tokenprobe:ttft_p95_by_level:rate5m{profile="%[1]s",endpoint="%[2]s"} / on (profile, endpoint, load_level) tokenprobe:ttft_p95_by_level:baseline1h{profile="%[1]s",endpoint="%[2]s"})`
+	// The worst location's, where several probe the canary.
+	canaryAttainment = `min by (profile, endpoint) (tokenprobe:slo_attainment:ratio_rate5m{profile="%s",endpoint="%s"})`
+	canaryCliff      = `max by (profile, endpoint) (tokenprobe:ttft_p95_by_level:rate5m{profile="%[1]s",endpoint="%[2]s"} / on (profile, endpoint, location, load_level) tokenprobe:ttft_p95_by_level:baseline1h{profile="%[1]s",endpoint="%[2]s"})`
 )
 
 // AnalysisTemplate is an Argo Rollouts AnalysisTemplate: a canary passes

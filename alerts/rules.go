@@ -43,6 +43,10 @@ type Options struct {
 	// the last hour must hold before its median is a baseline: until then
 	// the cliff alert says nothing of that level.
 	BaselineSamples int
+	// MinLocations is how many locations (--probe.location) must see a
+	// condition before its quorum alert fires; where fewer report the
+	// profile, all of them must.
+	MinLocations int
 }
 
 // Defaults are the real-time rules shipped in alerts/.
@@ -50,7 +54,7 @@ func Defaults() Options {
 	return Options{
 		Scale: 1, RunbookURL: "https://github.com/tokenprobe/tokenprobe/blob/main/docs/RUNBOOK.md",
 		CliffTTFT: 4, CliffITL: 1.5, MinRate: 0.01, NoSuccessFor: time.Hour, DispatchLagP99: 50 * time.Millisecond,
-		Selector: `profile!=""`, BaselineSamples: 10, WrongAnswers: 0.05,
+		Selector: `profile!=""`, BaselineSamples: 10, WrongAnswers: 0.05, MinLocations: 2,
 	}
 }
 
@@ -83,17 +87,20 @@ type Rule struct {
 	Annotations   map[string]string `yaml:"annotations,omitempty"`
 }
 
-const by = "profile, endpoint"
+// by is every figure's grouping: a profile against an endpoint, from
+// each place that probes it (--probe.location; one series where there
+// is no location label), the replicas of a sharded daemon summed.
+const by = "profile, endpoint, location"
 
 // byLevel is the cliff's grouping: a sweep compares each load level with
 // that level's own past, never its low stages with its high ones.
-const byLevel = "profile, endpoint, load_level"
+const byLevel = "profile, endpoint, location, load_level"
 
 // loaded keeps a recorded series only while its profile is configured: a
 // removed profile's info series goes at once, its counters' rates would
 // linger for their windows.
 func (o Options) loaded(expr string) string {
-	return fmt.Sprintf(`(%s) and on (profile, endpoint) %s`, expr, o.m("tokenprobe_profile_info"))
+	return fmt.Sprintf(`(%s) and on (%s) %s`, expr, by, o.m("tokenprobe_profile_info"))
 }
 
 // window formats d divided by the scale as a Prometheus duration.
@@ -133,9 +140,56 @@ func Generate(o Options) RuleFile {
 	if o.Scale <= 0 {
 		o.Scale = 1
 	}
+	if o.MinLocations <= 0 {
+		o.MinLocations = 2
+	}
 	rec := Group{Name: "tokenprobe.recording", Rules: o.recording()}
-	return RuleFile{Groups: []Group{rec, {Name: "tokenprobe.server", Rules: o.serverRecording()}, {Name: "tokenprobe.slo", Rules: o.sloAlerts()},
-		{Name: "tokenprobe.latency", Rules: o.latencyAlerts()}, {Name: "tokenprobe.probe", Rules: o.probeAlerts()}}}
+	slo, latency, probe := o.sloAlerts(), o.latencyAlerts(), o.probeAlerts()
+	quorum := o.quorumAlerts(slo, latency, probe)
+	return RuleFile{Groups: []Group{rec, {Name: "tokenprobe.server", Rules: o.serverRecording()}, {Name: "tokenprobe.slo", Rules: slo},
+		{Name: "tokenprobe.latency", Rules: latency}, {Name: "tokenprobe.probe", Rules: probe}, {Name: "tokenprobe.quorum", Rules: quorum}}}
+}
+
+// quorumOf are the alerts that gain a variant firing only when several
+// locations see the condition: what a single probe's own network can
+// fake. The per-location alerts stay, labelled scope="location"; their
+// quorum variants are scope="quorum", to page on, the others to ticket
+// on where several places probe.
+var quorumOf = map[string]string{
+	"TokenprobeTTFTCliff":         "TTFT cliff",
+	"TokenprobeWrongAnswers":      "Wrong answers",
+	"TokenprobeGoodputBudgetBurn": "Goodput error budget burning fast",
+	"TokenprobeNoSuccessfulRun":   "No passing run for an hour",
+}
+
+// quorumAlerts marks every alert scope="location" and adds, for those of
+// quorumOf, one that fires when at least MinLocations locations see its
+// condition, or every location that reports the profile where fewer
+// than that do (one probe alone is its own quorum).
+func (o Options) quorumAlerts(groups ...[]Rule) []Rule {
+	var out []Rule
+	for _, g := range groups {
+		for i := range g {
+			r := &g[i]
+			r.Labels["scope"] = "location"
+			what, ok := quorumOf[r.Alert]
+			if !ok {
+				continue
+			}
+			locations := func(expr string) string {
+				return fmt.Sprintf(`count by (profile, endpoint) (count by (%s) (%s))`, by, expr)
+			}
+			q := o.alert(r.Alert+"Quorum", r.Labels["severity"],
+				fmt.Sprintf(`%s >= on (profile, endpoint) clamp_max(%s, %d)`, locations(r.Expr), locations(o.m("tokenprobe_profile_info")), o.MinLocations),
+				what+" on {{ $labels.endpoint }} ({{ $labels.profile }}), seen from {{ $value }} locations",
+				fmt.Sprintf("%s sees this from {{ $value }} locations at once (at least %d, or every location probing it where fewer do): not one probe's own network. ", r.Alert, o.MinLocations)+
+					`{{ with printf "count by (location) (ALERTS{alertname=%q,profile=%q,endpoint=%q,alertstate=\"firing\"})" "`+r.Alert+`" $labels.profile $labels.endpoint | query }}Firing at: {{ range $i, $s := sortByLabel "location" . }}{{ if $i }}, {{ end }}{{ label "location" $s }}{{ end }}.{{ end }}`)
+			q.For, q.KeepFiringFor = r.For, r.KeepFiringFor
+			q.Labels["scope"] = "quorum"
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 // serverRecording puts the servers' own series beside tokenprobe's, by
@@ -271,7 +325,7 @@ func (o Options) alert(name, severity, expr, summary, description string) Rule {
 // profiles it knows: max by keeps one series per profile and endpoint, so
 // the match with the recording rules stays one-to-one.
 func (o Options) budget() string {
-	return fmt.Sprintf(`(1 - max by (profile, endpoint) (%s) > 0 < 1)`, o.m("tokenprobe_slo_objective_ratio"))
+	return fmt.Sprintf(`(1 - max by (%s) (%s) > 0 < 1)`, by, o.m("tokenprobe_slo_objective_ratio"))
 }
 
 func (o Options) sloAlerts() []Rule {

@@ -189,8 +189,8 @@ func slo() *dashboard.DashboardBuilder {
 	b.WithPanel(ts("Attainment per SLO", "Requests meeting each threshold over every request but the cancelled (tokenprobe_slo_requests_total{result=\"met\"} / all results).", "percentunit",
 		q(fmt.Sprintf(`sum by (profile, slo) (rate(tokenprobe_slo_requests_total{%s,result="met"}[$__rate_interval])) / sum by (profile, slo) (rate(tokenprobe_slo_requests_total{%s}[$__rate_interval]))`, sel, sel), "{{profile}} {{slo}}")))
 	b.WithPanel(ts("Error budget burn rate", "How fast requests that are not good spend the budget of the profile's objective (tokenprobe:slo_errors:ratio_rate1h / (1 - tokenprobe_slo_objective_ratio)); 1 spends it in exactly the SLO window, 14.4 pages.", "x",
-		q(fmt.Sprintf(`tokenprobe:slo_errors:ratio_rate1h{%s} / on (profile, endpoint) (1 - max by (profile, endpoint) (tokenprobe_slo_objective_ratio{%s}))`, runSel, runSel), "1h {{profile}}"),
-		q(fmt.Sprintf(`tokenprobe:slo_errors:ratio_rate6h{%s} / on (profile, endpoint) (1 - max by (profile, endpoint) (tokenprobe_slo_objective_ratio{%s}))`, runSel, runSel), "6h {{profile}}")))
+		q(fmt.Sprintf(`tokenprobe:slo_errors:ratio_rate1h{%s} / on (profile, endpoint, location) (1 - max by (profile, endpoint, location) (tokenprobe_slo_objective_ratio{%s}))`, runSel, runSel), "1h {{profile}}"),
+		q(fmt.Sprintf(`tokenprobe:slo_errors:ratio_rate6h{%s} / on (profile, endpoint, location) (1 - max by (profile, endpoint, location) (tokenprobe_slo_objective_ratio{%s}))`, runSel, runSel), "6h {{profile}}")))
 	b.WithPanel(ts("Errors by reason", "Failed requests per second by reason (tokenprobe_request_errors_total).", "reqps",
 		q(fmt.Sprintf(`sum by (reason) (rate(tokenprobe_request_errors_total{%s}[$__rate_interval])) > 0`, sel), "{{reason}}")))
 	b.WithPanel(ts("Wrong answers by check", "Answers per second that failed each answer check (tokenprobe_answer_checks_total{result=\"fail\"}): the wrong model, a finish reason, a length, the text, JSON. Each is a wrong_answer request: answered as fast as ever, but wrong.", "reqps",
@@ -202,7 +202,7 @@ func slo() *dashboard.DashboardBuilder {
 	b.WithPanel(heat("TTFT heatmap", "TTFT distribution over time (tokenprobe_time_to_first_token_seconds): classic buckets where Prometheus keeps them, else the native histogram.", "tokenprobe_time_to_first_token_seconds"))
 	b.WithPanel(heat("ITL heatmap", "Per-request inter-token latency over time (tokenprobe_inter_token_latency_seconds): classic buckets where kept, else the native histogram.", "tokenprobe_inter_token_latency_seconds"))
 	b.WithPanel(ts("Error budget spent over 3 days", "Share of the error budget of the profile's objective used over the last 3 days (tokenprobe:slo_errors:ratio_rate3d / (1 - tokenprobe_slo_objective_ratio)); above 0.1 a 30-day budget runs out early.", "percentunit",
-		q(fmt.Sprintf(`tokenprobe:slo_errors:ratio_rate3d{%s} / on (profile, endpoint) (1 - max by (profile, endpoint) (tokenprobe_slo_objective_ratio{%s})) * 3 / 30`, runSel, runSel), "{{profile}} {{endpoint}}")))
+		q(fmt.Sprintf(`tokenprobe:slo_errors:ratio_rate3d{%s} / on (profile, endpoint, location) (1 - max by (profile, endpoint, location) (tokenprobe_slo_objective_ratio{%s})) * 3 / 30`, runSel, runSel), "{{profile}} {{endpoint}}")))
 	serverVariable(b)
 	serverPanels(b)
 	return b
