@@ -17,6 +17,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/heatmap"
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
 	"github.com/grafana/grafana-foundation-sdk/go/stat"
+	"github.com/grafana/grafana-foundation-sdk/go/table"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 
 	"github.com/tokenprobe/tokenprobe/catalog"
@@ -29,8 +30,8 @@ var ds = common.DataSourceRef{Type: cog.ToPtr("prometheus"), Uid: cog.ToPtr("${d
 // name profile, which series pushed over OTLP into the same
 // Prometheus never carry (theirs is tokenprobe_profile): a panel draws
 // the scraped series alone, whatever its variables match.
-const sel = `profile=~"$profile",profile!="",endpoint=~"$endpoint",model=~"$model"`
-const runSel = `profile=~"$profile",profile!="",endpoint=~"$endpoint"`
+const sel = `profile=~"$profile",profile!="",endpoint=~"$endpoint",model=~"$model",location=~"$location"`
+const runSel = `profile=~"$profile",profile!="",endpoint=~"$endpoint",location=~"$location"`
 
 func q(expr, legend string) cog.Builder[variants.Dataquery] {
 	return prometheus.NewDataqueryBuilder().Expr(expr).LegendFormat(legend).Range()
@@ -92,7 +93,9 @@ func variables(b *dashboard.DashboardBuilder) {
 	// The trace backend that the exemplars' trace_id opens (Jaeger, or
 	// Tempo): the Prometheus data source's exemplar link names it.
 	b.WithVariable(dashboard.NewDatasourceVariableBuilder("traces").Label("Traces").Type("jaeger"))
-	for _, name := range []string{"profile", "endpoint", "model"} {
+	// location is --probe.location's label: one value, or none, where a
+	// single place probes (".*" matches a series without it too).
+	for _, name := range []string{"profile", "endpoint", "model", "location"} {
 		b.WithVariable(dashboard.NewQueryVariableBuilder(name).Label(name).Datasource(ds).
 			Query(dashboard.StringOrMap{String: cog.ToPtr(fmt.Sprintf("label_values(tokenprobe_requests_total, %s)", name))}).
 			Multi(true).IncludeAll(true).AllValue(".*").Refresh(dashboard.VariableRefreshOnTimeRangeChanged))
@@ -203,9 +206,27 @@ func slo() *dashboard.DashboardBuilder {
 	b.WithPanel(heat("ITL heatmap", "Per-request inter-token latency over time (tokenprobe_inter_token_latency_seconds): classic buckets where kept, else the native histogram.", "tokenprobe_inter_token_latency_seconds"))
 	b.WithPanel(ts("Error budget spent over 3 days", "Share of the error budget of the profile's objective used over the last 3 days (tokenprobe:slo_errors:ratio_rate3d / (1 - tokenprobe_slo_objective_ratio)); above 0.1 a 30-day budget runs out early.", "percentunit",
 		q(fmt.Sprintf(`tokenprobe:slo_errors:ratio_rate3d{%s} / on (profile, endpoint, location) (1 - max by (profile, endpoint, location) (tokenprobe_slo_objective_ratio{%s})) * 3 / 30`, runSel, runSel), "{{profile}} {{endpoint}}")))
+	byLocation(b)
 	serverVariable(b)
 	serverPanels(b)
 	return b
+}
+
+// byLocation sets the places that probe (--probe.location) side by side:
+// one whose numbers differ from the others' is seeing its own network.
+func byLocation(b *dashboard.DashboardBuilder) {
+	b.WithPanel(ts("TTFT p95 by location", "TTFT p95 of each location that probes the endpoint (tokenprobe_time_to_first_token_seconds by location): a cliff everywhere is the server, in one place its path.", "s",
+		q(catalog.Quantile(0.95, "tokenprobe_time_to_first_token_seconds", "location, endpoint", sel, "$__rate_interval"), "{{location}} {{endpoint}}")))
+	b.WithPanel(ts("Goodput by location", "Good requests per second from each location (tokenprobe_good_requests_total by location).", "reqps",
+		q(fmt.Sprintf(`sum by (location, endpoint) (rate(tokenprobe_good_requests_total{%s}[$__rate_interval]))`, sel), "{{location}} {{endpoint}}")))
+	b.WithPanel(table.NewPanelBuilder().Title("Latest state by location").
+		Description("Each location's last run of each profile and endpoint: passed (tokenprobe_run_last_passed), its SLO attainment and goodput, and how long ago it ended.").
+		Datasource(ds).Height(8).Span(24).
+		WithTarget(prometheus.NewDataqueryBuilder().Expr(fmt.Sprintf(`max by (location, endpoint, profile) (tokenprobe_run_last_passed{%s})`, runSel)).Format(prometheus.PromQueryFormatTable).Instant().RefId("passed")).
+		WithTarget(prometheus.NewDataqueryBuilder().Expr(fmt.Sprintf(`max by (location, endpoint, profile) (tokenprobe_run_last_slo_attainment_ratio{%s})`, runSel)).Format(prometheus.PromQueryFormatTable).Instant().RefId("attainment")).
+		WithTarget(prometheus.NewDataqueryBuilder().Expr(fmt.Sprintf(`max by (location, endpoint, profile) (tokenprobe_run_last_goodput_requests_per_second{%s})`, runSel)).Format(prometheus.PromQueryFormatTable).Instant().RefId("goodput")).
+		WithTarget(prometheus.NewDataqueryBuilder().Expr(fmt.Sprintf(`time() - max by (location, endpoint, profile) (tokenprobe_run_last_timestamp_seconds{%s})`, runSel)).Format(prometheus.PromQueryFormatTable).Instant().RefId("age")).
+		WithTransformation(dashboard.DataTransformerConfig{Id: "merge"}))
 }
 
 func cliff() *dashboard.DashboardBuilder {

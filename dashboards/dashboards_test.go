@@ -168,3 +168,44 @@ func TestDashboardsTypeCheckAgainstGrafanaSchema(t *testing.T) {
 	}
 	t.Logf("%d dashboards type-check against @grafana/schema", len(files))
 }
+
+// The SLO dashboard compares the places that probe (--probe.location):
+// a location variable that every request query filters on, TTFT p95 and
+// goodput by location, and a table of each location's latest state.
+func TestSLODashboardByLocation(t *testing.T) {
+	files, err := Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels     []panel `json:"panels"`
+		Templating struct {
+			List []struct {
+				Name string `json:"name"`
+			} `json:"list"`
+		} `json:"templating"`
+	}
+	if err := json.Unmarshal(files["tokenprobe-slo.json"], &d); err != nil {
+		t.Fatal(err)
+	}
+	hasVar := false
+	for _, v := range d.Templating.List {
+		hasVar = hasVar || v.Name == "location"
+	}
+	if !hasVar {
+		t.Error("no location variable")
+	}
+	want := map[string]string{"TTFT p95 by location": "timeseries", "Goodput by location": "timeseries", "Latest state by location": "table"}
+	for _, p := range d.Panels {
+		if typ, ok := want[p.Title]; ok {
+			if p.Type != typ || len(p.Targets) == 0 || !strings.Contains(p.Targets[0].Expr, `location=~"$location"`) ||
+				!strings.Contains(p.Targets[0].Expr, "by (location") {
+				t.Errorf("%s: a %s of %d queries, %q", p.Title, p.Type, len(p.Targets), p.Targets)
+			}
+			delete(want, p.Title)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("missing panels: %v", want)
+	}
+}
