@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -242,4 +243,46 @@ func commentsOnly(doc string) bool {
 		}
 	}
 	return true
+}
+
+// A probe per cluster: the chart's location becomes --probe.location, and
+// its PrometheusRule's quorum alerts ask for prometheusRule.minLocations.
+func TestLocationAndQuorum(t *testing.T) {
+	values := t.TempDir() + "/v.yaml"
+	_ = os.WriteFile(values, []byte("location: eu-west-1\nprometheusRule: {enabled: true, minLocations: 3}\n"), 0o644)
+	out, err := Chart("../helm/tokenprobe", values, "tokenprobe", "monitoring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := decodeAll(t, out)
+	args := objs["StatefulSet"][0].(*appsv1.StatefulSet).Spec.Template.Spec.Containers[0].Args
+	if !slices.Contains(args, "--probe.location=eu-west-1") {
+		t.Errorf("args %v", args)
+	}
+	quorums := 0
+	for _, g := range objs["PrometheusRule"][0].(rule).Spec.Groups {
+		for _, r := range g.Rules {
+			name, _ := r["alert"].(string)
+			if !strings.HasSuffix(name, "Quorum") {
+				continue
+			}
+			quorums++
+			expr, _ := r["expr"].(string)
+			desc, _ := r["annotations"].(map[string]any)["description"].(string)
+			if !strings.HasSuffix(expr, "})), 3)") || !strings.Contains(desc, "at least 3,") {
+				t.Errorf("%s asks for another quorum than 3:\n%s\n%s", name, expr, desc)
+			}
+		}
+	}
+	if quorums != 4 {
+		t.Errorf("%d quorum alerts, want 4", quorums)
+	}
+	// Without a location, no flag.
+	out, err = Chart("../helm/tokenprobe", "", "tokenprobe", "monitoring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "--probe.location") {
+		t.Error("--probe.location without a location value")
+	}
 }

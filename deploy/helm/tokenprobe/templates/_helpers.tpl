@@ -45,6 +45,9 @@ containers:
       {{- if gt (int .Values.replicas) 1 }}
       - --shard.count={{ .Values.replicas }}
       {{- end }}
+      {{- with .Values.location }}
+      - --probe.location={{ . }}
+      {{- end }}
       {{- if .Values.webEnableLifecycle }}
       - --web.enable-lifecycle
       {{- end }}
