@@ -93,6 +93,10 @@ func Run(ctx context.Context, o Options) int {
 		fmt.Fprintf(o.Progress, "%s: %v\n", o.ConfigFile, err)
 		return ExitConfig
 	}
+	if err := setup.CheckOpenFiles(cfg, profiles, setup.OpenFileLimit()); err != nil {
+		fmt.Fprintln(o.Progress, FlagErrors(err))
+		return ExitConfig
+	}
 	secrets := redact.New(append(cfg.Secrets(), otlp.EnvHeaderValues()...)...)
 	ts, err := setup.Open(cfg, secrets)
 	if err != nil {
