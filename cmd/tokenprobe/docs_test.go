@@ -26,7 +26,7 @@ func TestHelpLong(t *testing.T) {
 // foreignFlags are flags the docs name that belong to other programs, with
 // the program: a flag a doc names is tokenprobe's or one of these.
 var foreignFlags = map[string]string{
-	"enable-feature": "prometheus", "web.enable-otlp-receiver": "prometheus", "storage.tsdb.path": "prometheus",
+	"enable-feature": "prometheus", "web.enable-otlp-receiver": "prometheus", "web.enable-remote-write-receiver": "prometheus", "storage.tsdb.path": "prometheus",
 	"enable-request-id-headers": "vllm", "tool-call-parser": "vllm serve, sglang", "port": "vllm serve, llama-server", "metrics": "llama-server",
 	"set": "helm", "values": "helm", "namespace": "helm", "create-namespace": "helm", "timeout": "helm",
 	"rm": "docker", "network": "docker", "build-arg": "docker", "count": "go test", "run": "go test",
