@@ -169,13 +169,13 @@ func (c Chart) SVG() template.HTML {
 }
 
 // niceTicks is a step of 1, 2, 2.5 or 5 times a power of ten giving
-// about n ticks from 0 up to max, and the last tick, at or above max:
+// about n ticks from 0 up to highest, and the last tick, at or above it:
 // axes read 0, 500, 1000 ms, not 0, 858, 1716.
-func niceTicks(max float64, n int) (step, top float64) {
-	if max <= 0 || math.IsNaN(max) || math.IsInf(max, 0) {
+func niceTicks(highest float64, n int) (step, top float64) {
+	if highest <= 0 || math.IsNaN(highest) || math.IsInf(highest, 0) {
 		return 1, 1
 	}
-	raw := max / float64(n)
+	raw := highest / float64(n)
 	pow := math.Pow(10, math.Floor(math.Log10(raw)))
 	step = 10 * pow
 	for _, m := range []float64{1, 2, 2.5, 5} {
@@ -184,7 +184,7 @@ func niceTicks(max float64, n int) (step, top float64) {
 			break
 		}
 	}
-	return step, math.Ceil(max/step-1e-9) * step
+	return step, math.Ceil(highest/step-1e-9) * step
 }
 
 // labelWidth is about how wide a 10-pixel label is drawn.
