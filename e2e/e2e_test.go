@@ -728,7 +728,7 @@ func dashboardsShowData(t *testing.T, p *server, at ...time.Time) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vars := strings.NewReplacer(`$profile`, `.*`, `$endpoint`, `.*`, `$model`, `.*`, `$server`, `vllm`, `$__rate_interval`, `10s`, `$__range`, `2m`)
+	vars := strings.NewReplacer(`$profile`, `.*`, `$endpoint`, `.*`, `$model`, `.*`, `$location`, `.*`, `$server`, `vllm`, `$__rate_interval`, `10s`, `$__range`, `2m`)
 	checked := 0
 	for name, b := range files {
 		var d struct {
