@@ -11,6 +11,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -247,6 +248,11 @@ func (c *Config) validate(l *locator, dir string) {
 		}
 		if e.HTTPClient != HTTPClientTokenprobe && e.HTTPClient != HTTPClientNetHTTP {
 			l.errf(path+".http_client", "%q is not %s or %s", e.HTTPClient, HTTPClientTokenprobe, HTTPClientNetHTTP)
+		}
+		for i, a := range e.SourceAddresses {
+			if net.ParseIP(a) == nil {
+				l.errf(fmt.Sprintf("%s.source_addresses[%d]", path, i), "%q is not an IP address (one of this host's: 10.0.0.5, or for a loopback endpoint any of 127.0.0.0/8)", a)
+			}
 		}
 		if e.Model == "" {
 			l.errf(path, "model is required")

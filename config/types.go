@@ -270,6 +270,10 @@ type Endpoint struct {
 	// HTTPClient is "tokenprobe" (default: its own HTTP/1.1 client) or
 	// "net/http" (Go's, which also speaks HTTP/2).
 	HTTPClient string `yaml:"http_client"`
+	// SourceAddresses are local IP addresses new connections come from,
+	// in turn: past about 28,000 connections to one address and port a
+	// source address runs out of ephemeral ports.
+	SourceAddresses []string `yaml:"source_addresses"`
 	// IncludeUsage asks for a usage chunk in streams (default true).
 	IncludeUsage *bool `yaml:"include_usage"`
 	// ExtraBody is merged into every request body (temperature, ignore_eos).

@@ -7,6 +7,7 @@ package setup
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 
@@ -59,6 +60,9 @@ func Open(cfg *config.Config, secrets *redact.Set) (*Targets, error) {
 func OpenEndpoint(e *config.Endpoint, secrets *redact.Set, tc Tracing) (*Target, error) {
 	opts := client.Options{ConnectTimeout: e.ConnectTimeout.D(), NetHTTP: e.HTTPClient == config.HTTPClientNetHTTP, Secrets: secrets,
 		TraceSample: tc.Sample}
+	for _, a := range e.SourceAddresses {
+		opts.SourceAddrs = append(opts.SourceAddrs, net.ParseIP(a)) // checked by config
+	}
 	if e.TLS != nil {
 		c, err := e.TLS.Config()
 		if err != nil {

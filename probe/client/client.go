@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tokenprobe/tokenprobe/internal/redact"
@@ -54,6 +55,9 @@ type Options struct {
 	// sampled: those whose spans the probe exports. Every request
 	// carries a traceparent, sampled or not, so a server can join it.
 	TraceSample float64
+	// SourceAddrs, when set, are the local addresses new connections
+	// come from, in turn (h1.Options.SourceAddrs).
+	SourceAddrs []net.IP
 }
 
 // Client measures requests. It is safe for concurrent use and is meant to
@@ -84,6 +88,17 @@ type target struct {
 	h1  *h1.Target // nil: through net/http
 }
 
+// roundRobin dials with each dialer in turn.
+func roundRobin(dialers []net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if len(dialers) == 1 {
+		return dialers[0].DialContext
+	}
+	var next atomic.Uint64
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return dialers[(next.Add(1)-1)%uint64(len(dialers))].DialContext(ctx, network, addr)
+	}
+}
+
 // New returns a Client with a transport sized for thousands of concurrent
 // streams to one host.
 func New(o Options) *Client {
@@ -95,7 +110,7 @@ func New(o Options) *Client {
 	}
 	tr := &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         (&net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:         roundRobin(h1.Dialers(o.SourceAddrs, o.ConnectTimeout)),
 		TLSClientConfig:     o.TLS,
 		TLSHandshakeTimeout: o.ConnectTimeout,
 		// Every in-flight stream holds a connection; keep as many idle so
@@ -116,7 +131,7 @@ func New(o Options) *Client {
 			// Redirects of a POST are a misconfigured base URL; report them.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		h1:      h1.New(h1.Options{ConnectTimeout: o.ConnectTimeout, TLS: o.TLS, Redact: o.Secrets.Excerpt}),
+		h1:      h1.New(h1.Options{ConnectTimeout: o.ConnectTimeout, TLS: o.TLS, Redact: o.Secrets.Excerpt, SourceAddrs: o.SourceAddrs}),
 		netHTTP: o.NetHTTP,
 		maxLine: o.MaxLineBytes,
 		maxBody: o.MaxBodyBytes,

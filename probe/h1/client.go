@@ -24,6 +24,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -46,15 +47,20 @@ type Options struct {
 	// Redact, when set, returns at most n bytes of b with every secret
 	// taken out first; error messages quote what a server sent through it.
 	Redact func(b []byte, n int) string
+	// SourceAddrs, when set, are the local addresses new connections
+	// come from, in turn: past about 28,000 connections to one address
+	// and port, one source address runs out of ephemeral ports.
+	SourceAddrs []net.IP
 }
 
 // Client holds connections for reuse, per host. It is safe for concurrent
 // use.
 type Client struct {
-	o      Options
-	dialer net.Dialer
-	mu     sync.Mutex
-	hosts  map[string]*host
+	o       Options
+	dialers []net.Dialer // one per source address, or one
+	next    atomic.Uint64
+	mu      sync.Mutex
+	hosts   map[string]*host
 }
 
 // New returns a Client.
@@ -74,7 +80,30 @@ func New(o Options) *Client {
 	if o.UserAgent == "" {
 		o.UserAgent = "tokenprobe"
 	}
-	return &Client{o: o, dialer: net.Dialer{KeepAlive: 30 * time.Second}, hosts: map[string]*host{}}
+	c := &Client{o: o, dialers: Dialers(o.SourceAddrs, 0), hosts: map[string]*host{}}
+	return c
+}
+
+// Dialers are the dialers of connections from each source address in
+// turn (one dialer from any address when there is none), with timeout
+// (0: the caller's context bounds the dial).
+func Dialers(sources []net.IP, timeout time.Duration) []net.Dialer {
+	if len(sources) == 0 {
+		return []net.Dialer{{Timeout: timeout, KeepAlive: 30 * time.Second}}
+	}
+	out := make([]net.Dialer, len(sources))
+	for i, ip := range sources {
+		out[i] = net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, LocalAddr: &net.TCPAddr{IP: ip}}
+	}
+	return out
+}
+
+// dialer is the next connection's dialer: the source addresses in turn.
+func (c *Client) dialer() *net.Dialer {
+	if len(c.dialers) == 1 {
+		return &c.dialers[0]
+	}
+	return &c.dialers[(c.next.Add(1)-1)%uint64(len(c.dialers))]
 }
 
 // Target is one URL to send requests to, parsed once.
@@ -295,8 +324,9 @@ func (h *host) dial(ctx context.Context, ph *Phases) (*conn, error) {
 	began := time.Now()
 	var nc net.Conn
 	var err error
+	d := h.c.dialer()
 	for _, a := range addrs {
-		if nc, err = h.c.dialer.DialContext(ctx, "tcp", a); err == nil || ctx.Err() != nil {
+		if nc, err = d.DialContext(ctx, "tcp", a); err == nil || ctx.Err() != nil {
 			break
 		}
 	}

@@ -3,8 +3,10 @@ package setup
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -58,5 +60,59 @@ func TestTraceStateIsSentWithEveryRequest(t *testing.T) {
 				t.Errorf("%s, tracestate %q: the server saw tracestate %q and X-Team-Route %q", httpClient, state, got, route)
 			}
 		}
+	}
+}
+
+// An endpoint's source_addresses are where its connections come from, in
+// turn, through both HTTP clients: a loopback server sees 127.0.0.2 and
+// 127.0.0.3, never the default 127.0.0.1.
+func TestSourceAddressesTakeTurns(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		mu.Lock()
+		seen[host]++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	for _, httpClient := range []string{"tokenprobe", "net/http"} {
+		mu.Lock()
+		clear(seen)
+		mu.Unlock()
+		yml := fmt.Sprintf("endpoints:\n  - {name: gw, base_url: '%s/v1', model: m, http_client: %s, source_addresses: [127.0.0.2, 127.0.0.3]}\nprofiles:\n  - name: p\n",
+			srv.URL, httpClient)
+		cfg, err := config.Parse("tokenprobe.yaml", []byte(yml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg, err := OpenEndpoint(cfg.Endpoints[0], nil, Tracing{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Four requests at once: four connections.
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				var r result.Request
+				tg.Client.Do(context.Background(), tg.Endpoint, client.Prompt{Text: "x", Stream: true}, &r)
+				if r.Outcome != result.Success {
+					t.Errorf("%s: %v/%v %s", httpClient, r.Outcome, r.Reason, r.Err)
+				}
+			})
+		}
+		wg.Wait()
+		_ = tg.Close()
+		mu.Lock()
+		if seen["127.0.0.2"] == 0 || seen["127.0.0.3"] == 0 || seen["127.0.0.1"] != 0 {
+			t.Errorf("%s: requests came from %v, want 127.0.0.2 and 127.0.0.3 only", httpClient, seen)
+		}
+		mu.Unlock()
+	}
+	if _, err := config.Parse("x.yaml", []byte("endpoints:\n  - {name: gw, base_url: 'http://x/v1', model: m, source_addresses: [eth0]}\nprofiles: [{name: p}]\n")); err == nil ||
+		!strings.Contains(err.Error(), `endpoints[0].source_addresses[0]: "eth0" is not an IP address`) {
+		t.Errorf("a name for an address: %v", err)
 	}
 }
