@@ -152,6 +152,7 @@ func New(o Options) (*Daemon, error) {
 		}
 		d.otlp = exp
 		d.queue = sink.NewQueue(exp, 1<<16, p.DroppedCounter("otlp"))
+		d.tracing.Server = exp.SimTracer()
 	}
 	if g := first.GPU; g != nil {
 		var fields []gpu.Field

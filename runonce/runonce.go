@@ -17,6 +17,8 @@ import (
 
 	"github.com/prometheus/common/version"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tokenprobe/tokenprobe/config"
 	"github.com/tokenprobe/tokenprobe/exporter/otlp"
 	"github.com/tokenprobe/tokenprobe/gpu"
@@ -98,18 +100,7 @@ func Run(ctx context.Context, o Options) int {
 		return ExitConfig
 	}
 	secrets := redact.New(append(cfg.Secrets(), otlp.EnvHeaderValues()...)...)
-	ts, err := setup.Open(cfg, secrets)
-	if err != nil {
-		fmt.Fprintln(o.Progress, err)
-		return ExitRuntime
-	}
-	defer ts.Close()
-	for _, e := range cfg.Endpoints {
-		if e.TLS != nil && e.TLS.InsecureSkipVerify {
-			fmt.Fprintf(o.Progress, "warning: endpoint %s: tls.insecure_skip_verify is set: its certificate is not checked, so anyone in between can read its API key\n", e.Name)
-		}
-	}
-
+	// The push first: the simulators export their server spans through it.
 	var push *pusher
 	if cfg.OTLP != nil || otlp.EnvEnabled() {
 		otlp.LogErrors(slog.New(redact.Handler(slog.NewTextHandler(o.Progress, nil), secrets)))
@@ -122,6 +113,21 @@ func Run(ctx context.Context, o Options) int {
 				fmt.Fprintf(o.Progress, "otlp: pushing the last metrics: %v\n", secrets.Error(err))
 			}
 		}()
+	}
+	var server trace.Tracer
+	if push != nil {
+		server = push.exp.SimTracer()
+	}
+	ts, err := setup.Open(cfg, secrets, server)
+	if err != nil {
+		fmt.Fprintln(o.Progress, err)
+		return ExitRuntime
+	}
+	defer ts.Close()
+	for _, e := range cfg.Endpoints {
+		if e.TLS != nil && e.TLS.InsecureSkipVerify {
+			fmt.Fprintf(o.Progress, "warning: endpoint %s: tls.insecure_skip_verify is set: its certificate is not checked, so anyone in between can read its API key\n", e.Name)
+		}
 	}
 
 	var gpus *gpuSource

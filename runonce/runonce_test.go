@@ -267,7 +267,8 @@ profiles:
 }
 
 // With a tracing block, a run's sampled requests are spans in the
-// collector whose trace ids are the records' and the traceparents'.
+// collector whose trace ids are the records' and the traceparents', and
+// under each the built-in simulator's server span.
 func TestPushesSpans(t *testing.T) {
 	rc := otlptest.Start()
 	defer rc.Close()
@@ -283,8 +284,14 @@ profiles:
 	if code, out, errOut := runCLI(t, Options{ConfigFile: cfg, ArtifactsDir: dir}); code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	spans := map[string]string{}
+	// The probe's spans by trace, and the simulator's server spans (a
+	// simulator block's, as vLLM's) by their parent.
+	spans, servers := map[string]string{}, map[string]string{}
 	for _, s := range rc.Spans() {
+		if s.Name == "llm_request" {
+			servers[hex.EncodeToString(s.TraceId)] = hex.EncodeToString(s.ParentSpanId)
+			continue
+		}
 		spans[hex.EncodeToString(s.TraceId)] = hex.EncodeToString(s.SpanId)
 	}
 	recs, _ := filepath.Glob(filepath.Join(dir, "*", "*", "records.jsonl"))
@@ -303,6 +310,9 @@ profiles:
 		}
 		if rec.TraceID == "" || spans[rec.TraceID] != rec.SpanID {
 			t.Errorf("record with trace %q span %q: the collector has span %q for it", rec.TraceID, rec.SpanID, spans[rec.TraceID])
+		}
+		if servers[rec.TraceID] != rec.SpanID {
+			t.Errorf("record with trace %q span %q: the simulator's server span has parent %q", rec.TraceID, rec.SpanID, servers[rec.TraceID])
 		}
 		n++
 	}

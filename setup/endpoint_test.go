@@ -2,6 +2,7 @@ package setup
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
@@ -9,8 +10,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/tokenprobe/tokenprobe/config"
+	"github.com/tokenprobe/tokenprobe/exporter/otlp"
+	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
 	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 )
@@ -114,5 +120,48 @@ func TestSourceAddressesTakeTurns(t *testing.T) {
 	if _, err := config.Parse("x.yaml", []byte("endpoints:\n  - {name: gw, base_url: 'http://x/v1', model: m, source_addresses: [eth0]}\nprofiles: [{name: p}]\n")); err == nil ||
 		!strings.Contains(err.Error(), `endpoints[0].source_addresses[0]: "eth0" is not an IP address`) {
 		t.Errorf("a name for an address: %v", err)
+	}
+}
+
+// A simulator block's server exports a server span per request through
+// the OTLP exporter's simulator tracer, a child of the request's span, as
+// `tokenprobe sim --otlp-traces-endpoint` and vLLM do.
+func TestInProcessSimulatorExportsServerSpans(t *testing.T) {
+	rc := otlptest.Start()
+	defer rc.Close()
+	exp, err := otlp.New(context.Background(), otlp.Config{Endpoint: rc.URL, Interval: time.Hour, Traces: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse("tokenprobe.yaml", []byte("endpoints:\n  - {name: sim, simulator: {slots: 2, decode_base: 1ms}}\nprofiles:\n  - name: p\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := OpenEndpoint(cfg.Endpoints[0], nil, Tracing{Sample: 1, Server: exp.SimTracer()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r result.Request
+	tg.Client.Do(context.Background(), tg.Endpoint, client.Prompt{Text: "x", Stream: true, MaxTokens: 4}, &r)
+	_ = tg.Close()
+	if err := exp.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r.Outcome != result.Success {
+		t.Fatalf("%v/%v %s", r.Outcome, r.Reason, r.Err)
+	}
+	var server *tracepb.Span
+	for _, s := range rc.Spans() {
+		if s.Name == "llm_request" {
+			server = s
+		}
+	}
+	switch {
+	case server == nil:
+		t.Fatal("no server span exported")
+	case hex.EncodeToString(server.TraceId) != r.Trace.TraceIDString() || hex.EncodeToString(server.ParentSpanId) != r.Trace.SpanIDString():
+		t.Errorf("server span in trace %x under %x, want the request's %s and %s", server.TraceId, server.ParentSpanId, r.Trace.TraceIDString(), r.Trace.SpanIDString())
+	case server.Kind != tracepb.Span_SPAN_KIND_SERVER:
+		t.Errorf("kind %v", server.Kind)
 	}
 }

@@ -1,6 +1,8 @@
 package setup
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tokenprobe/tokenprobe/config"
 	"github.com/tokenprobe/tokenprobe/exporter/otlp"
 )
@@ -28,6 +30,8 @@ type Tracing struct {
 	Sample float64
 	// State is the tracestate header's value, none when empty.
 	State string
+	// Server, when set, exports the built-in simulators' server spans.
+	Server trace.Tracer
 }
 
 // TraceContext is the trace context of cfg's requests. Sample is the

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/url"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tokenprobe/tokenprobe/config"
 	"github.com/tokenprobe/tokenprobe/gpu"
 	"github.com/tokenprobe/tokenprobe/internal/redact"
@@ -39,9 +41,11 @@ type Targets struct {
 }
 
 // Open opens every endpoint of cfg, each redacting secrets from what its
-// server sends. On error, whatever was opened is closed.
-func Open(cfg *config.Config, secrets *redact.Set) (*Targets, error) {
+// server sends; server, when set, exports its simulators' server spans.
+// On error, whatever was opened is closed.
+func Open(cfg *config.Config, secrets *redact.Set, server trace.Tracer) (*Targets, error) {
 	tc := TraceContext(cfg)
+	tc.Server = server
 	s := &Targets{byName: map[string]*Target{}}
 	for _, e := range cfg.Endpoints {
 		t, err := OpenEndpoint(e, secrets, tc)
@@ -91,6 +95,7 @@ func OpenEndpoint(e *config.Endpoint, secrets *redact.Set, tc Tracing) (*Target,
 		if err != nil {
 			return nil, err
 		}
+		cfg.Tracer = tc.Server
 		srv, err := sim.Start("127.0.0.1:0", cfg)
 		if err != nil {
 			return nil, fmt.Errorf("starting the built-in simulator: %w", err)

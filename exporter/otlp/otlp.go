@@ -24,8 +24,10 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tokenprobe/tokenprobe/probe"
 	"github.com/tokenprobe/tokenprobe/probe/openai"
@@ -98,6 +100,9 @@ func LogErrors(log *slog.Logger) {
 type Exporter struct {
 	provider *sdkmetric.MeterProvider
 	tracer   *tracer // nil without Config.Traces
+	// sim exports the built-in simulators' server spans, as a service of
+	// their own (tokenprobe-sim); nil without Config.Traces.
+	sim *sdktrace.TracerProvider
 
 	duration, ttfc, tpoc, lag metric.Float64Histogram
 	tokenUsage                metric.Int64Histogram
@@ -192,8 +197,23 @@ func New(ctx context.Context, cfg Config) (*Exporter, error) {
 			_ = provider.Shutdown(ctx)
 			return nil, err
 		}
+		if e.sim, err = TracerProvider(ctx, cfg, "tokenprobe-sim"); err != nil {
+			_ = provider.Shutdown(ctx)
+			_ = e.tracer.provider.Shutdown(ctx)
+			return nil, err
+		}
 	}
 	return e, nil
+}
+
+// SimTracer is the tracer of the built-in simulators' server spans (a
+// simulator block in the configuration), each a child of the request's,
+// as vLLM's are: nil without Config.Traces.
+func (e *Exporter) SimTracer() trace.Tracer {
+	if e == nil || e.sim == nil {
+		return nil
+	}
+	return e.sim.Tracer("github.com/tokenprobe/tokenprobe/sim")
 }
 
 // signalURL is an endpoint given as a URL, with a collector's bare
@@ -497,11 +517,14 @@ func (e *Exporter) Shutdown(ctx context.Context) error {
 	if e.reg != nil {
 		_ = e.reg.Unregister()
 	}
-	var terr error
+	var terr, serr error
 	if e.tracer != nil {
 		terr = e.tracer.provider.Shutdown(ctx)
 	}
-	return errors.Join(e.provider.Shutdown(ctx), terr)
+	if e.sim != nil {
+		serr = e.sim.Shutdown(ctx)
+	}
+	return errors.Join(e.provider.Shutdown(ctx), terr, serr)
 }
 
 // ForceFlush pushes now.
