@@ -432,6 +432,7 @@ func (s *Scheduler) tick(jb *job, now time.Time, t Trigger) (<-chan struct{}, st
 	switch {
 	case acquired:
 		s.unwait(jb)
+		drain(jb.owed) // a wake-up it no longer needs: no second run for it
 	case !t.Manual:
 		s.wait(jb)
 	}
@@ -504,9 +505,18 @@ func (s *Scheduler) giveUpWait(jb *job) {
 	s.mu.Lock()
 	was := slices.Contains(s.waiting[jb.Endpoint], jb)
 	s.unwait(jb)
+	drain(jb.owed)
 	s.mu.Unlock()
 	if was {
 		s.handOn(jb.Endpoint)
+	}
+}
+
+// drain takes a pending wake-up out of owed, if there is one.
+func drain(owed chan struct{}) {
+	select {
+	case <-owed:
+	default:
 	}
 }
 

@@ -339,6 +339,33 @@ func TestExclusiveJobsTakeTurns(t *testing.T) {
 	runs[x].release <- struct{}{}
 }
 
+// A job woken for the run it was owed, which then runs on its own tick
+// instead, keeps no wake-up for later: it would start a second run out
+// of schedule.
+func TestAWakeUpIsNotKeptPastItsRun(t *testing.T) {
+	clk := newFake()
+	s := New(clk, 0, Hooks{})
+	defer s.Stop()
+	b := newBlocking()
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	jb := &job{Job: Job{Key: "x/e", Endpoint: "e", Spec: Spec{Every: time.Minute, Exclusive: true}, Run: b.run}, ctx: ctx, owed: make(chan struct{}, 1)}
+	s.mu.Lock()
+	s.endpoints["e"] = &sync.RWMutex{}
+	s.wait(jb)
+	s.mu.Unlock()
+	s.handOn("e") // the endpoint freed: x is owed a run
+	done, skipped := s.tick(jb, clk.Now(), Trigger{})
+	if done == nil {
+		t.Fatalf("the tick did not run: %s", skipped)
+	}
+	if n := len(jb.owed); n != 0 {
+		t.Errorf("%d wake-ups kept after the run started", n)
+	}
+	b.release <- struct{}{}
+	<-done
+}
+
 // A job first in line that will not run for a reason of its own (its
 // window has closed) holds back no other.
 func TestAWaitingJobThatCannotRunStepsAside(t *testing.T) {
