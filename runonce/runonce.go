@@ -66,6 +66,13 @@ type Options struct {
 	// interrupt) before they are cancelled; 0 is DefaultGrace.
 	Grace         time.Duration
 	Out, Progress io.Writer
+	// ShardIndex of ShardCount (> 1): this process runs its share of
+	// every profile's load (probe.Plan.Split), one of a study's shards;
+	// `tokenprobe merge` joins their artifacts.
+	ShardIndex, ShardCount int
+	// StartAt, when set, is when the first profile starts sending: the
+	// same instant in every shard.
+	StartAt time.Time
 }
 
 // Run executes the selected profiles one after another and returns the exit
@@ -141,6 +148,19 @@ func Run(ctx context.Context, o Options) int {
 	if o.ArtifactsDir != "" {
 		if dir, err = newRunDir(o.ArtifactsDir, time.Now()); err != nil {
 			fmt.Fprintln(o.Progress, err)
+			return ExitRuntime
+		}
+	}
+	if wait := time.Until(o.StartAt); !o.StartAt.IsZero() {
+		if wait < -time.Second {
+			fmt.Fprintf(o.Progress, "--start-at %s was %s ago: every shard must start at once; give a later time\n", o.StartAt.Format(time.RFC3339), (-wait).Round(time.Second))
+			return ExitConfig
+		}
+		fmt.Fprintf(o.Progress, "Starting at %s, in %s...\n", o.StartAt.Format(time.RFC3339Nano), wait.Round(time.Millisecond))
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			fmt.Fprintln(o.Progress, "Interrupted before the start.")
 			return ExitRuntime
 		}
 	}
@@ -269,6 +289,9 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *setup.Target, 
 	if err != nil {
 		return nil, "", err
 	}
+	if o.ShardCount > 1 {
+		run.Plan = run.Plan.Split(o.ShardIndex, o.ShardCount)
+	}
 	levelName := run.Plan.LevelName()
 	fmt.Fprintf(o.Progress, "Running profile %s against %s (%s)...\n", p.Name, t.Endpoint.Name, run.Plan)
 	var stop func()
@@ -293,6 +316,9 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *setup.Target, 
 	f := runner.Execute(reqCtx, run, ro)
 	s, err := *f.Summary, f.Err
 	stop()
+	if o.ShardCount > 1 {
+		s.Shard = &stats.Shard{Index: o.ShardIndex, Count: o.ShardCount}
+	}
 	if art != nil {
 		err = errors.Join(err, art.Finish(&s, levelName))
 	}

@@ -241,6 +241,9 @@ func run(args []string) int {
 	runHeapProfile := runCmd.Flag("debug.heap-profile", "Write a heap profile (allocations included) to this file when the run ends.").String()
 	runTrace := runCmd.Flag("debug.trace", "Write an execution trace of the run to this file (go tool trace reads it).").String()
 	runSlice := schedSliceFlag(runCmd)
+	runShardCount := runCmd.Flag("shard.count", "Run one share of a study run by this many processes (an Indexed Job's pods): each profile's load divided as the daemon's shards divide it; `tokenprobe merge` joins the shards' artifacts.").Default("1").Int()
+	runShardIndex := runCmd.Flag("shard.index", "This process's share among --shard.count (default: JOB_COMPLETION_INDEX, as an Indexed Job sets it).").Default("-1").Int()
+	runStartAt := runCmd.Flag("start-at", "Start sending at this time (RFC 3339, 2026-11-25T10:00:00Z), so every shard of a study loads the endpoint at once.").PlaceHolder("TIME").String()
 	// aiperf's names for the same things, listed in a section of their own.
 	runCmd.Flag("endpoint-type", "--api").PlaceHolder("API").StringVar(&adhoc.API)
 	runCmd.Flag("request-count", "--requests").PlaceHolder("N").IntVar(&adhoc.Requests)
@@ -272,6 +275,9 @@ func run(args []string) int {
 	genSLOService := genSLO.Flag("service", "Sloth's service name.").Default("tokenprobe").String()
 	genSLOOut := genSLO.Flag("out", "File to write ('-': standard output).").Default("-").String()
 
+	mergeCmd := app.Command("merge", "Join the artifacts of a study's shards (tokenprobe run --shard.index/--shard.count, one folder each) into one run's: records joined, every figure computed again from them, report.html and summary.json as a run writes them.")
+	mergeDirs := mergeCmd.Arg("dirs", "The shards' artifacts folders (a run's folder, or a `tokenprobe run` folder).").Required().Strings()
+	mergeOut := mergeCmd.Flag("out", "Where the merged artifacts go.").Required().String()
 	cmpCmd := app.Command("compare", "Compare two runs' artifacts (a run's folder, or a `tokenprobe run` folder of several) metric by metric, with whether each change is beyond the runs' own noise (a bootstrap over their records); exit 1 when a --fail-on rule breaks, 2 on bad input.")
 	cmpBase := cmpCmd.Arg("base", "The baseline's artifacts folder.").Required().String()
 	cmpNew := cmpCmd.Arg("new", "The new run's artifacts folder.").Required().String()
@@ -350,10 +356,16 @@ func run(args []string) int {
 			ConfigFile: *runConfig, Profiles: *runProfiles, Endpoint: *runEndpoint,
 			ArtifactsDir: *runArtifacts, AIPerf: *runAIPerf, ProgressEvery: *runProgress, Out: os.Stdout, Progress: os.Stderr,
 		}
+		if err := shardFlags(&o, *runShardIndex, *runShardCount, *runStartAt); err != nil {
+			fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
+			return runonce.ExitConfig
+		}
 		if code, done := fromFlags(&o, &adhoc, *runPrintConfig); done {
 			return code
 		}
 		return runonce.Run(ctx, o)
+	case mergeCmd.FullCommand():
+		return mergeMain(*mergeDirs, *mergeOut)
 	case genRules.FullCommand():
 		o := alerts.Defaults()
 		o.Scale = *genRulesScale

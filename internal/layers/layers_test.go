@@ -28,7 +28,7 @@ var layer = map[string]int{
 	"catalog": 4,
 	"sink":    5, "exporter/prom": 5, "exporter/otlp": 5, "sink/records": 5,
 	"runner": 6, "setup": 6, "rundir": 6,
-	"daemon": 7, "runonce": 7, "compare": 7,
+	"daemon": 7, "runonce": 7, "compare": 7, "merge": 7,
 	"web": 8, "alerts": 8, "dashboards": 8, "e2e": 8,
 	"cmd/tokenprobe": 9, "internal/hostile/cmd/hostile": 9,
 }

@@ -8,6 +8,12 @@ import (
 	"github.com/tokenprobe/tokenprobe/probe/slo"
 )
 
+// Shard is one share of a study's load: Index of Count.
+type Shard struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+}
+
 // Summary is a run's report (METRICS.md section 4). Times are in
 // milliseconds, rates per second.
 type Summary struct {
@@ -23,6 +29,9 @@ type Summary struct {
 	LevelName string `json:"level_name,omitempty"`
 	// Location is where the probe ran from (--probe.location).
 	Location string `json:"location,omitempty"`
+	// Shard is which share of a study this run was (`tokenprobe run
+	// --shard.index`), absent for a whole run; a merged run lists none.
+	Shard *Shard `json:"shard,omitempty"`
 
 	Requests  int `json:"requests"`
 	Success   int `json:"success"`

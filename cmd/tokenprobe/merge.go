@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/merge"
+	"github.com/tokenprobe/tokenprobe/report"
+	"github.com/tokenprobe/tokenprobe/runonce"
+)
+
+// shardFlags sets o's share of a study: index from the flag, else from
+// JOB_COMPLETION_INDEX (an Indexed Job's pods); and its start time.
+func shardFlags(o *runonce.Options, index, count int, startAt string) error {
+	if count < 1 {
+		return fmt.Errorf("--shard.count: %d is not a count of shards", count)
+	}
+	if count > 1 && index < 0 {
+		v, ok := os.LookupEnv("JOB_COMPLETION_INDEX")
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil {
+			return fmt.Errorf("--shard.count %d needs --shard.index, or JOB_COMPLETION_INDEX as an Indexed Job sets it", count)
+		}
+		index = n
+	}
+	if count > 1 && index >= count {
+		return fmt.Errorf("--shard.index %d is not below --shard.count %d", index, count)
+	}
+	o.ShardIndex, o.ShardCount = max(index, 0), count
+	if startAt != "" {
+		t, err := time.Parse(time.RFC3339Nano, startAt)
+		if err != nil {
+			return fmt.Errorf("--start-at: %q is not an RFC 3339 time (2026-11-25T10:00:00Z)", startAt)
+		}
+		o.StartAt = t
+	}
+	return nil
+}
+
+// mergeMain is `tokenprobe merge`.
+func mergeMain(dirs []string, out string) int {
+	var runs []merge.Run
+	for _, d := range dirs {
+		rs, err := merge.Load(d)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "tokenprobe merge:", err)
+			return runonce.ExitConfig
+		}
+		runs = append(runs, rs...)
+	}
+	ms := merge.Merge(runs)
+	if err := merge.Write(out, ms, time.Now()); err != nil {
+		fmt.Fprintln(os.Stderr, "tokenprobe merge:", err)
+		return runonce.ExitRuntime
+	}
+	for _, m := range ms {
+		fmt.Printf("%s: %d shards, %d requests\n", merge.Key(&m.Summary), len(m.Shards), m.Summary.Requests)
+		if m.StartSpread > merge.MaxStartSpread {
+			fmt.Printf("warning: the shards' first requests were %s apart (more than %s): they did not load the endpoint at once, and the joined figures mix unequal loads; give every shard the same --start-at\n",
+				m.StartSpread.Round(time.Millisecond), merge.MaxStartSpread)
+		}
+		report.Text(os.Stdout, &m.Summary, m.Summary.LevelName)
+		fmt.Println()
+	}
+	fmt.Printf("wrote %s\n", out)
+	return runonce.ExitOK
+}

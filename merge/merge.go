@@ -1,0 +1,290 @@
+// Package merge joins the artifacts of one study run in shards (`tokenprobe
+// run --shard.index I --shard.count N`, one per pod of an Indexed Job)
+// into the artifacts of one run: the records joined, and every figure
+// computed again from them, never averaged across shards.
+package merge
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/probe/slo"
+	"github.com/tokenprobe/tokenprobe/probe/stats"
+	"github.com/tokenprobe/tokenprobe/report"
+	"github.com/tokenprobe/tokenprobe/rundir"
+	"github.com/tokenprobe/tokenprobe/sink/records"
+)
+
+// MaxStartSpread is how far apart the shards' first requests may be
+// before the merge warns: beyond it the shards did not load the endpoint
+// at once (a missed --start-at, a slow pod), and the joined figures mix
+// times of unequal load.
+const MaxStartSpread = 2 * time.Second
+
+// Run is one shard's run of one profile against one endpoint.
+type Run struct {
+	Dir     string
+	Summary stats.Summary
+	Records []records.Record
+}
+
+// Load reads the runs under dir: a run's folder (summary.json and
+// records.jsonl), or a `tokenprobe run` folder holding one per profile.
+func Load(dir string) ([]Run, error) {
+	if _, err := os.Stat(filepath.Join(dir, "records.jsonl")); err == nil {
+		r, err := loadRun(dir)
+		if err != nil {
+			return nil, err
+		}
+		return []Run{r}, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []Run
+	for _, e := range entries {
+		sub := filepath.Join(dir, e.Name())
+		if _, err := os.Stat(filepath.Join(sub, "records.jsonl")); !e.IsDir() || errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		r, err := loadRun(sub)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no run's artifacts (records.jsonl and summary.json) here or in its folders", dir)
+	}
+	return out, nil
+}
+
+func loadRun(dir string) (Run, error) {
+	r := Run{Dir: dir}
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(b, &r.Summary); err != nil {
+		return r, fmt.Errorf("%s: %w", filepath.Join(dir, "summary.json"), err)
+	}
+	err = rundir.EachRecord(dir, func(rec *records.Record) error {
+		r.Records = append(r.Records, *rec)
+		return nil
+	})
+	return r, err
+}
+
+// Merged is one profile and endpoint across its shards.
+type Merged struct {
+	Summary stats.Summary
+	Records []records.Record
+	// Shards are the runs it joins, in the order given.
+	Shards []Run
+	// StartSpread is how far apart the shards' first requests were.
+	StartSpread time.Duration
+}
+
+// Key names a profile and endpoint.
+func Key(s *stats.Summary) string { return s.Profile + " on " + s.Endpoint }
+
+// Merge joins runs by profile and endpoint, in the order each first
+// appears. Every figure comes from the joined records: percentiles over
+// every request of every shard, rates over the union of their windows,
+// a stage table by load level, and the knee found again.
+func Merge(runs []Run) []Merged {
+	var order []string
+	by := map[string][]Run{}
+	for _, r := range runs {
+		k := Key(&r.Summary)
+		if by[k] == nil {
+			order = append(order, k)
+		}
+		by[k] = append(by[k], r)
+	}
+	out := make([]Merged, 0, len(order))
+	for _, k := range order {
+		out = append(out, join(by[k]))
+	}
+	return out
+}
+
+func join(shards []Run) Merged {
+	first := shards[0].Summary
+	m := Merged{Shards: shards}
+	var earliest, latest time.Time
+	for i, sh := range shards {
+		// Ids are a shard's own: each shard's get its index in front.
+		for _, rec := range sh.Records {
+			rec.ID = uint64(i)<<48 | rec.ID
+			m.Records = append(m.Records, rec)
+		}
+		if s := sh.Summary.Start; !s.IsZero() {
+			if earliest.IsZero() || s.Before(earliest) {
+				earliest = s
+			}
+			if s.After(latest) {
+				latest = s
+			}
+		}
+	}
+	m.StartSpread = latest.Sub(earliest)
+	slices.SortStableFunc(m.Records, func(a, b records.Record) int { return a.Start.Compare(b.Start) })
+	all := stats.NewAggregator(first.Profile, first.Endpoint, first.Model, 0, first.Objective)
+	levels := map[float64]*stats.Aggregator{}
+	for i := range m.Records {
+		rec := &m.Records[i]
+		r, v := Request(rec)
+		all.Add(&r, v)
+		if levels[rec.Level] == nil {
+			levels[rec.Level] = stats.NewAggregator(first.Profile, first.Endpoint, first.Model, rec.Level, first.Objective)
+		}
+		levels[rec.Level].Add(&r, v)
+	}
+	s := all.Summary()
+	s.SLOThresholds, s.LevelName, s.Location = first.SLOThresholds, first.LevelName, first.Location
+	if len(levels) == 1 {
+		for l := range levels {
+			s.Level = l
+		}
+	} else {
+		for _, a := range levels {
+			st := a.Summary()
+			st.SLOThresholds = s.SLOThresholds
+			s.Stages = append(s.Stages, st)
+		}
+		slices.SortFunc(s.Stages, func(a, b stats.Summary) int { return cmp.Compare(a.Level, b.Level) })
+		s.LevelRange = []float64{s.Stages[0].Level, s.Stages[len(s.Stages)-1].Level}
+		k := stats.FindKnee(s.Stages, s.Objective)
+		s.Knee = &k
+	}
+	m.Summary = s
+	return m
+}
+
+// Request is a record as the measured request it was written from, with
+// its SLO verdict: what the aggregator reads of it.
+func Request(rec *records.Record) (result.Request, slo.Verdict) {
+	d := func(ms *float64) time.Duration {
+		if ms == nil {
+			return 0
+		}
+		return time.Duration(*ms * float64(time.Millisecond))
+	}
+	r := result.Request{
+		ID: rec.ID, Profile: rec.Profile, Endpoint: rec.Endpoint, Model: rec.Model, Level: rec.Level,
+		Start: rec.Start, Scheduled: rec.Start.Add(-time.Duration(rec.DispatchLagMs * float64(time.Millisecond))),
+		Err: rec.Error, HTTPStatus: rec.HTTPStatus, Retried: rec.Retried, ContentChunks: rec.ContentChunks,
+		InputTokens: rec.InputTokens, IntendedInputTokens: rec.IntendedInputTokens, OutputTokens: rec.OutputTokens,
+		ServedModel: rec.ServedModel, FinishReason: rec.FinishReason, Checks: rec.Checks, Reused: rec.Reused,
+		TTFT: d(rec.TTFTMs), TTST: d(rec.TTSTMs), TTFO: d(rec.TTFOMs), HasTTFO: rec.TTFOMs != nil, E2E: d(rec.RequestLatencyMs),
+		DNS: d(rec.DNSMs), Connect: d(rec.ConnectMs), TLS: d(rec.TLSMs), FirstByte: d(rec.FirstByteMs),
+		// Only a streamed request has a TTFT; a request with none was
+		// not streamed, or failed before its first chunk.
+		Streaming: rec.TTFTMs != nil,
+	}
+	r.End = r.Start.Add(r.E2E)
+	for _, o := range result.Outcomes {
+		if o.String() == rec.Outcome {
+			r.Outcome = o
+		}
+	}
+	for _, reason := range result.Reasons {
+		if reason.String() == rec.Reason {
+			r.Reason = reason
+		}
+	}
+	if rec.InputSource == result.SourceUsage.String() {
+		r.InputSource = result.SourceUsage
+	}
+	for _, g := range rec.InterChunkMs {
+		r.Gaps = append(r.Gaps, d(&g))
+	}
+	v := slo.Verdict{Counted: r.Counted(), Good: rec.Good}
+	for _, k := range slo.Kinds {
+		if met, ok := rec.SLO[k.String()]; ok {
+			v.Checked[k], v.Met[k] = true, met
+		}
+	}
+	return r, v
+}
+
+// Write puts the merged runs into dir as `tokenprobe run` writes one
+// invocation: a folder per profile and endpoint (records.jsonl,
+// summary.json, report.txt) and, beside them, summary.json of all and
+// report.html.
+func Write(dir string, ms []Merged, at time.Time) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var all []stats.Summary
+	var levelNames []string
+	for _, m := range ms {
+		sub, err := rundir.NewDir(dir, m.Summary.Profile+"-"+m.Summary.Endpoint)
+		if err != nil {
+			return err
+		}
+		if err := writeRecords(filepath.Join(sub, "records.jsonl"), m.Records); err != nil {
+			return err
+		}
+		name := levelName(&m.Summary)
+		if err := errors.Join(rundir.WriteJSON(filepath.Join(sub, "summary.json"), m.Summary), writeReport(filepath.Join(sub, "report.txt"), &m.Summary, name)); err != nil {
+			return err
+		}
+		all, levelNames = append(all, m.Summary), append(levelNames, name)
+	}
+	if err := rundir.WriteJSON(filepath.Join(dir, "summary.json"), all); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "report.html"))
+	if err != nil {
+		return err
+	}
+	if err := report.HTML(f, fmt.Sprintf("tokenprobe merge: %d shards", len(ms[0].Shards)), all, levelNames, at); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func levelName(s *stats.Summary) string {
+	if s.LevelName == "" {
+		return "load level"
+	}
+	return s.LevelName
+}
+
+func writeRecords(path string, recs []records.Record) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	for i := range recs {
+		if err := enc.Encode(&recs[i]); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return errors.Join(w.Flush(), f.Close())
+}
+
+func writeReport(path string, s *stats.Summary, levelName string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	report.Text(f, s, levelName)
+	return f.Close()
+}

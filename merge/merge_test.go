@@ -1,0 +1,142 @@
+package merge
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/probe/stats"
+	"github.com/tokenprobe/tokenprobe/runonce"
+)
+
+const study = `
+endpoints:
+  - name: sim
+    simulator: {slots: 4, decode_base: 2ms, prefill_base: 5ms, prefill_per_token: 10us, seed: 1, faults: {error_500: 0.05}}
+profiles:
+  - name: study
+    load: {sweep: {concurrency: [2, 8], requests: 40}}
+    workload: {input_tokens: {mean: 50}, output_tokens: {mean: 8}}
+    slo: {ttft: 50ms, objective: 0.9}
+    failure: {abort: {error_ratio: 0}, max_error_ratio: 0}
+`
+
+// run runs the study, as shard index of count (count 0: whole), and
+// returns its invocation folder.
+func run(t *testing.T, cfg string, index, count int) string {
+	t.Helper()
+	dir := t.TempDir()
+	var out, progress bytes.Buffer
+	code := runonce.Run(context.Background(), runonce.Options{ConfigFile: cfg, ArtifactsDir: dir, Out: &out, Progress: &progress,
+		ShardIndex: index, ShardCount: count})
+	if code != runonce.ExitOK && code != runonce.ExitSLOFailed {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), progress.String())
+	}
+	m, _ := filepath.Glob(filepath.Join(dir, "*"))
+	return m[0]
+}
+
+func config(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "tokenprobe.yaml")
+	if err := os.WriteFile(p, []byte(study), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A run merged alone is the run: every figure computed again from its
+// records equals the one the run wrote. The records hold what the
+// figures need, and Request reads it back as it was measured.
+func TestOneRunMergedIsItself(t *testing.T) {
+	runs, err := Load(run(t, config(t), 0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Merge(runs)[0].Summary
+	want := runs[0].Summary
+	same := func(what string, a, b float64) {
+		t.Helper()
+		if math.Abs(a-b) > 1e-6*math.Max(1, math.Abs(b)) {
+			t.Errorf("%s: merged %v, the run's %v", what, a, b)
+		}
+	}
+	same("requests", float64(got.Requests), float64(want.Requests))
+	same("errors", float64(got.Errors), float64(want.Errors))
+	same("success", float64(got.Success), float64(want.Success))
+	same("attainment", got.Attainment, want.Attainment)
+	same("goodput", got.Goodput, want.Goodput)
+	same("throughput", got.RequestThroughput, want.RequestThroughput)
+	for _, d := range []struct {
+		name      string
+		got, want stats.Dist
+	}{{"ttft", got.TTFT, want.TTFT}, {"ttst", got.TTST, want.TTST}, {"itl", got.ITL, want.ITL}, {"e2e", got.E2E, want.E2E}, {"inter-chunk", got.InterChunk, want.InterChunk}} {
+		same(d.name+" count", float64(d.got.Count), float64(d.want.Count))
+		same(d.name+" p50", d.got.P50, d.want.P50)
+		same(d.name+" p99", d.got.P99, d.want.P99)
+	}
+	if len(got.Stages) != 2 || len(want.Stages) != 2 || got.Knee == nil || want.Knee == nil || *got.Knee != *want.Knee {
+		t.Fatalf("stages %d (the run's %d), knee %+v (the run's %+v)", len(got.Stages), len(want.Stages), got.Knee, want.Knee)
+	}
+	for i := range got.Stages {
+		same("stage level", got.Stages[i].Level, want.Stages[i].Level)
+		same("stage ttft p95", got.Stages[i].TTFT.P95, want.Stages[i].TTFT.P95)
+		same("stage requests", float64(got.Stages[i].Requests), float64(want.Stages[i].Requests))
+	}
+}
+
+// Two shards each run half the study's load; merged, they are one run of
+// the whole: every request of both, percentiles over all of them, and
+// the artifacts a run writes.
+func TestShardsMergeIntoOneStudy(t *testing.T) {
+	cfg := config(t)
+	var runs []Run
+	for i := range 2 {
+		rs, err := Load(run(t, cfg, i, 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sh := rs[0].Summary.Shard; sh == nil || sh.Index != i || sh.Count != 2 {
+			t.Fatalf("shard %d's summary says %+v", i, sh)
+		}
+		runs = append(runs, rs...)
+	}
+	ms := Merge(runs)
+	if len(ms) != 1 {
+		t.Fatalf("%d merged runs", len(ms))
+	}
+	m := ms[0]
+	if n := runs[0].Summary.Requests + runs[1].Summary.Requests; m.Summary.Requests != n || n != 80 || len(m.Records) != n {
+		t.Errorf("merged %d requests and %d records, the shards %d and %d (want 80: 2 levels x 40)", m.Summary.Requests, len(m.Records), runs[0].Summary.Requests, runs[1].Summary.Requests)
+	}
+	if c := m.Summary.TTFT.Count; c != runs[0].Summary.TTFT.Count+runs[1].Summary.TTFT.Count {
+		t.Errorf("merged TTFT count %d", c)
+	}
+	if len(m.Summary.Stages) != 2 || m.Summary.Stages[1].Requests != 40 {
+		t.Errorf("stages %+v", m.Summary.Stages)
+	}
+	ids := map[uint64]bool{}
+	for _, r := range m.Records {
+		if ids[r.ID] {
+			t.Fatalf("record id %d twice", r.ID)
+		}
+		ids[r.ID] = true
+	}
+	out := t.TempDir()
+	if err := Write(out, ms, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"summary.json", "report.html", "study-sim/records.jsonl", "study-sim/summary.json", "study-sim/report.txt"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	again, err := Load(filepath.Join(out, "study-sim"))
+	if err != nil || len(again[0].Records) != 80 {
+		t.Fatalf("the merged run reads back: %v", err)
+	}
+}
