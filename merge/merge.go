@@ -64,7 +64,19 @@ func Load(dir string) ([]Run, error) {
 		out = append(out, r)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no run's artifacts (records.jsonl and summary.json) here or in its folders", dir)
+		// An --artifacts-dir holding a `tokenprobe run` folder: its newest.
+		var newest string
+		for _, e := range entries {
+			if e.IsDir() && e.Name() > newest {
+				newest = e.Name()
+			}
+		}
+		if newest != "" {
+			if runs, err := Load(filepath.Join(dir, newest)); err == nil {
+				return runs, nil
+			}
+		}
+		return nil, fmt.Errorf("%s: no run's artifacts (records.jsonl and summary.json) here, in its folders, or in its newest folder's", dir)
 	}
 	return out, nil
 }

@@ -96,7 +96,9 @@ func TestShardsMergeIntoOneStudy(t *testing.T) {
 	cfg := config(t)
 	var runs []Run
 	for i := range 2 {
-		rs, err := Load(run(t, cfg, i, 2))
+		// The --artifacts-dir itself, as the study Job passes it: its
+		// newest `tokenprobe run` folder is read.
+		rs, err := Load(filepath.Dir(run(t, cfg, i, 2)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,11 +39,17 @@ func shardFlags(o *runonce.Options, index, count int, startAt string) error {
 	return nil
 }
 
-// mergeMain is `tokenprobe merge`.
-func mergeMain(dirs []string, out string) int {
+// mergeMain is `tokenprobe merge`: once every shard's artifacts are
+// complete (a shard writes its summary last), within wait.
+func mergeMain(dirs []string, out string, wait time.Duration) int {
 	var runs []merge.Run
+	deadline := time.Now().Add(wait)
 	for _, d := range dirs {
 		rs, err := merge.Load(d)
+		for err != nil && time.Now().Before(deadline) {
+			time.Sleep(min(5*time.Second, time.Until(deadline)))
+			rs, err = merge.Load(d)
+		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "tokenprobe merge:", err)
 			return runonce.ExitConfig

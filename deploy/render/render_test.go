@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -67,6 +68,7 @@ func decodeAll(t *testing.T, stream string) map[string][]any {
 	scheme := runtime.NewScheme()
 	_ = corev1.AddToScheme(scheme)
 	_ = appsv1.AddToScheme(scheme)
+	_ = batchv1.AddToScheme(scheme)
 	codec := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
 	out := map[string][]any{}
 	for _, doc := range strings.Split(stream, "\n---\n") {
@@ -284,5 +286,55 @@ func TestLocationAndQuorum(t *testing.T) {
 	}
 	if strings.Contains(out, "--probe.location") {
 		t.Error("--probe.location without a location value")
+	}
+}
+
+// A study in shards: an Indexed Job of study.shards pods, each running
+// its share of the profile from the same --start-at into the shared
+// claim, and a Job that waits for every shard and merges them; decoded
+// strictly into batch/v1. Without study.enabled, neither.
+func TestStudyJobs(t *testing.T) {
+	values := t.TempDir() + "/v.yaml"
+	_ = os.WriteFile(values, []byte("study: {enabled: true, shards: 3, profile: capacity, startAt: '2026-11-25T10:00:00Z', artifactsClaim: study-artifacts}\n"), 0o644)
+	out, err := Chart("../helm/tokenprobe", values, "tokenprobe", "monitoring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := map[string]*batchv1.Job{}
+	for _, o := range decodeAll(t, out)["Job"] {
+		j := o.(*batchv1.Job)
+		jobs[j.Name] = j
+	}
+	study, merge := jobs["tokenprobe-study"], jobs["tokenprobe-study-merge"]
+	if study == nil || merge == nil {
+		t.Fatalf("%d jobs, want tokenprobe-study and tokenprobe-study-merge", len(jobs))
+	}
+	if study.Spec.CompletionMode == nil || *study.Spec.CompletionMode != batchv1.IndexedCompletion || *study.Spec.Completions != 3 || *study.Spec.Parallelism != 3 {
+		t.Errorf("study job: %+v", study.Spec)
+	}
+	args := study.Spec.Template.Spec.Containers[0].Args
+	for _, want := range []string{"run", "--profile=capacity", "--shard.count=3", "--start-at=2026-11-25T10:00:00Z", "--artifacts-dir=/artifacts/shard-$(JOB_COMPLETION_INDEX)"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("shard args %v lack %s", args, want)
+		}
+	}
+	margs := merge.Spec.Template.Spec.Containers[0].Args
+	if !slices.Equal(margs[len(margs)-3:], []string{"/artifacts/shard-0", "/artifacts/shard-1", "/artifacts/shard-2"}) || margs[0] != "merge" || !slices.Contains(margs, "--wait=2h") {
+		t.Errorf("merge args %v", margs)
+	}
+	for _, j := range []*batchv1.Job{study, merge} {
+		v := j.Spec.Template.Spec.Volumes
+		if len(v) != 2 || v[1].PersistentVolumeClaim == nil || v[1].PersistentVolumeClaim.ClaimName != "study-artifacts" {
+			t.Errorf("%s volumes %+v", j.Name, v)
+		}
+	}
+	// Without a claim the chart says what is missing.
+	_ = os.WriteFile(values, []byte("study: {enabled: true, profile: capacity}\n"), 0o644)
+	if _, err := Chart("../helm/tokenprobe", values, "tokenprobe", "monitoring"); err == nil || !strings.Contains(err.Error(), "study.artifactsClaim") {
+		t.Errorf("a study without a claim: %v", err)
+	}
+	out, _ = Chart("../helm/tokenprobe", "", "tokenprobe", "monitoring")
+	if strings.Contains(out, "kind: Job") {
+		t.Error("a Job without study.enabled")
 	}
 }

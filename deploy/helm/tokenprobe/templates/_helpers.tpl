@@ -81,3 +81,45 @@ volumes:
     configMap:
       name: {{ include "tokenprobe.fullname" . }}
 {{- end }}
+
+{{- /* The study Jobs' pods: the daemon's security, no probes or ports. */}}
+{{- define "tokenprobe.jobPodSpec" -}}
+securityContext:
+  runAsNonRoot: true
+  runAsUser: 65532
+  runAsGroup: 65532
+  fsGroup: 65532
+  seccompProfile: {type: RuntimeDefault}
+{{- with .Values.nodeSelector }}
+nodeSelector: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations: {{- toYaml . | nindent 2 }}
+{{- end }}
+volumes:
+  - name: config
+    configMap:
+      name: {{ include "tokenprobe.fullname" . }}
+  - name: artifacts
+    persistentVolumeClaim:
+      claimName: {{ .Values.study.artifactsClaim }}
+{{- end }}
+
+{{- define "tokenprobe.jobContainer" -}}
+{{- if or .Values.apiKeys .Values.existingSecret }}
+envFrom:
+  - secretRef:
+      name: {{ include "tokenprobe.secretName" . }}
+{{- end }}
+resources: {{- toYaml .Values.study.resources | nindent 2 }}
+securityContext:
+  allowPrivilegeEscalation: false
+  readOnlyRootFilesystem: true
+  capabilities: {drop: [ALL]}
+volumeMounts:
+  - name: config
+    mountPath: /etc/tokenprobe
+    readOnly: true
+  - name: artifacts
+    mountPath: /artifacts
+{{- end }}
