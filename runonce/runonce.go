@@ -103,7 +103,10 @@ func Run(ctx context.Context, o Options) int {
 		return ExitConfig
 	}
 	if err := setup.CheckOpenFiles(cfg, profiles, setup.OpenFileLimit()); err != nil {
-		fmt.Fprintln(o.Progress, FlagErrors(err))
+		if o.Config != nil {
+			err = FlagErrors(err) // a run from flags: name them
+		}
+		fmt.Fprintln(o.Progress, err)
 		return ExitConfig
 	}
 	secrets := redact.New(append(cfg.Secrets(), otlp.EnvHeaderValues()...)...)
