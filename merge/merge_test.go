@@ -89,20 +89,21 @@ func TestOneRunMergedIsItself(t *testing.T) {
 	}
 }
 
-// Two shards each run half the study's load; merged, they are one run of
-// the whole: every request of both, percentiles over all of them, and
-// the artifacts a run writes.
+// Three shards each run a third of the study's load; merged, they are one
+// run of the whole: every request of each, percentiles over all of them,
+// goodput over the union of their windows, and the artifacts a run
+// writes.
 func TestShardsMergeIntoOneStudy(t *testing.T) {
 	cfg := config(t)
 	var runs []Run
-	for i := range 2 {
+	for i := range 3 {
 		// The --artifacts-dir itself, as the study Job passes it: its
 		// newest `tokenprobe run` folder is read.
-		rs, err := Load(filepath.Dir(run(t, cfg, i, 2)))
+		rs, err := Load(filepath.Dir(run(t, cfg, i, 3)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sh := rs[0].Summary.Shard; sh == nil || sh.Index != i || sh.Count != 2 {
+		if sh := rs[0].Summary.Shard; sh == nil || sh.Index != i || sh.Count != 3 {
 			t.Fatalf("shard %d's summary says %+v", i, sh)
 		}
 		runs = append(runs, rs...)
@@ -112,11 +113,38 @@ func TestShardsMergeIntoOneStudy(t *testing.T) {
 		t.Fatalf("%d merged runs", len(ms))
 	}
 	m := ms[0]
-	if n := runs[0].Summary.Requests + runs[1].Summary.Requests; m.Summary.Requests != n || n != 80 || len(m.Records) != n {
-		t.Errorf("merged %d requests and %d records, the shards %d and %d (want 80: 2 levels x 40)", m.Summary.Requests, len(m.Records), runs[0].Summary.Requests, runs[1].Summary.Requests)
+	if n := runs[0].Summary.Requests + runs[1].Summary.Requests + runs[2].Summary.Requests; m.Summary.Requests != n || n != 80 || len(m.Records) != n {
+		t.Errorf("merged %d requests and %d records, the shards %d, %d and %d (want 80: 2 levels x 40)", m.Summary.Requests, len(m.Records),
+			runs[0].Summary.Requests, runs[1].Summary.Requests, runs[2].Summary.Requests)
 	}
-	if c := m.Summary.TTFT.Count; c != runs[0].Summary.TTFT.Count+runs[1].Summary.TTFT.Count {
-		t.Errorf("merged TTFT count %d", c)
+	// The percentiles are those of the shards' records put together, and
+	// goodput is over the union of their windows.
+	var ttft []float64
+	good := 0
+	var first, last time.Time
+	for _, r := range runs {
+		for _, rec := range r.Records {
+			if rec.TTFTMs != nil && (rec.Outcome == "success" || rec.Outcome == "wrong_answer") {
+				ttft = append(ttft, *rec.TTFTMs)
+			}
+			if rec.Good {
+				good++
+			}
+			end := rec.Start.Add(time.Duration(*orZero(rec.RequestLatencyMs) * float64(time.Millisecond)))
+			if first.IsZero() || rec.Start.Before(first) {
+				first = rec.Start
+			}
+			if end.After(last) {
+				last = end
+			}
+		}
+	}
+	want := stats.Compute(ttft)
+	if m.Summary.TTFT.Count != want.Count || m.Summary.TTFT.P50 != want.P50 || m.Summary.TTFT.P99 != want.P99 {
+		t.Errorf("merged TTFT %d p50 %g p99 %g, the records' together %d %g %g", m.Summary.TTFT.Count, m.Summary.TTFT.P50, m.Summary.TTFT.P99, want.Count, want.P50, want.P99)
+	}
+	if g := float64(good) / last.Sub(first).Seconds(); math.Abs(m.Summary.Goodput-g) > 1e-6*g {
+		t.Errorf("merged goodput %g/s, good requests over the union window %g/s", m.Summary.Goodput, g)
 	}
 	if len(m.Summary.Stages) != 2 || m.Summary.Stages[1].Requests != 40 {
 		t.Errorf("stages %+v", m.Summary.Stages)
@@ -141,4 +169,11 @@ func TestShardsMergeIntoOneStudy(t *testing.T) {
 	if err != nil || len(again[0].Records) != 80 {
 		t.Fatalf("the merged run reads back: %v", err)
 	}
+}
+
+func orZero(p *float64) *float64 {
+	if p == nil {
+		return new(float64)
+	}
+	return p
 }

@@ -29,6 +29,11 @@ type Stage struct {
 	// straight line from its value at the start of the stage to RampTo at
 	// the end of Duration.
 	RampTo float64
+	// Whole and WholeRampTo, when set, are the level (and ramp end) of the
+	// whole study this stage is one shard's share of (Plan.Share):
+	// results carry them, so that the shards' records join by the
+	// study's levels.
+	Whole, WholeRampTo float64
 }
 
 // rampSteps is how many steps a ramp's reported level takes: results and
@@ -53,11 +58,21 @@ func (s Stage) LevelAt(elapsed time.Duration) float64 {
 // reportedLevel is the level a result carries: LevelAt at the start of
 // the ramp step that elapsed falls in.
 func (s Stage) reportedLevel(elapsed time.Duration) float64 {
-	if s.RampTo == 0 || s.Duration <= 0 {
-		return s.Level()
+	l := s.Level()
+	if s.RampTo != 0 && s.Duration > 0 {
+		step := s.Duration / rampSteps
+		l = s.LevelAt(min(elapsed/step, rampSteps) * step)
 	}
-	step := s.Duration / rampSteps
-	return s.LevelAt(min(elapsed/step, rampSteps) * step)
+	if s.Whole > 0 {
+		// A shard's share, reported as the study's level: the same
+		// point of the whole's ramp.
+		if s.RampTo == 0 || s.RampTo == s.Level() {
+			return s.Whole
+		}
+		f := (l - s.Level()) / (s.RampTo - s.Level())
+		return math.Round((s.Whole+f*(s.WholeRampTo-s.Whole))*100) / 100
+	}
+	return l
 }
 
 // Level is the load the stage asks for: concurrency or rate.

@@ -176,3 +176,34 @@ func TestWakerWaitsTheTime(t *testing.T) {
 		}
 	}
 }
+
+// A shard's share of a study reports the study's levels, whatever its
+// own share of each: its records join the other shards' by level.
+func TestShareReportsTheWholeLevel(t *testing.T) {
+	p := Plan{Stages: []Stage{{Concurrency: 8, Requests: 40}, {Rate: 9, Duration: time.Second}, {Concurrency: 10, RampTo: 30, Duration: 10 * time.Second}}}
+	for i := range 3 {
+		share := p.Share(i, 3)
+		if c := share.Stages[0].Concurrency; c == 8 || c == 0 {
+			t.Fatalf("shard %d runs concurrency %d of 8", i, c)
+		}
+		for j, want := range []float64{8, 9, 10} {
+			if got := share.Stages[j].reportedLevel(0); got != want {
+				t.Errorf("shard %d, stage %d: reports %g, want the study's %g", i, j, got, want)
+			}
+		}
+		if got := share.Stages[2].reportedLevel(10 * time.Second); got < 29 || got > 31 {
+			t.Errorf("shard %d: the ramp's end reported as %g, want about 30", i, got)
+		}
+	}
+	// The shares of a ramp end at its end together, not each at it.
+	end := 0.0
+	for i := range 3 {
+		end += p.Split(i, 3).Stages[2].RampTo
+	}
+	if end != 30 {
+		t.Errorf("the shares of a ramp to 30 end at %g together", end)
+	}
+	if got := p.Split(1, 3).Stages[0].reportedLevel(0); got != 3 {
+		t.Errorf("a daemon replica's split reports %g, its own share (3)", got)
+	}
+}

@@ -1,6 +1,9 @@
 package probe
 
-import "hash/fnv"
+import (
+	"hash/fnv"
+	"math"
+)
 
 // Owns reports whether shard index of count runs the job key: jobs spread
 // over replicas by a stable hash of their key, so every replica agrees
@@ -12,6 +15,20 @@ func Owns(key string, index, count int) bool {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(key))
 	return int(h.Sum32()%uint32(count)) == index
+}
+
+// Share is Split for one shard of a study run by several processes
+// (`tokenprobe run --shard.index`): each stage also carries the whole
+// study's level, which its results report, so that the shards' records
+// join by level when they are merged.
+func (p Plan) Share(index, count int) Plan {
+	out := p.Split(index, count)
+	if count > 1 {
+		for i := range out.Stages {
+			out.Stages[i].Whole, out.Stages[i].WholeRampTo = p.Stages[i].Level(), p.Stages[i].RampTo
+		}
+	}
+	return out
 }
 
 // Split returns replica index's share of the plan when count replicas
@@ -48,13 +65,21 @@ func (p Plan) Split(index, count int) Plan {
 		case st.Rate > 0 && st.MaxConcurrency > 0:
 			among = min(count, st.MaxConcurrency)
 		}
+		if st.RampTo > 0 && st.Rate == 0 {
+			// A ramp's end divides as its start does: the shares of a
+			// ramp to 30 end at 30 together, not each at 30.
+			st.RampTo = float64(part(int(math.Round(st.RampTo)), among))
+		}
 		st.Concurrency = part(st.Concurrency, among)
 		st.MaxConcurrency = part(st.MaxConcurrency, among)
 		st.Requests = part(st.Requests, among)
 		if index < among {
 			st.Rate /= float64(among)
+			if st.Rate > 0 {
+				st.RampTo /= float64(among)
+			}
 		} else {
-			st.Rate = 0
+			st.Rate, st.RampTo = 0, 0
 		}
 		if st.Offsets != nil { // a trace: every count-th request
 			kept := st.Offsets[:0:0]

@@ -293,7 +293,7 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *setup.Target, 
 		return nil, "", err
 	}
 	if o.ShardCount > 1 {
-		run.Plan = run.Plan.Split(o.ShardIndex, o.ShardCount)
+		run.Plan = run.Plan.Share(o.ShardIndex, o.ShardCount)
 	}
 	levelName := run.Plan.LevelName()
 	fmt.Fprintf(o.Progress, "Running profile %s against %s (%s)...\n", p.Name, t.Endpoint.Name, run.Plan)
