@@ -75,11 +75,17 @@ func TestTraceStateIsSentWithEveryRequest(t *testing.T) {
 func TestSourceAddressesTakeTurns(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]int{}
+	// Every request waits until four are in, so that four connections
+	// are open at once: a client that finished one request before the
+	// next would send them all on one.
+	var arrived sync.WaitGroup
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host, _, _ := net.SplitHostPort(r.RemoteAddr)
 		mu.Lock()
 		seen[host]++
 		mu.Unlock()
+		arrived.Done()
+		arrived.Wait()
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\ndata: [DONE]\n\n")
 	}))
@@ -99,6 +105,7 @@ func TestSourceAddressesTakeTurns(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Four requests at once: four connections.
+		arrived.Add(4)
 		var wg sync.WaitGroup
 		for range 4 {
 			wg.Go(func() {
