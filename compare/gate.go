@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tokenprobe/tokenprobe/rundir"
 )
 
 // Rule is one --fail-on condition: a metric's change beyond a threshold,
@@ -161,9 +163,9 @@ func Main(w io.Writer, baseDir, newDir, failOn, htmlPath string, o Options) int 
 		dir  *string
 		runs *[]*Run
 	}{{&baseDir, &base}, {&newDir, &news}} {
-		dir, note, err := Find(*side.dir)
+		dir, note, err := rundir.Find(*side.dir)
 		if err == nil {
-			*side.runs, err = Load(dir)
+			*side.runs, err = rundir.Load(dir)
 		}
 		if err != nil {
 			fmt.Fprintln(w, err)

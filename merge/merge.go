@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,70 +30,17 @@ import (
 const MaxStartSpread = 2 * time.Second
 
 // Run is one shard's run of one profile against one endpoint.
-type Run struct {
-	Dir     string
-	Summary stats.Summary
-	Records []records.Record
-}
+type Run = rundir.Loaded
 
-// Load reads the runs under dir: a run's folder (summary.json and
-// records.jsonl), or a `tokenprobe run` folder holding one per profile.
-func Load(dir string) ([]Run, error) {
-	if _, err := os.Stat(filepath.Join(dir, "records.jsonl")); err == nil {
-		r, err := loadRun(dir)
-		if err != nil {
-			return nil, err
-		}
-		return []Run{r}, nil
-	}
-	entries, err := os.ReadDir(dir)
+// Load reads the runs under dir as compare reads them (rundir.Find): a
+// run's folder, a `tokenprobe run` folder holding one per profile, or an
+// --artifacts-dir holding `tokenprobe run` folders (its newest).
+func Load(dir string) ([]*Run, error) {
+	resolved, _, err := rundir.Find(dir)
 	if err != nil {
 		return nil, err
 	}
-	var out []Run
-	for _, e := range entries {
-		sub := filepath.Join(dir, e.Name())
-		if _, err := os.Stat(filepath.Join(sub, "records.jsonl")); !e.IsDir() || errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		r, err := loadRun(sub)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	if len(out) == 0 {
-		// An --artifacts-dir holding a `tokenprobe run` folder: its newest.
-		var newest string
-		for _, e := range entries {
-			if e.IsDir() && e.Name() > newest {
-				newest = e.Name()
-			}
-		}
-		if newest != "" {
-			if runs, err := Load(filepath.Join(dir, newest)); err == nil {
-				return runs, nil
-			}
-		}
-		return nil, fmt.Errorf("%s: no run's artifacts (records.jsonl and summary.json) here, in its folders, or in its newest folder's", dir)
-	}
-	return out, nil
-}
-
-func loadRun(dir string) (Run, error) {
-	r := Run{Dir: dir}
-	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
-	if err != nil {
-		return r, err
-	}
-	if err := json.Unmarshal(b, &r.Summary); err != nil {
-		return r, fmt.Errorf("%s: %w", filepath.Join(dir, "summary.json"), err)
-	}
-	err = rundir.EachRecord(dir, func(rec *records.Record) error {
-		r.Records = append(r.Records, *rec)
-		return nil
-	})
-	return r, err
+	return rundir.Load(resolved)
 }
 
 // Merged is one profile and endpoint across its shards.
@@ -102,7 +48,7 @@ type Merged struct {
 	Summary stats.Summary
 	Records []records.Record
 	// Shards are the runs it joins, in the order given.
-	Shards []Run
+	Shards []*Run
 	// StartSpread is how far apart the shards' first requests were.
 	StartSpread time.Duration
 }
@@ -114,9 +60,9 @@ func Key(s *stats.Summary) string { return s.Profile + " on " + s.Endpoint }
 // appears. Every figure comes from the joined records: percentiles over
 // every request of every shard, rates over the union of their windows,
 // a stage table by load level, and the knee found again.
-func Merge(runs []Run) []Merged {
+func Merge(runs []*Run) []Merged {
 	var order []string
-	by := map[string][]Run{}
+	by := map[string][]*Run{}
 	for _, r := range runs {
 		k := Key(&r.Summary)
 		if by[k] == nil {
@@ -131,7 +77,7 @@ func Merge(runs []Run) []Merged {
 	return out
 }
 
-func join(shards []Run) Merged {
+func join(shards []*Run) Merged {
 	first := shards[0].Summary
 	m := Merged{Shards: shards}
 	var earliest, latest time.Time

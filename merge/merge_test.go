@@ -95,7 +95,7 @@ func TestOneRunMergedIsItself(t *testing.T) {
 // writes.
 func TestShardsMergeIntoOneStudy(t *testing.T) {
 	cfg := config(t)
-	var runs []Run
+	var runs []*Run
 	for i := range 3 {
 		// The --artifacts-dir itself, as the study Job passes it: its
 		// newest `tokenprobe run` folder is read.

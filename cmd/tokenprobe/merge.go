@@ -42,7 +42,7 @@ func shardFlags(o *runonce.Options, index, count int, startAt string) error {
 // mergeMain is `tokenprobe merge`: once every shard's artifacts are
 // complete (a shard writes its summary last), within wait.
 func mergeMain(dirs []string, out string, wait time.Duration) int {
-	var runs []merge.Run
+	var runs []*merge.Run
 	deadline := time.Now().Add(wait)
 	for _, d := range dirs {
 		rs, err := merge.Load(d)

@@ -1,0 +1,135 @@
+package rundir
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tokenprobe/tokenprobe/probe/stats"
+	"github.com/tokenprobe/tokenprobe/sink/records"
+)
+
+// Loaded is one run's artifacts read back: its summary and its
+// per-request records, for compare and merge.
+type Loaded struct {
+	Dir     string
+	Summary stats.Summary
+	Records []records.Record
+}
+
+// Key names a run across two invocations: its profile and endpoint.
+func (r *Loaded) Key() string { return r.Summary.Profile + " on " + r.Summary.Endpoint }
+
+// Load reads the runs under dir: one run's folder (summary.json and
+// records.jsonl), or an invocation's folder holding one folder per run.
+func Load(dir string) ([]*Loaded, error) {
+	if _, err := os.Stat(filepath.Join(dir, "records.jsonl")); err == nil {
+		r, err := loadRun(dir)
+		if err != nil {
+			return nil, err
+		}
+		return []*Loaded{r}, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var runs []*Loaded
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		sub := filepath.Join(dir, e.Name())
+		if _, err := os.Stat(filepath.Join(sub, "records.jsonl")); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		r, err := loadRun(sub)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("%s: no run's artifacts (records.jsonl and summary.json) here or in its folders", dir)
+	}
+	return runs, nil
+}
+
+// Find resolves what a user passes: a run's folder or a `tokenprobe run`
+// folder of several is itself; an --artifacts-dir holding invocations'
+// folders (one per `tokenprobe run`, named by time) is its newest, with a
+// note saying which when there was a choice.
+func Find(dir string) (resolved, note string, err error) {
+	if _, err := Load(dir); err == nil {
+		return dir, "", nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", "", err
+	}
+	var found []string
+	for _, e := range entries {
+		if e.IsDir() {
+			if _, err := Load(filepath.Join(dir, e.Name())); err == nil {
+				found = append(found, e.Name())
+			}
+		}
+	}
+	switch len(found) {
+	case 0:
+		names := make([]string, 0, len(entries))
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return "", "", fmt.Errorf("%s: no run's artifacts (records.jsonl and summary.json) here, in its folders or theirs; it holds: %s", dir, strings.Join(names, ", "))
+	case 1:
+		return filepath.Join(dir, found[0]), "", nil
+	}
+	// Names are times, and a second run in the same second is <time>-2:
+	// the newest sorts last when the suffix counts.
+	slices.SortFunc(found, func(a, b string) int {
+		at, an := splitRunName(a)
+		bt, bn := splitRunName(b)
+		if c := strings.Compare(at, bt); c != 0 {
+			return c
+		}
+		return an - bn
+	})
+	newest := found[len(found)-1]
+	return filepath.Join(dir, newest), fmt.Sprintf("%s holds %d runs (%s): comparing the newest, %s", dir, len(found), strings.Join(found, ", "), newest), nil
+}
+
+// splitRunName splits an invocation folder's name, <time>[-n] with the
+// time as 20060102-150405 (runonce), into the time and n (1 without a
+// suffix).
+func splitRunName(name string) (string, int) {
+	const timeLen = len("20060102-150405")
+	if len(name) > timeLen+1 && name[timeLen] == '-' {
+		if n, err := strconv.Atoi(name[timeLen+1:]); err == nil {
+			return name[:timeLen], n
+		}
+	}
+	return name, 1
+}
+
+func loadRun(dir string) (*Loaded, error) {
+	r := &Loaded{Dir: dir}
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &r.Summary); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "summary.json"), err)
+	}
+	err = EachRecord(dir, func(rec *records.Record) error {
+		r.Records = append(r.Records, *rec)
+		return nil
+	})
+	return r, err
+}
