@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
+	"github.com/tokenprobe/tokenprobe/internal/browsertest"
 	"github.com/tokenprobe/tokenprobe/internal/hostile"
 	"github.com/tokenprobe/tokenprobe/internal/redact"
 	"github.com/tokenprobe/tokenprobe/internal/timingtest"
@@ -520,7 +520,7 @@ profiles:
 	// The HTML report, rendered by a real browser, has the curves against
 	// load with the cliff marked, and the distributions.
 	html := filepath.Join(runDir, "report.html")
-	dom := headless(t, "file://"+html, "--dump-dom")
+	dom := browsertest.Render(t, browsertest.Chromium(t), "file://"+html, "--dump-dom")
 	curves := regexp.MustCompile(`(?s)<div class="charts curves">.*?</div>`).FindString(dom)
 	if strings.Count(curves, "<svg") != 3 || strings.Count(curves, `class="series"`) != 6 || !strings.Contains(curves, "TTFT cliff") {
 		t.Fatalf("the report's curves: %d charts, %d series, cliff marked %v", strings.Count(curves, "<svg"),
@@ -529,26 +529,6 @@ profiles:
 	if strings.Count(dom, "distribution") < 3 {
 		t.Error("the report lacks the distributions")
 	}
-}
-
-// headless renders url in Chromium and returns its output, or skips where
-// there is no Chromium unless TOKENPROBE_REQUIRE_BROWSER is set.
-func headless(t *testing.T, url string, extra ...string) string {
-	t.Helper()
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("TOKENPROBE_REQUIRE_BROWSER") != "" {
-			t.Fatal("no chromium, and TOKENPROBE_REQUIRE_BROWSER is set")
-		}
-		t.Skip("no chromium on PATH")
-	}
-	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-		"--disable-component-update", "--disable-sync", "--user-data-dir=" + t.TempDir()}, extra...)
-	out, err := exec.Command(browser, append(args, url)...).Output()
-	if err != nil {
-		t.Fatalf("chromium: %v", err)
-	}
-	return string(out)
 }
 
 // With a dcgm-exporter to read, the report carries GPU figures over the

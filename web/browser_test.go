@@ -1,11 +1,9 @@
 package web
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -14,51 +12,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tokenprobe/tokenprobe/internal/browsertest"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 	"github.com/tokenprobe/tokenprobe/report"
 )
 
-// chromium returns the headless browser, or skips the test where there is
-// none, unless TOKENPROBE_REQUIRE_BROWSER is set (as .ci/run sets it).
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("TOKENPROBE_REQUIRE_BROWSER") != "" {
-		t.Fatal("no chromium on PATH, and TOKENPROBE_REQUIRE_BROWSER is set")
-	}
-	t.Skip("no chromium on PATH (apt-get install chromium)")
-	return ""
-}
-
-// Headless renders url in Chromium and returns the DOM it built.
-func Headless(t *testing.T, browser, url string, extra ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--disable-dev-shm-usage", "--user-data-dir=" + t.TempDir()}, extra...)
-	out, err := exec.CommandContext(ctx, browser, append(args, url)...).Output()
-	if err != nil {
-		t.Fatalf("chromium: %v", err)
-	}
-	return string(out)
-}
-
 // A real browser loads the status page of a running daemon and finds the
 // demo profile's last run and its goodput.
 func TestStatusPageInABrowser(t *testing.T) {
-	browser := chromium(t)
+	browser := browsertest.Chromium(t)
 	f := newFixture(t, true)
 	if code, _ := f.do(t, "POST", "/api/v1/runs?profile=demo"); code != 202 {
 		t.Fatalf("run now: %d", code)
 	}
 	run := f.waitForRun(t, "demo")
-	dom := Headless(t, browser, f.srv.URL+"/", "--dump-dom")
+	dom := browsertest.Render(t, browser, f.srv.URL+"/", "--dump-dom")
 	row := regexp.MustCompile(`(?s)<tr class="job" data-profile="demo".*?</tr>`).FindString(dom)
 	if row == "" {
 		t.Fatalf("no row for the demo profile in the rendered page:\n%.2000s", dom)
@@ -81,7 +49,7 @@ func TestStatusPageInABrowser(t *testing.T) {
 			break
 		}
 	}
-	dom = Headless(t, browser, f.srv.URL+"/", "--dump-dom")
+	dom = browsertest.Render(t, browser, f.srv.URL+"/", "--dump-dom")
 	trend := regexp.MustCompile(`(?s)<section class="charts-of" data-job="demo on sim">.*?</section>`).FindString(dom)
 	// TTFT and ITL on charts of their own, goodput beside attempts and
 	// throughput, over the runs' start times, axes titled; TTFT with the
@@ -113,7 +81,7 @@ document.body.setAttribute('data-table-right', Math.ceil(right));
 	if err := os.WriteFile(page, []byte(html), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dom = Headless(t, browser, "file://"+page, "--window-size=1280,900", "--dump-dom")
+	dom = browsertest.Render(t, browser, "file://"+page, "--window-size=1280,900", "--dump-dom")
 	m := regexp.MustCompile(`data-table-right="(\d+)"`).FindStringSubmatch(dom)
 	if m == nil {
 		t.Fatalf("the page's width was not measured:\n%.500s", dom)
@@ -129,7 +97,7 @@ document.body.setAttribute('data-table-right', Math.ceil(right));
 // the SLO line on the TTFT chart, titled axes, and capacity at SLO and
 // the cliff as two markers of their own; so does the report of the run.
 func TestStagedRunChartsInABrowser(t *testing.T) {
-	browser := chromium(t)
+	browser := browsertest.Chromium(t)
 	f := newFixtureWith(t, `
 endpoints:
   - name: sim
@@ -178,7 +146,7 @@ profiles:
 			}
 		}
 	}
-	check("the run page", Headless(t, browser, fmt.Sprintf("%s/runs/%d", f.srv.URL, run.ID), "--dump-dom"))
+	check("the run page", browsertest.Render(t, browser, fmt.Sprintf("%s/runs/%d", f.srv.URL, run.ID), "--dump-dom"))
 
 	page := filepath.Join(t.TempDir(), "report.html")
 	out, err := os.Create(page)
@@ -189,7 +157,7 @@ profiles:
 		t.Fatal(err)
 	}
 	out.Close()
-	dom := Headless(t, browser, "file://"+page, "--dump-dom")
+	dom := browsertest.Render(t, browser, "file://"+page, "--dump-dom")
 	check("the report", dom)
 	if !strings.Contains(dom, "staged: concurrency 1 to 8 in 4 stages") || !strings.Contains(dom, "Every stage pooled") {
 		t.Errorf("the report does not say the run is staged, or that its totals pool the stages")
@@ -225,7 +193,7 @@ func roundTicks(t *testing.T, where, svg string) {
 // names the reason, the message and the hint, and shows no 0.0 ms latency
 // nor a latency chart.
 func TestFailedRunInABrowser(t *testing.T) {
-	browser := chromium(t)
+	browser := browsertest.Chromium(t)
 	f := newDownFixture(t, `
   - name: broken
     endpoints: [down]
@@ -244,7 +212,7 @@ func TestFailedRunInABrowser(t *testing.T) {
 			}
 		}
 	}
-	dom := Headless(t, browser, f.srv.URL+"/", "--dump-dom")
+	dom := browsertest.Render(t, browser, f.srv.URL+"/", "--dump-dom")
 	row := regexp.MustCompile(`(?s)<tr class="job" data-profile="broken".*?</tr>`).FindString(dom)
 	if !strings.Contains(row, `class="error"`) || strings.Contains(row, "0.0 ms") || strings.Count(row, "n/a") != 4 {
 		t.Errorf("the job's row shows latency for a run without successes, or no error:\n%s", row)
@@ -258,7 +226,7 @@ func TestFailedRunInABrowser(t *testing.T) {
 	if strings.Contains(dom, "TTFT p95 of recent runs") || strings.Contains(dom, "ITL p50 of recent runs") {
 		t.Error("a latency trend is drawn for runs without latency")
 	}
-	page := Headless(t, browser, f.srv.URL+"/runs/1", "--dump-dom")
+	page := browsertest.Render(t, browser, f.srv.URL+"/runs/1", "--dump-dom")
 	failures := regexp.MustCompile(`(?s)<table id="failures">.*?</table>`).FindString(page)
 	for _, want := range []string{">connect<", ">6<", "connection refused", "nothing listens"} {
 		if !strings.Contains(failures, want) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tokenprobe/tokenprobe/internal/browsertest"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 	"github.com/tokenprobe/tokenprobe/report"
 )
@@ -21,7 +22,7 @@ func TestScreenshots(t *testing.T) {
 	if !*screenshots {
 		t.Skip("make screenshots regenerates docs/img")
 	}
-	browser := chromium(t)
+	browser := browsertest.Chromium(t)
 	demo, err := os.ReadFile(filepath.Join("..", "configs", "demo.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +43,7 @@ func TestScreenshots(t *testing.T) {
 	staircase := f.waitForRun(t, "staircase")
 	img := filepath.Join("..", "docs", "img")
 	shot := func(name, url string, width, height int) {
-		Headless(t, browser, url, "--hide-scrollbars", fmt.Sprintf("--window-size=%d,%d", width, height), "--screenshot="+filepath.Join(img, name))
+		browsertest.Render(t, browser, url, "--hide-scrollbars", fmt.Sprintf("--window-size=%d,%d", width, height), "--screenshot="+filepath.Join(img, name))
 		t.Logf("wrote docs/img/%s", name)
 	}
 	shot("status-page.png", f.srv.URL+"/", 1760, 1200)

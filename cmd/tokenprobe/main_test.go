@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -19,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
+	"github.com/tokenprobe/tokenprobe/internal/browsertest"
 	"github.com/tokenprobe/tokenprobe/internal/schedslice"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 	"github.com/tokenprobe/tokenprobe/sim"
@@ -511,8 +510,8 @@ func TestCompareGatesARegression(t *testing.T) {
 	}
 	// Rendered by a real browser: the gate's verdict per rule, and the
 	// TTFT distributions as CDFs with titled axes and the SLO line.
-	if browser := chromium(t); browser != "" {
-		dom := headless(t, browser, "file://"+page)
+	if browser := browsertest.Find(t); browser != "" {
+		dom := browsertest.Render(t, browser, "file://"+page, "--dump-dom")
 		ttft := regexp.MustCompile(`(?s)<svg[^>]*aria-label="Time to first token: baseline and new".*?</svg>`).FindString(dom)
 		for _, want := range []string{`class="axis-title x"`, "time to first token (ms)", `class="axis-title y"`, "share of requests at or under (%)",
 			`class="slo"`, "SLO: TTFT 500 ms", `data-name="baseline"`, `data-name="new"`} {
@@ -528,36 +527,6 @@ func TestCompareGatesARegression(t *testing.T) {
 	if code, out := stdoutOf(t, "compare", base, slower, "--fail-on", "ttft.p42>+1%"); code != 2 || !strings.Contains(out, `no metric "ttft.p42"`) {
 		t.Errorf("a rule naming no metric: exit %d\n%s", code, out)
 	}
-}
-
-// chromium is the headless browser, "" where there is none (the test
-// part that needs it is skipped) unless TOKENPROBE_REQUIRE_BROWSER is set.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("TOKENPROBE_REQUIRE_BROWSER") != "" {
-		t.Fatal("no chromium on PATH, and TOKENPROBE_REQUIRE_BROWSER is set")
-	}
-	t.Log("no chromium on PATH: the page is not rendered")
-	return ""
-}
-
-// headless renders url in Chromium and returns the DOM it built.
-func headless(t *testing.T, browser, url string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-		"--user-data-dir="+t.TempDir(), "--dump-dom", url).Output()
-	if err != nil {
-		t.Fatalf("chromium: %v", err)
-	}
-	return string(out)
 }
 
 // Answer checks from flags alone, as the issue's acceptance reads: a

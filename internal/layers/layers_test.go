@@ -20,7 +20,7 @@ var layer = map[string]int{
 	"config": 0, "scheduler": 0, "sim": 0,
 	"probe/result": 0, "probe/openai": 0, "probe/sse": 0, "probe/h1": 0, "probe/load": 0, "probe/tokenizer": 0,
 	"internal/hostile": 0, "internal/redact": 0, "internal/schedslice": 0, "internal/steal": 0,
-	"internal/syncbuf": 0, "internal/layers": 0, "exporter/otlp/otlptest": 0,
+	"internal/syncbuf": 0, "internal/browsertest": 0, "internal/layers": 0, "exporter/otlp/otlptest": 0,
 
 	"probe/slo": 1, "probe/client": 1, "probe/check": 1, "internal/timingtest": 1,
 	"probe/stats": 2, "probe/workload": 2,
