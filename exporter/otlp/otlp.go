@@ -234,41 +234,51 @@ func signalURL(endpoint, path string) (string, bool) {
 func newExporter(ctx context.Context, cfg Config) (sdkmetric.Exporter, error) {
 	switch cfg.Protocol {
 	case "", "http", "http/protobuf":
-		var opts []otlpmetrichttp.Option
-		if cfg.Endpoint != "" {
-			if u, ok := signalURL(cfg.Endpoint, "/v1/metrics"); ok {
-				opts = append(opts, otlpmetrichttp.WithEndpointURL(u))
-			} else {
-				opts = append(opts, otlpmetrichttp.WithEndpoint(cfg.Endpoint))
-			}
-		}
-		if cfg.Insecure {
-			opts = append(opts, otlpmetrichttp.WithInsecure())
-		}
-		if len(cfg.Headers) > 0 {
-			opts = append(opts, otlpmetrichttp.WithHeaders(cfg.Headers))
-		}
-		if cfg.Timeout > 0 {
-			opts = append(opts, otlpmetrichttp.WithTimeout(cfg.Timeout))
-		}
-		return otlpmetrichttp.New(ctx, opts...)
+		return otlpmetrichttp.New(ctx, options(cfg, "/v1/metrics", optionSet[otlpmetrichttp.Option]{
+			otlpmetrichttp.WithEndpointURL, otlpmetrichttp.WithEndpoint, otlpmetrichttp.WithInsecure, otlpmetrichttp.WithHeaders, otlpmetrichttp.WithTimeout})...)
 	case "grpc":
-		var opts []otlpmetricgrpc.Option
-		if cfg.Endpoint != "" {
-			opts = append(opts, otlpmetricgrpc.WithEndpoint(cfg.Endpoint))
-		}
-		if cfg.Insecure {
-			opts = append(opts, otlpmetricgrpc.WithInsecure())
-		}
-		if len(cfg.Headers) > 0 {
-			opts = append(opts, otlpmetricgrpc.WithHeaders(cfg.Headers))
-		}
-		if cfg.Timeout > 0 {
-			opts = append(opts, otlpmetricgrpc.WithTimeout(cfg.Timeout))
-		}
-		return otlpmetricgrpc.New(ctx, opts...)
+		return otlpmetricgrpc.New(ctx, options(cfg, "", optionSet[otlpmetricgrpc.Option]{
+			nil, otlpmetricgrpc.WithEndpoint, otlpmetricgrpc.WithInsecure, otlpmetricgrpc.WithHeaders, otlpmetricgrpc.WithTimeout})...)
 	}
 	return nil, fmt.Errorf("unknown OTLP protocol %q (http or grpc)", cfg.Protocol)
+}
+
+// optionSet is one OTLP exporter package's option constructors: the
+// metric and trace exporters, over HTTP and gRPC, take the same settings
+// under four types.
+type optionSet[O any] struct {
+	endpointURL func(string) O // nil: no URL form (gRPC)
+	endpoint    func(string) O
+	insecure    func() O
+	headers     func(map[string]string) O
+	timeout     func(time.Duration) O
+}
+
+// options are cfg's settings for one exporter; path is its signal's path
+// when the endpoint is a URL without one (/v1/metrics, /v1/traces).
+func options[O any](cfg Config, path string, s optionSet[O]) []O {
+	var opts []O
+	if cfg.Endpoint != "" {
+		u, ok := "", false
+		if s.endpointURL != nil {
+			u, ok = signalURL(cfg.Endpoint, path)
+		}
+		if ok {
+			opts = append(opts, s.endpointURL(u))
+		} else {
+			opts = append(opts, s.endpoint(cfg.Endpoint))
+		}
+	}
+	if cfg.Insecure {
+		opts = append(opts, s.insecure())
+	}
+	if len(cfg.Headers) > 0 {
+		opts = append(opts, s.headers(cfg.Headers))
+	}
+	if cfg.Timeout > 0 {
+		opts = append(opts, s.timeout(cfg.Timeout))
+	}
+	return opts
 }
 
 func newInstruments(p *sdkmetric.MeterProvider) (*Exporter, error) {

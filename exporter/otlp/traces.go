@@ -99,39 +99,11 @@ func newTracer(ctx context.Context, cfg Config, res *resource.Resource) (*tracer
 func newSpanExporter(ctx context.Context, cfg Config) (sdktrace.SpanExporter, error) {
 	switch cfg.Protocol {
 	case "", "http", "http/protobuf":
-		var opts []otlptracehttp.Option
-		if cfg.Endpoint != "" {
-			if u, ok := signalURL(cfg.Endpoint, "/v1/traces"); ok {
-				opts = append(opts, otlptracehttp.WithEndpointURL(u))
-			} else {
-				opts = append(opts, otlptracehttp.WithEndpoint(cfg.Endpoint))
-			}
-		}
-		if cfg.Insecure {
-			opts = append(opts, otlptracehttp.WithInsecure())
-		}
-		if len(cfg.Headers) > 0 {
-			opts = append(opts, otlptracehttp.WithHeaders(cfg.Headers))
-		}
-		if cfg.Timeout > 0 {
-			opts = append(opts, otlptracehttp.WithTimeout(cfg.Timeout))
-		}
-		return otlptracehttp.New(ctx, opts...)
+		return otlptracehttp.New(ctx, options(cfg, "/v1/traces", optionSet[otlptracehttp.Option]{
+			otlptracehttp.WithEndpointURL, otlptracehttp.WithEndpoint, otlptracehttp.WithInsecure, otlptracehttp.WithHeaders, otlptracehttp.WithTimeout})...)
 	case "grpc":
-		var opts []otlptracegrpc.Option
-		if cfg.Endpoint != "" {
-			opts = append(opts, otlptracegrpc.WithEndpoint(cfg.Endpoint))
-		}
-		if cfg.Insecure {
-			opts = append(opts, otlptracegrpc.WithInsecure())
-		}
-		if len(cfg.Headers) > 0 {
-			opts = append(opts, otlptracegrpc.WithHeaders(cfg.Headers))
-		}
-		if cfg.Timeout > 0 {
-			opts = append(opts, otlptracegrpc.WithTimeout(cfg.Timeout))
-		}
-		return otlptracegrpc.New(ctx, opts...)
+		return otlptracegrpc.New(ctx, options(cfg, "", optionSet[otlptracegrpc.Option]{
+			nil, otlptracegrpc.WithEndpoint, otlptracegrpc.WithInsecure, otlptracegrpc.WithHeaders, otlptracegrpc.WithTimeout})...)
 	}
 	return nil, fmt.Errorf("unknown OTLP protocol %q (http or grpc)", cfg.Protocol)
 }
