@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -43,17 +42,9 @@ profiles:
 	if code := run([]string{"serve", "-c", cfg, "--probe.location", "eu west", "--log.level=error"}); code != 2 {
 		t.Errorf("a location with a space: exit %d, want 2", code)
 	}
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := l.Addr().String()
-	l.Close()
 	artifacts := filepath.Join(dir, "artifacts")
-	exit := make(chan int, 1)
-	go func() {
-		exit <- run([]string{"serve", "-c", cfg, "--web.listen-address=" + addr, "--web.enable-lifecycle", "--log.level=error",
-			"--probe.location", "eu-west-1", "--artifacts-dir", artifacts})
-	}()
-	waitFor(t, "ready", func() bool { return get("http://"+addr+"/-/ready") == 200 })
-	resp, err := http.Post("http://"+addr+"/api/v1/runs?profile=p", "", nil)
+	base, exit := startServe(t, cfg, "--probe.location", "eu-west-1", "--artifacts-dir", artifacts)
+	resp, err := http.Post(base+"/api/v1/runs?profile=p", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +53,7 @@ profiles:
 		m, _ := filepath.Glob(filepath.Join(artifacts, "*", "summary.json"))
 		return len(m) == 1
 	})
-	resp, err = http.Get("http://" + addr + "/metrics")
+	resp, err = http.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,19 +94,7 @@ profiles:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-
-	exit := make(chan int, 1)
-	go func() {
-		exit <- run([]string{"serve", "-c", cfg, "--web.listen-address=" + addr, "--web.enable-lifecycle", "--shutdown.timeout=5s", "--log.level=error"})
-	}()
-	base := "http://" + addr
-	waitFor(t, "ready", func() bool { return get(base+"/-/ready") == 200 })
+	base, exit := startServe(t, cfg, "--shutdown.timeout=5s")
 	resp, err := http.Post(base+"/api/v1/runs?profile=long", "", nil)
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("run now: %v %v", err, resp)
@@ -134,6 +122,26 @@ profiles:
 		t.Fatalf("the run was not in progress at SIGTERM: %s", runs)
 	}
 	http.DefaultClient.CloseIdleConnections()
+}
+
+// startServe starts `tokenprobe serve -c cfg` with the lifecycle API on a free
+// local port, plus args, and returns its base URL once it is ready, and
+// the channel its exit code comes on.
+func startServe(t *testing.T, cfg string, args ...string) (base string, exit <-chan int) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(append([]string{"serve", "-c", cfg, "--web.listen-address=" + addr, "--web.enable-lifecycle", "--log.level=error"}, args...))
+	}()
+	base = "http://" + addr
+	waitFor(t, "ready", func() bool { return get(base+"/-/ready") == 200 })
+	return base, done
 }
 
 func get(url string) int {
@@ -191,15 +199,8 @@ profiles:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := l.Addr().String()
-	l.Close()
-	exit := make(chan int, 1)
-	go func() {
-		exit <- run([]string{"serve", "-c", cfg, "--web.listen-address=" + addr, "--web.enable-lifecycle", "--log.level=error"})
-	}()
-	waitFor(t, "ready", func() bool { return get("http://"+addr+"/-/ready") == 200 })
-	resp, err := http.Post("http://"+addr+"/api/v1/runs?profile=long", "", nil)
+	base, exit := startServe(t, cfg)
+	resp, err := http.Post(base+"/api/v1/runs?profile=long", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
