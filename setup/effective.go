@@ -3,6 +3,8 @@ package setup
 import (
 	"bytes"
 	"fmt"
+	"reflect"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -182,12 +184,18 @@ func isScalarList(n *yaml.Node) bool {
 	return true
 }
 
-// isThreshold reports whether key is an SLO field, where zero is no
-// threshold: shown as such rather than left out.
-func isThreshold(key string) bool {
-	switch key {
-	case "ttft", "ttst", "itl", "request_latency", "output_tokens_per_second", "objective":
-		return true
+// isThreshold reports whether key is a field of the slo block, where
+// zero is no threshold: shown as such rather than left out.
+func isThreshold(key string) bool { return sloFields[key] }
+
+// sloFields are the slo block's keys, from its type.
+var sloFields = func() map[string]bool {
+	out := map[string]bool{}
+	t := reflect.TypeFor[config.SLO]()
+	for i := range t.NumField() {
+		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); tag != "" && tag != "-" {
+			out[tag] = true
+		}
 	}
-	return false
-}
+	return out
+}()
