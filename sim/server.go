@@ -17,12 +17,19 @@ type Server struct {
 
 // Start listens on addr ("127.0.0.1:0" picks a free port) and serves.
 func Start(addr string, cfg Config) (*Server, error) {
-	h, err := NewHandler(cfg)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", addr)
+	return Serve(ln, cfg)
+}
+
+// Serve serves on ln, which it closes when the server closes (or when
+// cfg is refused).
+func Serve(ln net.Listener, cfg Config) (*Server, error) {
+	h, err := NewHandler(cfg)
 	if err != nil {
+		ln.Close()
 		return nil, err
 	}
 	s := &Server{Handler: h, ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -316,6 +317,7 @@ func run(args []string) int {
 	simCmd.Flag("reasoning-tokens", "Reasoning tokens before every streamed chat, Responses and Messages answer, in each API's shape (a reasoning model).").Default("0").IntVar(&sc.ReasoningTokens)
 	simTraces := simCmd.Flag("otlp-traces-endpoint", "An OTLP/HTTP collector URL (or host:port) to export a server span per request to, a child of its traceparent, named and attributed as vLLM's --otlp-traces-endpoint exports them.").PlaceHolder("URL").String()
 	simAnswers := simCmd.Flag("answers", "A JSONL file of known answers, {\"match\": RE2, \"answer\": text} a line: a prompt that matches is answered with its text (a known-answer dataset's checks pass; faults make them fail).").PlaceHolder("FILE").String()
+	simShared := simCmd.Flag("reuse-port", "Listen with SO_REUSEPORT, so several simulator processes share --listen and the kernel spreads connections over them: more streams on one address than one process's open-file limit allows (Linux).").Bool()
 	simCmd.Flag("metrics.lazy", "Create each vLLM series at its first observation, as servers on Python's prometheus_client do.").BoolVar(&sc.Metrics.Lazy)
 	simCmd.Flag("metrics.queue-only-waited", "Observe the queue time only of requests that waited for a slot.").BoolVar(&sc.Metrics.QueueOnlyWaited)
 
@@ -410,7 +412,15 @@ func run(args []string) int {
 			defer func() { _ = tp.Shutdown(context.Background()) }()
 			sc.Tracer = tp.Tracer("github.com/tokenprobe/tokenprobe/sim")
 		}
-		s, err := sim.Start(*simListen, sc)
+		var s *sim.Server
+		if *simShared {
+			var ln net.Listener
+			if ln, err = sim.ListenShared(*simListen); err == nil {
+				s, err = sim.Serve(ln, sc)
+			}
+		} else {
+			s, err = sim.Start(*simListen, sc)
+		}
 		if err != nil {
 			logger.Error("cannot start the simulator", "err", err)
 			return runonce.ExitRuntime
