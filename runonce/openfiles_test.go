@@ -28,7 +28,7 @@ profiles:
     load: {concurrency: 500, requests: 500}
 `)
 	code, out, errOut := runCLI(t, Options{ConfigFile: cfg})
-	if code != ExitConfig || !strings.Contains(errOut, "tokenprobe.yaml:8:5: profiles[0].load: 500 streams at once need about 564 open files, and this process may open 256: raise the limit (ulimit -n 1024") ||
+	if code != ExitConfig || !strings.Contains(errOut, "tokenprobe.yaml:8:5: profiles[0].load: 500 streams at once need about 1064 open files (two a stream: the simulator serves them in this process), and this process may open 256: raise the limit (ulimit -n 2048") ||
 		strings.Contains(out, "Running profile") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}

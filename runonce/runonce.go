@@ -102,7 +102,7 @@ func Run(ctx context.Context, o Options) int {
 		fmt.Fprintf(o.Progress, "%s: %v\n", o.ConfigFile, err)
 		return ExitConfig
 	}
-	if err := setup.CheckOpenFiles(cfg, profiles, setup.OpenFileLimit()); err != nil {
+	if err := setup.CheckOpenFiles(cfg, profiles, setup.OpenFileLimit(), max(o.ShardCount, 1)); err != nil {
 		if o.Config != nil {
 			err = FlagErrors(err) // a run from flags: name them
 		}

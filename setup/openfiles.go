@@ -33,13 +33,16 @@ func StreamsOf(p *config.Profile) int {
 // CheckOpenFiles refuses profiles whose streams cannot all be open at
 // once under this process's open-file limit (Go raises the soft limit to
 // the hard one at start, so this is the hard limit): better said before
-// the run than as thousands of connect errors in it. limit 0 checks
-// nothing.
-func CheckOpenFiles(cfg *config.Config, profiles []*config.Profile, limit uint64) error {
+// the run than as thousands of connect errors in it. shares is how many
+// processes divide each profile's load (a study's shards, or `tokenprobe
+// run --processes`): this process holds its share. A stream to a
+// `simulator:` endpoint costs two descriptors, as the simulator serves it
+// in this process. limit 0 checks nothing.
+func CheckOpenFiles(cfg *config.Config, profiles []*config.Profile, limit uint64, shares int) error {
 	var errs config.Errors
 	for _, p := range profiles {
-		need := StreamsOf(p)
-		if need == 0 || uint64(need+fileHeadroom) <= limit {
+		need, files := FilesOf(cfg, p, shares)
+		if limit == 0 || need == 0 || uint64(files) <= limit {
 			continue
 		}
 		i := 0
@@ -48,14 +51,61 @@ func CheckOpenFiles(cfg *config.Config, profiles []*config.Profile, limit uint64
 				i = j
 			}
 		}
-		errs = append(errs, cfg.Errorf(fmt.Sprintf("profiles[%d].load", i),
-			"%d streams at once need about %d open files, and this process may open %d: raise the limit (ulimit -n %d in the shell, LimitNOFILE=%d in a systemd unit, or the container runtime's nofile ulimit) and run again",
-			need, need+fileHeadroom, limit, roundUp(need+fileHeadroom), roundUp(need+fileHeadroom)))
+		what := fmt.Sprintf("%d streams at once", need)
+		if shares > 1 {
+			what = fmt.Sprintf("%d streams at once (this process's share of %d)", need, StreamsOf(p))
+		}
+		both := ""
+		if files > need+fileHeadroom {
+			both = " (two a stream: the simulator serves them in this process)"
+		}
+		how := fmt.Sprintf("raise the limit (ulimit -n %d in the shell, LimitNOFILE=%d in a systemd unit, or the container runtime's nofile ulimit) and run again",
+			roundUp(files), roundUp(files))
+		if shares == 1 && limit > 2*fileHeadroom {
+			how += fmt.Sprintf(", or spread them over processes (tokenprobe run --processes %d)", ProcessesFor(cfg, []*config.Profile{p}, limit))
+		}
+		errs = append(errs, cfg.Errorf(fmt.Sprintf("profiles[%d].load", i), "%s need about %d open files%s, and this process may open %d: %s", what, files, both, limit, how))
 	}
 	if len(errs) == 0 {
 		return nil
 	}
 	return errs
+}
+
+// FilesOf is the streams one of shares processes holds open for p (its
+// share of StreamsOf, rounded up) and the open files they need.
+func FilesOf(cfg *config.Config, p *config.Profile, shares int) (streams, files int) {
+	streams = StreamsOf(p)
+	if shares > 1 {
+		streams = (streams + shares - 1) / shares
+	}
+	per := 1
+	for _, name := range p.Endpoints {
+		if e := cfg.Endpoint(name); e != nil && e.Simulator != nil {
+			per = 2
+		}
+	}
+	return streams, per*streams + fileHeadroom
+}
+
+// ProcessesFor is the fewest processes whose shares of every profile fit
+// the open-file limit: what `tokenprobe run --processes auto` starts. 1
+// where one process holds them, or where the limit is unknown (0).
+func ProcessesFor(cfg *config.Config, profiles []*config.Profile, limit uint64) int {
+	n := 1
+	if limit <= 2*fileHeadroom {
+		return n
+	}
+	for _, p := range profiles {
+		for {
+			_, files := FilesOf(cfg, p, n)
+			if uint64(files) <= limit {
+				break
+			}
+			n++
+		}
+	}
+	return n
 }
 
 // roundUp is n rounded up to a power of two, the usual ulimit values.
