@@ -84,28 +84,11 @@ func Run(ctx context.Context, o Options) int {
 	if o.Grace <= 0 {
 		o.Grace = DefaultGrace
 	}
-	var cfg *config.Config
-	var err error
-	if o.Config != nil {
-		if cfg, err = setup.Parse(o.ConfigFile, o.Config); err != nil {
-			err = FlagErrors(err)
-		}
-	} else {
-		cfg, err = setup.LoadFile(o.ConfigFile)
+	cfg, profiles, err := load(o)
+	if err == nil {
+		err = checkOpenFiles(o, cfg, profiles, max(o.ShardCount, 1))
 	}
 	if err != nil {
-		fmt.Fprintln(o.Progress, err)
-		return ExitConfig
-	}
-	profiles, err := selectProfiles(cfg, o.Profiles)
-	if err != nil {
-		fmt.Fprintf(o.Progress, "%s: %v\n", o.ConfigFile, err)
-		return ExitConfig
-	}
-	if err := setup.CheckOpenFiles(cfg, profiles, setup.OpenFileLimit(), max(o.ShardCount, 1)); err != nil {
-		if o.Config != nil {
-			err = FlagErrors(err) // a run from flags: name them
-		}
 		fmt.Fprintln(o.Progress, err)
 		return ExitConfig
 	}
@@ -229,6 +212,53 @@ func Run(ctx context.Context, o Options) int {
 		fmt.Fprintf(o.Progress, "tokenprobe run: interrupted%s (exit %d)\n", where, ExitRuntime)
 	}
 	return code
+}
+
+// load reads o's configuration and the profiles it selects.
+func load(o Options) (*config.Config, []*config.Profile, error) {
+	var cfg *config.Config
+	var err error
+	if o.Config != nil {
+		if cfg, err = setup.Parse(o.ConfigFile, o.Config); err != nil {
+			err = FlagErrors(err)
+		}
+	} else {
+		cfg, err = setup.LoadFile(o.ConfigFile)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	profiles, err := selectProfiles(cfg, o.Profiles)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", o.ConfigFile, err)
+	}
+	return cfg, profiles, nil
+}
+
+// checkOpenFiles is setup.CheckOpenFiles under this process's limit, its
+// errors naming the flags of a run from flags.
+func checkOpenFiles(o Options, cfg *config.Config, profiles []*config.Profile, shares int) error {
+	err := setup.CheckOpenFiles(cfg, profiles, setup.OpenFileLimit(), shares)
+	if err != nil && o.Config != nil {
+		err = FlagErrors(err)
+	}
+	return err
+}
+
+// Processes checks o as Run would before it sends anything, for a run
+// divided over n processes of this host (`tokenprobe run --processes`),
+// each under this process's open-file limit; n 0 asks for the fewest that
+// hold every selected profile's streams (--processes auto). It returns
+// the number of processes; an error is what Run would refuse o with.
+func Processes(o Options, n int) (int, error) {
+	cfg, profiles, err := load(o)
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		n = setup.ProcessesFor(cfg, profiles, setup.OpenFileLimit())
+	}
+	return n, checkOpenFiles(o, cfg, profiles, n)
 }
 
 // newRunDir makes an invocation's own folder under parent, named for its

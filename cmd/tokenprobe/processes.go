@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/merge"
+	"github.com/tokenprobe/tokenprobe/report"
+	"github.com/tokenprobe/tokenprobe/rundir"
+	"github.com/tokenprobe/tokenprobe/runonce"
+)
+
+// processesStartDelay is how long after it starts its processes a run in
+// several (with no --start-at) has them all start sending: time for each
+// to read its configuration and open its endpoints.
+const processesStartDelay = 5 * time.Second
+
+// parseProcesses reads --processes: a count, or "auto" (0).
+func parseProcesses(v string) (int, error) {
+	if v == "auto" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("--processes: %q is neither a count of processes nor auto", v)
+	}
+	return n, nil
+}
+
+// flagsOfTheWhole are the flags of `tokenprobe run` that the parent of a
+// run in several processes answers for: each child gets its own share,
+// start time and artifacts folder instead.
+var flagsOfTheWhole = map[string]bool{
+	"processes": true, "shard.count": true, "shard.index": true, "start-at": true,
+	"artifacts-dir": true, "artifact-dir": true,
+}
+
+// childArgs is args (a `tokenprobe run` command line) without the flags
+// of the whole, in either spelling (--flag value, --flag=value).
+func childArgs(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		name, _, hasValue := strings.Cut(strings.TrimPrefix(args[i], "--"), "=")
+		if strings.HasPrefix(args[i], "--") && flagsOfTheWhole[name] {
+			if !hasValue {
+				i++ // the value is the next argument
+			}
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
+}
+
+// runInProcesses is `tokenprobe run --processes N`: the run divided over
+// N processes of this host, each one shard of a study (--shard.index I
+// --shard.count N, one --start-at), so that together they hold more
+// streams than one process's open-file limit allows; their artifacts are
+// then merged (tokenprobe merge) into the artifacts of one run, and the
+// merged report printed. n 0 is --processes auto.
+func runInProcesses(ctx context.Context, args []string, n int, o runonce.Options) int {
+	if o.ShardCount > 1 {
+		fmt.Fprintln(os.Stderr, "tokenprobe run: --processes divides a run over this host's processes; a shard of a study (--shard.count) is divided already: give one or the other")
+		return runonce.ExitConfig
+	}
+	if o.AIPerf {
+		fmt.Fprintln(os.Stderr, "tokenprobe run: --export-aiperf is not written for a run in several processes (tokenprobe merge does not write AIPerf's layout)")
+		return runonce.ExitConfig
+	}
+	n, err := runonce.Processes(o, n)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return runonce.ExitConfig
+	}
+	if n == 1 { // auto, and one process holds the run
+		return runonce.Run(ctx, o)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tokenprobe run: --processes: cannot find this program to start it again:", err)
+		return runonce.ExitRuntime
+	}
+	start := o.StartAt
+	if start.IsZero() {
+		start = time.Now().Add(processesStartDelay)
+	}
+	// The shards' artifacts go beside the merged run's, or into a
+	// temporary folder where no artifacts are kept.
+	parent := o.ArtifactsDir
+	if parent != "" {
+		if err := os.MkdirAll(parent, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
+			return runonce.ExitRuntime
+		}
+	}
+	shards, err := os.MkdirTemp(parent, ".processes-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
+		return runonce.ExitRuntime
+	}
+	fmt.Fprintf(os.Stderr, "Running in %d processes, each with its share of the load, from %s...\n", n, start.Format(time.RFC3339Nano))
+	codes := make([]int, n)
+	var wg sync.WaitGroup
+	var stderr sync.Mutex
+	base := childArgs(args)
+	for i := range n {
+		dir := filepath.Join(shards, strconv.Itoa(i))
+		cmd := exec.Command(exe, append(base[:len(base):len(base)],
+			"--shard.count", strconv.Itoa(n), "--shard.index", strconv.Itoa(i),
+			"--start-at", start.Format(time.RFC3339Nano), "--artifacts-dir", dir)...)
+		// The shard's own report goes to a file; its progress and errors
+		// to this stderr, each line naming the process.
+		out, err := os.Create(dir + ".txt")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
+			return runonce.ExitRuntime
+		}
+		defer out.Close()
+		cmd.Stdout = out
+		pipe, err := cmd.StderrPipe()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
+			return runonce.ExitRuntime
+		}
+		// Its own process group: a terminal's interrupt reaches this
+		// process alone, which passes it on once (a second would quit
+		// the shard at once, losing its artifacts).
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "tokenprobe run: starting process", i, err)
+			return runonce.ExitRuntime
+		}
+		stop := context.AfterFunc(ctx, func() { _ = cmd.Process.Signal(os.Interrupt) })
+		wg.Go(func() {
+			defer stop()
+			prefixLines(pipe, os.Stderr, &stderr, fmt.Sprintf("process %d/%d: ", i+1, n))
+			codes[i] = exitCode(cmd.Wait())
+		})
+	}
+	wg.Wait()
+	code := runonce.ExitOK
+	for _, c := range codes {
+		code = worse(code, c)
+	}
+	if code == runonce.ExitConfig {
+		fmt.Fprintf(os.Stderr, "tokenprobe run: a process refused the run; its shard's artifacts are in %s\n", shards)
+		return code
+	}
+	var runs []*merge.Run
+	for i := range n {
+		rs, err := merge.Load(filepath.Join(shards, strconv.Itoa(i)))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "tokenprobe run: process %d/%d left no run to merge (%v); the shards' artifacts are in %s\n", i+1, n, err, shards)
+			return runonce.ExitRuntime
+		}
+		runs = append(runs, rs...)
+	}
+	ms := merge.Merge(runs)
+	for _, m := range ms {
+		printMerged(os.Stdout, m)
+		switch {
+		case m.Summary.Interrupted:
+			code = worse(code, runonce.ExitRuntime)
+		case !m.Summary.Passed:
+			code = worse(code, runonce.ExitSLOFailed)
+		}
+	}
+	if o.ArtifactsDir != "" {
+		dir, err := rundir.NewDir(o.ArtifactsDir, time.Now().Format("20060102-150405"))
+		if err == nil {
+			err = merge.Write(dir, ms, time.Now())
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "tokenprobe run: writing the merged artifacts: %v; the shards' are in %s\n", err, shards)
+			return runonce.ExitRuntime
+		}
+		fmt.Printf("Artifacts: %s\n", dir)
+	}
+	// Merged, the shards' artifacts are a copy of what was written.
+	if err := os.RemoveAll(shards); err != nil {
+		fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
+	}
+	return code
+}
+
+// printMerged prints one profile's merged report as `tokenprobe merge`
+// does, with a warning when its shards did not start together.
+func printMerged(w io.Writer, m merge.Merged) {
+	fmt.Fprintf(w, "%s: %d shards, %d requests\n", merge.Key(&m.Summary), len(m.Shards), m.Summary.Requests)
+	if m.StartSpread > merge.MaxStartSpread {
+		fmt.Fprintf(w, "warning: the shards' first requests were %s apart (more than %s): they did not load the endpoint at once, and the joined figures mix unequal loads; give every shard the same --start-at\n",
+			m.StartSpread.Round(time.Millisecond), merge.MaxStartSpread)
+	}
+	report.Text(w, &m.Summary, m.Summary.LevelName)
+	fmt.Fprintln(w)
+}
+
+// prefixLines copies r to w a line at a time, each line after prefix.
+func prefixLines(r io.Reader, w io.Writer, mu *sync.Mutex, prefix string) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), 1<<20)
+	for sc.Scan() {
+		mu.Lock()
+		fmt.Fprintf(w, "%s%s\n", prefix, sc.Bytes())
+		mu.Unlock()
+	}
+	_, _ = io.Copy(io.Discard, r) // a line past the buffer: drain, or the child blocks
+}
+
+// exitCode is a finished child's exit code; one killed by a signal, or
+// that could not be waited for, failed at run time.
+func exitCode(err error) int {
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return runonce.ExitOK
+	case errors.As(err, &exit) && exit.ExitCode() > 0:
+		return exit.ExitCode()
+	}
+	return runonce.ExitRuntime
+}
+
+// worse is the exit code that outranks: a refused configuration, then a
+// broken run, then a missed SLO.
+func worse(a, b int) int {
+	rank := func(c int) int {
+		switch c {
+		case runonce.ExitOK:
+			return 0
+		case runonce.ExitSLOFailed:
+			return 1
+		case runonce.ExitRuntime:
+			return 2
+		}
+		return 3
+	}
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
+}
