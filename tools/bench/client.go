@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"strconv"
 	"sync"
@@ -58,6 +59,14 @@ type Load struct {
 	Interval time.Duration
 	// OTLP is the collector the OTLP kinds push to.
 	OTLP string
+	// Source, when set, is the local address of the client's connections:
+	// one destination takes about 28,000 connections from one source
+	// address (the ephemeral ports), so the processes of a level past that
+	// each use their own (any 127.x address reaches a loopback server).
+	Source string `json:",omitempty"`
+	// Settle is how long after the load starts its streams are taken to
+	// be open (0: settleTime's default); the chunks before are startup.
+	Settle time.Duration `json:",omitempty"`
 }
 
 // openStreams is how many streams an open loop holds on average (Little's
@@ -101,6 +110,9 @@ type ClientResult struct {
 	// TimingError is receive stamp minus the simulator's send stamp, per
 	// content chunk (tokenprobe only).
 	TimingError *Quantiles `json:"timing_error,omitempty"`
+	// Timing is TimingError's histogram, by which the harness adds up
+	// the timing of a level measured in several processes.
+	Timing *HistogramData `json:"timing_histogram,omitempty"`
 	// StartupTimingError is the same for the chunks sent while the
 	// streams were still being opened (settleTime), kept apart because a
 	// thousand connections opening at once say nothing of steady timing.
@@ -148,7 +160,11 @@ func runTokenprobe(ctx context.Context, kind string, l Load, ready func()) (Clie
 			sample = v
 		}
 	}
-	c := client.New(client.Options{NetHTTP: os.Getenv("TOKENPROBE_BENCH_NET_HTTP") == "1", TraceSample: sample, OnChunk: func(data []byte, at time.Time) {
+	var sources []net.IP
+	if l.Source != "" {
+		sources = []net.IP{net.ParseIP(l.Source)}
+	}
+	c := client.New(client.Options{NetHTTP: os.Getenv("TOKENPROBE_BENCH_NET_HTTP") == "1", TraceSample: sample, SourceAddrs: sources, OnChunk: func(data []byte, at time.Time) {
 		chunks.Add(1)
 		sent, ok := sim.StampOf(data)
 		switch {
@@ -218,7 +234,7 @@ func runTokenprobe(ctx context.Context, kind string, l Load, ready func()) (Clie
 	}
 	res := ClientResult{
 		Kind: kind, Requests: int64(sum.Requests), Errors: int64(sum.Errors), Chunks: chunks.Load(),
-		Seconds: secs, PeakInFlight: peak.Load(), TimingError: quantilesOf(timing), StartupTimingError: quantilesOf(startup),
+		Seconds: secs, PeakInFlight: peak.Load(), TimingError: quantilesOf(timing), Timing: timing.Data(), StartupTimingError: quantilesOf(startup),
 	}
 	if l.Streams <= 0 {
 		res.DispatchLag, res.SchedWait = quantilesOf(lag.h), wait
@@ -234,7 +250,12 @@ func (c *atomicCounter) Inc() { c.Add(1) }
 
 // settleTime is how long after the load starts the streams are taken to
 // be open: a fifth of the load, at most 3 s.
-func settleTime(l Load) time.Duration { return min(l.Duration/5, 3*time.Second) }
+func settleTime(l Load) time.Duration {
+	if l.Settle > 0 {
+		return l.Settle
+	}
+	return min(l.Duration/5, 3*time.Second)
+}
 
 type lagSink struct{ h *Histogram }
 

@@ -31,6 +31,9 @@ func runFloor(ctx context.Context, l Load, ready func()) (ClientResult, error) {
 	req := []byte(fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
 		u.EscapedPath(), u.Host, len(body), body))
 	f := &floor{addr: u.Host, req: req}
+	if l.Source != "" {
+		f.dialer.LocalAddr = &net.TCPAddr{IP: net.ParseIP(l.Source)}
+	}
 	var requests, errs, events, inFlight, peak atomic.Int64
 	one := func() {
 		if n := inFlight.Add(1); n > peak.Load() {
@@ -88,10 +91,11 @@ func runFloor(ctx context.Context, l Load, ready func()) (ClientResult, error) {
 
 // floor holds the floor client's idle connections.
 type floor struct {
-	addr string
-	req  []byte
-	mu   sync.Mutex
-	idle []*floorConn
+	addr   string
+	dialer net.Dialer
+	req    []byte
+	mu     sync.Mutex
+	idle   []*floorConn
 }
 
 type floorConn struct {
@@ -108,7 +112,7 @@ func (f *floor) get() (*floorConn, error) {
 		return fc, nil
 	}
 	f.mu.Unlock()
-	c, err := net.Dial("tcp", f.addr)
+	c, err := f.dialer.Dial("tcp", f.addr)
 	if err != nil {
 		return nil, err
 	}

@@ -66,6 +66,9 @@ type Options struct {
 	// (`--sched.slice`; 0, the kernel's, by default as in the daemon); the
 	// floor client, k6 and the simulator always run with the kernel's.
 	SchedSlice time.Duration
+	// Wide are the levels of tens of thousands of streams, in several
+	// processes, after the others.
+	Wide WideOptions
 	// Replay is the trace replay of issue 3's bar, after the levels.
 	Replay ReplayOptions
 	// ModuleDir, when set, is where the Go benchmark of per-chunk parsing
@@ -91,6 +94,14 @@ type Measurement struct {
 	// during the level (the OTLP kinds).
 	OTLPMetricBytes int64 `json:"otlp_metric_bytes,omitempty"`
 	OTLPTraceBytes  int64 `json:"otlp_trace_bytes,omitempty"`
+	// Processes is how many client processes shared the level (0: one).
+	Processes int `json:"processes,omitempty"`
+	// Simulators is how many simulator processes served it, on one shared
+	// port (0: the harness's one).
+	Simulators int `json:"simulators,omitempty"`
+	// BusyPercent is how much of the machine's CPU time its processes
+	// used during the level (all of them: clients, simulators, others).
+	BusyPercent float64 `json:"machine_busy_percent"`
 	// Disturbance is the machine's CPU steal during the level.
 	Disturbance
 }
@@ -109,6 +120,24 @@ func (m Measurement) CPUPerMillionChunks() float64 {
 		return 0
 	}
 	return m.CPUSeconds / float64(m.Client.Chunks) * 1e6
+}
+
+// ChunksPerCoreSecond is the content chunks one core of the client's
+// CPU time read.
+func (m Measurement) ChunksPerCoreSecond() float64 {
+	if m.CPUSeconds <= 0 {
+		return 0
+	}
+	return float64(m.Client.Chunks) / m.CPUSeconds
+}
+
+// StreamsPerCore is how many of the level's streams one core would hold:
+// the streams over the cores the client kept busy.
+func (m Measurement) StreamsPerCore() float64 {
+	if m.CPUSeconds <= 0 || m.Client.Seconds <= 0 {
+		return 0
+	}
+	return float64(m.Client.PeakInFlight) / (m.CPUSeconds / m.Client.Seconds)
 }
 
 // RSSPerStream is the memory each open stream added: peak minus idle RSS
@@ -146,7 +175,10 @@ type Report struct {
 	Duration   time.Duration `json:"duration_ns"`
 	K6         string        `json:"k6,omitempty"`
 	Results    []Measurement `json:"results"`
-	Replays    []Replay      `json:"replays,omitempty"`
+	// Wide are the levels of many streams (WideOptions), WideLoad how.
+	Wide     []Measurement `json:"wide,omitempty"`
+	WideLoad WideOptions   `json:"wide_load"`
+	Replays  []Replay      `json:"replays,omitempty"`
 	// SchedSlice is Options.SchedSlice.
 	SchedSlice time.Duration `json:"sched_slice_ns"`
 	// ReplayTrace is the trace file the replays read.
@@ -164,7 +196,7 @@ type Report struct {
 // the harness goes on: a figure that misses is reported, not hidden.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	rep := &Report{Date: time.Now().UTC(), Machine: Machine(), Interval: o.Interval, Tokens: o.Tokens, RateTokens: o.RateTokens, Duration: o.Duration,
-		RetrySteal: o.RetrySteal, SchedSlice: o.SchedSlice}
+		RetrySteal: o.RetrySteal, SchedSlice: o.SchedSlice, WideLoad: o.Wide}
 	rep.Go = goVersion()
 	if o.K6 != "" {
 		rep.K6 = k6Version(o.K6)
@@ -210,7 +242,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				simAfter, _ := cpuOf(sim.cmd.Process.Pid)
 				metricsAfter, tracesAfter := collector.received()
 				m.OTLPMetricBytes, m.OTLPTraceBytes = metricsAfter-metricsBefore, tracesAfter-tracesBefore
-				m.StealPercent = levelSteal.Percent()
+				m.StealPercent, m.BusyPercent = levelSteal.Percent(), levelSteal.BusyPercent()
 				m.SimCPUSeconds = (simAfter - simBefore).Seconds()
 				return m, err
 			}
@@ -232,6 +264,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			// Let the simulator's closed connections and the kernel settle.
 			time.Sleep(time.Second)
 		}
+	}
+	if len(o.Wide.Streams) > 0 && ctx.Err() == nil {
+		runWide(ctx, o, rep)
 	}
 	if o.Replay.Trace != "" && ctx.Err() == nil {
 		progress := func(format string, args ...any) { fmt.Fprintf(o.Progress, format+"\n", args...) }
@@ -269,46 +304,114 @@ func measure(ctx context.Context, o Options, kind string, l Load) (Measurement, 
 	if kind == KindK6 {
 		return measureK6(ctx, o.K6, l)
 	}
-	args := []string{"client", "--kind", kind, "--url", l.URL, "--duration", l.Duration.String(), "--tokens", strconv.Itoa(l.Tokens)}
-	if isTokenprobe(kind) {
-		args = append(args, "--sched.slice", o.SchedSlice.String())
+	return measureProcesses(ctx, o, kind, l, 1)
+}
+
+// measureProcesses runs a level's streams in n client processes, the
+// streams divided among them and, for n > 1, each process with its own
+// source address (Load.Source); the measurement is their sum: CPU, RSS
+// (each process's peak, added), requests and chunks, and the timing error
+// of their histograms added up.
+func measureProcesses(ctx context.Context, o Options, kind string, l Load, n int) (Measurement, error) {
+	type proc struct {
+		cmd       *exec.Cmd
+		rss       *rssSampler
+		idle      int64
+		last      string
+		scanned   chan struct{}
+		load      Load
+		waitError error
 	}
-	if l.OTLP != "" {
-		args = append(args, "--otlp", l.OTLP)
-	}
-	if l.Streams > 0 {
-		args = append(args, "--streams", strconv.Itoa(l.Streams))
-	} else {
-		args = append(args, "--rate", strconv.FormatFloat(l.Rate, 'f', -1, 64))
-	}
-	cmd := exec.CommandContext(ctx, o.Self, args...)
-	cmd.Stderr = o.Progress
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return Measurement{}, err
-	}
-	if err := cmd.Start(); err != nil {
-		return Measurement{}, err
-	}
-	rss := sampleRSS(cmd.Process.Pid)
-	m := Measurement{Load: l}
-	var last string
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		last = sc.Text()
-		if last == readyLine {
-			m.IdleRSS, _ = rssOf(cmd.Process.Pid)
+	procs := make([]*proc, n)
+	for i := range n {
+		pl := l
+		if n > 1 {
+			pl.Streams = l.Streams/n + boolInt(i < l.Streams%n)
+			pl.Source = fmt.Sprintf("127.0.0.%d", i+1)
 		}
+		args := []string{"client", "--kind", kind, "--url", pl.URL, "--duration", pl.Duration.String(), "--tokens", strconv.Itoa(pl.Tokens)}
+		if isTokenprobe(kind) {
+			args = append(args, "--sched.slice", o.SchedSlice.String())
+		}
+		if pl.OTLP != "" {
+			args = append(args, "--otlp", pl.OTLP)
+		}
+		if pl.Source != "" {
+			args = append(args, "--source", pl.Source)
+		}
+		if pl.Settle > 0 {
+			args = append(args, "--settle", pl.Settle.String())
+		}
+		if pl.Streams > 0 {
+			args = append(args, "--streams", strconv.Itoa(pl.Streams))
+		} else {
+			args = append(args, "--rate", strconv.FormatFloat(pl.Rate, 'f', -1, 64))
+		}
+		cmd := exec.CommandContext(ctx, o.Self, args...)
+		cmd.Stderr = o.Progress
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			return Measurement{}, err
+		}
+		if err := cmd.Start(); err != nil {
+			return Measurement{}, err
+		}
+		p := &proc{cmd: cmd, rss: sampleRSS(cmd.Process.Pid), scanned: make(chan struct{}), load: pl}
+		procs[i] = p
+		go func() {
+			defer close(p.scanned)
+			sc := bufio.NewScanner(out)
+			sc.Buffer(make([]byte, 64<<10), 16<<20) // the result's histogram is one long line
+			for sc.Scan() {
+				p.last = sc.Text()
+				if p.last == readyLine {
+					p.idle, _ = rssOf(cmd.Process.Pid)
+				}
+			}
+		}()
 	}
-	m.PeakRSS = rss.Stop()
-	if err := cmd.Wait(); err != nil {
-		return m, fmt.Errorf("%s client: %w", kind, err)
+	m := Measurement{Load: l, Processes: n}
+	timing := NewHistogram()
+	var errs []error
+	for i, p := range procs {
+		<-p.scanned
+		m.PeakRSS += p.rss.Stop()
+		m.IdleRSS += p.idle
+		if err := p.cmd.Wait(); err != nil {
+			errs = append(errs, fmt.Errorf("%s client %d of %d: %w", kind, i+1, n, err))
+			continue
+		}
+		m.CPUSeconds += rusageCPU(p.cmd.ProcessState.SysUsage().(*syscall.Rusage)).Seconds()
+		var c ClientResult
+		if err := json.Unmarshal([]byte(p.last), &c); err != nil {
+			errs = append(errs, fmt.Errorf("%s client printed %.200q: %w", kind, p.last, err))
+			continue
+		}
+		if n == 1 {
+			m.Client = c
+			break
+		}
+		m.Client.Kind = c.Kind
+		m.Client.Requests += c.Requests
+		m.Client.Errors += c.Errors
+		m.Client.Chunks += c.Chunks
+		m.Client.PeakInFlight += c.PeakInFlight // each process's peak: their sum is at most the whole's
+		m.Client.Dropped += c.Dropped
+		m.Client.Seconds = max(m.Client.Seconds, c.Seconds)
+		timing.Add(c.Timing)
 	}
-	m.CPUSeconds = rusageCPU(cmd.ProcessState.SysUsage().(*syscall.Rusage)).Seconds()
-	if err := json.Unmarshal([]byte(last), &m.Client); err != nil {
-		return m, fmt.Errorf("%s client printed %q: %w", kind, last, err)
+	if n > 1 {
+		m.Client.TimingError = quantilesOf(timing)
 	}
-	return m, nil
+	m.Client.Timing = nil // in the JSON of each process, not of the report
+	return m, errors.Join(errs...)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // readyLine is what a client process prints when its load is about to start.
@@ -353,12 +456,20 @@ func startSimulator(ctx context.Context, tokenprobe string, stderr io.Writer, ar
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, tokenprobe, append([]string{"sim", "--listen", "127.0.0.1:" + port, "--log.level", "warn"}, args...)...)
+	return startSimulatorAt(ctx, tokenprobe, stderr, "127.0.0.1:"+port, args...)
+}
+
+// startSimulatorAt starts `tokenprobe sim` with args on addr. With
+// --reuse-port, several share addr: the health check may be answered by
+// one started before, but the kernel hands connections only to listening
+// simulators, so none is lost to one still starting.
+func startSimulatorAt(ctx context.Context, tokenprobe string, stderr io.Writer, addr string, args ...string) (*simulator, error) {
+	cmd := exec.CommandContext(ctx, tokenprobe, append([]string{"sim", "--listen", addr, "--log.level", "warn"}, args...)...)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the simulator: %w", err)
 	}
-	s := &simulator{cmd: cmd, base: "http://127.0.0.1:" + port}
+	s := &simulator{cmd: cmd, base: "http://" + addr}
 	if err := waitHealthy(ctx, s.base+"/health"); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("the simulator did not come up: %w", err)

@@ -43,6 +43,9 @@ func TestHarnessEndToEnd(t *testing.T) {
 		Clients: []string{KindFloor, KindTokenprobe, KindOTLP, KindTraced}, Streams: []int{5, 20}, Rates: []float64{40},
 		Duration: time.Second, Interval: 20 * time.Millisecond, Tokens: 10, RateTokens: 3, Progress: &progress,
 		Replay: replay, SchedSlice: 100 * time.Microsecond,
+		// A wide level at a toy scale: 30 streams, 16 a process, so two
+		// client processes against two simulators on one shared port.
+		Wide: WideOptions{Streams: []int{30}, Interval: 20 * time.Millisecond, Tokens: 60, Duration: time.Second, Settle: 200 * time.Millisecond, PerProcess: 16},
 	})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, progress.String())
@@ -72,7 +75,22 @@ func TestHarnessEndToEnd(t *testing.T) {
 			t.Errorf("%s: no dispatch lag for an open loop", m.Load)
 		}
 	}
-	wantMD := []string{"| 20 | tokenprobe |", "| 40 | floor |", "| 20 | tokenprobe-traced |", "issue 31: tracing on (a span per request over OTLP) costs within 5% CPU per chunk of tracing off, at 20 streams", "vs floor", "1.00x", "Where tokenprobe's dispatch lag was spent: at 40 req/s its goroutines waited runnable"}
+	if len(rep.Wide) != 2 {
+		t.Fatalf("%d wide results, want the floor's and tokenprobe's\n%s", len(rep.Wide), progress.String())
+	}
+	for _, m := range rep.Wide {
+		// Every stream's one answer (60 chunks, 1.2 s) outlasts the load.
+		if m.Processes != 2 || m.Simulators != 2 || m.Client.Requests != 30 || m.Client.Errors != 0 || m.Client.Chunks != 30*60 || m.Client.PeakInFlight != 30 {
+			t.Errorf("wide, %s: %d processes, %d simulators, %+v: want 2, 2, 30 requests of 60 chunks, none failed", m.Client.Kind, m.Processes, m.Simulators, m.Client)
+		}
+		if m.CPUSeconds <= 0 || m.IdleRSS <= 0 || m.PeakRSS < m.IdleRSS || m.SimCPUSeconds <= 0 || m.BusyPercent <= 0 {
+			t.Errorf("wide, %s: CPU %v s, RSS idle %d peak %d, simulators' CPU %v s, machine busy %v%%", m.Client.Kind, m.CPUSeconds, m.IdleRSS, m.PeakRSS, m.SimCPUSeconds, m.BusyPercent)
+		}
+		if m.Client.Kind == KindTokenprobe && (m.Client.TimingError == nil || m.Client.Timing != nil) {
+			t.Errorf("wide, tokenprobe: timing error %+v (its processes' histograms added up, and not kept in the report: %v)", m.Client.TimingError, m.Client.Timing != nil)
+		}
+	}
+	wantMD := []string{"| 30 | tokenprobe | 2 (2) |", "### Many streams, in several processes", "| 20 | tokenprobe |", "| 40 | floor |", "| 20 | tokenprobe-traced |", "issue 31: tracing on (a span per request over OTLP) costs within 5% CPU per chunk of tracing off, at 20 streams", "vs floor", "1.00x", "Where tokenprobe's dispatch lag was spent: at 40 req/s its goroutines waited runnable"}
 	if replay.Trace != "" {
 		if len(rep.Replays) != 1 {
 			t.Fatalf("%d replays, want 1\n%s", len(rep.Replays), progress.String())

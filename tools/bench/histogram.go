@@ -115,3 +115,46 @@ func (h *Histogram) Quantile(q float64) time.Duration {
 	}
 	return h.Max()
 }
+
+// HistogramData is a histogram's counts, its non-empty buckets by index,
+// as a client process reports them so that the harness can add up the
+// histograms of a level's several processes (Add) and read quantiles of
+// the whole, never of one process.
+type HistogramData struct {
+	Counts map[int]uint64 `json:"counts"`
+	Min    int64          `json:"min_ns"`
+	Max    int64          `json:"max_ns"`
+}
+
+// Data is h's counts.
+func (h *Histogram) Data() *HistogramData {
+	if h.Count() == 0 {
+		return nil
+	}
+	d := &HistogramData{Counts: map[int]uint64{}, Min: h.min.Load(), Max: h.max.Load()}
+	for i := range h.buckets {
+		if n := h.buckets[i].Load(); n > 0 {
+			d.Counts[i] = n
+		}
+	}
+	return d
+}
+
+// Add adds another histogram's counts to h; nil adds nothing.
+func (h *Histogram) Add(d *HistogramData) {
+	if d == nil {
+		return
+	}
+	for i, n := range d.Counts {
+		if i >= 0 && i < len(h.buckets) {
+			h.buckets[i].Add(n)
+			h.count.Add(n)
+		}
+	}
+	if d.Max > h.max.Load() {
+		h.max.Store(d.Max)
+	}
+	if d.Min < h.min.Load() {
+		h.min.Store(d.Min)
+	}
+}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -53,5 +54,46 @@ func TestHistogramEdges(t *testing.T) {
 	}
 	if got := h.Quantile(0.5); got != time.Millisecond {
 		t.Errorf("q0.5 = %v, want 1ms (the upper edge of 999us's bucket)", got)
+	}
+}
+
+// A level measured in several processes reads its quantiles from their
+// histograms added up: the same as one histogram of every observation,
+// after a round trip through JSON as the client processes report them.
+func TestHistogramsAddUp(t *testing.T) {
+	whole, parts := NewHistogram(), []*Histogram{NewHistogram(), NewHistogram(), NewHistogram()}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range 30_000 {
+		// Each part its own distribution, so that no part alone is the whole.
+		d := time.Duration(rng.ExpFloat64() * float64(time.Duration(i%3+1)*time.Millisecond))
+		whole.Observe(d)
+		parts[i%3].Observe(d)
+	}
+	sum := NewHistogram()
+	for _, p := range parts {
+		b, err := json.Marshal(p.Data())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d HistogramData
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatal(err)
+		}
+		sum.Add(&d)
+	}
+	for _, q := range []float64{0.5, 0.99, 0.999} {
+		if sum.Quantile(q) != whole.Quantile(q) {
+			t.Errorf("q%v: added %v, whole %v", q, sum.Quantile(q), whole.Quantile(q))
+		}
+	}
+	if sum.Count() != whole.Count() || sum.Max() != whole.Max() || sum.Min() != whole.Min() {
+		t.Errorf("added: %d, %v..%v; whole: %d, %v..%v", sum.Count(), sum.Min(), sum.Max(), whole.Count(), whole.Min(), whole.Max())
+	}
+	if parts[0].Quantile(0.99) == whole.Quantile(0.99) {
+		t.Error("one part's p99 is the whole's: the test cannot tell adding from taking one")
+	}
+	sum.Add(nil)
+	if NewHistogram().Data() != nil {
+		t.Error("an empty histogram's data is not nil")
 	}
 }

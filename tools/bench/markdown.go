@@ -45,8 +45,15 @@ func quants(q *Quantiles) string {
 }
 
 func (r *Report) find(kind string, streams int, rate float64) *Measurement {
-	for i := range r.Results {
-		m := &r.Results[i]
+	return findIn(r.Results, kind, streams, rate)
+}
+
+func (r *Report) ratio(m *Measurement) string { return ratioIn(r.Results, m) }
+
+// findIn is the measurement of kind at a level among ms, or nil.
+func findIn(ms []Measurement, kind string, streams int, rate float64) *Measurement {
+	for i := range ms {
+		m := &ms[i]
 		if m.Client.Kind == kind && m.Load.Streams == streams && m.Load.Rate == rate {
 			return m
 		}
@@ -54,8 +61,9 @@ func (r *Report) find(kind string, streams int, rate float64) *Measurement {
 	return nil
 }
 
-func (r *Report) ratio(m *Measurement) string {
-	f := r.find(KindFloor, m.Load.Streams, m.Load.Rate)
+// ratioIn is m's CPU per chunk over the floor's at the same level of ms.
+func ratioIn(ms []Measurement, m *Measurement) string {
+	f := findIn(ms, KindFloor, m.Load.Streams, m.Load.Rate)
 	if f == nil || f.CPUPerMillionChunks() == 0 {
 		return "n/a"
 	}
@@ -148,6 +156,27 @@ func (r *Report) Markdown() string {
 		}
 		w("\n")
 	}
+	if len(r.Wide) > 0 {
+		wl := r.WideLoad
+		w("### Many streams, in several processes (closed loop)\n\n")
+		w("Past one process's open-file limit (%d here) a level's streams are held by several client processes, each from\n", openFileLimit())
+		w("its own source address, against as many simulators sharing one port (`tokenprobe sim --reuse-port`), as\n")
+		w("`tokenprobe run --processes` holds them; CPU and RSS are the sums over a client's processes, the timing error\n")
+		w("is read from their histograms added up. Each answer is %d chunks %s apart, longer than the %s of load, so every\n", wl.Tokens, wl.Interval, wl.Duration)
+		w("stream sends one request and the chunks come at %s per stream: a machine that is not saturated (its busy share in\n", wl.Interval)
+		w("the table: every process's CPU time over the machine's). Timing error counts the chunks sent after the first %s,\n", wl.Settle)
+		w("when the connections have opened. Chunks per core is chunks over the client's CPU seconds: the chunks one core of\n")
+		w("the client would read; streams per core, the streams one core would hold at this interval.\n\n")
+		w("| streams | client | processes (simulators) | chunks/s | chunks per core-second | streams per core | client CPU s per 1M chunks | vs floor | RSS per stream | timing error p50 / p99 / max | requests (errors) | simulator CPU s | machine busy | steal |\n")
+		w("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n")
+		for i := range r.Wide {
+			m := &r.Wide[i]
+			w("| %d | %s | %d (%d) | %.0f | %.0f | %.0f | %.2f | %s | %s | %s | %d (%d) | %.1f | %.0f%% | %s |\n", m.Load.Streams, m.Client.Kind, max(m.Processes, 1), m.Simulators,
+				m.ChunksPerSecond(), m.ChunksPerCoreSecond(), m.StreamsPerCore(), m.CPUPerMillionChunks(), ratioIn(r.Wide, m), kib(m.RSSPerStream()), quants(m.Client.TimingError),
+				m.Client.Requests, m.Client.Errors, m.SimCPUSeconds, m.BusyPercent, m.Disturbance.String())
+		}
+		w("\n")
+	}
 	var waits []string
 	for i := range r.Results {
 		if m := &r.Results[i]; m.Load.Streams <= 0 && m.Client.SchedWait != nil {
@@ -173,7 +202,7 @@ func (r *Report) Markdown() string {
 		w("\n")
 	}
 	if rows := r.Bars(); len(rows) > 0 {
-		w("### Against the bars of issues 10 and 3\n\n| bar | measured | |\n| --- | --- | --- |\n")
+		w("### Against the bars of issues 10, 3 and 34\n\n| bar | measured | |\n| --- | --- | --- |\n")
 		for _, row := range rows {
 			w("| %s | %s | %s |\n", row.Bar, row.Measured, row.Verdict)
 		}
@@ -240,6 +269,7 @@ func (r *Report) Bars() []BarRow {
 					on.Client.Dropped, off.Client.Dropped, stealNote(max(on.StealPercent, off.StealPercent))), verdict(x <= 1.05)})
 		}
 	}
+	rows = append(rows, r.wideBars()...)
 	if len(r.Replays) > 0 {
 		var lags []string
 		met := true
@@ -258,11 +288,49 @@ func (r *Report) Bars() []BarRow {
 	return rows
 }
 
+// wideBars are issue 34's bars, for the wide levels measured.
+func (r *Report) wideBars() []BarRow {
+	var rows []BarRow
+	busy := func(m *Measurement) string {
+		return fmt.Sprintf(", the machine %.0f%% busy%s", m.BusyPercent, stealNote(m.StealPercent))
+	}
+	if tp := findIn(r.Wide, KindTokenprobe, 10000, 0); tp != nil && tp.Client.TimingError != nil {
+		rows = append(rows, BarRow{fmt.Sprintf("issue 34: timing error p99 under 5 ms at 10,000 streams, the machine not saturated (%s between chunks)", r.WideLoad.Interval),
+			ms(tp.Client.TimingError.P99) + " ms" + busy(tp), verdict(tp.Client.TimingError.P99 < 5000)})
+	}
+	for _, n := range []int{25000, 50000} {
+		tp := findIn(r.Wide, KindTokenprobe, n, 0)
+		if tp == nil {
+			continue
+		}
+		rows = append(rows, BarRow{fmt.Sprintf("issue 34: %s streams from one host, no error", thousands(n)),
+			fmt.Sprintf("%d open at peak in %d processes, %d errors", tp.Client.PeakInFlight, max(tp.Processes, 1), tp.Client.Errors),
+			verdict(tp.Client.PeakInFlight >= int64(n) && tp.Client.Errors == 0)})
+		if n == 50000 {
+			rows = append(rows, BarRow{"issue 34: RSS per stream under 24 KiB at 50,000 streams", kib(tp.RSSPerStream()), verdict(tp.RSSPerStream() < 24<<10)})
+		}
+		if fl := findIn(r.Wide, KindFloor, n, 0); fl != nil && fl.CPUPerMillionChunks() > 0 {
+			x := tp.CPUPerMillionChunks() / fl.CPUPerMillionChunks()
+			rows = append(rows, BarRow{fmt.Sprintf("issue 34: client CPU per chunk within 1.2x of the floor at %s streams", thousands(n)),
+				fmt.Sprintf("%.2fx (%.2f vs %.2f CPU s per 1M chunks)%s", x, tp.CPUPerMillionChunks(), fl.CPUPerMillionChunks(), busy(tp)), verdict(x <= 1.2)})
+		}
+	}
+	return rows
+}
+
+// thousands writes n with a comma between its thousands: 50,000.
+func thousands(n int) string {
+	if n < 1000 {
+		return fmt.Sprint(n)
+	}
+	return fmt.Sprintf("%s,%03d", thousands(n/1000), n%1000)
+}
+
 var errNoResults = errors.New("the harness measured nothing")
 
 // Check reports an error when the harness measured nothing at all.
 func (r *Report) Check() error {
-	if len(r.Results) == 0 && len(r.Replays) == 0 && r.Parse == nil && r.Idle == nil {
+	if len(r.Results) == 0 && len(r.Wide) == 0 && len(r.Replays) == 0 && r.Parse == nil && r.Idle == nil {
 		return errNoResults
 	}
 	return nil

@@ -38,6 +38,12 @@ func run(args []string) int {
 	all.Flag("interval", "Time between one stream's chunks.").Default("100ms").DurationVar(&o.Interval)
 	all.Flag("tokens", "Content chunks per answer at the closed-loop levels.").Default("50").IntVar(&o.Tokens)
 	all.Flag("rate-tokens", "Content chunks per answer at the open-loop levels.").Default("5").IntVar(&o.RateTokens)
+	wide := all.Flag("wide.streams", "Levels of many streams, held by as many client and simulator processes as the open-file limit needs ('' skips them).").Default("10000,25000,50000").String()
+	all.Flag("wide.interval", "Time between one stream's chunks at those levels: long enough that the machine is not saturated.").Default("2s").DurationVar(&o.Wide.Interval)
+	all.Flag("wide.tokens", "Content chunks per answer at those levels: enough that an answer outlasts the load.").Default("15").IntVar(&o.Wide.Tokens)
+	all.Flag("wide.duration", "Load per wide level and client.").Default("20s").DurationVar(&o.Wide.Duration)
+	all.Flag("wide.settle", "How long the wide levels' streams have to open before their chunks count for timing.").Default("8s").DurationVar(&o.Wide.Settle)
+	all.Flag("wide.per-process", "Most streams one process holds at the wide levels (0: three quarters of the open-file limit).").Default("0").IntVar(&o.Wide.PerProcess)
 	all.Flag("idle.config", "Daemon configuration for the idle measurement ('' skips it).").Default("configs/demo.yaml").StringVar(&o.IdleConfig)
 	all.Flag("idle.for", "How long to watch the idle daemon.").Default("150s").DurationVar(&o.IdleFor)
 	all.Flag("sched.slice", "Scheduling slice tokenprobe's processes ask for, as tokenprobe's --sched.slice (0: the kernel's).").Default("0").DurationVar(&o.SchedSlice)
@@ -58,6 +64,8 @@ func run(args []string) int {
 	cl.Flag("duration", "How long.").Required().DurationVar(&l.Duration)
 	cl.Flag("tokens", "Content chunks per answer.").Required().IntVar(&l.Tokens)
 	cl.Flag("otlp", "The collector the OTLP kinds push to.").StringVar(&l.OTLP)
+	cl.Flag("source", "The local address of the client's connections (127.0.0.2: any 127.x reaches a loopback server).").StringVar(&l.Source)
+	cl.Flag("settle", "How long after the start the streams count as open (0: a fifth of the load, at most 3 s).").DurationVar(&l.Settle)
 	clSlice := cl.Flag("sched.slice", "Scheduling slice to ask for (0: the kernel's).").Default("0").Duration()
 
 	cmd, err := app.Parse(args)
@@ -80,7 +88,10 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if o.Streams, err = ints(*streams); err == nil {
+	if o.Streams, err = ints("streams", *streams); err == nil {
+		o.Wide.Streams, err = ints("wide.streams", *wide)
+	}
+	if err == nil {
 		if o.Rates, err = floats("rates", *rates); err == nil {
 			o.Replay.Speedups, err = floats("replay.speedups", *speedups)
 		}
@@ -140,7 +151,7 @@ func dirOf(p string) string {
 	return filepath.Dir(p)
 }
 
-func ints(s string) ([]int, error) {
+func ints(flag, s string) ([]int, error) {
 	var out []int
 	for f := range strings.SplitSeq(s, ",") {
 		if f = strings.TrimSpace(f); f == "" {
@@ -148,7 +159,7 @@ func ints(s string) ([]int, error) {
 		}
 		n, err := strconv.Atoi(f)
 		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("--streams: %q is not a positive whole number", f)
+			return nil, fmt.Errorf("--%s: %q is not a positive whole number", flag, f)
 		}
 		out = append(out, n)
 	}

@@ -1,0 +1,137 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/internal/steal"
+)
+
+// WideOptions are the levels of many streams: tens of thousands, more than
+// one process may hold open under a machine's open-file limit, so each is
+// held by as many client processes as the limit needs (each from its own
+// source address) against as many simulators sharing one port (`tokenprobe
+// sim --reuse-port`), as `tokenprobe run --processes` and several replicas
+// hold them. The chunks come Interval apart, long enough that the machine
+// is not saturated: what is measured is what a stream costs to hold, and
+// how well it is timed, not a CPU-bound machine's queueing.
+type WideOptions struct {
+	Streams []int
+	// Interval between one stream's chunks; Tokens per answer, enough
+	// that a stream's answer outlasts Duration (one request a stream, no
+	// burst of new requests as answers end together).
+	Interval time.Duration
+	Tokens   int
+	Duration time.Duration
+	// Settle is how long the streams have to open (tens of thousands of
+	// connections and requests at once) before chunks count for timing.
+	Settle time.Duration
+	// PerProcess is the most streams one client or simulator process
+	// holds; 0 is three quarters of this process's open-file limit.
+	PerProcess int
+}
+
+// perProcess is o.PerProcess, or three quarters of the open-file limit:
+// room for the process's own files, and for the uneven spread of a shared
+// port's connections over its simulators.
+func (o WideOptions) perProcess() int {
+	if o.PerProcess > 0 {
+		return o.PerProcess
+	}
+	return int(openFileLimit() * 3 / 4)
+}
+
+// openFileLimit is this process's open-file limit (Go raised the soft
+// limit to the hard one at start); 0 where it cannot be read.
+func openFileLimit() uint64 {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		return 0
+	}
+	return l.Cur
+}
+
+// runWide measures every wide level with every client into rep.Wide. A
+// client that cannot hold a level (k6, one process) is a problem the
+// report names, not a gap.
+func runWide(ctx context.Context, o Options, rep *Report) {
+	w := o.Wide
+	per := w.perProcess()
+	if per <= 0 {
+		rep.Problems = append(rep.Problems, "many streams: the open-file limit cannot be read")
+		return
+	}
+	for _, n := range w.Streams {
+		if ctx.Err() != nil {
+			return
+		}
+		procs := (n + per - 1) / per
+		port, err := freePort()
+		if err != nil {
+			rep.Problems = append(rep.Problems, err.Error())
+			return
+		}
+		var sims []*simulator
+		stop := func() {
+			for _, s := range sims {
+				s.stop()
+			}
+		}
+		for range procs {
+			s, err := startSimulatorAt(ctx, o.Tokenprobe, o.Progress, "127.0.0.1:"+port, "--bench", "--decode-base", w.Interval.String(), "--reuse-port")
+			if err != nil {
+				stop()
+				rep.Problems = append(rep.Problems, fmt.Sprintf("%d streams: %v", n, err))
+				return
+			}
+			sims = append(sims, s)
+		}
+		l := Load{URL: sims[0].base + "/v1", Streams: n, Duration: w.Duration, Tokens: w.Tokens, Interval: w.Interval, Settle: w.Settle}
+		for _, kind := range o.Clients {
+			if kind != KindTokenprobe && kind != KindFloor && kind != KindK6 || kind == KindK6 && o.K6 == "" {
+				continue
+			}
+			if kind == KindK6 && procs > 1 {
+				// k6 runs a test in one process; spreading one over
+				// several takes its operator or its cloud.
+				rep.Problems = append(rep.Problems, fmt.Sprintf("k6 at %d streams: not run: one process holds at most %d streams here (the open-file limit is %d), and k6 runs a test in one process (spreading it takes the k6 operator or Grafana Cloud)",
+					n, per, openFileLimit()))
+				continue
+			}
+			fmt.Fprintf(o.Progress, "bench: %d streams (%s apart) with %s in %d processes against %d simulators for %s ...\n", n, w.Interval, kind, procs, len(sims), w.Duration)
+			cpuBefore := simCPU(sims)
+			meter := steal.Start()
+			var m Measurement
+			if kind == KindK6 {
+				m, err = measureK6(ctx, o.K6, l)
+			} else {
+				m, err = measureProcesses(ctx, o, kind, l, procs)
+			}
+			m.StealPercent, m.BusyPercent = meter.Percent(), meter.BusyPercent()
+			m.SimCPUSeconds = (simCPU(sims) - cpuBefore).Seconds()
+			m.Simulators = len(sims)
+			if err != nil {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("%d streams, %s: %v", n, kind, err))
+				fmt.Fprintf(o.Progress, "bench:   failed: %v\n", err)
+				continue
+			}
+			fmt.Fprintf(o.Progress, "bench:   %.0f chunks/s, %.2f CPU s per 1M chunks, %.1f KiB per stream, timing error %s, %d errors, machine %.0f%% busy\n",
+				m.ChunksPerSecond(), m.CPUPerMillionChunks(), m.RSSPerStream()/1024, quants(m.Client.TimingError), m.Client.Errors, m.BusyPercent)
+			rep.Wide = append(rep.Wide, m)
+			time.Sleep(2 * time.Second) // the closed connections' sockets leave TIME_WAIT's way
+		}
+		stop()
+	}
+}
+
+// simCPU is the CPU time the simulators have spent so far.
+func simCPU(sims []*simulator) time.Duration {
+	var sum time.Duration
+	for _, s := range sims {
+		d, _ := cpuOf(s.cmd.Process.Pid)
+		sum += d
+	}
+	return sum
+}
