@@ -111,6 +111,7 @@ func join(shards []*Run) Merged {
 	}
 	s := all.Summary()
 	s.SLOThresholds, s.LevelName, s.Location = first.SLOThresholds, first.LevelName, first.Location
+	s.Merged = &stats.Merged{Shards: len(shards), StartSpreadMs: float64(m.StartSpread) / float64(time.Millisecond)}
 	if len(levels) == 1 {
 		for l := range levels {
 			s.Level = l

@@ -146,6 +146,20 @@ func TestShardsMergeIntoOneStudy(t *testing.T) {
 	if g := float64(good) / last.Sub(first).Seconds(); math.Abs(m.Summary.Goodput-g) > 1e-6*g {
 		t.Errorf("merged goodput %g/s, good requests over the union window %g/s", m.Summary.Goodput, g)
 	}
+	// The merged summary says what it joined, and how far apart the
+	// shards began.
+	var firstStart, lastStart time.Time
+	for _, r := range runs {
+		if st := r.Summary.Start; firstStart.IsZero() || st.Before(firstStart) {
+			firstStart = st
+		}
+		if st := r.Summary.Start; st.After(lastStart) {
+			lastStart = st
+		}
+	}
+	if mg := m.Summary.Merged; mg == nil || mg.Shards != 3 || mg.StartSpreadMs != float64(lastStart.Sub(firstStart))/float64(time.Millisecond) || lastStart.Equal(firstStart) {
+		t.Errorf("merged %+v; the shards began over %s", mg, lastStart.Sub(firstStart))
+	}
 	if len(m.Summary.Stages) != 2 || m.Summary.Stages[1].Requests != 40 {
 		t.Errorf("stages %+v", m.Summary.Stages)
 	}

@@ -61,6 +61,9 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 	}
 	kv("Requests", "%d (%d success, %d error, %d cancelled, %d wrong answers)", s.Requests, s.Success, s.Errors, s.Cancelled, s.WrongAnswers)
 	kv("Benchmark duration", "%.2f s", s.DurationSeconds)
+	if m := s.Merged; m != nil {
+		kv("Merged from", "%d shards, their first requests %.0f ms apart", m.Shards, m.StartSpreadMs)
+	}
 	kv("Request throughput", "%.2f req/s", s.RequestThroughput)
 	if s.OutputTokens == 0 && s.InputTokens > 0 { // embeddings: what goes in is the work
 		kv("Input token throughput", "%.1f tokens/s", s.InputTokenThroughput)

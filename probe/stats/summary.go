@@ -14,6 +14,15 @@ type Shard struct {
 	Count int `json:"count"`
 }
 
+// Merged says what a merged run (`tokenprobe merge`, `tokenprobe run
+// --processes`) joined: how many shards, and how far apart their first
+// requests were (over a second or two, they did not load the endpoint at
+// once).
+type Merged struct {
+	Shards        int     `json:"shards"`
+	StartSpreadMs float64 `json:"start_spread_ms"`
+}
+
 // Summary is a run's report (METRICS.md section 4). Times are in
 // milliseconds, rates per second.
 type Summary struct {
@@ -32,6 +41,8 @@ type Summary struct {
 	// Shard is which share of a study this run was (`tokenprobe run
 	// --shard.index`), absent for a whole run; a merged run lists none.
 	Shard *Shard `json:"shard,omitempty"`
+	// Merged is present on a run merged from shards.
+	Merged *Merged `json:"merged,omitempty"`
 
 	Requests  int `json:"requests"`
 	Success   int `json:"success"`
