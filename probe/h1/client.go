@@ -93,7 +93,7 @@ func Dialers(sources []net.IP, timeout time.Duration) []net.Dialer {
 	}
 	out := make([]net.Dialer, len(sources))
 	for i, ip := range sources {
-		out[i] = net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, LocalAddr: &net.TCPAddr{IP: ip}}
+		out[i] = net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, LocalAddr: &net.TCPAddr{IP: ip}, Control: bindAddressNoPort}
 	}
 	return out
 }
