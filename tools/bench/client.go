@@ -122,6 +122,9 @@ type ClientResult struct {
 	// SchedWait is how long the process waited to be run (open loop,
 	// tokenprobe): where its dispatch lag was spent.
 	SchedWait *SchedWait `json:"sched_wait,omitempty"`
+	// FirstError is tokenprobe's most frequent error and its count, so
+	// that a level with errors says which.
+	FirstError string `json:"first_error,omitempty"`
 	// Dropped counts arrivals k6 could not start (k6), or results the
 	// OTLP sink's queue dropped (the OTLP kinds).
 	Dropped int64 `json:"dropped,omitempty"`
@@ -240,6 +243,10 @@ func runTokenprobe(ctx context.Context, kind string, l Load, ready func()) (Clie
 		res.DispatchLag, res.SchedWait = quantilesOf(lag.h), wait
 	}
 	res.Dropped = dropped.Load()
+	if len(sum.Failures) > 0 {
+		f := sum.Failures[0]
+		res.FirstError = fmt.Sprintf("%d %s errors, %d of them: %s", f.Count, f.Reason, f.MessageCount, f.Message)
+	}
 	return res, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tokenprobe/tokenprobe/probe/h1"
 	"github.com/tokenprobe/tokenprobe/probe/load"
 	"github.com/tokenprobe/tokenprobe/probe/workload"
 )
@@ -32,7 +33,9 @@ func runFloor(ctx context.Context, l Load, ready func()) (ClientResult, error) {
 		u.EscapedPath(), u.Host, len(body), body))
 	f := &floor{addr: u.Host, req: req}
 	if l.Source != "" {
-		f.dialer.LocalAddr = &net.TCPAddr{IP: net.ParseIP(l.Source)}
+		// As tokenprobe dials from a source address (the port chosen at
+		// connect).
+		f.dialer = h1.Dialers([]net.IP{net.ParseIP(l.Source)}, 0)[0]
 	}
 	var requests, errs, events, inFlight, peak atomic.Int64
 	one := func() {

@@ -261,6 +261,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			fmt.Fprintf(o.Progress, "bench:   %.0f chunks/s, %.2f CPU s per 1M chunks, %.1f KiB per stream, %d errors, %.1f%% steal\n",
 				m.ChunksPerSecond(), m.CPUPerMillionChunks(), m.RSSPerStream()/1024, m.Client.Errors, m.StealPercent)
 			rep.Results = append(rep.Results, m)
+			if m.Client.FirstError != "" {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("%s, %s: %s", l, kind, m.Client.FirstError))
+			}
 			// Let the simulator's closed connections and the kernel settle.
 			time.Sleep(time.Second)
 		}
@@ -304,15 +307,16 @@ func measure(ctx context.Context, o Options, kind string, l Load) (Measurement, 
 	if kind == KindK6 {
 		return measureK6(ctx, o.K6, l)
 	}
-	return measureProcesses(ctx, o, kind, l, 1)
+	return measureProcesses(ctx, o, kind, l, []string{l.Source})
 }
 
-// measureProcesses runs a level's streams in n client processes, the
-// streams divided among them and, for n > 1, each process with its own
-// source address (Load.Source); the measurement is their sum: CPU, RSS
-// (each process's peak, added), requests and chunks, and the timing error
-// of their histograms added up.
-func measureProcesses(ctx context.Context, o Options, kind string, l Load, n int) (Measurement, error) {
+// measureProcesses runs a level's streams in a client process for each
+// of sources, the streams divided among them, each process's connections
+// from its source address (Load.Source; "" the kernel's choice); the
+// measurement is their sum: CPU, RSS (each process's peak, added),
+// requests and chunks, and the timing error of their histograms added up.
+func measureProcesses(ctx context.Context, o Options, kind string, l Load, sources []string) (Measurement, error) {
+	n := len(sources)
 	type proc struct {
 		cmd       *exec.Cmd
 		rss       *rssSampler
@@ -325,10 +329,8 @@ func measureProcesses(ctx context.Context, o Options, kind string, l Load, n int
 	procs := make([]*proc, n)
 	for i := range n {
 		pl := l
-		if n > 1 {
-			pl.Streams = l.Streams/n + boolInt(i < l.Streams%n)
-			pl.Source = fmt.Sprintf("127.0.0.%d", i+1)
-		}
+		pl.Streams = l.Streams/n + boolInt(i < l.Streams%n)
+		pl.Source = sources[i]
 		args := []string{"client", "--kind", kind, "--url", pl.URL, "--duration", pl.Duration.String(), "--tokens", strconv.Itoa(pl.Tokens)}
 		if isTokenprobe(kind) {
 			args = append(args, "--sched.slice", o.SchedSlice.String())
@@ -397,6 +399,9 @@ func measureProcesses(ctx context.Context, o Options, kind string, l Load, n int
 		m.Client.Chunks += c.Chunks
 		m.Client.PeakInFlight += c.PeakInFlight // each process's peak: their sum is at most the whole's
 		m.Client.Dropped += c.Dropped
+		if m.Client.FirstError == "" && c.FirstError != "" {
+			m.Client.FirstError = fmt.Sprintf("process %d of %d: %s", i+1, n, c.FirstError)
+		}
 		m.Client.Seconds = max(m.Client.Seconds, c.Seconds)
 		timing.Add(c.Timing)
 	}

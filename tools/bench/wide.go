@@ -63,6 +63,20 @@ func runWide(ctx context.Context, o Options, rep *Report) {
 		rep.Problems = append(rep.Problems, "many streams: the open-file limit cannot be read")
 		return
 	}
+	// Each client process gets a source address no process used before
+	// in this run: the connections a client closed wait in TIME_WAIT for a
+	// minute, holding their ports, and a next client on the same source
+	// and destination would run out of the 28,000 (connect: cannot assign
+	// requested address).
+	source := 0
+	sources := func(k int) []string {
+		out := make([]string, k)
+		for i := range out {
+			source++
+			out[i] = fmt.Sprintf("127.0.%d.%d", source/250, source%250+1)
+		}
+		return out
+	}
 	for _, n := range w.Streams {
 		if ctx.Err() != nil {
 			return
@@ -107,7 +121,7 @@ func runWide(ctx context.Context, o Options, rep *Report) {
 			if kind == KindK6 {
 				m, err = measureK6(ctx, o.K6, l)
 			} else {
-				m, err = measureProcesses(ctx, o, kind, l, procs)
+				m, err = measureProcesses(ctx, o, kind, l, sources(procs))
 			}
 			m.StealPercent, m.BusyPercent = meter.Percent(), meter.BusyPercent()
 			m.SimCPUSeconds = (simCPU(sims) - cpuBefore).Seconds()
@@ -120,6 +134,9 @@ func runWide(ctx context.Context, o Options, rep *Report) {
 			fmt.Fprintf(o.Progress, "bench:   %.0f chunks/s, %.2f CPU s per 1M chunks, %.1f KiB per stream, timing error %s, %d errors, machine %.0f%% busy\n",
 				m.ChunksPerSecond(), m.CPUPerMillionChunks(), m.RSSPerStream()/1024, quants(m.Client.TimingError), m.Client.Errors, m.BusyPercent)
 			rep.Wide = append(rep.Wide, m)
+			if m.Client.FirstError != "" {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("%d streams, %s: %s", n, kind, m.Client.FirstError))
+			}
 			time.Sleep(2 * time.Second) // the closed connections' sockets leave TIME_WAIT's way
 		}
 		stop()
