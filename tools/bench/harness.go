@@ -38,6 +38,8 @@ type Options struct {
 	// VU is a JavaScript runtime of its own, megabytes where a stream of
 	// ours is kilobytes.
 	K6MaxStreams int
+	// K6WideMaxStreams leaves k6 out of wide levels above it (0: none).
+	K6WideMaxStreams int
 	// Clients to measure at each level, in order.
 	Clients []string
 	// Streams are the closed-loop levels, Rates the open-loop ones.

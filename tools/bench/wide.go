@@ -107,11 +107,12 @@ func runWide(ctx context.Context, o Options, rep *Report) {
 			if kind != KindTokenprobe && kind != KindFloor && kind != KindK6 || kind == KindK6 && o.K6 == "" {
 				continue
 			}
-			if kind == KindK6 && procs > 1 {
-				// k6 runs a test in one process; spreading one over
-				// several takes its operator or its cloud.
-				rep.Problems = append(rep.Problems, fmt.Sprintf("k6 at %d streams: not run: one process holds at most %d streams here (the open-file limit is %d), and k6 runs a test in one process (spreading it takes the k6 operator or Grafana Cloud)",
-					n, per, openFileLimit()))
+			if kind == KindK6 && o.K6WideMaxStreams > 0 && n > o.K6WideMaxStreams {
+				// k6 runs a test in one process (spreading one takes its
+				// operator or its cloud): past the limit it fails, which
+				// the level below this one has shown.
+				rep.Problems = append(rep.Problems, fmt.Sprintf("k6 at %d streams: not run (--k6.wide-max-streams %d): k6 runs a test in one process, which may open %d files here; the levels it was run at show how it fails past that",
+					n, o.K6WideMaxStreams, openFileLimit()))
 				continue
 			}
 			fmt.Fprintf(o.Progress, "bench: %d streams (%s apart) with %s in %d processes against %d simulators for %s ...\n", n, w.Interval, kind, procs, len(sims), w.Duration)
@@ -133,6 +134,9 @@ func runWide(ctx context.Context, o Options, rep *Report) {
 			}
 			fmt.Fprintf(o.Progress, "bench:   %.0f chunks/s, %.2f CPU s per 1M chunks, %.1f KiB per stream, timing error %s, %d errors, machine %.0f%% busy\n",
 				m.ChunksPerSecond(), m.CPUPerMillionChunks(), m.RSSPerStream()/1024, quants(m.Client.TimingError), m.Client.Errors, m.BusyPercent)
+			if kind == KindK6 && procs > 1 {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("k6 at %d streams: one process, as k6 runs a test, past the %d streams one process holds here: %d of %d requests failed", n, per, m.Client.Errors, m.Client.Requests))
+			}
 			rep.Wide = append(rep.Wide, m)
 			if m.Client.FirstError != "" {
 				rep.Problems = append(rep.Problems, fmt.Sprintf("%d streams, %s: %s", n, kind, m.Client.FirstError))

@@ -30,6 +30,7 @@ func run(args []string) int {
 	all.Flag("tokenprobe", "The tokenprobe binary (simulator and idle daemon).").Default("bin/tokenprobe").StringVar(&o.Tokenprobe)
 	k6 := all.Flag("k6", "The k6 binary; 'auto' looks on PATH and in GOPATH/bin, '' leaves k6 out.").Default("auto").String()
 	all.Flag("k6.max-streams", "Leave k6 out of closed-loop levels above this (0: none).").Default("5000").IntVar(&o.K6MaxStreams)
+	all.Flag("k6.wide-max-streams", "Leave k6 out of the wide levels above this (0: none): one process, it fails past the open-file limit, and tens of thousands of VUs take gigabytes.").Default("25000").IntVar(&o.K6WideMaxStreams)
 	clients := all.Flag("clients", "Clients to measure, comma-separated: floor, tokenprobe, k6, and tokenprobe-otlp and tokenprobe-traced (OTLP push with tracing off and on, to a collector that discards).").Default("floor,tokenprobe,k6").String()
 	streams := all.Flag("streams", "Closed-loop levels: streams held open.").Default("100,1000,5000,10000").String()
 	rates := all.Flag("rates", "Open-loop levels: requests per second (Poisson).").Default("500,1000,2000").String()
