@@ -35,7 +35,7 @@ lint: ## gofmt, go vet, golangci-lint (.golangci.yml; installed at the pinned ve
 	  $$lint run ./... && (cd deploy && $$lint run --config ../.golangci.yml ./...) && cd tools/bench && $$lint run --config ../../.golangci.yml ./...
 	CGO_ENABLED=0 $(GO) build ./...
 
-bench: build ## the benchmark harness: tokenprobe beside a floor client and k6, 100 to 10,000 streams, and the Mooncake trace replays (about 17 minutes, more when a level is measured again for CPU steal; writes docs/BENCHMARKS.md)
+bench: build ## the benchmark harness: tokenprobe beside a floor client and k6, 100 to 10,000 streams, 10,000 to 50,000 streams in several processes, and the Mooncake trace replays (about 27 minutes, more when a level is measured again for CPU steal; writes docs/BENCHMARKS.md)
 	@command -v k6 >/dev/null || test -x "$$($(GO) env GOPATH)/bin/k6" || { echo "installing k6 v1.8.1 for the side-by-side figures"; $(GO) install go.k6.io/k6@v1.8.1; }
 	cd tools/bench && $(GO) build -o ../../bin/tokenprobe-bench ./cmd/tokenprobe-bench
 	bin/tokenprobe-bench $(BENCHFLAGS)

@@ -320,13 +320,12 @@ func measure(ctx context.Context, o Options, kind string, l Load) (Measurement, 
 func measureProcesses(ctx context.Context, o Options, kind string, l Load, sources []string) (Measurement, error) {
 	n := len(sources)
 	type proc struct {
-		cmd       *exec.Cmd
-		rss       *rssSampler
-		idle      int64
-		last      string
-		scanned   chan struct{}
-		load      Load
-		waitError error
+		cmd     *exec.Cmd
+		rss     *rssSampler
+		idle    int64
+		last    string
+		scanned chan struct{}
+		load    Load
 	}
 	procs := make([]*proc, n)
 	for i := range n {
