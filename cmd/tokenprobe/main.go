@@ -347,6 +347,14 @@ func run(args []string) int {
 		if !applySchedSlice(logger, *runSlice) {
 			return runonce.ExitConfig
 		}
+		processes, err := parseProcesses(*runProcesses)
+		if err == nil && processes != 1 && *runCPUProfile+*runHeapProfile+*runTrace != "" {
+			err = errors.New("--debug.cpu-profile, --debug.heap-profile and --debug.trace profile one process: give them without --processes")
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
+			return runonce.ExitConfig
+		}
 		stopProfiles, err := startProfiles(*runCPUProfile, *runHeapProfile, *runTrace)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "tokenprobe: %v\n", err)
@@ -361,11 +369,6 @@ func run(args []string) int {
 			ArtifactsDir: *runArtifacts, AIPerf: *runAIPerf, ProgressEvery: *runProgress, Out: os.Stdout, Progress: os.Stderr,
 		}
 		if err := shardFlags(&o, *runShardIndex, *runShardCount, *runStartAt); err != nil {
-			fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
-			return runonce.ExitConfig
-		}
-		processes, err := parseProcesses(*runProcesses)
-		if err != nil {
 			fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
 			return runonce.ExitConfig
 		}

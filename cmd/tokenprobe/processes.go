@@ -176,22 +176,43 @@ func runInProcesses(ctx context.Context, args []string, n int, o runonce.Options
 			code = worse(code, runonce.ExitSLOFailed)
 		}
 	}
-	if o.ArtifactsDir != "" {
-		dir, err := rundir.NewDir(o.ArtifactsDir, time.Now().Format("20060102-150405"))
-		if err == nil {
-			err = merge.Write(dir, ms, time.Now())
+	if o.ArtifactsDir == "" {
+		if err := os.RemoveAll(shards); err != nil {
+			fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
 		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "tokenprobe run: writing the merged artifacts: %v; the shards' are in %s\n", err, shards)
-			return runonce.ExitRuntime
-		}
-		fmt.Printf("Artifacts: %s\n", dir)
+		return code
 	}
-	// Merged, the shards' artifacts are a copy of what was written.
-	if err := os.RemoveAll(shards); err != nil {
-		fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
+	dir, err := rundir.NewDir(o.ArtifactsDir, time.Now().Format("20060102-150405"))
+	if err == nil {
+		err = merge.Write(dir, ms, time.Now())
 	}
+	if err == nil {
+		err = keepShards(shards, filepath.Join(dir, "processes"))
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tokenprobe run: writing the merged artifacts: %v; the shards' are in %s\n", err, shards)
+		return runonce.ExitRuntime
+	}
+	fmt.Printf("Artifacts: %s\n", dir)
 	return code
+}
+
+// keepShards moves the shards' artifacts to dir without their records,
+// which the merged run holds: what each process wrote of its own (its
+// summary and report, the server's view and the GPU figures it read,
+// which are not merged, and its printed output) stays beside the merged
+// run at a fraction of the size.
+func keepShards(shards, dir string) error {
+	err := filepath.WalkDir(shards, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == "records.jsonl" {
+			err = os.Remove(path)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return os.Rename(shards, dir)
 }
 
 // printMerged prints one profile's merged report as `tokenprobe merge`

@@ -197,6 +197,13 @@ profiles:
 	if left, _ := filepath.Glob(filepath.Join(art, ".processes-*")); len(left) != 0 {
 		t.Errorf("the shards' artifacts were left behind after the merge: %v", left)
 	}
+	// Each process's own summary stays beside the merged run, without
+	// the records the merged run holds.
+	kept, _ := filepath.Glob(filepath.Join(runs[0].Dir, "..", "processes", "*", "*", "wide-sim", "summary.json"))
+	records, _ := filepath.Glob(filepath.Join(runs[0].Dir, "..", "processes", "*", "*", "wide-sim", "records.jsonl"))
+	if len(kept) != 4 || len(records) != 0 {
+		t.Errorf("kept %d processes' summaries (want 4) and %d of their records (want none)", len(kept), len(records))
+	}
 }
 
 // The flags of the whole run are not handed to its processes, which get
@@ -210,6 +217,26 @@ func TestChildArgs(t *testing.T) {
 	for _, bad := range []string{"0", "-1", "many"} {
 		if _, err := parseProcesses(bad); err == nil {
 			t.Errorf("--processes %s accepted", bad)
+		}
+	}
+}
+
+// What a run in several processes cannot do is refused before any
+// process starts, by name.
+func TestProcessesRefuseWhatTheyCannotDo(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "t.yaml")
+	if err := os.WriteFile(cfg, []byte("endpoints:\n  - {name: sim, simulator: {}}\nprofiles:\n  - {name: p, load: {concurrency: 2, requests: 4}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, extra := range [][]string{
+		{"--debug.trace", filepath.Join(t.TempDir(), "trace.out")},
+		{"--shard.count", "2", "--shard.index", "0"},
+		{"--export-aiperf"},
+		{"--processes", "none"},
+	} {
+		args := append([]string{"run", "-c", cfg, "--processes", "2", "--artifacts-dir", t.TempDir()}, extra...)
+		if code := run(args); code != runonce.ExitConfig {
+			t.Errorf("%q: exit %d, want %d", extra, code, runonce.ExitConfig)
 		}
 	}
 }

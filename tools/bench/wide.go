@@ -115,7 +115,11 @@ func runWide(ctx context.Context, o Options, rep *Report) {
 					n, o.K6WideMaxStreams, openFileLimit()))
 				continue
 			}
-			fmt.Fprintf(o.Progress, "bench: %d streams (%s apart) with %s in %d processes against %d simulators for %s ...\n", n, w.Interval, kind, procs, len(sims), w.Duration)
+			inProcs := procs
+			if kind == KindK6 {
+				inProcs = 1
+			}
+			fmt.Fprintf(o.Progress, "bench: %d streams (%s apart) with %s in %d processes against %d simulators for %s ...\n", n, w.Interval, kind, inProcs, len(sims), w.Duration)
 			cpuBefore := simCPU(sims)
 			meter := steal.Start()
 			var m Measurement
