@@ -113,6 +113,17 @@ func runInProcesses(ctx context.Context, args []string, n int, o runonce.Options
 	codes := make([]int, n)
 	var wg sync.WaitGroup
 	var stderr sync.Mutex
+	var started []*exec.Cmd
+	// failed stops the processes started so far, when another could not
+	// be: none is left running without the parent that merges it.
+	failed := func(err error) int {
+		fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
+		for _, c := range started {
+			_ = c.Process.Signal(os.Interrupt)
+		}
+		wg.Wait()
+		return runonce.ExitRuntime
+	}
 	base := childArgs(args)
 	for i := range n {
 		dir := filepath.Join(shards, strconv.Itoa(i))
@@ -123,24 +134,22 @@ func runInProcesses(ctx context.Context, args []string, n int, o runonce.Options
 		// to this stderr, each line naming the process.
 		out, err := os.Create(dir + ".txt")
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
-			return runonce.ExitRuntime
+			return failed(err)
 		}
 		defer out.Close()
 		cmd.Stdout = out
 		pipe, err := cmd.StderrPipe()
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
-			return runonce.ExitRuntime
+			return failed(err)
 		}
 		// Its own process group: a terminal's interrupt reaches this
 		// process alone, which passes it on once (a second would quit
 		// the shard at once, losing its artifacts).
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
-			fmt.Fprintln(os.Stderr, "tokenprobe run: starting process", i, err)
-			return runonce.ExitRuntime
+			return failed(fmt.Errorf("starting process %d/%d: %w", i+1, n, err))
 		}
+		started = append(started, cmd)
 		stop := context.AfterFunc(ctx, func() { _ = cmd.Process.Signal(os.Interrupt) })
 		wg.Go(func() {
 			defer stop()
