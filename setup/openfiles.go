@@ -41,7 +41,7 @@ func StreamsOf(p *config.Profile) int {
 func CheckOpenFiles(cfg *config.Config, profiles []*config.Profile, limit uint64, shares int) error {
 	var errs config.Errors
 	for _, p := range profiles {
-		need, files := FilesOf(cfg, p, shares)
+		need, files := filesOf(cfg, p, shares)
 		if limit == 0 || need == 0 || uint64(files) <= limit {
 			continue
 		}
@@ -72,9 +72,9 @@ func CheckOpenFiles(cfg *config.Config, profiles []*config.Profile, limit uint64
 	return errs
 }
 
-// FilesOf is the streams one of shares processes holds open for p (its
+// filesOf is the streams one of shares processes holds open for p (its
 // share of StreamsOf, rounded up) and the open files they need.
-func FilesOf(cfg *config.Config, p *config.Profile, shares int) (streams, files int) {
+func filesOf(cfg *config.Config, p *config.Profile, shares int) (streams, files int) {
 	streams = StreamsOf(p)
 	if shares > 1 {
 		streams = (streams + shares - 1) / shares
@@ -98,7 +98,7 @@ func ProcessesFor(cfg *config.Config, profiles []*config.Profile, limit uint64) 
 	}
 	for _, p := range profiles {
 		for {
-			_, files := FilesOf(cfg, p, n)
+			_, files := filesOf(cfg, p, n)
 			if uint64(files) <= limit {
 				break
 			}

@@ -398,7 +398,7 @@ func measureProcesses(ctx context.Context, o Options, kind string, l Load, sourc
 		m.Client.Requests += c.Requests
 		m.Client.Errors += c.Errors
 		m.Client.Chunks += c.Chunks
-		m.Client.PeakInFlight += c.PeakInFlight // each process's peak: their sum is at most the whole's
+		m.Client.PeakInFlight += c.PeakInFlight // as PeakRSS: each process's peak, added (at least the whole's)
 		m.Client.Dropped += c.Dropped
 		if m.Client.FirstError == "" && c.FirstError != "" {
 			m.Client.FirstError = fmt.Sprintf("process %d of %d: %s", i+1, n, c.FirstError)
