@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"time"
@@ -62,14 +63,20 @@ func mergeMain(dirs []string, out string, wait time.Duration) int {
 		return runonce.ExitRuntime
 	}
 	for _, m := range ms {
-		fmt.Printf("%s: %d shards, %d requests\n", merge.Key(&m.Summary), len(m.Shards), m.Summary.Requests)
-		if m.StartSpread > merge.MaxStartSpread {
-			fmt.Printf("warning: the shards' first requests were %s apart (more than %s): they did not load the endpoint at once, and the joined figures mix unequal loads; give every shard the same --start-at\n",
-				m.StartSpread.Round(time.Millisecond), merge.MaxStartSpread)
-		}
-		report.Text(os.Stdout, &m.Summary, m.Summary.LevelName)
-		fmt.Println()
+		printMerged(os.Stdout, m)
 	}
 	fmt.Printf("wrote %s\n", out)
 	return runonce.ExitOK
+}
+
+// printMerged prints one profile's merged report, for `tokenprobe merge`
+// and `run --processes`, with a warning when its shards did not start together.
+func printMerged(w io.Writer, m merge.Merged) {
+	fmt.Fprintf(w, "%s: %d shards, %d requests\n", merge.Key(&m.Summary), len(m.Shards), m.Summary.Requests)
+	if m.StartSpread > merge.MaxStartSpread {
+		fmt.Fprintf(w, "warning: the shards' first requests were %s apart (more than %s): they did not load the endpoint at once, and the joined figures mix unequal loads; give every shard the same --start-at\n",
+			m.StartSpread.Round(time.Millisecond), merge.MaxStartSpread)
+	}
+	report.Text(w, &m.Summary, m.Summary.LevelName)
+	fmt.Fprintln(w)
 }

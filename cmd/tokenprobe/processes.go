@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/tokenprobe/tokenprobe/merge"
-	"github.com/tokenprobe/tokenprobe/report"
 	"github.com/tokenprobe/tokenprobe/rundir"
 	"github.com/tokenprobe/tokenprobe/runonce"
 )
@@ -222,18 +221,6 @@ func keepShards(shards, dir string) error {
 		return err
 	}
 	return os.Rename(shards, dir)
-}
-
-// printMerged prints one profile's merged report as `tokenprobe merge`
-// does, with a warning when its shards did not start together.
-func printMerged(w io.Writer, m merge.Merged) {
-	fmt.Fprintf(w, "%s: %d shards, %d requests\n", merge.Key(&m.Summary), len(m.Shards), m.Summary.Requests)
-	if m.StartSpread > merge.MaxStartSpread {
-		fmt.Fprintf(w, "warning: the shards' first requests were %s apart (more than %s): they did not load the endpoint at once, and the joined figures mix unequal loads; give every shard the same --start-at\n",
-			m.StartSpread.Round(time.Millisecond), merge.MaxStartSpread)
-	}
-	report.Text(w, &m.Summary, m.Summary.LevelName)
-	fmt.Fprintln(w)
 }
 
 // prefixLines copies r to w a line at a time, each line after prefix.
