@@ -96,7 +96,8 @@ type Measurement struct {
 	// during the level (the OTLP kinds).
 	OTLPMetricBytes int64 `json:"otlp_metric_bytes,omitempty"`
 	OTLPTraceBytes  int64 `json:"otlp_trace_bytes,omitempty"`
-	// Processes is how many client processes shared the level (0: one).
+	// Processes is how many client processes shared the level (0 for
+	// k6, which runs in one).
 	Processes int `json:"processes,omitempty"`
 	// Simulators is how many simulator processes served it, on one shared
 	// port (0: the harness's one).
@@ -325,7 +326,6 @@ func measureProcesses(ctx context.Context, o Options, kind string, l Load, sourc
 		idle    int64
 		last    string
 		scanned chan struct{}
-		load    Load
 	}
 	procs := make([]*proc, n)
 	for i := range n {
@@ -359,7 +359,7 @@ func measureProcesses(ctx context.Context, o Options, kind string, l Load, sourc
 		if err := cmd.Start(); err != nil {
 			return Measurement{}, err
 		}
-		p := &proc{cmd: cmd, rss: sampleRSS(cmd.Process.Pid), scanned: make(chan struct{}), load: pl}
+		p := &proc{cmd: cmd, rss: sampleRSS(cmd.Process.Pid), scanned: make(chan struct{})}
 		procs[i] = p
 		go func() {
 			defer close(p.scanned)
