@@ -25,7 +25,7 @@ func TestProbeLocationLabelsEverything(t *testing.T) {
 	defer rc.Close()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "tokenprobe.yaml")
-	if err := os.WriteFile(cfg, []byte(`
+	writeFile(t, cfg, `
 endpoints:
   - name: sim
     simulator: {slots: 4, decode_base: 1ms}
@@ -36,9 +36,7 @@ profiles:
     workload: {output_tokens: {mean: 4}}
     slo: {ttft: 1s}
     schedule: {manual: true}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	if code := run([]string{"serve", "-c", cfg, "--probe.location", "eu west", "--log.level=error"}); code != 2 {
 		t.Errorf("a location with a space: exit %d, want 2", code)
 	}

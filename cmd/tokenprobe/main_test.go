@@ -52,16 +52,14 @@ func TestSchedSliceFlag(t *testing.T) {
 		t.Errorf("--sched.slice 1s: exit %d, want %d", code, runonce.ExitConfig)
 	}
 	cfg := filepath.Join(t.TempDir(), "tokenprobe.yaml")
-	if err := os.WriteFile(cfg, []byte(`
+	writeFile(t, cfg, `
 endpoints:
   - name: sim
     simulator: {decode_base: 1ms}
 profiles:
   - name: one
     load: {concurrency: 1, requests: 2}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	if code := run([]string{"run", "-c", cfg, "--artifacts-dir", "", "--progress-interval", "0", "--sched.slice", "300us"}); code != runonce.ExitOK {
 		t.Fatalf("run: exit %d", code)
 	}
@@ -83,7 +81,7 @@ func TestSIGTERMDuringARun(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "tokenprobe.yaml")
-	if err := os.WriteFile(cfg, []byte(`
+	writeFile(t, cfg, `
 endpoints:
   - name: sim
     simulator: {slots: 4, decode_base: 20ms}
@@ -91,9 +89,7 @@ profiles:
   - name: long
     load: {concurrency: 4, duration: 1m}
     schedule: {manual: true}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	base, exit := startServe(t, cfg, "--shutdown.timeout=5s")
 	resp, err := http.Post(base+"/api/v1/runs?profile=long", "", nil)
 	if err != nil || resp.StatusCode != http.StatusAccepted {
@@ -187,7 +183,7 @@ func TestSIGTERMFlushesEveryObservation(t *testing.T) {
 	defer rc.Close()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "tokenprobe.yaml")
-	if err := os.WriteFile(cfg, []byte(`
+	writeFile(t, cfg, `
 endpoints:
   - {name: sim, base_url: "`+srv.URL()+`", model: m}
 otlp: {endpoint: "`+rc.URL+`", interval: 1h}
@@ -196,9 +192,7 @@ profiles:
     load: {concurrency: 6, duration: 1m}
     workload: {output_tokens: {mean: 20}}
     schedule: {manual: true}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	base, exit := startServe(t, cfg)
 	resp, err := http.Post(base+"/api/v1/runs?profile=long", "", nil)
 	if err != nil {
@@ -238,7 +232,7 @@ profiles:
 func TestSIGINTDuringARunKeepsItsResults(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "tokenprobe.yaml")
-	if err := os.WriteFile(cfg, []byte(`
+	writeFile(t, cfg, `
 endpoints:
   - name: sim
     simulator: {slots: 4, decode_base: 20ms}
@@ -246,9 +240,7 @@ profiles:
   - name: long
     load: {concurrency: 4, duration: 1m}
     workload: {output_tokens: {mean: 30}}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	artifacts := filepath.Join(dir, "artifacts")
 	exit := make(chan int, 1)
 	go func() {
@@ -310,9 +302,7 @@ func TestGenerateSLO(t *testing.T) {
 		}
 	}
 	none := filepath.Join(t.TempDir(), "none.yaml")
-	if err := os.WriteFile(none, []byte("endpoints: [{name: sim, simulator: {}}]\nprofiles: [{name: p}]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, none, "endpoints: [{name: sim, simulator: {}}]\nprofiles: [{name: p}]\n")
 	if code := run([]string{"generate", "slo", "-c", none}); code != runonce.ExitConfig {
 		t.Errorf("a configuration without objectives: exit %d, want %d", code, runonce.ExitConfig)
 	}
@@ -402,7 +392,7 @@ func TestRunFlagErrorsNameTheFlag(t *testing.T) {
 func TestFlagsOverrideTheSelectedProfile(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "tokenprobe.yaml")
-	if err := os.WriteFile(cfg, []byte(`
+	writeFile(t, cfg, `
 endpoints:
   - name: sim
     simulator: {slots: 4, decode_base: 1ms}
@@ -413,9 +403,7 @@ profiles:
     slo: {ttft: 5s, objective: 0.9}
   - name: b
     load: {concurrency: 1, requests: 2}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	art := filepath.Join(dir, "artifacts")
 	if code := run([]string{"run", "-c", cfg, "-p", "a", "--request-rate", "50", "--requests", "6", "--artifacts-dir", art, "--progress-interval", "0"}); code != runonce.ExitOK {
 		t.Fatalf("exit %d", code)
@@ -635,5 +623,12 @@ func TestAIPerfNames(t *testing.T) {
 		if code != runonce.ExitConfig || !strings.Contains(string(out), want) {
 			t.Errorf("%s: exit %d, %q; want %q", args, code, out, want)
 		}
+	}
+}
+
+func writeFile(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -16,7 +16,7 @@ import (
 func TestShardsAndMergeFromTheCommandLine(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "tokenprobe.yaml")
-	if err := os.WriteFile(cfg, []byte(`
+	writeFile(t, cfg, `
 endpoints:
   - name: sim
     simulator: {slots: 4, decode_base: 1ms}
@@ -24,9 +24,7 @@ profiles:
   - name: study
     load: {concurrency: 4, requests: 20}
     workload: {output_tokens: {mean: 4}}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	if code := run([]string{"run", "-c", cfg, "--shard.count", "2", "--progress-interval", "0"}); code != runonce.ExitConfig {
 		t.Errorf("--shard.count without an index: exit %d, want 2", code)
 	}

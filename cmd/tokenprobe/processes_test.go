@@ -59,7 +59,7 @@ func TestAStudyInThreeProcessesMerges(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "study.yaml")
-	if err := os.WriteFile(cfg, []byte(`
+	writeFile(t, cfg, `
 endpoints:
   - {name: sim, base_url: "`+srv.URL()+`", model: tokenprobe-sim}
 profiles:
@@ -67,9 +67,7 @@ profiles:
     load: {concurrency: 6, requests: 90}
     workload: {output_tokens: {mean: 6}}
     slo: {ttft: 2s, objective: 0.9}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	startAt := time.Now().Add(3 * time.Second).Format(time.RFC3339Nano)
 	var shards []string
 	var cmds []*exec.Cmd
@@ -158,7 +156,7 @@ func TestProcessesHoldWhatOneProcessCannot(t *testing.T) {
 	cfg := filepath.Join(dir, "wide.yaml")
 	// 300 streams to an in-process simulator: two files each, 664 with
 	// the headroom; under 256, four processes of 75 streams (214) hold it.
-	if err := os.WriteFile(cfg, []byte(`
+	writeFile(t, cfg, `
 endpoints:
   - name: sim
     simulator: {slots: 300, decode_base: 2ms}
@@ -166,9 +164,7 @@ profiles:
   - name: wide
     load: {concurrency: 300, requests: 900}
     workload: {output_tokens: {mean: 8}}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	const limit = "ulimit -n 256"
 	refused, err := command(t, limit, "run", "-c", cfg, "--artifacts-dir", filepath.Join(dir, "refused")).CombinedOutput()
 	if exitCode(err) != runonce.ExitConfig || !strings.Contains(string(refused),
@@ -225,9 +221,7 @@ func TestChildArgs(t *testing.T) {
 // process starts, by name.
 func TestProcessesRefuseWhatTheyCannotDo(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "t.yaml")
-	if err := os.WriteFile(cfg, []byte("endpoints:\n  - {name: sim, simulator: {}}\nprofiles:\n  - {name: p, load: {concurrency: 2, requests: 4}}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, cfg, "endpoints:\n  - {name: sim, simulator: {}}\nprofiles:\n  - {name: p, load: {concurrency: 2, requests: 4}}\n")
 	for _, extra := range [][]string{
 		{"--debug.trace", filepath.Join(t.TempDir(), "trace.out")},
 		{"--shard.count", "2", "--shard.index", "0"},

@@ -52,7 +52,7 @@ func TestWebConfigTLSAndBasicAuth(t *testing.T) {
 	webCfg := filepath.Join(dir, "web.yml")
 	_ = os.WriteFile(webCfg, []byte("tls_server_config:\n  cert_file: "+cert+"\n  key_file: "+key+"\nbasic_auth_users:\n  prober: "+string(hash)+"\n"), 0o600)
 	cfg := filepath.Join(dir, "tokenprobe.yaml")
-	_ = os.WriteFile(cfg, []byte("endpoints:\n  - {name: sim, simulator: {}}\nprofiles:\n  - {name: p, schedule: {every: 1h}}\n"), 0o644)
+	writeFile(t, cfg, "endpoints:\n  - {name: sim, simulator: {}}\nprofiles:\n  - {name: p, schedule: {every: 1h}}\n")
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := l.Addr().String()
 	l.Close()
@@ -109,7 +109,7 @@ func TestWebConfigTLSAndBasicAuth(t *testing.T) {
 func TestWebConfigThatWouldFailOpenIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "tokenprobe.yaml")
-	_ = os.WriteFile(cfg, []byte("endpoints:\n  - {name: sim, simulator: {}}\nprofiles:\n  - {name: p, schedule: {every: 1h}}\n"), 0o644)
+	writeFile(t, cfg, "endpoints:\n  - {name: sim, simulator: {}}\nprofiles:\n  - {name: p, schedule: {every: 1h}}\n")
 	for name, content := range map[string]string{
 		"empty":     "",
 		"comments":  "# tls_server_config and basic_auth_users to come\n",
