@@ -158,6 +158,9 @@ func New(o Options) (*Daemon, error) {
 		var fields []gpu.Field
 		d.gpu, fields = setup.OpenGPU(g)
 		d.gpuC, d.gpuInterval = gpu.NewCollector(d.gpu, fields, d.log), g.Interval.D()
+		if why := gpu.Why(d.gpu); why != "" {
+			d.log.Info("GPU source", "source", d.gpu.Name(), "why", why)
+		}
 		if err := o.Registerer.Register(d.gpuC); err != nil {
 			return nil, err
 		}

@@ -151,11 +151,27 @@ func OpenAuto(address string, fields []Field) Source {
 	if _, isDown := dcgm.(down); !isDown {
 		return dcgm
 	}
+	_, dcgmErr := dcgm.Read(context.Background())
 	nvml := OpenNVML(fields)
 	if _, isDown := nvml.(down); !isDown {
-		return nvml
+		return chosen{nvml, fmt.Sprintf("auto chose nvml: %v", dcgmErr)}
 	}
-	_, dcgmErr := dcgm.Read(context.Background())
 	_, nvmlErr := nvml.Read(context.Background())
 	return Down("auto", fmt.Errorf("neither DCGM nor NVML: %w; %w", dcgmErr, nvmlErr))
+}
+
+// chosen is the source auto picked, with why it passed over DCGM: on a GPU
+// node the operator's first question is why the profiling fields are absent.
+type chosen struct {
+	Source
+	why string
+}
+
+// Why says why auto chose src over DCGM ("" where auto was not asked, or
+// chose DCGM: nothing was passed over).
+func Why(src Source) string {
+	if c, ok := src.(chosen); ok {
+		return c.why
+	}
+	return ""
 }

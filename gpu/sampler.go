@@ -115,7 +115,10 @@ func Summarise(readings [][]Sample, outputTokens int) stats.GPU {
 		return a.sum / float64(a.n)
 	}
 	r.UtilAvg, r.UtilPeak = mean(util), util.peak
-	r.SMActiveAvg, r.SMActivePeak = mean(sm), sm.peak
+	if sm.n > 0 {
+		avg, peak := mean(sm), sm.peak
+		r.SMActiveAvg, r.SMActivePeak = &avg, &peak
+	}
 	r.PowerAvg, r.PowerPeak = mean(power), power.peak
 	for uuid, e := range last {
 		r.EnergyJoules += (e - first[uuid]) / 1000 // the counter is in mJ

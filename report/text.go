@@ -105,8 +105,12 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 		case 0:
 			kv("GPU", "%s: no readings (%s)", g.Source, g.Err)
 		default:
-			kv("GPU", "%s, %d GPUs, %d readings: utilisation avg %.0f%% peak %.0f%%, SM active avg %.2f peak %.2f",
-				g.Source, g.GPUs, g.Samples, g.UtilAvg, g.UtilPeak, g.SMActiveAvg, g.SMActivePeak)
+			sm := "SM active not read (a profiling field: DCGM only)"
+			if g.SMActiveAvg != nil && g.SMActivePeak != nil {
+				sm = fmt.Sprintf("SM active avg %.2f peak %.2f", *g.SMActiveAvg, *g.SMActivePeak)
+			}
+			kv("GPU", "%s, %d GPUs, %d readings: utilisation avg %.0f%% peak %.0f%%, %s",
+				g.Source, g.GPUs, g.Samples, g.UtilAvg, g.UtilPeak, sm)
 			kv("GPU power and memory", "avg %.0f W, peak %.0f W; framebuffer peak %.0f MiB", g.PowerAvg, g.PowerPeak, g.MemUsedPeak)
 			if g.EnergyJoules > 0 {
 				kv("GPU energy", "%.0f J: %.3f J per output token, %.2f output tokens per J", g.EnergyJoules, g.JoulesPerOutputToken, g.OutputTokensPerJoule)

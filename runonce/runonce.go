@@ -127,6 +127,9 @@ func Run(ctx context.Context, o Options) int {
 	if cfg.GPU != nil {
 		src, _ := setup.OpenGPU(cfg.GPU)
 		defer src.Close()
+		if why := gpu.Why(src); why != "" {
+			fmt.Fprintf(o.Progress, "GPU source: %s\n", why)
+		}
 		gpus = &gpuSource{src: src, interval: cfg.GPU.Interval.D()}
 	}
 

@@ -143,13 +143,15 @@ type GPU struct {
 	Samples int    `json:"samples"`
 	// Averages and peaks over the run and over all GPUs (utilisation and
 	// SM active as dcgm-exporter gives them: percent, and a ratio).
-	UtilAvg      float64 `json:"gpu_util_avg_percent"`
-	UtilPeak     float64 `json:"gpu_util_peak_percent"`
-	SMActiveAvg  float64 `json:"sm_active_avg,omitempty"`
-	SMActivePeak float64 `json:"sm_active_peak,omitempty"`
-	PowerAvg     float64 `json:"power_avg_watts"`
-	PowerPeak    float64 `json:"power_peak_watts"`
-	MemUsedPeak  float64 `json:"fb_used_peak_mib"`
+	UtilAvg  float64 `json:"gpu_util_avg_percent"`
+	UtilPeak float64 `json:"gpu_util_peak_percent"`
+	// SM active is DCGM's profiling field: nil where the source has none
+	// (NVML), never a 0 that was not read.
+	SMActiveAvg  *float64 `json:"sm_active_avg,omitempty"`
+	SMActivePeak *float64 `json:"sm_active_peak,omitempty"`
+	PowerAvg     float64  `json:"power_avg_watts"`
+	PowerPeak    float64  `json:"power_peak_watts"`
+	MemUsedPeak  float64  `json:"fb_used_peak_mib"`
 	// EnergyJoules is the energy counter's rise over the run, all GPUs.
 	EnergyJoules float64 `json:"energy_joules,omitempty"`
 	// Per output token and its inverse, when energy and tokens are known.
