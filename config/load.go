@@ -814,9 +814,16 @@ func (c *Checks) validate(l *locator, path, dir string) {
 		l.errf(path+".tool_choice", "needs tools: the file of tool definitions to send")
 	}
 	switch c.Model {
-	case "", "exact", "prefix", "off":
+	case "", "learn", "exact", "prefix", "off":
 	default:
-		l.errf(path+".model", "%q is not exact, prefix or off", c.Model)
+		l.errf(path+".model", "%q is not learn, exact, prefix or off", c.Model)
+	}
+	if c.ModelMatches != "" {
+		if _, err := regexp.Compile(c.ModelMatches); err != nil {
+			l.errf(path+".model_matches", "not an RE2 expression: %v", err)
+		} else if c.Model == "off" {
+			l.errf(path+".model_matches", "is a model check: model off turns it off")
+		}
 	}
 	if c.MinOutputTokens < 0 || c.MaxOutputTokens < 0 {
 		l.errf(path, "min_output_tokens and max_output_tokens must not be negative")

@@ -473,8 +473,12 @@ type Profile struct {
 // Checks are a profile's answer checks. The model is checked unless
 // model is off; the rest only when set.
 type Checks struct {
-	// Model is exact (default), prefix or off.
-	Model           string   `yaml:"model"`
+	// Model is learn (default: the model the endpoint's answers named
+	// before, see check.Served), exact, prefix or off.
+	Model string `yaml:"model"`
+	// ModelMatches is an RE2 expression the answer's model must match, in
+	// place of Model's comparison, for those who know the names.
+	ModelMatches    string   `yaml:"model_matches"`
 	FinishReason    []string `yaml:"finish_reason"`
 	MinOutputTokens int      `yaml:"min_output_tokens"`
 	MaxOutputTokens int      `yaml:"max_output_tokens"`

@@ -109,6 +109,11 @@ func (r *Run) Progress() Progress {
 func (r *Run) Execute(parent context.Context) (stats.Summary, error) {
 	ctx, abort := context.WithCancelCause(parent)
 	defer abort(nil)
+	if r.Checks.Served == nil && r.Endpoint != nil {
+		// The model check learns what the endpoint serves, for as long as
+		// the endpoint lasts: across this run and the next.
+		r.Checks.Served = &r.Endpoint.Served
+	}
 	g := &guard{p: r.Failure, abort: abort}
 	all := stats.NewAggregator(r.Profile, r.Endpoint.Name, r.Endpoint.Model, r.Plan.Level(), r.SLO.Objective)
 	levels := newLevelGroups(r)

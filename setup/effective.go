@@ -30,7 +30,7 @@ func Effective(cfg *config.Config) *config.Config {
 			ScheduleBackoffMax: duration(ScheduleBackoffMax(&p.Failure)),
 		}
 		if q.Checks.Model == "" {
-			q.Checks.Model = "exact"
+			q.Checks.Model = "learn"
 		}
 		stream := p.Workload.Streaming()
 		q.Workload.Stream = &stream

@@ -199,6 +199,9 @@ func ChecksOf(p *config.Profile, api openai.API) (check.Set, map[string]any, err
 		MinOutputTokens: c.MinOutputTokens, MaxOutputTokens: c.MaxOutputTokens,
 		Contains: c.Contains, JSON: c.JSON,
 	}
+	if c.ModelMatches != "" {
+		s.ModelMatches = regexp.MustCompile(c.ModelMatches)
+	}
 	for _, e := range c.Matches {
 		s.Matches = append(s.Matches, regexp.MustCompile(e))
 	}

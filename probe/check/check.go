@@ -17,27 +17,42 @@ import (
 
 	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/probe/served"
 )
 
-// ModelMode is how the answer's model must match the one asked for.
+// ModelMode is how the answer's model must match.
 type ModelMode uint8
 
 const (
-	// ModelExact: the same name (the default).
-	ModelExact ModelMode = iota
+	// ModelLearn (the default): the model the endpoint served before
+	// (served.Model): the first name an endpoint's answers give is learned, an
+	// answer naming the model asked for always passes, and an answer from
+	// another model afterwards is wrong. It never fails a healthy answer of
+	// a server that names its model its own way, and still catches a
+	// substitution.
+	ModelLearn ModelMode = iota
+	// ModelExact: the name asked for.
+	ModelExact
 	// ModelPrefix: the answer's model starts with the one asked for, for
-	// servers that answer with a served-model alias or a fuller name.
+	// servers that answer with a fuller name.
 	ModelPrefix
 	// ModelOff checks nothing.
 	ModelOff
 )
 
 // ModelModes names the modes as the configuration writes them.
-var ModelModes = map[string]ModelMode{"exact": ModelExact, "prefix": ModelPrefix, "off": ModelOff}
+var ModelModes = map[string]ModelMode{"": ModelLearn, "learn": ModelLearn, "exact": ModelExact, "prefix": ModelPrefix, "off": ModelOff}
 
 // Set is a profile's answer checks. The zero Set checks the model alone.
 type Set struct {
 	Model ModelMode
+	// ModelMatches, when set, is what the answer's model must match
+	// (RE2), in place of Model's comparison.
+	ModelMatches *regexp.Regexp
+	// Served is what the endpoint served before, for ModelLearn; nil
+	// learns nothing and passes every answer (probe.Run binds it to its
+	// endpoint's).
+	Served *served.Model
 	// FinishReasons are the finish reasons allowed; any when empty.
 	FinishReasons []string
 	// MinOutputTokens and MaxOutputTokens bound the answer's length; 0
@@ -142,9 +157,8 @@ func (s *Set) Run(r *result.Request, read func() openai.Answer, expect *regexp.R
 			why = name + ": " + reason()
 		}
 	}
-	if s.Model != ModelOff && r.Model != "" {
-		pass := r.ServedModel == "" || r.ServedModel == r.Model || s.Model == ModelPrefix && strings.HasPrefix(r.ServedModel, r.Model)
-		judge(Model, pass, func() string { return fmt.Sprintf("asked for model %q, answered by %q", r.Model, r.ServedModel) })
+	if s.Model != ModelOff {
+		s.judgeModel(r, judge)
 	}
 	if len(s.FinishReasons) > 0 {
 		judge(FinishReason, slices.Contains(s.FinishReasons, r.FinishReason), func() string {
@@ -224,6 +238,31 @@ func (s *Set) Run(r *result.Request, read func() openai.Answer, expect *regexp.R
 	}
 	if why != "" {
 		r.Outcome, r.Err = result.WrongAnswer, why
+	}
+}
+
+// judgeModel is the model check: r's answer names the model it came from
+// (an answer that names none passes).
+func (s *Set) judgeModel(r *result.Request, judge func(string, bool, func() string)) {
+	name := r.ServedModel
+	switch {
+	case name == "":
+		judge(Model, true, nil)
+	case s.ModelMatches != nil:
+		judge(Model, s.ModelMatches.MatchString(name), func() string {
+			return fmt.Sprintf("answered by %q, which does not match /%s/", name, s.ModelMatches)
+		})
+	case s.Model == ModelLearn:
+		ok, earlier := true, ""
+		if s.Served != nil {
+			ok, earlier = s.Served.Judge(r.Model, name)
+		}
+		judge(Model, ok, func() string { return served.Substituted(name, earlier) })
+	case r.Model == "":
+		judge(Model, true, nil)
+	default:
+		pass := name == r.Model || s.Model == ModelPrefix && strings.HasPrefix(name, r.Model)
+		judge(Model, pass, func() string { return fmt.Sprintf("asked for model %q, answered by %q", r.Model, name) })
 	}
 }
 

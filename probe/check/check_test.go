@@ -10,6 +10,7 @@ import (
 
 	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/probe/served"
 )
 
 func text(s string) func() openai.Answer {
@@ -163,5 +164,59 @@ func TestExpect(t *testing.T) {
 	}
 	if !slices.Contains(s.Names(), Expect) {
 		t.Errorf("names %v lack expect", s.Names())
+	}
+}
+
+// The default model check learns what the endpoint serves: llama.cpp's
+// alias, OpenAI's dated snapshot, an echo; a later answer from another
+// model is wrong, naming both; an answer naming the model asked for always
+// passes and makes the endpoint known to echo, so a fallback that happened
+// to answer first is not taken for the model served.
+func TestTheServedModelIsLearned(t *testing.T) {
+	judge := func(s *Set, asked, served string) (bool, string) {
+		r := &result.Request{Outcome: result.Success, Model: asked, ServedModel: served}
+		s.Run(r, nil, nil)
+		return r.Outcome == result.Success, r.Err
+	}
+	for what, c := range map[string]struct {
+		asked  string
+		served []string
+		wrong  int // the index of the first wrong answer, -1 for none
+		why    string
+	}{
+		"llama.cpp's alias":      {"default", []string{"tiny-llama", "tiny-llama", "tiny-llama"}, -1, ""},
+		"OpenAI's snapshot":      {"gpt-4o", []string{"gpt-4o-2024-08-06", "gpt-4o-2024-08-06"}, -1, ""},
+		"an echo":                {"llama", []string{"llama", "llama"}, -1, ""},
+		"a switch":               {"default", []string{"tiny-llama", "other", "other"}, 1, `model: served "other", earlier "tiny-llama"`},
+		"a fallback after echo":  {"llama", []string{"llama", "tiny", "llama", "tiny"}, 1, `model: served "tiny", earlier "llama"`},
+		"a fallback that echoes": {"llama", []string{"tiny", "llama", "tiny"}, 2, `model: served "tiny", earlier "llama"`},
+		"no model in the answer": {"llama", []string{"", "x", ""}, -1, ""},
+	} {
+		s := &Set{Served: &served.Model{}}
+		for i, name := range c.served {
+			ok, why := judge(s, c.asked, name)
+			switch {
+			case i < c.wrong || c.wrong < 0:
+				if !ok {
+					t.Errorf("%s: answer %d (%q) judged wrong: %s", what, i, name, why)
+				}
+			case i == c.wrong:
+				if ok || why != c.why {
+					t.Errorf("%s: answer %d (%q): ok %v, %q; want %q", what, i, name, ok, why, c.why)
+				}
+			}
+		}
+	}
+	// Those who know the name say so.
+	s := &Set{Model: ModelExact}
+	if ok, _ := judge(s, "gpt-4o", "gpt-4o-2024-08-06"); ok {
+		t.Error("exact passed a snapshot name")
+	}
+	s = &Set{ModelMatches: regexp.MustCompile(`^gpt-4o-\d{4}-\d{2}-\d{2}$`)}
+	if ok, _ := judge(s, "gpt-4o", "gpt-4o-2024-08-06"); !ok {
+		t.Error("model_matches failed its name")
+	}
+	if ok, why := judge(s, "gpt-4o", "gpt-4o-mini-2024-07-18"); ok || !strings.Contains(why, "does not match") {
+		t.Errorf("model_matches passed another model: %q", why)
 	}
 }

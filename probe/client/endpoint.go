@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tokenprobe/tokenprobe/probe/openai"
+	"github.com/tokenprobe/tokenprobe/probe/served"
 )
 
 // Endpoint is everything needed to reach one model server.
@@ -33,6 +34,11 @@ type Endpoint struct {
 	wire     sync.Once
 	wireHead http.Header
 	bearer   string
+
+	// Served is the model the endpoint's answers have named, learned by
+	// the default model check: it lasts as long as the endpoint, across
+	// runs and the reloads that keep the endpoint unchanged.
+	Served served.Model
 
 	// heldUntil is when the server's last Retry-After ends (unix nanos):
 	// it asked every client to wait, so every run against the endpoint
