@@ -125,6 +125,8 @@ var (
 		Help: "Requests counted against one SLO threshold, result met or missed; errors count as missed, cancellations not at all."}
 	InputTokens = Metric{Name: "tokenprobe_input_tokens_total", Type: Counter, Unit: "tokens", Labels: RequestLabels,
 		Help: "Input tokens of successful requests (the server's usage count, or the intended length)."}
+	CachedInputTokens = Metric{Name: "tokenprobe_cached_input_tokens_total", Type: Counter, Unit: "tokens", Labels: RequestLabels,
+		Help: "The part of tokenprobe_input_tokens_total the server's usage says it read from its prompt cache (prompt_tokens_details.cached_tokens, cache_read_input_tokens), billed apart."}
 	OutputTokens = Metric{Name: "tokenprobe_output_tokens_total", Type: Counter, Unit: "tokens", Labels: RequestLabels,
 		Help: "Output tokens of successful requests (the server's usage count, or content chunks)."}
 )
@@ -199,7 +201,7 @@ var (
 // (tokenprobe_build_info) comes from client_golang's version collector.
 var All = []Metric{
 	TTFT, TTST, ITL, InterChunk, Duration, Phases, DispatchLag,
-	Requests, AnswerChecks, Errors, Anomalies, Good, SLORequests, InputTokens, OutputTokens,
+	Requests, AnswerChecks, Errors, Anomalies, Good, SLORequests, InputTokens, CachedInputTokens, OutputTokens,
 	InFlight, TargetConcurrency, TargetRate,
 	Runs, RunsSkipped, RunsAbortedInARow, RunNext, RunLastTimestamp, RunLastSuccess, RunLastPassed, RunLastDuration,
 	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunLastCapacity, RunLastCliff, RunLastTTFTBreakdown, RunLastTTFTDominant,

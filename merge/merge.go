@@ -144,7 +144,7 @@ func Request(rec *records.Record) (result.Request, slo.Verdict) {
 		ID: rec.ID, Profile: rec.Profile, Endpoint: rec.Endpoint, Model: rec.Model, Level: rec.Level,
 		Start: rec.Start, Scheduled: rec.Start.Add(-time.Duration(rec.DispatchLagMs * float64(time.Millisecond))),
 		Err: rec.Error, HTTPStatus: rec.HTTPStatus, Retried: rec.Retried, ContentChunks: rec.ContentChunks,
-		InputTokens: rec.InputTokens, IntendedInputTokens: rec.IntendedInputTokens, OutputTokens: rec.OutputTokens,
+		InputTokens: rec.InputTokens, IntendedInputTokens: rec.IntendedInputTokens, CachedInputTokens: rec.CachedInputTokens, OutputTokens: rec.OutputTokens,
 		ServedModel: rec.ServedModel, FinishReason: rec.FinishReason, Checks: rec.Checks, Reused: rec.Reused,
 		TTFT: d(rec.TTFTMs), TTST: d(rec.TTSTMs), TTFO: d(rec.TTFOMs), HasTTFO: rec.TTFOMs != nil, E2E: d(rec.RequestLatencyMs),
 		DNS: d(rec.DNSMs), Connect: d(rec.ConnectMs), TLS: d(rec.TLSMs), FirstByte: d(rec.FirstByteMs),

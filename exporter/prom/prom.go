@@ -27,15 +27,15 @@ const ExemplarInterval = time.Second
 
 // Exporter is a probe.Sink and the record of runs for Prometheus.
 type Exporter struct {
-	ttft, ttst, itl, gaps, dur, lag, phases                                  *prometheus.HistogramVec
-	requests, errors, anomalies, good, sloReqs, inTok, outTok, runs, skipped *prometheus.CounterVec
-	lastTS, lastOK, lastPassed, lastDur, lastAtt, lastGood, lastThr          *prometheus.GaugeVec
-	objective, info, next, aborts, capacity, cliff, breakdown, dominant      *prometheus.GaugeVec
-	serverRequests, serverKV                                                 *prometheus.GaugeVec
-	checks                                                                   *prometheus.CounterVec
-	dropped                                                                  *prometheus.CounterVec
-	reloadOK, reloadTime                                                     prometheus.Gauge
-	artifactFailures                                                         *prometheus.CounterVec
+	ttft, ttst, itl, gaps, dur, lag, phases                                             *prometheus.HistogramVec
+	requests, errors, anomalies, good, sloReqs, inTok, cachedTok, outTok, runs, skipped *prometheus.CounterVec
+	lastTS, lastOK, lastPassed, lastDur, lastAtt, lastGood, lastThr                     *prometheus.GaugeVec
+	objective, info, next, aborts, capacity, cliff, breakdown, dominant                 *prometheus.GaugeVec
+	serverRequests, serverKV                                                            *prometheus.GaugeVec
+	checks                                                                              *prometheus.CounterVec
+	dropped                                                                             *prometheus.CounterVec
+	reloadOK, reloadTime                                                                prometheus.Gauge
+	artifactFailures                                                                    *prometheus.CounterVec
 
 	mu     sync.Mutex
 	series map[seriesKey]*series
@@ -58,14 +58,14 @@ type checkKey struct{ profile, endpoint, model, check string }
 type series struct {
 	ttft, ttst, itl, gaps, dur, lag prometheus.Observer
 	// dns, connect, tls and firstByte are the profile x endpoint's phases.
-	dns, connect, tls, firstByte prometheus.Observer
-	outcome                      [result.WrongAnswer + 1]prometheus.Counter // by result.Outcome
-	reason                       map[result.Reason]prometheus.Counter
-	anomaly                      [len(anomalyKinds)]prometheus.Counter // by result.Anomaly
-	good, inTok, outTok          prometheus.Counter
-	met, missed                  [len(kinds)]prometheus.Counter
-	lastExemplar                 atomic.Int64
-	labels                       []string
+	dns, connect, tls, firstByte   prometheus.Observer
+	outcome                        [result.WrongAnswer + 1]prometheus.Counter // by result.Outcome
+	reason                         map[result.Reason]prometheus.Counter
+	anomaly                        [len(anomalyKinds)]prometheus.Counter // by result.Anomaly
+	good, inTok, cachedTok, outTok prometheus.Counter
+	met, missed                    [len(kinds)]prometheus.Counter
+	lastExemplar                   atomic.Int64
+	labels                         []string
 }
 
 var anomalyKinds = [...]result.Anomaly{result.AnomalyNone, result.AnomalyDrain, result.AnomalyRetried, result.AnomalyUsage}
@@ -98,6 +98,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	e.checks = counter(catalog.AnswerChecks)
 	e.anomalies = counter(catalog.Anomalies)
 	e.sloReqs, e.inTok, e.outTok = counter(catalog.SLORequests), counter(catalog.InputTokens), counter(catalog.OutputTokens)
+	e.cachedTok = counter(catalog.CachedInputTokens)
 	e.runs, e.skipped, e.dropped = counter(catalog.Runs), counter(catalog.RunsSkipped), counter(catalog.Dropped)
 	e.lastTS, e.lastOK, e.lastPassed = gauge(catalog.RunLastTimestamp), gauge(catalog.RunLastSuccess), gauge(catalog.RunLastPassed)
 	e.lastDur, e.lastAtt, e.lastGood = gauge(catalog.RunLastDuration), gauge(catalog.RunLastAttainment), gauge(catalog.RunLastGoodput)
@@ -111,7 +112,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	e.artifactFailures = counter(catalog.ArtifactFailures)
 	e.reloadTime = prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ConfigReloadTime.Name, Help: catalog.ConfigReloadTime.Help})
 	for _, c := range []prometheus.Collector{
-		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.phases, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.outTok,
+		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.phases, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.cachedTok, e.outTok,
 		e.runs, e.skipped, e.dropped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr,
 		e.objective, e.info, e.next, e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.serverRequests, e.serverKV, e.reloadOK, e.reloadTime, e.artifactFailures, (*liveCollector)(e),
 	} {
@@ -165,6 +166,9 @@ func (e *Exporter) Observe(r *result.Request, v slo.Verdict) {
 		return
 	}
 	s.inTok.Add(float64(r.InputTokens))
+	if r.CachedInputTokens > 0 {
+		s.cachedTok.Add(float64(r.CachedInputTokens))
+	}
 	s.outTok.Add(float64(r.OutputTokens))
 	exemplar := s.exemplarDue()
 	var ex prometheus.Labels
@@ -245,7 +249,7 @@ func (e *Exporter) getWith(k seriesKey, slos []slo.Kind, timed bool) *series {
 		dur: e.dur.WithLabelValues(lv...), lag: e.lag.WithLabelValues(lv...),
 		dns: e.phases.WithLabelValues(k.profile, k.endpoint, "dns"), connect: e.phases.WithLabelValues(k.profile, k.endpoint, "connect"),
 		tls: e.phases.WithLabelValues(k.profile, k.endpoint, "tls"), firstByte: e.phases.WithLabelValues(k.profile, k.endpoint, "first_byte"),
-		good: e.good.WithLabelValues(lv...), inTok: e.inTok.WithLabelValues(lv...), outTok: e.outTok.WithLabelValues(lv...),
+		good: e.good.WithLabelValues(lv...), inTok: e.inTok.WithLabelValues(lv...), cachedTok: e.cachedTok.WithLabelValues(lv...), outTok: e.outTok.WithLabelValues(lv...),
 		reason: map[result.Reason]prometheus.Counter{}, labels: lv,
 	}
 	if timed {
@@ -504,7 +508,7 @@ func (e *Exporter) Forget(profile, endpoint string) {
 		match["endpoint"] = endpoint
 	}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
-		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.phases, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.outTok,
+		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.phases, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.cachedTok, e.outTok,
 		e.runs, e.skipped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr, e.objective, e.info, e.next,
 		e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.serverRequests, e.serverKV, e.artifactFailures,
 	} {

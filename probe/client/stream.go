@@ -67,6 +67,9 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r *result.Reque
 			if chunk.CompletionTokens != 0 {
 				usage.CompletionTokens = chunk.CompletionTokens
 			}
+			if chunk.CachedTokens != 0 {
+				usage.CachedTokens = chunk.CachedTokens
+			}
 		}
 		answered(r, &chunk)
 		finished = finished || chunk.Finished
@@ -186,6 +189,7 @@ func (c *Client) tokens(r *result.Request, usage openai.Chunk, maxTokens int) {
 	}
 	if usage.Usage && usage.PromptTokens > 0 {
 		r.InputTokens, r.InputSource = usage.PromptTokens, result.SourceUsage
+		r.CachedInputTokens = min(max(usage.CachedTokens, 0), usage.PromptTokens)
 	}
 	if usage.Usage && usage.CompletionTokens > 0 {
 		r.OutputTokens, r.OutputSource = usage.CompletionTokens, result.SourceUsage

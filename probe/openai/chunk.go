@@ -40,6 +40,11 @@ type Chunk struct {
 	Usage            bool
 	PromptTokens     int
 	CompletionTokens int
+	// CachedTokens is the part of PromptTokens the server read from its
+	// prompt cache (chat's prompt_tokens_details.cached_tokens, the
+	// Messages API's cache_read_input_tokens, the Responses API's
+	// input_tokens_details.cached_tokens), billed at its own price.
+	CachedTokens int
 	// Error is true when the chunk is an error payload (a top-level
 	// `error` member, or `"object": "error"` as vLLM sends it).
 	Error bool
@@ -630,6 +635,8 @@ func (s *scanner) usage(c *Chunk) error {
 		case "completion_tokens":
 			c.CompletionTokens, err = s.int()
 			c.Usage = true
+		case "prompt_tokens_details":
+			err = s.cached(c)
 		default:
 			err = s.skip()
 		}
@@ -641,6 +648,21 @@ func (s *scanner) usage(c *Chunk) error {
 			return err
 		}
 	}
+}
+
+// cached reads a {"cached_tokens": N} details object (or null).
+func (s *scanner) cached(c *Chunk) error {
+	if s.peek() != '{' {
+		return s.skip()
+	}
+	return s.members(func(k []byte) error {
+		if string(k) != "cached_tokens" {
+			return s.skip()
+		}
+		var err error
+		c.CachedTokens, err = s.int()
+		return err
+	})
 }
 
 // Unescape is a raw JSON string's bytes (Chunk.Model, Chunk.FinishReason)

@@ -22,7 +22,7 @@ import (
 type transcript struct {
 	content, reasoning, finished, errors, toolCalls int
 	usage                                           bool
-	prompt, completion                              int
+	prompt, completion, cached                      int
 	done, errorEvent, end                           bool
 	finish                                          string
 }
@@ -98,6 +98,9 @@ func readTranscript(t *testing.T, path string) transcript {
 			if c.CompletionTokens > 0 {
 				sum.completion = c.CompletionTokens
 			}
+			if c.CachedTokens > 0 {
+				sum.cached = c.CachedTokens
+			}
 		}
 	}
 }
@@ -135,6 +138,16 @@ func TestServerTranscripts(t *testing.T) {
 		// A capped answer ends incomplete: finished, finish reason length.
 		"vllm_responses_reasoning_tool.sse": {content: 3, reasoning: 2, toolCalls: 3, finished: 1, usage: true, prompt: 80, completion: 16, end: true, finish: "length"},
 		"openai_responses_failed.sse":       {errors: 1, end: true},
+		// A real llama-server (de3ff81), every API it serves: the prompt's
+		// length as the server bills it, its cached part apart. Messages
+		// counts 1 input token beside 15 read from the prompt cache: 16,
+		// as chat says of the same prompt.
+		"llamacpp_de3ff81_chat.sse":        {content: 4, finished: 1, usage: true, prompt: 16, completion: 4, cached: 6, done: true, finish: "length"},
+		"llamacpp_de3ff81_completions.sse": {content: 4, finished: 1, usage: true, prompt: 3, completion: 4, cached: 1, done: true, finish: "length"},
+		"llamacpp_de3ff81_messages.sse":    {content: 4, finished: 1, usage: true, prompt: 16, completion: 4, cached: 15, end: true, finish: "length"},
+		// Its Responses API calls an answer cut at max_output_tokens
+		// completed, where OpenAI says incomplete: finish stop.
+		"llamacpp_de3ff81_responses.sse": {content: 4, finished: 1, usage: true, prompt: 16, completion: 4, cached: 15, end: true, finish: "stop"},
 	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -218,6 +231,15 @@ func reference(data []byte) (c Chunk, ok bool) {
 				return Chunk{}, false
 			}
 			*dst, _ = strconv.Atoi(string(n))
+		}
+		if d, _ := u["prompt_tokens_details"].(map[string]any); d != nil {
+			if raw, present := d["cached_tokens"]; present && raw != nil {
+				n, isNum := raw.(json.Number)
+				if !isNum || len(n) > 9 || strings.Trim(string(n), "0123456789") != "" {
+					return Chunk{}, false
+				}
+				c.CachedTokens, _ = strconv.Atoi(string(n))
+			}
 		}
 	}
 	if e, present := top["error"]; present && e != nil {

@@ -87,14 +87,30 @@ func (s *scanner) strOrSkip() ([]byte, error) {
 	return v, nil
 }
 
-// anthropicUsage reads {"input_tokens", "output_tokens"}.
+// anthropicUsage reads {"input_tokens", "output_tokens"} and the prompt
+// cache's counts. The Messages API's input_tokens leaves out what it read
+// from (cache_read_input_tokens) and wrote to (cache_creation_input_tokens)
+// the prompt cache, each billed: the prompt's length is their sum, as chat
+// counts it in prompt_tokens (llama.cpp's server answered 1 input and 13
+// cache-read tokens where chat said 14). The Responses API's input_tokens
+// already holds its cached part (input_tokens_details).
 func (s *scanner) anthropicUsage(c *Chunk) error {
-	return s.members(func(k []byte) error {
+	var input, read, created int
+	var prompt bool
+	err := s.members(func(k []byte) error {
 		var err error
 		switch string(k) {
 		case "input_tokens":
-			c.PromptTokens, err = s.int()
-			c.Usage = true
+			input, err = s.int()
+			prompt = true
+		case "cache_read_input_tokens":
+			read, err = s.int()
+			prompt = true
+		case "cache_creation_input_tokens":
+			created, err = s.int()
+			prompt = true
+		case "input_tokens_details":
+			err = s.cached(c)
 		case "output_tokens":
 			c.CompletionTokens, err = s.int()
 			c.Usage = true
@@ -103,6 +119,16 @@ func (s *scanner) anthropicUsage(c *Chunk) error {
 		}
 		return err
 	})
+	if prompt {
+		c.PromptTokens, c.Usage = input+read+created, true
+		if input == Untrusted || read == Untrusted || created == Untrusted {
+			c.PromptTokens = Untrusted
+		}
+		if read > 0 {
+			c.CachedTokens = read
+		}
+	}
+	return err
 }
 
 // errorMember reads an "error" member: anything but null is an error.

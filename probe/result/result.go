@@ -182,6 +182,9 @@ type Request struct {
 
 	InputTokens int
 	InputSource TokenSource
+	// CachedInputTokens is the part of InputTokens the server's usage says
+	// it read from its prompt cache (0 where it says nothing).
+	CachedInputTokens int
 	// IntendedInputTokens is what the workload meant to send; compared
 	// with the server's count it shows how good the prompt sizing is.
 	IntendedInputTokens int

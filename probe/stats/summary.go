@@ -100,6 +100,9 @@ type Summary struct {
 	// InputTokens and OutputTokens are totals over successful requests.
 	InputTokens  int `json:"input_tokens"`
 	OutputTokens int `json:"output_tokens"`
+	// CachedInputTokens is the part of InputTokens the server read from
+	// its prompt cache, as its usage says.
+	CachedInputTokens int `json:"cached_input_tokens,omitempty"`
 
 	DurationSeconds       float64 `json:"benchmark_duration_s"`
 	RequestThroughput     float64 `json:"request_throughput"`
@@ -172,7 +175,7 @@ type Aggregator struct {
 	good, counted                int
 	met                          map[slo.Kind]int
 	checked                      map[slo.Kind]bool
-	inTokens, outTokens          int
+	inTokens, outTokens, cached  int
 	failures                     map[result.Reason]*failureGroup
 	checks                       []CheckStat
 }
@@ -288,6 +291,7 @@ func (a *Aggregator) Add(r *result.Request, v slo.Verdict) {
 	a.osl = append(a.osl, float64(r.OutputTokens))
 	a.outTokens += r.OutputTokens
 	a.inTokens += r.InputTokens
+	a.cached += r.CachedInputTokens
 	if tps, ok := r.OutputTokensPerSecond(); ok {
 		a.tps = append(a.tps, tps)
 	}
@@ -322,7 +326,7 @@ func (a *Aggregator) Summary() Summary {
 	s.Good = a.good
 	s.Failures = a.failureSummary()
 	s.Checks = slices.Clone(a.checks)
-	s.InputTokens, s.OutputTokens = a.inTokens, a.outTokens
+	s.InputTokens, s.OutputTokens, s.CachedInputTokens = a.inTokens, a.outTokens, a.cached
 	if a.counted > 0 {
 		s.Attainment = float64(a.good) / float64(a.counted)
 		for k := range a.checked {

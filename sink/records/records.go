@@ -65,6 +65,7 @@ type Record struct {
 	ContentChunks       int             `json:"content_chunks"`
 	InputTokens         int             `json:"input_tokens"`
 	InputSource         string          `json:"input_tokens_source"`
+	CachedInputTokens   int             `json:"cached_input_tokens,omitempty"`
 	IntendedInputTokens int             `json:"intended_input_tokens"`
 	OutputTokens        int             `json:"output_tokens"`
 	OutputSource        string          `json:"output_tokens_source,omitempty"`
@@ -79,7 +80,7 @@ func NewRecord(r *result.Request, v slo.Verdict) Record {
 		ID: r.ID, RequestID: r.XRequestID(), Profile: r.Profile, Endpoint: r.Endpoint, Model: r.Model, Level: r.Level,
 		Start: r.Start, DispatchLagMs: *ms(r.DispatchLag()), Outcome: r.Outcome.String(), Reason: r.Reason.String(),
 		Error: r.Err, HTTPStatus: r.HTTPStatus, Anomaly: r.Anomaly.String(), Retried: r.Retried, ContentChunks: r.ContentChunks,
-		InputTokens: r.InputTokens, InputSource: r.InputSource.String(), IntendedInputTokens: r.IntendedInputTokens,
+		InputTokens: r.InputTokens, InputSource: r.InputSource.String(), IntendedInputTokens: r.IntendedInputTokens, CachedInputTokens: r.CachedInputTokens,
 		OutputTokens: r.OutputTokens, Good: v.Good,
 	}
 	if r.Session != "" {
