@@ -124,7 +124,7 @@ const serverSel = `server="$server",endpoint=~"$endpoint",model=~"$model"`
 // does not show), its running and waiting requests and KV cache, and where
 // the last run's TTFT went.
 func serverPanels(b *dashboard.DashboardBuilder) {
-	b.WithPanel(ts("TTFT: the user's and the server's ($server)", "Mean TTFT as tokenprobe measures it (tokenprobe:ttft_seconds:mean5m) over the server's own TTFT (tokenprobe:server_ttft_seconds:mean5m) and queue time (tokenprobe:server_queue_seconds:mean5m), by endpoint and model, each over the requests the server finished. vLLM's and SGLang's TTFT counts from the request's arrival, queue included: the gap to the user's (tokenprobe:ttft_outside_server_seconds:mean5m) is time outside the server, in the network and gateways and their queues.", "s",
+	b.WithPanel(ts("TTFT: the user's and the server's ($server)", "Mean TTFT as tokenprobe measures it (tokenprobe:ttft_seconds:mean5m) over the server's own TTFT (tokenprobe:server_ttft_seconds:mean5m) and queue time (tokenprobe:server_queue_seconds:mean5m), by endpoint and model, each over the requests the server finished. vLLM's and SGLang's TTFT counts from the request's arrival, queue included: the gap to the user's (tokenprobe:ttft_outside_server_seconds:mean5m) is time outside the server, in the network and gateways and their queues. A server whose TTFT starts at scheduling (below its queue time) has no outside line.", "s",
 		q(`tokenprobe:ttft_seconds:mean5m{endpoint=~"$endpoint",model=~"$model"}`, "user TTFT {{endpoint}}"),
 		q(fmt.Sprintf(`tokenprobe:server_ttft_seconds:mean5m{%s}`, serverSel), "server TTFT {{endpoint}}"),
 		q(fmt.Sprintf(`tokenprobe:server_queue_seconds:mean5m{%s}`, serverSel), "server queue {{endpoint}}"),

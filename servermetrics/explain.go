@@ -52,7 +52,13 @@ func window(rd Readings, sum *stats.Summary) *stats.Server {
 		bi = ai - 1
 	}
 	before, after := rd.Snaps[bi], rd.Snaps[ai]
-	if why := restart(rd.Snaps[bi : ai+1]); why != "" {
+	why := restart(rd.Snaps[bi : ai+1])
+	for _, at := range rd.Refused {
+		if why == "" && at.After(before.At) && at.Before(after.At) {
+			why = "its metrics URL refused connections between two readings"
+		}
+	}
+	if why != "" {
 		// Any figure across a restart mixes two processes' counts:
 		// none is given.
 		out.Err = "the server restarted during the run (" + why + "), so none of its figures for the run is given"
@@ -88,6 +94,27 @@ func window(rd Readings, sum *stats.Summary) *stats.Server {
 		population = max(population, hists[r].Count)
 	}
 	out.Population = population
+	if ph, ok := hists[clock.Population]; ok && ph.Count > 0 && float64(sum.Success)-ph.Count > max(2, 0.05*float64(sum.Success)) {
+		// The server finished fewer requests than the probe got answers
+		// from it: it restarted between two readings (a long interval,
+		// no process start time) or lost count. Figures over the new
+		// process alone would pass for the run's. The margin is for a
+		// stage's last answers, which a server may record just after the
+		// reading that closes the stage.
+		out.Err = fmt.Sprintf("the server restarted or lost count: it counted %.0f finished requests in the run's window, the probe had %d answers, so none of its figures for the run is given", ph.Count, sum.Success)
+		out.Population = 0
+		return out
+	}
+	// A server that creates a histogram family at its first observation
+	// (llm-d-inference-sim) has no queue family until a request queues: a
+	// kind that has one, with finished requests and none waiting in any
+	// reading, queued nothing.
+	waited := false
+	for _, s := range rd.Snaps[bi : ai+1] {
+		waited = waited || s.Value[Waiting] > 0
+	}
+	hasQueue := after.has(Queue)
+	lazyQueue := !hasQueue && len(Table[rd.Kind][Queue]) > 0 && population > 0 && !waited
 	for r, dst := range map[Role]**stats.Phase{Queue: &out.Queue, Prefill: &out.Prefill, TTFT: &out.TTFT, ITL: &out.ITL, E2E: &out.E2E} {
 		d, ok := hists[r]
 		over := d.Count
@@ -97,7 +124,7 @@ func window(rd Readings, sum *stats.Summary) *stats.Server {
 		switch {
 		case ok && over > 0:
 			*dst = newPhase(d, over)
-		case r == Queue && after.has(Queue) && population > 0:
+		case r == Queue && (hasQueue || lazyQueue) && population > 0:
 			// The family is there, no request was observed in it: none waited.
 			*dst = &stats.Phase{Over: population, P50: new(float64), P50Bucket: []float64{0, 0}}
 		}
@@ -150,7 +177,10 @@ func window(rd Readings, sum *stats.Summary) *stats.Server {
 		out.Err = fmt.Sprintf("%d readings of the server's metrics failed (the last: %v)", rd.Failed, rd.Err)
 	}
 	out.Missing = missing(after)
-	out.Breakdown, out.Note = breakdown(out, sum, clock, after.has(Queue))
+	out.Breakdown, out.Note = breakdown(out, sum, hasQueue || lazyQueue, waited)
+	if lazyQueue && out.Breakdown != nil {
+		out.Breakdown.Verdict += "; the server's queue-time family appears at its first queued request, and none has queued"
+	}
 	return out
 }
 
@@ -279,18 +309,25 @@ func slack(ttft float64) float64 { return max(5, 0.03*ttft) }
 // breakdown splits the client's TTFT with the server's queue and prefill
 // means (sums over the population of finished requests) and medians (as
 // coarse as the buckets).
-func breakdown(s *stats.Server, sum *stats.Summary, clock Clock, hasQueue bool) (*stats.Breakdown, string) {
+func breakdown(s *stats.Server, sum *stats.Summary, hasQueue, waited bool) (*stats.Breakdown, string) {
 	served := s.Population
 	sent := sum.Success + sum.Errors
+	noQueue := fmt.Sprintf("the server (%s) exposes no queue-time series: no breakdown of TTFT", s.Kind)
 	switch {
 	case s.Queue == nil && s.Err != "":
 		return nil, "" // the error says why
 	case sum.TTFT.Count == 0:
 		return nil, "no request measured a TTFT: nothing to break down"
+	case !hasQueue && len(Table[Kind(s.Kind)][Queue]) == 0:
+		// Said first: a server without histograms (llama.cpp) also
+		// counts no finished request, and that is not the news.
+		return nil, noQueue
 	case served == 0 && s.Err == "":
 		return nil, "the server recorded no request in the run's window: is server_metrics.url the server behind this endpoint?"
+	case !hasQueue && waited:
+		return nil, noQueue + " (requests waited, yet no queue time was recorded)"
 	case !hasQueue:
-		return nil, fmt.Sprintf("the server (%s) exposes no queue-time series: no breakdown of TTFT", s.Kind)
+		return nil, noQueue
 	case served > 1.2*float64(sent)+2:
 		// The server's means are then of other clients' requests as much
 		// as of the probe's: set beside the probe's TTFT they would name a
@@ -300,15 +337,9 @@ func breakdown(s *stats.Server, sum *stats.Summary, clock Clock, hasQueue bool) 
 		return nil, ""
 	}
 	m := split(sum.TTFT.Avg, s.Queue.Mean, s.Prefill, func(p *stats.Phase) float64 { return p.Mean })
-	if clock.TTFTFrom == "arrival" && s.TTFT != nil {
-		// The server's TTFT holds its queue and prefill: the rest of it is
-		// its front end, and what the client waited beyond it is outside.
-		prefill := 0.0
-		if m.Prefill != nil {
-			prefill = *m.Prefill
-		}
-		other, outside := s.TTFT.Mean-m.Queue-prefill, m.TTFT-s.TTFT.Mean
-		m.ServerOther, m.Outside = &other, &outside
+	var ttftClock, withheld string
+	if s.TTFT != nil {
+		ttftClock, withheld = calibrate(&m, s.TTFT.Mean)
 	}
 	if why := addsUp(&m); why != "" {
 		return nil, "the server's figures do not add up: " + why + ", more than the measurement's error (5 ms or 3%): no breakdown of TTFT"
@@ -321,7 +352,7 @@ func breakdown(s *stats.Server, sum *stats.Summary, clock Clock, hasQueue bool) 
 		network := min(sum.Network.Avg, max(within, 0))
 		m.Network = &network
 	}
-	b := &stats.Breakdown{Mean: m}
+	b := &stats.Breakdown{Mean: m, ServerTTFTClock: ttftClock, Withheld: withheld}
 	b.P50, b.P50Note = medianSplit(s, sum.TTFT.P50)
 	b.Dominant = "queue"
 	largest := m.Queue
@@ -354,7 +385,54 @@ func breakdown(s *stats.Server, sum *stats.Summary, clock Clock, hasQueue bool) 
 		parts += ")"
 	}
 	b.Verdict = fmt.Sprintf("TTFT mean %s, mostly %s: %s", stats.FormatMillis(m.TTFT), what, parts)
+	switch {
+	case ttftClock == ClockScheduling:
+		b.Verdict += "; the server's TTFT starts when it schedules a request, not at arrival"
+	case withheld != "":
+		b.Verdict += "; " + withheld
+	}
 	return b, ""
+}
+
+// The clocks a server's TTFT histogram may start on, as calibrate reads
+// them from the server's own means.
+const (
+	// ClockArrival: the server's TTFT counts from the request's arrival,
+	// its queue included (vLLM, SGLang).
+	ClockArrival = "arrival"
+	// ClockScheduling: from when the request got a slot, its queue left
+	// out (llm-d-inference-sim v0.10.2).
+	ClockScheduling = "scheduling"
+)
+
+// calibrate reads where the server's TTFT clock starts from its own means
+// over the window, not from its kind: a TTFT at least its queue and
+// prefill starts at arrival; one below its queue but not below its
+// prefill starts at scheduling. Either way the server's TTFT then gives
+// its front end's part (ServerOther) and the part outside the server
+// (Outside) of the client's TTFT. A TTFT below the server's own prefill
+// fits neither: the queue, prefill and elsewhere parts stand (they need
+// no server TTFT), and what needs it is withheld, with why.
+func calibrate(m *stats.Split, serverTTFT float64) (clock, withheld string) {
+	prefill := 0.0
+	if m.Prefill != nil {
+		prefill = *m.Prefill
+	}
+	tol := slack(m.TTFT)
+	var other, outside float64
+	switch {
+	case serverTTFT >= m.Queue+prefill-tol:
+		// The server's TTFT holds its queue and prefill: the rest of it is
+		// its front end, and what the client waited beyond it is outside.
+		clock, other, outside = ClockArrival, serverTTFT-m.Queue-prefill, m.TTFT-serverTTFT
+	case serverTTFT >= prefill-tol:
+		clock, other, outside = ClockScheduling, serverTTFT-prefill, m.TTFT-m.Queue-serverTTFT
+	default:
+		return "", fmt.Sprintf("the server's TTFT mean (%s) is below its own prefill mean (%s), which fits neither an arrival nor a scheduling clock: "+
+			"the part outside the server is not given", stats.FormatMillis(serverTTFT), stats.FormatMillis(prefill))
+	}
+	m.ServerOther, m.Outside = &other, &outside
+	return clock, ""
 }
 
 // addsUp sets the parts of sp that fall short of zero within the slack to

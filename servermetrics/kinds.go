@@ -134,7 +134,7 @@ var Table = map[Kind]map[Role][]Series{
 		Running:          {{Name: "llamacpp:requests_processing"}},
 		Waiting:          {{Name: "llamacpp:requests_deferred"}},
 		KVCache:          {{Name: "llamacpp:kv_cache_usage_ratio", Note: "removed in later builds"}},
-		PromptTokens:     {{Name: "llamacpp:prompt_tokens_total"}},
+		PromptTokens:     {{Name: "llamacpp:prompt_tokens_total", Note: "de3ff81: without the tokens read from its prompt cache (llamacpp:prompt_tokens_cached_total)"}},
 		GenerationTokens: {{Name: "llamacpp:tokens_predicted_total"}},
 	},
 	// NIM for LLMs names the vLLM series without their prefix; NIMs
@@ -163,8 +163,12 @@ var Table = map[Kind]map[Role][]Series{
 // counts the requests it finished: the population every mean of the split
 // is over.
 type Clock struct {
-	// TTFTFrom is "arrival" (the server's TTFT includes its queue), or ""
-	// where the kind has no TTFT series.
+	// TTFTFrom is where the kind's source starts its TTFT clock: "arrival"
+	// (the server's TTFT includes its queue), or "" where the kind has no
+	// TTFT series. It documents the kind; the split does not assume it,
+	// but reads each window's clock from the server's own means
+	// (calibrate): servers that name their series as vLLM does need not
+	// start the clock where vLLM does.
 	TTFTFrom string
 	// Source is where in the server's code the clock is started.
 	Source string

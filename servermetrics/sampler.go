@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -20,6 +21,11 @@ type Readings struct {
 	// Failed counts the scrapes that failed; Err is the last failure.
 	Failed int
 	Err    error
+	// Refused are when the metrics URL refused a connection: a server
+	// down between two readings, whose restart a long interval and a
+	// server without a process start time would otherwise hide (bounded
+	// as the readings are).
+	Refused []time.Time
 	// gone is set once the URL answered 404: no reading is tried again.
 	gone bool
 }
@@ -76,6 +82,9 @@ func (s *Sampler) read(ctx context.Context) {
 			s.rd.Failed++
 			s.rd.Err = err
 			s.rd.gone = errors.Is(err, ErrNoMetrics)
+			if errors.Is(err, syscall.ECONNREFUSED) && len(s.rd.Refused) < maxReadings {
+				s.rd.Refused = append(s.rd.Refused, time.Now())
+			}
 		}
 		return
 	}

@@ -86,6 +86,13 @@ func TestCapturedShapes(t *testing.T) {
 			t.Errorf("%s: KV cache %v", c.file, kv)
 		}
 	}
+	// A real llama-server's page, as captured: its running and deferred
+	// requests and token counters, nothing per request.
+	real := read(t, "llamacpp-de3ff81.txt")
+	if real.Kind != LlamaCpp || real.Value[Running] != 2 || real.Value[Waiting] != 4 || real.Value[PromptTokens] != 23 ||
+		real.Value[GenerationTokens] != 38 || len(real.Hist) != 0 {
+		t.Errorf("llama-server de3ff81: %+v", real)
+	}
 	// TGI's prefill is its batches' prefill, not the decode beside it.
 	if p := read(t, "tgi-3.txt").Hist[Prefill]; p.Count != 40 {
 		t.Errorf("TGI prefill counted %v observations, want the 40 of method=prefill", p.Count)
@@ -567,5 +574,112 @@ func TestPrefillPerBatch(t *testing.T) {
 	sv := sum.Server
 	if sv.Population != 40 || sv.Prefill == nil || math.Abs(sv.Prefill.Mean-200) > 1e-9 || sv.Prefill.Over != 0 || sv.Breakdown == nil {
 		t.Fatalf("population %v, prefill %+v, breakdown %+v (%s)", sv.Population, sv.Prefill, sv.Breakdown, sv.Note)
+	}
+}
+
+// The server's TTFT clock is read from its own means, not its kind: a
+// vLLM-named server whose TTFT starts at scheduling (llm-d-inference-sim
+// v0.10.2: 4.27 s of queue, 202 ms of prefill, a TTFT of 204 ms) is split,
+// its outside part being the client's TTFT less queue and server TTFT; a
+// TTFT below its own prefill fits neither clock, and only the parts that
+// need it are withheld.
+func TestTheServersClockIsCalibrated(t *testing.T) {
+	start := time.Now()
+	zero := Snapshot{At: start, Kind: VLLM, Hist: map[Role]Hist{}, Value: map[Role]float64{}}
+	after := Snapshot{At: start.Add(time.Minute), Kind: VLLM, Hist: map[Role]Hist{
+		Queue: hist(48, 48*4.26886), Prefill: hist(48, 48*0.202), TTFT: hist(48, 48*0.204), E2E: hist(48, 48*5),
+	}, Value: map[Role]float64{}}
+	sum := summary(start, 48, 4483.86, 4400)
+	Explain(sum, Readings{Kind: VLLM, Snaps: []Snapshot{zero, after}})
+	b := sum.Server.Breakdown
+	if b == nil {
+		t.Fatalf("no split: %s", sum.Server.Note)
+	}
+	if b.ServerTTFTClock != ClockScheduling || math.Abs(b.Mean.Queue-4268.86) > 1e-6 || math.Abs(b.Mean.Elsewhere-13) > 1e-6 ||
+		math.Abs(*b.Mean.ServerOther-2) > 1e-6 || math.Abs(*b.Mean.Outside-11) > 1e-6 {
+		t.Fatalf("clock %q, split %+v, other %v, outside %v", b.ServerTTFTClock, b.Mean, *b.Mean.ServerOther, *b.Mean.Outside)
+	}
+	if !strings.Contains(b.Verdict, "4.3 s waiting in the server's queue, 202 ms prefill, 13 ms elsewhere (2.0 ms in the server's front end, 11 ms outside the server)") ||
+		!strings.Contains(b.Verdict, "starts when it schedules") {
+		t.Fatalf("verdict %q", b.Verdict)
+	}
+	// The same server at arrival (vLLM): its TTFT holds the queue.
+	after.Hist[TTFT] = hist(48, 48*(4.26886+0.202+0.002))
+	sum = summary(start, 48, 4483.86, 4400)
+	Explain(sum, Readings{Kind: VLLM, Snaps: []Snapshot{zero, after}})
+	if b := sum.Server.Breakdown; b == nil || b.ServerTTFTClock != ClockArrival || math.Abs(*b.Mean.Outside-11) > 1e-6 {
+		t.Fatalf("arrival: %+v (%s)", b, sum.Server.Note)
+	}
+	// A TTFT below the server's own prefill: queue, prefill and elsewhere
+	// stand, the outside part is withheld with the reason.
+	after.Hist[TTFT] = hist(48, 48*0.05)
+	sum = summary(start, 48, 4483.86, 4400)
+	Explain(sum, Readings{Kind: VLLM, Snaps: []Snapshot{zero, after}})
+	b = sum.Server.Breakdown
+	if b == nil || b.ServerTTFTClock != "" || b.Mean.Outside != nil || b.Mean.ServerOther != nil || math.Abs(b.Mean.Elsewhere-13) > 1e-6 ||
+		!strings.Contains(b.Withheld, "below its own prefill mean") || !strings.Contains(b.Verdict, "not given") {
+		t.Fatalf("neither: %+v (%s)", b, sum.Server.Note)
+	}
+}
+
+// Absent is not zero, and zero is not absent: a fresh server that creates
+// its queue family at the first queued request (llm-d-inference-sim) and
+// has finished requests with none waiting queued nothing; one whose
+// requests waited yet has no queue family exposes none; a kind without
+// one (llama.cpp, no histograms at all) says so, not "no request".
+func TestAbsentIsNotZero(t *testing.T) {
+	start := time.Now()
+	zero := Snapshot{At: start, Kind: VLLM, Hist: map[Role]Hist{}, Value: map[Role]float64{Waiting: 0}}
+	after := Snapshot{At: start.Add(time.Minute), Kind: VLLM, Hist: map[Role]Hist{
+		Prefill: hist(10, 10*0.05), TTFT: hist(10, 10*0.051), E2E: hist(10, 10*0.5),
+	}, Value: map[Role]float64{Waiting: 0}}
+	sum := summary(start, 10, 56, 55)
+	Explain(sum, Readings{Kind: VLLM, Snaps: []Snapshot{zero, after}})
+	b := sum.Server.Breakdown
+	if b == nil || b.Mean.Queue != 0 || b.Dominant != "prefill" || !strings.Contains(b.Verdict, "appears at its first queued request") {
+		t.Fatalf("fresh lazy server: %+v, note %q", b, sum.Server.Note)
+	}
+	after.Value[Waiting] = 3
+	sum = summary(start, 10, 56, 55)
+	Explain(sum, Readings{Kind: VLLM, Snaps: []Snapshot{zero, after}})
+	if sum.Server.Breakdown != nil || !strings.Contains(sum.Server.Note, "requests waited, yet no queue time") {
+		t.Fatalf("waited without a queue family: %+v, note %q", sum.Server.Breakdown, sum.Server.Note)
+	}
+	llama := read(t, "llamacpp-de3ff81.txt")
+	later := read(t, "llamacpp-de3ff81.txt")
+	llama.At, later.At = start, start.Add(time.Minute)
+	sum = summary(start, 10, 56, 55)
+	Explain(sum, Readings{Kind: LlamaCpp, Snaps: []Snapshot{llama, later}})
+	if !strings.Contains(sum.Server.Note, "(llamacpp) exposes no queue-time series") {
+		t.Fatalf("llama.cpp: note %q", sum.Server.Note)
+	}
+}
+
+// A restart a long interval hides: no process start time, no reading
+// between the kill and the return, so every counter only rose. The server
+// counted fewer finished requests than the probe had answers (the issue's
+// 31 against 34), or its metrics URL refused a connection between two
+// readings: either withholds the window's figures.
+func TestARestartCannotHideInALongInterval(t *testing.T) {
+	start := time.Now()
+	zero := Snapshot{At: start, Kind: VLLM, Hist: map[Role]Hist{Queue: hist(100, 100), E2E: hist(100, 100)}, Value: map[Role]float64{}}
+	after := Snapshot{At: start.Add(10 * time.Second), Kind: VLLM, Hist: map[Role]Hist{Queue: hist(131, 131), E2E: hist(131, 131)}, Value: map[Role]float64{}}
+	sum := summary(start, 34, 100, 100)
+	Explain(sum, Readings{Kind: VLLM, Snaps: []Snapshot{zero, after}})
+	if !strings.Contains(sum.Server.Err, "restarted or lost count: it counted 31 finished requests in the run's window, the probe had 34") || sum.Server.Breakdown != nil || sum.Server.Queue != nil {
+		t.Fatalf("31 of 34: %+v", sum.Server)
+	}
+	// The last answer or two of a window may be recorded just after its
+	// closing reading: not a restart.
+	after.Hist[E2E], after.Hist[Queue] = hist(132, 132), hist(132, 132)
+	sum = summary(start, 34, 100, 100)
+	Explain(sum, Readings{Kind: VLLM, Snaps: []Snapshot{zero, after}})
+	if sum.Server.Err != "" {
+		t.Fatalf("32 of 34: %+v", sum.Server)
+	}
+	sum = summary(start, 34, 100, 100)
+	Explain(sum, Readings{Kind: VLLM, Snaps: []Snapshot{zero, after}, Refused: []time.Time{start.Add(4 * time.Second)}})
+	if !strings.Contains(sum.Server.Err, "refused connections between two readings") {
+		t.Fatalf("refused in between: %+v", sum.Server)
 	}
 }

@@ -85,6 +85,12 @@ type Breakdown struct {
 	Dominant string `json:"dominant"`
 	// Verdict says it in one line.
 	Verdict string `json:"verdict"`
+	// ServerTTFTClock is where the server's own TTFT was found to start,
+	// read from its means over the window: "arrival" (its queue included)
+	// or "scheduling" (left out); "" where it has no TTFT series or its
+	// TTFT fits neither, Withheld then saying what is not given and why.
+	ServerTTFTClock string `json:"server_ttft_clock,omitempty"`
+	Withheld        string `json:"withheld,omitempty"`
 }
 
 // Split is a TTFT and its parts. Prefill is absent where the server does
