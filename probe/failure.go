@@ -167,11 +167,19 @@ func (d *drops) snapshot() map[string]int {
 // guard watches every ended request of a run, warmup included, and aborts
 // the run when the policy says its endpoint is failing.
 type guard struct {
-	p        Failure
-	abort    context.CancelCauseFunc
-	ended    int
-	failed   int
-	down     time.Time // start of the current run of connect failures and timeouts
+	p      Failure
+	abort  context.CancelCauseFunc
+	ended  int
+	failed int
+	// answered is the last moment the endpoint answered anything (a
+	// whole answer's end, or an error's response head), first the start
+	// of the first request: the endpoint has been down since then when a
+	// request fails to connect or times out without a head.
+	answered time.Time
+	// silent counts the requests sent since the last answer that failed
+	// to connect or timed out: one alone (the last of a run, hung while
+	// its neighbours had finished) is a timeout, not an outage.
+	silent   int
 	aborted  bool
 	byReason map[result.Reason]int
 	wrong    int // wrong answers, counted when the policy fails them
@@ -194,11 +202,18 @@ func (g *guard) add(res *result.Request) {
 		g.byReason[res.Reason]++
 	}
 	unreachable := res.Outcome == result.Error && (res.Reason == result.ReasonConnect || res.Reason == result.ReasonTimeout)
-	switch {
-	case !unreachable:
-		g.down = time.Time{}
-	case g.down.IsZero():
-		g.down = res.Start
+	if g.answered.IsZero() {
+		g.answered = res.Start
+	}
+	if at, ok := answeredAt(res); ok && at.After(g.answered) {
+		// Results come in the order requests end: a request that timed
+		// out after 120 s says nothing of the answers its neighbours got
+		// meanwhile, so the down clock runs from the last of those, not
+		// from the timed-out request's start.
+		g.answered, g.silent = at, 0
+	}
+	if unreachable && !res.Start.Before(g.answered) {
+		g.silent++
 	}
 	p := g.p
 	switch {
@@ -206,10 +221,23 @@ func (g *guard) add(res *result.Request) {
 		float64(g.failed) > p.AbortErrorRatio*float64(g.ended):
 		g.stop(fmt.Sprintf("%d of the first %d requests failed (%s), more than the policy's %.0f%%",
 			g.failed, g.ended, g.reasons(), 100*p.AbortErrorRatio))
-	case p.AbortUnreachable > 0 && !g.down.IsZero() && res.End.Sub(g.down) >= p.AbortUnreachable:
-		g.stop(fmt.Sprintf("the endpoint was unreachable for %s (every request failed to connect or timed out; limit %s)",
-			res.End.Sub(g.down).Round(time.Millisecond), p.AbortUnreachable))
+	case p.AbortUnreachable > 0 && unreachable && g.silent >= 2 && res.End.Sub(g.answered) >= p.AbortUnreachable:
+		g.stop(fmt.Sprintf("the endpoint was unreachable for %s (no answer since then: every request failed to connect or timed out; limit %s)",
+			res.End.Sub(g.answered).Round(time.Millisecond), p.AbortUnreachable))
 	}
+}
+
+// answeredAt is when res shows the endpoint answering: the end of an
+// answer (right or wrong), or the response head of a failed request (an
+// HTTP error, a stream cut or timed out after its head).
+func answeredAt(res *result.Request) (time.Time, bool) {
+	switch {
+	case res.Outcome == result.Success || res.Outcome == result.WrongAnswer:
+		return res.End, true
+	case res.HTTPStatus != 0 && res.FirstByte > 0:
+		return res.Start.Add(res.FirstByte), true
+	}
+	return time.Time{}, false
 }
 
 func (g *guard) stop(why string) {

@@ -3,11 +3,19 @@ package probe
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tokenprobe/tokenprobe/internal/hostile"
+	"github.com/tokenprobe/tokenprobe/probe/check"
 	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/result"
@@ -269,6 +277,9 @@ func TestWrongAnswersFailThePolicyOnlyWhenAsked(t *testing.T) {
 		p.WrongAnswersFail = abort
 		p.BackoffBase, p.BackoffMax = time.Millisecond, 4*time.Millisecond
 		run := runAgainst(t, s.URL(), Plan{Stages: []Stage{{Concurrency: 2, Requests: 60}}}, p)
+		// Every answer names the fallback, the first included: only a check
+		// that knows the name asked for calls them wrong.
+		run.Checks = check.Set{Model: check.ModelExact}
 		sum, err := run.Execute(context.Background())
 		var re *RunError
 		switch {
@@ -277,5 +288,64 @@ func TestWrongAnswersFailThePolicyOnlyWhenAsked(t *testing.T) {
 		case abort && (!errors.As(err, &re) || !re.Aborted || !strings.Contains(sum.Error, "wrong_answer") || sum.WrongAnswers >= 60 || sum.FailureWaitSeconds == 0):
 			t.Errorf("abort on: err %v, summary error %q after %d wrong answers, %.3fs of backoff; want an abort naming wrong_answer before 60, after backing off", err, sum.Error, sum.WrongAnswers, sum.FailureWaitSeconds)
 		}
+	}
+}
+
+// The blog posts' own experiment, 50 users on a local model: answers kept
+// coming every few seconds, yet the first request to time out aborted the
+// run as "unreachable", its down clock started at that request's start.
+// "Unreachable" is no answer for that long: a server that answers every
+// request but lets one in fifty hang past the timeout finishes its run,
+// those counted as timeouts. Scaled down: a 400 ms timeout against a
+// 200 ms unreachable limit, as the defaults' 120 s against 30 s.
+func TestATimeoutAmongAnswersIsNoOutage(t *testing.T) {
+	// Answers of about 60 ms: the other workers answer all through a hung
+	// request's 400 ms (at 1 ms the next hangs came before it timed out,
+	// and all four workers hung at once: that is an outage).
+	s, err := sim.Start("127.0.0.1:0", sim.Config{Model: "m", Slots: 8, PrefillBase: time.Millisecond, DecodeBase: 5 * time.Millisecond, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	target, _ := url.Parse(s.URL())
+	target.Path = "" // the proxied request keeps its own /v1/...
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var n atomic.Int64
+	hang := make(chan struct{})
+	var release sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1)%50 == 0 {
+			// Past the request's timeout, before any head. The body read
+			// first lets the server see the client hang up.
+			_, _ = io.Copy(io.Discard, r.Body)
+			select {
+			case <-r.Context().Done():
+			case <-hang:
+			}
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	stop := func() {
+		release.Do(func() { close(hang) })
+		srv.Close()
+	}
+	t.Cleanup(stop)
+	p := DefaultFailure()
+	p.AbortUnreachable = 200 * time.Millisecond
+	run := runAgainst(t, srv.URL+"/v1", Plan{Stages: []Stage{{Concurrency: 4, Requests: 200}}}, p)
+	run.Endpoint.Timeout = 400 * time.Millisecond
+	sum, err := run.Execute(context.Background())
+	if err != nil || sum.Aborted {
+		t.Fatalf("err %v, aborted %v (%s); want the run to finish", err, sum.Aborted, sum.Error)
+	}
+	if sum.Errors < 3 || sum.Success < 190 || sum.ByReason["timeout"] != sum.Errors {
+		t.Fatalf("%d successes, %d errors %v; want the hung requests counted as timeouts", sum.Success, sum.Errors, sum.ByReason)
+	}
+	// The same server gone: no answer at all for the limit aborts.
+	stop()
+	run = runAgainst(t, srv.URL+"/v1", Plan{Stages: []Stage{{Concurrency: 4, Duration: 5 * time.Second}}}, p)
+	if sum, err = run.Execute(context.Background()); !sum.Aborted || !strings.Contains(sum.Error, "unreachable") && !strings.Contains(sum.Error, "connect") {
+		t.Fatalf("a closed server: err %v, %q", err, sum.Error)
 	}
 }
