@@ -33,6 +33,9 @@ profiles:
     load: {concurrency: 1, duration: 5s}
     workload: {input_tokens: {mean: 20}, output_tokens: {mean: 4}}
     schedule: {continuous: true}
+    # Every answer at eu and us names the fallback, the first included: the
+    # name asked for is known, so it is checked.
+    checks: {model: exact}
 %[2]s`
 
 // Three locations probe one endpoint (each with a gateway of its own in

@@ -1,0 +1,347 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/internal/realserver"
+	"github.com/tokenprobe/tokenprobe/internal/timingtest"
+	"github.com/tokenprobe/tokenprobe/probe/stats"
+	"github.com/tokenprobe/tokenprobe/runonce"
+	"github.com/tokenprobe/tokenprobe/sink/records"
+)
+
+// runConfig runs every profile of a configuration once, as `tokenprobe
+// run -c` does, and returns the exit code, the summaries and the records.
+func runConfig(t *testing.T, ctx context.Context, yaml string) (int, []stats.Summary, []records.Record, string) {
+	t.Helper()
+	dir := t.TempDir()
+	var out strings.Builder
+	code := runIn(t, ctx, dir, yaml, &out)
+	sums, recs := readRuns(t, dir)
+	if len(sums) == 0 {
+		t.Fatalf("exit %d and no run's summary: %s", code, out.String())
+	}
+	return code, sums, recs, out.String()
+}
+
+// runIn runs a configuration with its artifacts under dir; it may run on
+// a goroutine of its own (it fails no test).
+func runIn(t *testing.T, ctx context.Context, dir, yaml string, out io.Writer) int {
+	cfg := filepath.Join(dir, "tokenprobe.yaml")
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		fmt.Fprintln(out, err)
+		return -1
+	}
+	return runonce.Run(ctx, runonce.Options{ConfigFile: cfg, ArtifactsDir: filepath.Join(dir, "runs"), Out: out, Progress: io.Discard})
+}
+
+// readRuns reads back every run's summary and records under dir.
+func readRuns(t *testing.T, dir string) ([]stats.Summary, []records.Record) {
+	t.Helper()
+	var sums []stats.Summary
+	var recs []records.Record
+	files, _ := filepath.Glob(filepath.Join(dir, "runs", "*", "*", "summary.json"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s stats.Summary
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		sums = append(sums, s)
+		rf, err := os.Open(filepath.Join(filepath.Dir(f), "records.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(rf)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var r records.Record
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				t.Fatal(err)
+			}
+			recs = append(recs, r)
+		}
+		rf.Close()
+	}
+	return sums, recs
+}
+
+// Against llama.cpp's llama-server, which names its --alias in every
+// answer whatever was asked, the default model check passes every healthy
+// answer of every API the server speaks (it called them all wrong before),
+// the prompt's length on the Messages API is chat's (it left out the tokens
+// read from the prompt cache), and the server's page, which has no
+// histograms, is said to have no queue series, not to have seen no request.
+func TestLlamaServerEveryAPIAnswersRightByDefault(t *testing.T) {
+	srv := realserver.LlamaServer(t)
+	var eps, names []string
+	for _, api := range []string{"chat", "completions", "messages", "responses"} {
+		name := "llamacpp-" + api
+		names = append(names, name)
+		eps = append(eps, fmt.Sprintf(`  - name: %s
+    base_url: %s/v1
+    api: %s
+    model: default
+    timeout: 60s
+    server_metrics: {url: "%s/metrics", kind: llamacpp, interval: 200ms}
+`, name, srv.URL, api, srv.URL))
+	}
+	cfg := "endpoints:\n" + strings.Join(eps, "") + fmt.Sprintf(`profiles:
+  - name: four-users
+    endpoints: [%s]
+    load: {concurrency: 4, requests: 12}
+    workload:
+      input_tokens: {mean: 96}
+      output_tokens: {mean: 16}
+      seed: 7
+`, strings.Join(names, ", "))
+	code, sums, recs, out := runConfig(t, context.Background(), cfg)
+	if code != runonce.ExitOK {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	input := map[string]int{}
+	for _, s := range sums {
+		if s.Success != 12 || s.WrongAnswers != 0 || s.Errors != 0 {
+			t.Errorf("%s: %d success, %d wrong answers, %d errors (%v); want 12 right answers", s.Endpoint, s.Success, s.WrongAnswers, s.Errors, s.Failures)
+		}
+		input[s.Endpoint] = s.InputTokens
+		if sv := s.Server; sv == nil || !strings.Contains(sv.Note, "(llamacpp) exposes no queue-time series") {
+			t.Errorf("%s: server note %+v, want that it has no queue series", s.Endpoint, sv)
+		}
+	}
+	if input["llamacpp-messages"] != input["llamacpp-chat"] || input["llamacpp-chat"] == 0 {
+		t.Errorf("input tokens by API %v: messages must count what chat counts for the same prompts", input)
+	}
+	for _, r := range recs {
+		if r.ServedModel != srv.Model {
+			t.Fatalf("record %d (%s): served model %q, the server's alias is %q", r.ID, r.Endpoint, r.ServedModel, srv.Model)
+		}
+	}
+}
+
+// A server that switches the model it names mid-run (llama-server
+// restarted under another --alias, as a deployment swaps the model behind
+// an endpoint) gives wrong answers from the switch on, each naming both
+// models; the answers before it were right.
+func TestAModelSwitchIsAWrongAnswerNamingBoth(t *testing.T) {
+	srv := realserver.LlamaServer(t)
+	first := srv.Model
+	cfg := fmt.Sprintf(`endpoints:
+  - name: llamacpp
+    base_url: %s/v1
+    model: default
+    timeout: 60s
+profiles:
+  - name: switch
+    endpoints: [llamacpp]
+    load: {concurrency: 2, duration: 30s}
+    workload: {input_tokens: {mean: 32}, output_tokens: {mean: 8}}
+    failure: {abort: {unreachable_for: 20s}}
+`, srv.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := t.TempDir()
+	var out strings.Builder
+	done := make(chan int)
+	go func() { done <- runIn(t, ctx, dir, cfg, &out) }()
+	// Switch once the server has answered a few requests, and end the run
+	// once the new model has answered a few: bounded by what the server
+	// counted, not by a fixed wait.
+	waitPredicted(t, srv, 40)
+	srv.Restart("--alias", "switched-llama")
+	waitPredicted(t, srv, 40)
+	cancel()
+	<-done
+	sums, recs := readRuns(t, dir)
+	if len(sums) != 1 {
+		t.Fatalf("%d runs: %s", len(sums), out.String())
+	}
+	s := sums[0]
+	if s.Success == 0 || s.WrongAnswers == 0 {
+		t.Fatalf("%d right, %d wrong answers; want both:\n%s", s.Success, s.WrongAnswers, out.String())
+	}
+	t.Logf("%d right answers, %d wrong, %d errors across the switch", s.Success, s.WrongAnswers, s.Errors)
+	want := fmt.Sprintf(`model: served "switched-llama", earlier %q`, first)
+	seenSwitch := false
+	for _, r := range recs {
+		switch r.Outcome {
+		case "success":
+			if seenSwitch || r.ServedModel != first {
+				t.Errorf("record %d: a right answer from %q after the switch", r.ID, r.ServedModel)
+			}
+		case "wrong_answer":
+			seenSwitch = true
+			if r.ServedModel != "switched-llama" || !strings.Contains(r.Error, want) {
+				t.Errorf("record %d: wrong answer from %q: %q, want %q", r.ID, r.ServedModel, r.Error, want)
+			}
+		}
+	}
+}
+
+// waitPredicted waits until the server has generated at least n tokens
+// since it started (its llamacpp:tokens_predicted_total), at most a minute.
+func waitPredicted(t *testing.T, srv *realserver.Server, n float64) {
+	t.Helper()
+	waitUntil(t, time.Minute, fmt.Sprintf("llama-server to generate %g tokens", n), func() bool {
+		for _, line := range strings.Split(string(srv.Get("/metrics")), "\n") {
+			if v, ok := strings.CutPrefix(line, "llamacpp:tokens_predicted_total "); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				return f >= n
+			}
+		}
+		return false
+	})
+}
+
+// llmdSim is llm-d-inference-sim with 4 slots, a 20 ms prefill and 10 ms
+// between tokens: a vLLM look-alike whose TTFT clock starts at scheduling,
+// whose histogram families appear at their first observation, and which
+// exports no process start time.
+func llmdSim(t *testing.T) *realserver.Server {
+	return realserver.LLMDSim(t, "llmd-model", "--max-num-seqs", "4", "--prefill-overhead", "20ms",
+		"--inter-token-latency", "10ms", "--seed", "1")
+}
+
+func llmdConfig(srv *realserver.Server, load string) string {
+	return fmt.Sprintf(`endpoints:
+  - name: llmd
+    base_url: %[1]s/v1
+    model: llmd-model
+    timeout: 60s
+    server_metrics: {url: "%[1]s/metrics", interval: 500ms}
+profiles:
+  - name: split
+    endpoints: [llmd]
+    load: %[2]s
+    workload: {input_tokens: {mean: 64}, output_tokens: {mean: 32}, seed: 3}
+`, srv.URL, load)
+}
+
+// serverQueueMean is the server's own mean queue time in ms over the
+// requests it finished since it started, read from its page: its queue
+// histogram's sum over its end-to-end histogram's count.
+func serverQueueMean(t *testing.T, srv *realserver.Server) float64 {
+	t.Helper()
+	v := map[string]float64{}
+	for _, line := range strings.Split(string(srv.Get("/metrics")), "\n") {
+		for _, name := range []string{"vllm:request_queue_time_seconds_sum", "vllm:e2e_request_latency_seconds_count"} {
+			if rest, ok := strings.CutPrefix(line, name); ok && (rest[0] == ' ' || rest[0] == '{') {
+				f, _ := strconv.ParseFloat(rest[strings.LastIndexByte(rest, ' ')+1:], 64)
+				v[name] += f
+			}
+		}
+	}
+	if v["vllm:e2e_request_latency_seconds_count"] == 0 {
+		t.Fatalf("the server counted no finished request")
+	}
+	return 1000 * v["vllm:request_queue_time_seconds_sum"] / v["vllm:e2e_request_latency_seconds_count"]
+}
+
+// A fresh llm-d-inference-sim at 16 streams on its 4 slots: its TTFT clock
+// starts at scheduling, yet the first run's split reads its queue within 5%
+// of the server's own mean and "elsewhere" within 10 ms (before, every run
+// said the server's figures do not add up, by the whole queue).
+func TestLLMDSimFirstRunSplitsTTFT(t *testing.T) {
+	timingtest.Retry(t, 3, func(a *timingtest.Attempt) {
+		srv := llmdSim(t)
+		_, sums, _, out := runConfig(t, context.Background(), llmdConfig(srv, "{concurrency: 16, requests: 48}"))
+		sv := sums[0].Server
+		if sv == nil || sv.Breakdown == nil {
+			t.Fatalf("no split:\n%s", out)
+		}
+		b := sv.Breakdown
+		if b.ServerTTFTClock != "scheduling" || b.Mean.Outside == nil {
+			t.Fatalf("clock %q, outside %v: %s", b.ServerTTFTClock, b.Mean.Outside, b.Verdict)
+		}
+		truth := serverQueueMean(t, srv)
+		if truth < 100 || math.Abs(b.Mean.Queue-truth) > 0.05*truth {
+			t.Errorf("queue %.1f ms, the server's own mean %.1f ms: want within 5%% (and a queue)", b.Mean.Queue, truth)
+		}
+		if e := b.Mean.Elsewhere; e > 10 {
+			a.Errorf("elsewhere %.1f ms, want within 10 ms: %s", e, b.Verdict)
+		}
+	})
+}
+
+// A sweep over 1 to 16 streams of a fresh server splits TTFT at every
+// level: below 4 streams nothing queues and the server has no queue family
+// yet (it appears at the first queued request), which is 0 ms in the
+// queue, not "exposes no queue-time series".
+func TestLLMDSimSweepSplitsEveryLevel(t *testing.T) {
+	srv := llmdSim(t)
+	_, sums, _, out := runConfig(t, context.Background(), llmdConfig(srv, "{sweep: {concurrency: [1, 2, 4, 8, 16], requests: 16}}"))
+	stages := sums[0].Stages
+	if len(stages) != 5 {
+		t.Fatalf("%d levels:\n%s", len(stages), out)
+	}
+	for _, st := range stages {
+		sv := st.Server
+		if sv == nil || sv.Breakdown == nil {
+			t.Errorf("level %g: no split (%+v)", st.Level, sv)
+			continue
+		}
+		if st.Level <= 4 && (sv.Breakdown.Mean.Queue != 0 || sv.Breakdown.Dominant != "prefill") {
+			t.Errorf("level %g: %s", st.Level, sv.Breakdown.Verdict)
+		}
+		if st.Level >= 8 && sv.Breakdown.Dominant != "queue" {
+			t.Errorf("level %g: %s", st.Level, sv.Breakdown.Verdict)
+		}
+	}
+}
+
+// A restart between two readings of a long interval, on a server that
+// exports no process start time: every counter only rose, but the server
+// counted fewer finished requests than the probe's answers, and the run's
+// figures are withheld rather than given for the new process alone.
+func TestLLMDSimRestartCannotHide(t *testing.T) {
+	srv := llmdSim(t)
+	cfg := strings.Replace(llmdConfig(srv, "{concurrency: 4, duration: 60s}"), "interval: 500ms", "interval: 10s", 1) +
+		"    failure: {abort: {unreachable_for: 30s}}\n"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := t.TempDir()
+	var out strings.Builder
+	done := make(chan int)
+	go func() { done <- runIn(t, ctx, dir, cfg, &out) }()
+	waitFinished(t, srv, 8)
+	srv.Restart()
+	waitFinished(t, srv, 8)
+	cancel()
+	<-done
+	sums, _ := readRuns(t, dir)
+	if len(sums) != 1 || sums[0].Server == nil {
+		t.Fatalf("runs %d:\n%s", len(sums), out.String())
+	}
+	if sv := sums[0].Server; !strings.Contains(sv.Err, "restarted") || sv.Breakdown != nil || sv.Queue != nil {
+		t.Fatalf("a restart in the window: %+v\n%s", sv, out.String())
+	}
+}
+
+// waitFinished waits until the server counts n finished requests since it
+// started, at most a minute.
+func waitFinished(t *testing.T, srv *realserver.Server, n float64) {
+	t.Helper()
+	waitUntil(t, time.Minute, fmt.Sprintf("llm-d-inference-sim to finish %g requests", n), func() bool {
+		for _, line := range strings.Split(string(srv.Get("/metrics")), "\n") {
+			if strings.HasPrefix(line, "vllm:e2e_request_latency_seconds_count") {
+				f, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+				return f >= n
+			}
+		}
+		return false
+	})
+}
