@@ -88,10 +88,10 @@ func TestCapturedShapes(t *testing.T) {
 	}
 	// A real llama-server's page, as captured: its running and deferred
 	// requests and token counters, nothing per request.
-	real := read(t, "llamacpp-de3ff81.txt")
-	if real.Kind != LlamaCpp || real.Value[Running] != 2 || real.Value[Waiting] != 4 || real.Value[PromptTokens] != 23 ||
-		real.Value[GenerationTokens] != 38 || len(real.Hist) != 0 {
-		t.Errorf("llama-server de3ff81: %+v", real)
+	captured := read(t, "llamacpp-de3ff81.txt")
+	if captured.Kind != LlamaCpp || captured.Value[Running] != 2 || captured.Value[Waiting] != 4 || captured.Value[PromptTokens] != 23 ||
+		captured.Value[GenerationTokens] != 38 || len(captured.Hist) != 0 {
+		t.Errorf("llama-server de3ff81: %+v", captured)
 	}
 	// TGI's prefill is its batches' prefill, not the decode beside it.
 	if p := read(t, "tgi-3.txt").Hist[Prefill]; p.Count != 40 {

@@ -11,7 +11,6 @@ package realserver
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -268,6 +267,3 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 	}
 	return w.w.Write(p)
 }
-
-// errClosed is a relay's answer once its server is gone.
-var errClosed = errors.New("relay closed")
