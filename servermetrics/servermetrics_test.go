@@ -683,3 +683,28 @@ func TestARestartCannotHideInALongInterval(t *testing.T) {
 		t.Fatalf("refused in between: %+v", sum.Server)
 	}
 }
+
+// llm-d-inference-sim's own pages, as captured: a fresh server shows
+// gauges alone (no queue family, no start time); after 12 requests on its
+// 4 slots its means say its TTFT starts at scheduling (12 x 20 ms, below
+// its 57 ms mean queue), and the split reads it so.
+func TestCapturedLLMDSimPages(t *testing.T) {
+	fresh, after := read(t, "llmd-0.10.2-fresh.txt"), read(t, "llmd-0.10.2-after.txt")
+	if fresh.Kind != VLLM || fresh.has(Queue) || fresh.has(E2E) || fresh.Started != 0 {
+		t.Fatalf("fresh page: kind %q, queue family %v, start time %v", fresh.Kind, fresh.has(Queue), fresh.Started)
+	}
+	q := after.Hist[Queue]
+	if q.Count != 8 || after.Hist[E2E].Count != 12 || after.Hist[TTFT].Count != 12 || after.Started != 0 {
+		t.Fatalf("after 12 requests: queue %v of %v finished, TTFT %v", q.Count, after.Hist[E2E].Count, after.Hist[TTFT].Count)
+	}
+	start := time.Now()
+	fresh.At, after.At = start, start.Add(5*time.Second)
+	// A client TTFT of queue + prefill + 2 ms over the 12 requests.
+	clientTTFT := 1000*(q.Sum+after.Hist[Prefill].Sum)/12 + 2
+	sum := summary(start, 12, clientTTFT, clientTTFT)
+	Explain(sum, Readings{Kind: VLLM, Snaps: []Snapshot{fresh, after}})
+	b := sum.Server.Breakdown
+	if b == nil || b.ServerTTFTClock != ClockScheduling || math.Abs(b.Mean.Elsewhere-2) > 1e-6 || math.Abs(b.Mean.Queue-1000*q.Sum/12) > 1e-6 {
+		t.Fatalf("%+v (%s)", b, sum.Server.Note)
+	}
+}
