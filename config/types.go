@@ -365,14 +365,15 @@ func (e *Endpoint) Secrets() []string {
 }
 
 // Server kinds that server_metrics.kind names (servermetrics.Kinds).
-var ServerKinds = []string{"vllm", "sglang", "tgi", "llamacpp", "nim", "auto"}
+var ServerKinds = []string{"vllm", "sglang", "tgi", "llamacpp", "nim", "trtllm", "dynamo", "auto"}
 
 // ServerMetrics is where a server's own metrics are read.
 type ServerMetrics struct {
 	// URL is the server's metrics page (http://host:8000/metrics).
 	URL string `yaml:"url"`
 	// Kind names how the server names its series: vllm, sglang, tgi,
-	// llamacpp, nim, or auto (default: from the names it serves).
+	// llamacpp, nim, trtllm, dynamo, or auto (default: from the names it
+	// serves).
 	Kind string `yaml:"kind"`
 	// Interval is how often the page is read during a run (default 1s).
 	Interval Duration `yaml:"interval"`

@@ -18,12 +18,16 @@ const (
 	TGI      Kind = "tgi"
 	LlamaCpp Kind = "llamacpp"
 	NIM      Kind = "nim"
+	// TRTLLM is TensorRT-LLM's trtllm-serve (its page is /prometheus/metrics).
+	TRTLLM Kind = "trtllm"
+	// Dynamo is NVIDIA Dynamo's HTTP frontend.
+	Dynamo Kind = "dynamo"
 	// Auto picks the kind from the names the server exposes.
 	Auto Kind = "auto"
 )
 
 // Kinds lists the kinds a configuration may name, Auto last.
-func Kinds() []Kind { return []Kind{VLLM, SGLang, TGI, LlamaCpp, NIM, Auto} }
+func Kinds() []Kind { return []Kind{VLLM, SGLang, TGI, LlamaCpp, NIM, TRTLLM, Dynamo, Auto} }
 
 // Role is one thing tokenprobe reads from a server, whatever the server
 // calls it.
@@ -137,6 +141,27 @@ var Table = map[Kind]map[Role][]Series{
 		PromptTokens:     {{Name: "llamacpp:prompt_tokens_total", Note: "de3ff81: without the tokens read from its prompt cache (llamacpp:prompt_tokens_cached_total)"}},
 		GenerationTokens: {{Name: "llamacpp:tokens_predicted_total"}},
 	},
+	// trtllm-serve's names are its own (tensorrt_llm/metrics/collector.py),
+	// labelled model_name and engine_type; no running or waiting gauges.
+	TRTLLM: {
+		Queue: {{Name: "trtllm_request_queue_time_seconds"}},
+		TTFT:  {{Name: "trtllm_time_to_first_token_seconds"}},
+		ITL:   {{Name: "trtllm_time_per_output_token_seconds", Note: "each request's mean (TPOT)"}},
+		E2E:   {{Name: "trtllm_e2e_request_latency_seconds"}},
+	},
+	// Dynamo's frontend measures what it forwards to its workers
+	// (lib/runtime/src/metrics/prometheus_names.rs, prefix dynamo_frontend_);
+	// the engine's own queue is on the workers' pages, not this one.
+	Dynamo: {
+		TTFT:             {{Name: "dynamo_frontend_time_to_first_token_seconds"}},
+		ITL:              {{Name: "dynamo_frontend_inter_token_latency_seconds"}},
+		E2E:              {{Name: "dynamo_frontend_request_duration_seconds"}},
+		Running:          {{Name: "dynamo_frontend_inflight_requests"}},
+		Waiting:          {{Name: "dynamo_frontend_queued_requests", Note: "waiting at the frontend for a first token"}},
+		KVCache:          {{Name: "dynamo_component_kvstats_gpu_cache_usage_percent", Note: "the workers', where the page is a merged one"}},
+		PromptTokens:     {{Name: "dynamo_frontend_input_sequence_tokens", Note: "the sum of its histogram"}},
+		GenerationTokens: {{Name: "dynamo_frontend_output_sequence_tokens", Note: "the sum of its histogram"}},
+	},
 	// NIM for LLMs names the vLLM series without their prefix; NIMs
 	// built on a recent vLLM also expose vLLM's own, read next.
 	NIM: {
@@ -191,6 +216,10 @@ var Clocks = map[Kind]Clock{
 	TGI:      {Population: E2E, PrefillPerBatch: true, Source: "no TTFT histogram"},
 	LlamaCpp: {Source: "no per-request histograms"},
 	NIM:      {TTFTFrom: "arrival", Population: E2E, Source: "NIM for LLMs runs vLLM's engine and its metrics: vLLM's clock"},
+	TRTLLM: {TTFTFrom: "arrival", Population: E2E,
+		Source: "tensorrt_llm/metrics/collector.py: from the request's arrival time as the executor stamps it (not confirmed on a server here: each window's clock is read from the means)"},
+	Dynamo: {TTFTFrom: "arrival", Population: E2E,
+		Source: "lib/llm/src/http/service/metrics.rs: from the frontend's receipt of the request, so the workers' queues are inside it; it has no queue histogram to split by"},
 }
 
 // StartTime is the series a restart changes, where the server exports it
@@ -211,12 +240,16 @@ func Detect(names []string) Kind {
 			count[TGI]++
 		case strings.HasPrefix(n, "llamacpp:"):
 			count[LlamaCpp]++
+		case strings.HasPrefix(n, "trtllm_"):
+			count[TRTLLM]++
+		case strings.HasPrefix(n, "dynamo_frontend_"):
+			count[Dynamo]++
 		case n == "num_requests_running" || n == "time_to_first_token_seconds" || n == "gpu_cache_usage_perc":
 			count[NIM] += 100 // NIM's own names outrank the vLLM ones it may also expose
 		}
 	}
 	best, most := Kind(""), 0
-	for _, k := range []Kind{NIM, VLLM, SGLang, TGI, LlamaCpp} {
+	for _, k := range []Kind{NIM, VLLM, SGLang, TGI, LlamaCpp, TRTLLM, Dynamo} {
 		if count[k] > most {
 			best, most = k, count[k]
 		}

@@ -8,7 +8,7 @@ import (
 // Markdown renders Table as the table docs/MEASUREMENT.md shows (`make
 // docs` writes it there; a test keeps the two equal).
 func Markdown() string {
-	kinds := []Kind{VLLM, SGLang, TGI, LlamaCpp, NIM}
+	kinds := []Kind{VLLM, SGLang, TGI, LlamaCpp, NIM, TRTLLM, Dynamo}
 	var b strings.Builder
 	b.WriteString("| read as |")
 	for _, k := range kinds {

@@ -708,3 +708,32 @@ func TestCapturedLLMDSimPages(t *testing.T) {
 		t.Fatalf("%+v (%s)", b, sum.Server.Note)
 	}
 }
+
+// TensorRT-LLM's trtllm-serve and Dynamo's frontend, in the shapes their
+// source names: each detected and read into the same roles. trtllm-serve
+// has a queue histogram and is split (its clock read from its means);
+// Dynamo's frontend has none and says so.
+func TestKindsFromTheirSource(t *testing.T) {
+	trt := read(t, "trtllm-serve.txt")
+	if trt.Kind != TRTLLM || trt.Hist[Queue].Count != 40 || trt.Hist[Queue].Sum != 172.4 || trt.Hist[TTFT].Count != 40 || trt.Hist[E2E].Count != 40 {
+		t.Fatalf("trtllm-serve: %+v", trt)
+	}
+	dyn := read(t, "dynamo-frontend.txt")
+	if dyn.Kind != Dynamo || dyn.Value[Running] != 8 || dyn.Value[Waiting] != 32 || dyn.Value[PromptTokens] != 20480 || dyn.Hist[TTFT].Count != 40 || dyn.has(Queue) {
+		t.Fatalf("dynamo frontend: %+v", dyn)
+	}
+	start := time.Now()
+	zero := Snapshot{At: start, Kind: TRTLLM, Hist: map[Role]Hist{}, Value: map[Role]float64{}}
+	trt.At = start.Add(time.Minute)
+	sum := summary(start, 40, 4520, 4500) // the queue 4.31 s, the server's TTFT 4.51 s
+	Explain(sum, Readings{Kind: TRTLLM, Snaps: []Snapshot{zero, trt}})
+	if b := sum.Server.Breakdown; b == nil || b.ServerTTFTClock != ClockArrival || math.Abs(b.Mean.Queue-4310) > 1e-6 || math.Abs(*b.Mean.Outside-10) > 1e-6 {
+		t.Fatalf("trtllm-serve split: %+v (%s)", b, sum.Server.Note)
+	}
+	zero.Kind, dyn.At = Dynamo, start.Add(time.Minute)
+	sum = summary(start, 40, 4520, 4500)
+	Explain(sum, Readings{Kind: Dynamo, Snaps: []Snapshot{zero, dyn}})
+	if !strings.Contains(sum.Server.Note, "(dynamo) exposes no queue-time series") {
+		t.Fatalf("dynamo: %q", sum.Server.Note)
+	}
+}

@@ -231,7 +231,7 @@ func run(args []string) int {
 	runCmd.Flag("api-key-env", "From flags: the variable holding the API key.").StringVar(&adhoc.APIKeyEnv)
 	runCmd.Flag("extra-body", "From flags: a JSON object merged into every request body.").StringVar(&adhoc.ExtraBody)
 	runCmd.Flag("server-metrics", "From flags: the server's own metrics page (http://host:8000/metrics), read during the run to split TTFT into its queue, its prefill and the rest.").StringVar(&adhoc.ServerMetrics)
-	runCmd.Flag("server-kind", "From flags: how that server names its series: vllm, sglang, tgi, llamacpp, nim or auto.").StringVar(&adhoc.ServerKind)
+	runCmd.Flag("server-kind", "From flags: how that server names its series: vllm, sglang, tgi, llamacpp, nim, trtllm, dynamo or auto.").StringVar(&adhoc.ServerKind)
 	runPrintConfig := runCmd.Flag("print-config", "Print the configuration the flags describe, and exit.").Bool()
 	runProfiles := runCmd.Flag("profile", "Profile to run (repeatable; default: every profile).").Short('p').Strings()
 	runEndpoint := runCmd.Flag("endpoint", "Only run against this endpoint.").String()
