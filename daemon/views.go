@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tokenprobe/tokenprobe/config"
+	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/scheduler"
 	"github.com/tokenprobe/tokenprobe/setup"
 )
@@ -32,7 +33,7 @@ func (d *Daemon) Jobs() []JobView {
 	sort.Slice(jobs, func(a, b int) bool { return jobs[a].key < jobs[b].key })
 	out := make([]JobView, 0, len(jobs))
 	for _, j := range jobs {
-		v := JobView{Profile: j.profile.Name, Endpoint: j.endpoint, Model: j.target.Endpoint.Model, Manual: j.profile.Schedule.Manual,
+		v := JobView{Profile: j.profile.Name, Endpoint: j.endpoint, Model: servedAs(j.target.Endpoint), Manual: j.profile.Schedule.Manual,
 			Schedule: describeSchedule(&j.profile.Schedule), Load: setup.PlanOf(&j.profile.Load).Short(), SLO: describeSLO(&j.profile.SLO)}
 		if t := j.profile.Workload.Trace; t != nil {
 			v.Load = fmt.Sprintf("trace %s from %s to %s at %gx", t.File, t.From.D(), t.To.D(), max(t.Speedup, 1))
@@ -123,4 +124,14 @@ func (d *Daemon) GPUStatus() (source, problem string, configured bool) {
 	}
 	source, problem = d.gpuC.Status()
 	return source, problem, true
+}
+
+// servedAs is the model an endpoint asks for, and the one its answers
+// name where the model check learned another (llama.cpp's alias, OpenAI's
+// dated snapshot).
+func servedAs(ep *client.Endpoint) string {
+	if name, _ := ep.Served.Name(); name != "" && name != ep.Model {
+		return ep.Model + " (answers name " + name + ")"
+	}
+	return ep.Model
 }

@@ -119,6 +119,9 @@ func TestLlamaServerEveryAPIAnswersRightByDefault(t *testing.T) {
 			t.Errorf("%s: %d success, %d wrong answers, %d errors (%v); want 12 right answers", s.Endpoint, s.Success, s.WrongAnswers, s.Errors, s.Failures)
 		}
 		input[s.Endpoint] = s.InputTokens
+		if s.ServedModel != srv.Model || !strings.Contains(out, "model default (answers name "+srv.Model+")") {
+			t.Errorf("%s: served model %q; the report must say what the answers name", s.Endpoint, s.ServedModel)
+		}
 		if sv := s.Server; sv == nil || !strings.Contains(sv.Note, "(llamacpp) exposes no queue-time series") {
 			t.Errorf("%s: server note %+v, want that it has no queue series", s.Endpoint, sv)
 		}

@@ -212,6 +212,9 @@ func (r *Run) Execute(parent context.Context) (stats.Summary, error) {
 		// attainment pooled over every step.
 		s.Passed = found.Capacity > 0
 	}
+	if name, _ := r.Checks.Served.Name(); name != "" && name != s.Model {
+		s.ServedModel = name
+	}
 	s.SLOThresholds = r.SLO.Values()
 	for i := range s.Stages {
 		s.Stages[i].SLOThresholds = s.SLOThresholds

@@ -14,6 +14,9 @@ import (
 // Text writes the summary as a table followed by the run's totals.
 func Text(w io.Writer, s *stats.Summary, levelName string) {
 	fmt.Fprintf(w, "profile %s · endpoint %s · model %s", s.Profile, s.Endpoint, s.Model)
+	if s.ServedModel != "" {
+		fmt.Fprintf(w, " (answers name %s)", s.ServedModel)
+	}
 	switch {
 	case len(s.LevelRange) == 2:
 		fmt.Fprintf(w, " · staged: %s %g to %g in %d stages", levelName, s.LevelRange[0], s.LevelRange[1], len(s.Stages))

@@ -128,6 +128,9 @@ type Summary struct {
 	Knee *Knee `json:"knee,omitempty"`
 	// Search is a capacity search's result, its steps in Stages.
 	Search *Search `json:"search,omitempty"`
+	// ServedModel is the model the endpoint's answers named (what the
+	// default model check learned), where it differs from Model.
+	ServedModel string `json:"served_model,omitempty"`
 	// GPU is what the GPUs did over the run, when a GPU source is set.
 	GPU *GPU `json:"gpu,omitempty"`
 	// Server is what the endpoint's server said about the run, when its
