@@ -30,7 +30,7 @@ var foreignFlags = map[string]string{
 	"enable-request-id-headers": "vllm", "tool-call-parser": "vllm serve, sglang", "port": "vllm serve, llama-server", "metrics": "llama-server",
 	"set": "helm", "values": "helm", "namespace": "helm", "create-namespace": "helm", "timeout": "helm",
 	"rm": "docker", "network": "docker", "build-arg": "docker", "count": "go test", "run": "go test",
-	"tool": "valgrind", "callgrind-out-file": "valgrind", "query-gpu": "nvidia-smi", "format": "nvidia-smi", "lms": "nvidia-smi", "served-model-name": "vllm serve", "alias": "llama-server",
+	"tool": "valgrind", "callgrind-out-file": "valgrind", "query-gpu": "nvidia-smi", "format": "nvidia-smi", "lms": "nvidia-smi", "served-model-name": "vllm serve", "alias": "llama-server", "host": "llama-server", "no-jinja": "llama-server", "chat-template": "llama-server", "force-dummy-tokenizer": "llm-d-inference-sim",
 }
 
 var (
