@@ -203,7 +203,7 @@ func run(args []string) int {
 	var adhoc runonce.AdHoc
 	runCmd.Flag("url", "From flags: the endpoint's OpenAI-compatible base URL, e.g. http://localhost:8000/v1.").Short('u').StringVar(&adhoc.URL)
 	runCmd.Flag("model", "From flags: the model name to request.").Short('m').StringVar(&adhoc.Model)
-	runCmd.Flag("api", "From flags: the API the endpoint speaks: chat, completions, responses (OpenAI's Responses API) or messages (the Anthropic Messages API).").StringVar(&adhoc.API)
+	runCmd.Flag("api", "From flags: the API the endpoint speaks: chat, completions, responses (OpenAI's Responses API), messages (the Anthropic Messages API) or embeddings.").StringVar(&adhoc.API)
 
 	runCmd.Flag("concurrency", "From flags: requests in flight (closed loop).").IsSetByUser(&adhoc.ConcurrencySet).IntVar(&adhoc.Concurrency)
 	runCmd.Flag("request-rate", "From flags: requests per second (open loop).").IsSetByUser(&adhoc.RateSet).Float64Var(&adhoc.Rate)
