@@ -53,6 +53,30 @@ func runIn(ctx context.Context, dir, yaml string, out io.Writer) int {
 	return runonce.Run(ctx, runonce.Options{ConfigFile: cfg, ArtifactsDir: filepath.Join(dir, "runs"), Out: out, Progress: io.Discard})
 }
 
+// runAcrossRestart runs a configuration of one profile while srv is
+// restarted (with args, when given): once answered says the server has
+// answered enough, and the run is ended once it says so of the new
+// process. Bounded by what the server counted, not by a fixed wait.
+func runAcrossRestart(t *testing.T, cfg string, srv *realserver.Server, answered func(), args ...string) ([]stats.Summary, []records.Record, string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := t.TempDir()
+	var out strings.Builder
+	done := make(chan int)
+	go func() { done <- runIn(ctx, dir, cfg, &out) }()
+	answered()
+	srv.Restart(args...)
+	answered()
+	cancel()
+	<-done
+	sums, recs := readRuns(t, dir)
+	if len(sums) != 1 {
+		t.Fatalf("%d runs: %s", len(sums), out.String())
+	}
+	return sums, recs, out.String()
+}
+
 // readRuns reads back every run's summary and records under dir.
 func readRuns(t *testing.T, dir string) ([]stats.Summary, []records.Record) {
 	t.Helper()
@@ -162,27 +186,10 @@ profiles:
     workload: {input_tokens: {mean: 32}, output_tokens: {mean: 8}}
     failure: {abort: {unreachable_for: 20s}}
 `, srv.URL)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	dir := t.TempDir()
-	var out strings.Builder
-	done := make(chan int)
-	go func() { done <- runIn(ctx, dir, cfg, &out) }()
-	// Switch once the server has answered a few requests, and end the run
-	// once the new model has answered a few: bounded by what the server
-	// counted, not by a fixed wait.
-	waitPredicted(t, srv, 40)
-	srv.Restart("--alias", "switched-llama")
-	waitPredicted(t, srv, 40)
-	cancel()
-	<-done
-	sums, recs := readRuns(t, dir)
-	if len(sums) != 1 {
-		t.Fatalf("%d runs: %s", len(sums), out.String())
-	}
+	sums, recs, out := runAcrossRestart(t, cfg, srv, func() { waitPredicted(t, srv, 40) }, "--alias", "switched-llama")
 	s := sums[0]
 	if s.Success == 0 || s.WrongAnswers == 0 {
-		t.Fatalf("%d right, %d wrong answers; want both:\n%s", s.Success, s.WrongAnswers, out.String())
+		t.Fatalf("%d right, %d wrong answers; want both:\n%s", s.Success, s.WrongAnswers, out)
 	}
 	t.Logf("%d right answers, %d wrong, %d errors across the switch", s.Success, s.WrongAnswers, s.Errors)
 	want := fmt.Sprintf(`model: served "switched-llama", earlier %q`, first)
@@ -321,23 +328,12 @@ func TestLLMDSimRestartCannotHide(t *testing.T) {
 	srv := llmdSim(t)
 	cfg := strings.Replace(llmdConfig(srv, "{concurrency: 4, duration: 60s}"), "interval: 500ms", "interval: 10s", 1) +
 		"    failure: {abort: {unreachable_for: 30s}}\n"
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	dir := t.TempDir()
-	var out strings.Builder
-	done := make(chan int)
-	go func() { done <- runIn(ctx, dir, cfg, &out) }()
-	waitFinished(t, srv, 8)
-	srv.Restart()
-	waitFinished(t, srv, 8)
-	cancel()
-	<-done
-	sums, _ := readRuns(t, dir)
-	if len(sums) != 1 || sums[0].Server == nil {
-		t.Fatalf("runs %d:\n%s", len(sums), out.String())
+	sums, _, out := runAcrossRestart(t, cfg, srv, func() { waitFinished(t, srv, 8) })
+	if sums[0].Server == nil {
+		t.Fatalf("no server figures:\n%s", out)
 	}
 	if sv := sums[0].Server; !strings.Contains(sv.Err, "restarted") || sv.Breakdown != nil || sv.Queue != nil {
-		t.Fatalf("a restart in the window: %+v\n%s", sv, out.String())
+		t.Fatalf("a restart in the window: %+v\n%s", sv, out)
 	}
 }
 
