@@ -140,7 +140,7 @@ func (s *Source) Scrape(ctx context.Context) (Snapshot, error) {
 			names[i] = f.GetName()
 		}
 		if kind = Detect(names); kind == "" {
-			return Snapshot{}, errors.New("no series of a known server (vLLM, SGLang, TGI, llama.cpp, NIM): set server_metrics.kind")
+			return Snapshot{}, errors.New("no series of a known server (vLLM, SGLang, TGI, llama.cpp, NIM, TensorRT-LLM, Dynamo): set server_metrics.kind")
 		}
 		s.mu.Lock()
 		s.kind = kind

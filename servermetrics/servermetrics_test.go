@@ -737,3 +737,17 @@ func TestKindsFromTheirSource(t *testing.T) {
 		t.Fatalf("dynamo: %q", sum.Server.Note)
 	}
 }
+
+// A metrics URL that refuses a connection (the server down between two
+// readings) is noted with its time, for the window it falls in.
+func TestARefusedReadingIsNoted(t *testing.T) {
+	addr, err := hostile.ClosedAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Start(New(Options{URL: "http://" + addr + "/metrics", Kind: VLLM, Interval: 100 * time.Millisecond}))
+	rd := s.Stop()
+	if len(rd.Refused) == 0 || rd.Failed != len(rd.Refused) {
+		t.Fatalf("%d failed readings, %d noted as refused (%v)", rd.Failed, len(rd.Refused), rd.Err)
+	}
+}
