@@ -825,6 +825,9 @@ func (c *Checks) validate(l *locator, path, dir string) {
 			l.errf(path+".model_matches", "is a model check: model off turns it off")
 		}
 	}
+	if r := c.MaxWrongRatio; r != nil && (*r < 0 || *r > 1) {
+		l.errf(path+".max_wrong_ratio", "%g is not a share between 0 and 1", *r)
+	}
 	if c.MinOutputTokens < 0 || c.MaxOutputTokens < 0 {
 		l.errf(path, "min_output_tokens and max_output_tokens must not be negative")
 	}

@@ -506,6 +506,9 @@ type Checks struct {
 	// Abort makes a wrong answer a failure for the failure policy
 	// (backoff, abort, max_error_ratio); by default it is not.
 	Abort bool `yaml:"abort"`
+	// MaxWrongRatio is the share of wrong answers a run tolerates before
+	// it fails, SLO or not (default 0.01: one in a hundred).
+	MaxWrongRatio *float64 `yaml:"max_wrong_ratio"`
 }
 
 // Failure is a profile's failure policy. A field left out (nil) keeps

@@ -99,6 +99,7 @@ func join(shards []*Run) Merged {
 	m.StartSpread = latest.Sub(earliest)
 	slices.SortStableFunc(m.Records, func(a, b records.Record) int { return a.Start.Compare(b.Start) })
 	all := stats.NewAggregator(first.Profile, first.Endpoint, first.Model, 0, first.Objective)
+	all.SetMaxWrongRatio(first.MaxWrongRatio) // the shards' tolerance, as their runs had it
 	levels := map[float64]*stats.Aggregator{}
 	for i := range m.Records {
 		rec := &m.Records[i]

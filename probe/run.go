@@ -57,6 +57,10 @@ type Run struct {
 	// an answer's tokens for it (a tokenizer).
 	OSL         OSL
 	CountTokens func(text string) (int, error)
+	// MaxWrongRatio is the share of wrong answers the run tolerates before
+	// its verdict fails, with or without an SLO (0: none; setup's default
+	// is DefaultMaxWrongRatio).
+	MaxWrongRatio float64
 	// OnPhase, when set, is called as the warmup and each stage begin,
 	// before their first request: the runner reads the server's metrics
 	// there, so that each stage's figures come from its own window.
@@ -116,6 +120,7 @@ func (r *Run) Execute(parent context.Context) (stats.Summary, error) {
 	}
 	g := &guard{p: r.Failure, abort: abort}
 	all := stats.NewAggregator(r.Profile, r.Endpoint.Name, r.Endpoint.Model, r.Plan.Level(), r.SLO.Objective)
+	all.SetMaxWrongRatio(r.MaxWrongRatio)
 	levels := newLevelGroups(r)
 	results := make(chan *result.Request, 1024)
 	collected := make(chan struct{})

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -725,5 +726,40 @@ profiles:
 	if code != ExitOK || !strings.Contains(out, "Across profiles on sim: baseline (concurrency 1), overload (concurrency 16)") ||
 		!regexp.MustCompile(`TTFT cliff +at concurrency 16: TTFT p50 x[0-9.]+, ITL p50 x[0-9.]+ \(a queue, not a slower model\)`).MatchString(out) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// A run whose answers are wrong fails, SLO or not: exit 1, passed false,
+// the console naming the share and the tolerance (one in a hundred by
+// default); a profile that tolerates them passes.
+func TestWrongAnswersFailARunWithoutAnSLO(t *testing.T) {
+	for _, c := range []struct {
+		tolerance string
+		code      int
+		line      string
+	}{
+		{"", ExitSLOFailed, "Wrong answers                100.0% of the requests (tolerance 1.0%: FAILED)"},
+		{", max_wrong_ratio: 1", ExitOK, "Wrong answers                100.0% of the requests (tolerance 100.0%: within it)"},
+	} {
+		dir := t.TempDir()
+		cfg := filepath.Join(dir, "t.yaml")
+		body := `endpoints:
+  - name: sim
+    simulator: {slots: 4, prefill_base: 1ms, decode_base: 1ms, seed: 1, faults: {garbage: 1}}
+profiles:
+  - name: garbage
+    endpoints: [sim]
+    load: {concurrency: 2, requests: 10}
+    workload: {input_tokens: {mean: 10}, output_tokens: {mean: 8}}
+    checks: {matches: ["\\bthe\\b"]` + c.tolerance + `}
+`
+		if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		code := Run(context.Background(), Options{ConfigFile: cfg, ArtifactsDir: filepath.Join(dir, "a"), Out: &out, Progress: io.Discard})
+		if code != c.code || !strings.Contains(out.String(), c.line) {
+			t.Errorf("tolerance %q: exit %d, want %d and %q:\n%s", c.tolerance, code, c.code, c.line, out.String())
+		}
 	}
 }

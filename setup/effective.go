@@ -32,6 +32,10 @@ func Effective(cfg *config.Config) *config.Config {
 		if q.Checks.Model == "" {
 			q.Checks.Model = "learn"
 		}
+		if q.Checks.MaxWrongRatio == nil {
+			wrong := DefaultMaxWrongRatio
+			q.Checks.MaxWrongRatio = &wrong
+		}
 		stream := p.Workload.Streaming()
 		q.Workload.Stream = &stream
 		if p.Load.Sweep != nil {

@@ -49,6 +49,7 @@ func NewRun(p *config.Profile, ep *client.Endpoint, c *client.Client, sinks ...p
 		Sinks:    sinks,
 	}
 	run.Plan.CancelFraction, run.Plan.CancelAfter = w.Cancel.Fraction, w.Cancel.After.D()
+	run.MaxWrongRatio = MaxWrongRatio(&p.Checks)
 	run.OSL = probe.OSLModes[w.OSL] // "" is auto
 	if w.TokenizerPath != "" {
 		tk, err := tokenizer.Shared(w.TokenizerPath)
@@ -350,4 +351,17 @@ func LoadSchema(path string) (*jsonschema.Schema, any, error) {
 		return nil, nil, errors.New("not a valid JSON Schema: " + check.SchemaError(err))
 	}
 	return schema, doc, nil
+}
+
+// DefaultMaxWrongRatio is the share of wrong answers a run tolerates when
+// its checks block says nothing: one in a hundred, so that a gate over
+// `tokenprobe run` fails on an endpoint that answers garbage, SLO or not.
+const DefaultMaxWrongRatio = 0.01
+
+// MaxWrongRatio is a checks block's tolerance for wrong answers.
+func MaxWrongRatio(c *config.Checks) float64 {
+	if c.MaxWrongRatio != nil {
+		return *c.MaxWrongRatio
+	}
+	return DefaultMaxWrongRatio
 }

@@ -119,9 +119,14 @@ type Summary struct {
 	// SLOThresholds are the profile's SLO limits by kind: milliseconds,
 	// tokens per second for output_tokens_per_second.
 	SLOThresholds map[string]float64 `json:"slo_thresholds,omitempty"`
-	// Passed is false when Objective is set and Attainment is below it;
-	// for a capacity search, when no level it tried met the objective.
+	// Passed is false when Objective is set and Attainment is below it,
+	// or when wrong answers are more than MaxWrongRatio of the requests,
+	// SLO or not; for a capacity search, when no level it tried met the
+	// objective.
 	Passed bool `json:"passed"`
+	// MaxWrongRatio is the share of wrong answers the run tolerates
+	// before it fails (checks.max_wrong_ratio).
+	MaxWrongRatio float64 `json:"max_wrong_ratio"`
 	// Stages holds one summary per stage of a multi-stage run, in order.
 	Stages []Summary `json:"stages,omitempty"`
 	// Knee is read off Stages: capacity at SLO and where TTFT breaks.
@@ -217,6 +222,17 @@ func NewAggregator(profile, endpoint, model string, level, objective float64) *A
 		met:     map[slo.Kind]int{},
 		checked: map[slo.Kind]bool{},
 	}
+}
+
+// SetMaxWrongRatio sets the share of wrong answers the run tolerates
+// (0: none).
+func (a *Aggregator) SetMaxWrongRatio(r float64) { a.s.MaxWrongRatio = r }
+
+// WrongAnswersOver reports whether the run's wrong answers are more than
+// it tolerates, of the requests that succeeded, failed or answered wrongly.
+func (s *Summary) WrongAnswersOver() bool {
+	counted := s.Success + s.Errors + s.WrongAnswers
+	return counted > 0 && float64(s.WrongAnswers) > s.MaxWrongRatio*float64(counted)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -340,5 +356,10 @@ func (a *Aggregator) Summary() Summary {
 		}
 	}
 	s.Passed = s.Objective == 0 || (a.counted > 0 && s.Attainment >= s.Objective)
+	if s.WrongAnswersOver() {
+		// Right answers are part of the verdict: a run whose answers are
+		// wrong fails a gate whether or not an SLO is set.
+		s.Passed = false
+	}
 	return s
 }
