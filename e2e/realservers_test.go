@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,12 +12,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/tokenprobe/tokenprobe/alerts"
 	"github.com/tokenprobe/tokenprobe/daemon"
@@ -24,6 +26,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/internal/timingtest"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 	"github.com/tokenprobe/tokenprobe/runonce"
+	"github.com/tokenprobe/tokenprobe/servermetrics"
 	"github.com/tokenprobe/tokenprobe/sink/records"
 	"github.com/tokenprobe/tokenprobe/web"
 )
@@ -214,15 +217,30 @@ profiles:
 func waitPredicted(t *testing.T, srv *realserver.Server, n float64) {
 	t.Helper()
 	waitUntil(t, time.Minute, fmt.Sprintf("llama-server to generate %g tokens", n), func() bool {
-		for _, line := range strings.Split(string(srv.Get("/metrics")), "\n") {
-			if v, ok := strings.CutPrefix(line, "llamacpp:tokens_predicted_total "); ok {
-				f, _ := strconv.ParseFloat(v, 64)
-				return f >= n
-			}
-		}
-		return false
+		return pageTotal(t, srv, "llamacpp:tokens_predicted_total", func(m *dto.Metric) float64 { return m.GetCounter().GetValue() }) >= n
 	})
 }
+
+// pageTotal is of summed over the samples of one family on the server's
+// metrics page, read with the parser the probe reads servers with.
+func pageTotal(t *testing.T, srv *realserver.Server, family string, of func(*dto.Metric) float64) float64 {
+	t.Helper()
+	fams, err := servermetrics.Parse(bytes.NewReader(srv.Get("/metrics")), expfmt.NewFormat(expfmt.TypeTextPlain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range fams {
+		if f.GetName() == family {
+			for _, m := range f.Metric {
+				total += of(m)
+			}
+		}
+	}
+	return total
+}
+
+func histogramCount(m *dto.Metric) float64 { return float64(m.GetHistogram().GetSampleCount()) }
 
 // llmdSim is llm-d-inference-sim with 4 slots, a 20 ms prefill and 10 ms
 // between tokens: a vLLM look-alike whose TTFT clock starts at scheduling,
@@ -253,19 +271,11 @@ profiles:
 // histogram's sum over its end-to-end histogram's count.
 func serverQueueMean(t *testing.T, srv *realserver.Server) float64 {
 	t.Helper()
-	v := map[string]float64{}
-	for _, line := range strings.Split(string(srv.Get("/metrics")), "\n") {
-		for _, name := range []string{"vllm:request_queue_time_seconds_sum", "vllm:e2e_request_latency_seconds_count"} {
-			if rest, ok := strings.CutPrefix(line, name); ok && (rest[0] == ' ' || rest[0] == '{') {
-				f, _ := strconv.ParseFloat(rest[strings.LastIndexByte(rest, ' ')+1:], 64)
-				v[name] += f
-			}
-		}
-	}
-	if v["vllm:e2e_request_latency_seconds_count"] == 0 {
+	finished := pageTotal(t, srv, "vllm:e2e_request_latency_seconds", histogramCount)
+	if finished == 0 {
 		t.Fatalf("the server counted no finished request")
 	}
-	return 1000 * v["vllm:request_queue_time_seconds_sum"] / v["vllm:e2e_request_latency_seconds_count"]
+	return 1000 * pageTotal(t, srv, "vllm:request_queue_time_seconds", func(m *dto.Metric) float64 { return m.GetHistogram().GetSampleSum() }) / finished
 }
 
 // A fresh llm-d-inference-sim at 16 streams on its 4 slots: its TTFT clock
@@ -342,13 +352,7 @@ func TestLLMDSimRestartCannotHide(t *testing.T) {
 func waitFinished(t *testing.T, srv *realserver.Server, n float64) {
 	t.Helper()
 	waitUntil(t, time.Minute, fmt.Sprintf("llm-d-inference-sim to finish %g requests", n), func() bool {
-		for _, line := range strings.Split(string(srv.Get("/metrics")), "\n") {
-			if strings.HasPrefix(line, "vllm:e2e_request_latency_seconds_count") {
-				f, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-				return f >= n
-			}
-		}
-		return false
+		return pageTotal(t, srv, "vllm:e2e_request_latency_seconds", histogramCount) >= n
 	})
 }
 
