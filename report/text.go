@@ -93,12 +93,12 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 	for _, k := range sortedKeys(s.PerSLO) {
 		kv("  "+k, "%.1f%%", s.PerSLO[k]*100)
 	}
-	if counted := s.Success + s.Errors + s.WrongAnswers; s.WrongAnswers > 0 && counted > 0 {
+	if s.WrongAnswers > 0 {
 		state := "within it"
 		if s.WrongAnswersOver() {
 			state = "FAILED"
 		}
-		kv("Wrong answers", "%.1f%% of the requests (tolerance %.1f%%: %s)", 100*float64(s.WrongAnswers)/float64(counted), 100*s.MaxWrongRatio, state)
+		kv("Wrong answers", "%.1f%% of the requests (tolerance %.1f%%: %s)", 100*s.WrongShare(), 100*s.MaxWrongRatio, state)
 	}
 	kv("Errors by reason", "%s", reasons(s.ByReason))
 	Failures(w, s.Failures, "  ")

@@ -228,12 +228,19 @@ func NewAggregator(profile, endpoint, model string, level, objective float64) *A
 // (0: none).
 func (a *Aggregator) SetMaxWrongRatio(r float64) { a.s.MaxWrongRatio = r }
 
-// WrongAnswersOver reports whether the run's wrong answers are more than
-// it tolerates, of the requests that succeeded, failed or answered wrongly.
-func (s *Summary) WrongAnswersOver() bool {
+// WrongShare is the share of wrong answers among the requests that
+// succeeded, failed or answered wrongly (0 when there were none).
+func (s *Summary) WrongShare() float64 {
 	counted := s.Success + s.Errors + s.WrongAnswers
-	return counted > 0 && float64(s.WrongAnswers) > s.MaxWrongRatio*float64(counted)
+	if counted == 0 {
+		return 0
+	}
+	return float64(s.WrongAnswers) / float64(counted)
 }
+
+// WrongAnswersOver reports whether the run's wrong answers are more than
+// it tolerates.
+func (s *Summary) WrongAnswersOver() bool { return s.WrongShare() > s.MaxWrongRatio }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
