@@ -120,9 +120,7 @@ func Compare(base, next *Run, o Options) []Row {
 		if len(ga) == 0 || len(gb) == 0 {
 			row.Low, row.High = math.NaN(), math.NaN()
 		} else {
-			fa := func(xs []float64) float64 { return rate.of(xs, da) }
-			fb := func(xs []float64) float64 { return rate.of(xs, db) }
-			row.Low, row.High = bootstrapRate(rng, ga, gb, fa, fb, o.Resamples)
+			row.Low, row.High = bootstrapRate(rng, ga, gb, da, db, rate.of, rate.perSecond, o.Resamples)
 			row.Significant = row.Low > 0 || row.High < 0
 		}
 		rows = append(rows, row)
@@ -131,56 +129,92 @@ func Compare(base, next *Run, o Options) []Row {
 }
 
 // rates are the run-level figures: each request counts 1 or 0 towards
-// them, so resampling requests resamples the rate.
+// them. A rate per second also depends on how long the run took, which
+// varies between runs as its requests' times do: that is resampled too
+// (bootstrapRate).
 var rates = []struct {
 	Metric
-	outcomes func(*Run) ([]float64, float64) // per counted request 0/1, and the run's duration
-	of       func(xs []float64, duration float64) float64
+	outcomes  func(*Run) ([]counted, float64) // per counted request, in start order, and the run's duration
+	of        func(xs []counted, duration float64) float64
+	perSecond bool
 }{
-	{Metric{Name: "goodput", Unit: "req/s", HigherIsBetter: true}, func(r *Run) ([]float64, float64) {
+	{Metric{Name: "goodput", Unit: "req/s", HigherIsBetter: true}, func(r *Run) ([]counted, float64) {
 		return indicator(r, func(rec *records.Record) bool { return rec.Good }), r.Summary.DurationSeconds
-	}, perSecond},
-	{Metric{Name: "throughput", Unit: "req/s", HigherIsBetter: true}, func(r *Run) ([]float64, float64) {
+	}, perSecond, true},
+	{Metric{Name: "throughput", Unit: "req/s", HigherIsBetter: true}, func(r *Run) ([]counted, float64) {
 		return indicator(r, func(rec *records.Record) bool { return rec.Outcome == "success" }), r.Summary.DurationSeconds
-	}, perSecond},
-	{Metric{Name: "attainment", Unit: "%", HigherIsBetter: true}, func(r *Run) ([]float64, float64) {
+	}, perSecond, true},
+	{Metric{Name: "attainment", Unit: "%", HigherIsBetter: true}, func(r *Run) ([]counted, float64) {
 		return indicator(r, func(rec *records.Record) bool { return rec.Good }), 0
-	}, mean100},
-	{Metric{Name: "errors", Unit: "%"}, func(r *Run) ([]float64, float64) {
+	}, mean100, false},
+	{Metric{Name: "errors", Unit: "%"}, func(r *Run) ([]counted, float64) {
 		return indicator(r, func(rec *records.Record) bool { return rec.Outcome == "error" }), 0
-	}, mean100},
+	}, mean100, false},
 }
 
-// indicator is 1 or 0 per request counted against the SLO (success or
-// error; cancelled requests count in neither, as in the summary).
-func indicator(r *Run, yes func(*records.Record) bool) []float64 {
-	var out []float64
+// counted is one request counted against the SLO: whether it counts
+// towards the rate (1 or 0), and how long it held its place in the load
+// (its latency; 0 where it has none, as an error, read as the run's mean).
+type counted struct {
+	yes, busy float64
+}
+
+// indicator is the requests counted against the SLO (success or error;
+// cancelled requests count in neither, as in the summary), in the order
+// they started.
+func indicator(r *Run, yes func(*records.Record) bool) []counted {
+	idx := make([]int, 0, len(r.Records))
 	for i := range r.Records {
+		if o := r.Records[i].Outcome; o == "success" || o == "error" {
+			idx = append(idx, i)
+		}
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return r.Records[idx[a]].Start.Before(r.Records[idx[b]].Start) })
+	out := make([]counted, len(idx))
+	known, total := 0, 0.0
+	for k, i := range idx {
 		rec := &r.Records[i]
-		if rec.Outcome != "success" && rec.Outcome != "error" {
-			continue
-		}
-		v := 0.0
 		if yes(rec) {
-			v = 1
+			out[k].yes = 1
 		}
-		out = append(out, v)
+		if rec.RequestLatencyMs != nil && *rec.RequestLatencyMs > 0 {
+			out[k].busy = *rec.RequestLatencyMs
+			known++
+			total += out[k].busy
+		}
+	}
+	mean := 1.0
+	if known > 0 {
+		mean = total / float64(known)
+	}
+	for k := range out {
+		if out[k].busy == 0 {
+			out[k].busy = mean
+		}
 	}
 	return out
 }
 
-func perSecond(xs []float64, duration float64) float64 {
+func perSecond(xs []counted, duration float64) float64 {
 	if duration <= 0 {
 		return math.NaN()
 	}
-	return sum(xs) / duration
+	return sumYes(xs) / duration
 }
 
-func mean100(xs []float64, _ float64) float64 {
+func mean100(xs []counted, _ float64) float64 {
 	if len(xs) == 0 {
 		return math.NaN()
 	}
-	return 100 * sum(xs) / float64(len(xs))
+	return 100 * sumYes(xs) / float64(len(xs))
+}
+
+func sumYes(xs []counted) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x.yes
+	}
+	return s
 }
 
 func sum(xs []float64) float64 {
@@ -294,19 +328,50 @@ func change(base, next float64) float64 {
 	return (next - base) / base
 }
 
-// bootstrapRate is the 95% interval of the relative change of a rate
-// whose requests each count 0 or 1: each side's requests resampled.
-func bootstrapRate(rng *rand.Rand, a, b []float64, fa, fb func([]float64) float64, n int) (low, high float64) {
-	ra, rb := make([]float64, len(a)), make([]float64, len(b))
+// bootstrapRate is the 95% interval of the relative change of a rate.
+//
+// Each side's requests are resampled in blocks of neighbours in start
+// order (a moving-block bootstrap), so that a slow stretch of the run,
+// which slows the requests in it together, is drawn whole or not at all
+// rather than averaged away. A rate per second divides by the resample's
+// duration: the run's, scaled by how much time its drawn requests held
+// against the run's own. That is what varies between two identical runs
+// of a closed loop whose every request succeeds: the same count over a
+// duration set by the requests' latencies, which resampling requests'
+// outcomes alone would call exact (a zero-width interval, so that any
+// difference at all failed a gate). In an open loop, whose duration the
+// schedule sets, it overstates the noise, the safe side for a gate.
+func bootstrapRate(rng *rand.Rand, a, b []counted, da, db float64, of func([]counted, float64) float64, perSecond bool, n int) (low, high float64) {
 	va, vb := make([]float64, n), make([]float64, n)
+	ra, rb := make([]counted, len(a)), make([]counted, len(b))
+	busyA, busyB := busy(a), busy(b)
 	for k := range n {
-		for i := range ra {
-			ra[i] = a[rng.IntN(len(a))]
+		blockResample(rng, a, ra)
+		blockResample(rng, b, rb)
+		durA, durB := da, db
+		if perSecond {
+			durA, durB = da*busy(ra)/busyA, db*busy(rb)/busyB
 		}
-		for i := range rb {
-			rb[i] = b[rng.IntN(len(b))]
-		}
-		va[k], vb[k] = fa(ra), fb(rb)
+		va[k], vb[k] = of(ra, durA), of(rb, durB)
 	}
 	return interval(va, vb)
+}
+
+func busy(xs []counted) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x.busy
+	}
+	return s
+}
+
+// blockResample fills out with blocks of about sqrt(len(xs)) neighbours
+// of xs, each starting at a random place (a moving-block bootstrap).
+func blockResample(rng *rand.Rand, xs, out []counted) {
+	n := len(xs)
+	size := max(1, int(math.Sqrt(float64(n))))
+	for i := 0; i < n; {
+		from := rng.IntN(n - size + 1)
+		i += copy(out[i:], xs[from:from+size])
+	}
 }

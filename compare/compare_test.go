@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 	"github.com/tokenprobe/tokenprobe/sink/records"
@@ -111,5 +112,54 @@ func TestOrderStatisticsFromCounts(t *testing.T) {
 	Text(&buf, "p on e", synthetic(1, 10, 100, 1, 1), synthetic(2, 10, 100, 1, 1), Compare(synthetic(1, 10, 100, 1, 1), synthetic(2, 10, 100, 1, 1), Options{Resamples: 50}))
 	if !strings.Contains(buf.String(), "ttft.p95") {
 		t.Errorf("table:\n%s", buf.String())
+	}
+}
+
+// closedLoop is a closed-loop run of n requests at concurrency c that all
+// succeed, each lasting a lognormal time around mean ms: its duration is
+// what its requests' latencies add up to, as a real closed loop's is.
+func closedLoop(seed uint64, n, c int, mean float64) *Run {
+	rng := rand.New(rand.NewPCG(seed, 11))
+	r := &Run{Dir: "closed", Summary: stats.Summary{Profile: "p", Endpoint: "e"}}
+	start := time.Unix(0, 0)
+	busy := 0.0
+	for i := range n {
+		lat := mean * math.Exp(0.5*rng.NormFloat64()-0.125)
+		busy += lat
+		r.Records = append(r.Records, records.Record{ID: uint64(i + 1), Outcome: "success", RequestLatencyMs: &lat, Good: true,
+			Start: start.Add(time.Duration(busy / float64(c) * float64(time.Millisecond)))})
+	}
+	r.Summary.DurationSeconds = busy / float64(c) / 1000
+	return r
+}
+
+// Two identical closed loops whose every request succeeds differ in
+// throughput by how long their requests happened to take: 20 pairs fail
+// no gate of 5% on it, while a 20% slower server fails it. Resampling the
+// requests' outcomes alone gave such runs a zero-width interval, and
+// every difference of more than 5% failed the gate.
+func TestThroughputNoiseOfAClosedLoop(t *testing.T) {
+	rules, err := ParseRules("throughput<-5%,goodput<-5%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide := 0
+	for i := range uint64(20) {
+		a, b := closedLoop(2*i+1, 40, 2, 100), closedLoop(2*i+2, 40, 2, 100)
+		rows := Compare(a, b, Options{Resamples: 500})
+		if tr := Check("p on e", rows, rules); len(tr) != 0 {
+			r := tr[0].Row
+			t.Errorf("pair %d: identical runs failed %s: %+.1f%% in [%+.1f%%, %+.1f%%]", i+1, tr[0].Rule, 100*r.Change, 100*r.Low, 100*r.High)
+		}
+		if r := row(t, rows, "throughput"); r.Change < -0.05 {
+			wide++
+		}
+	}
+	if wide == 0 {
+		t.Errorf("no pair differed by more than 5%%: the test would pass without resampling the runs' time")
+	}
+	base, slower := closedLoop(100, 400, 2, 100), closedLoop(101, 400, 2, 120)
+	if tr := Check("p on e", Compare(base, slower, Options{Resamples: 500}), rules); len(tr) != 2 {
+		t.Errorf("a 20%% slower server broke %d of throughput and goodput <-5%%, want both", len(tr))
 	}
 }
