@@ -82,8 +82,9 @@ manifests: rules dashboards ## copy the rules and dashboards into the Helm chart
 screenshots: ## regenerate docs/img from the current code with headless Chromium
 	$(GO) test ./web -run TestScreenshots -screenshots -count=1 -v
 
-docs: ## regenerate docs/METRICS.md from the metric catalog, and the server table of docs/MEASUREMENT.md
+docs: ## regenerate docs/METRICS.md from the metric catalog, the server table of docs/MEASUREMENT.md and docs/AIPERF.md
 	$(GO) test ./catalog -run Docs -update
+	$(GO) test ./cmd/tokenprobe -run AIPerfDocs -update
 	$(GO) test ./servermetrics -run Docs -update
 
 clean:

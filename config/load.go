@@ -727,8 +727,11 @@ func (st *Stage) validate(l *locator, path string) {
 }
 
 func (w *Workload) validate(l *locator, path, dir string) {
-	if w.Tokenizer != "" {
-		w.TokenizerPath = resolve(dir, w.Tokenizer)
+	if w.Tokenizer != "" && w.Tokenizer != BuiltinTokenizer {
+		var err error
+		if w.TokenizerPath, err = locateTokenizer(w.Tokenizer, resolve(dir, w.Tokenizer)); err != nil {
+			l.errf(path+".tokenizer", "%v", err)
+		}
 		if (w.Trace != nil || w.Dataset != nil) && w.OSL != "tokenizer" {
 			l.errf(path+".tokenizer", "a tokenizer sizes synthetic prompts; a trace or dataset brings its own (with osl: tokenizer it counts the answers)")
 		}

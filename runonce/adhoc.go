@@ -45,6 +45,11 @@ type AdHoc struct {
 	DurationSeconds                        float64
 	ExtraInputs                            []string
 	Speedup                                float64
+	// Seed, TimeoutSeconds and Stream are aiperf's --random-seed,
+	// --request-timeout-seconds and --streaming.
+	Seed              uint64
+	TimeoutSeconds    float64
+	Stream, StreamSet bool
 	Tokenizer                              string
 	Headers                                []string // K=V
 	APIKeyEnv                              string
@@ -95,13 +100,14 @@ var flagOf = []struct{ field, flag string }{
 	{"endpoints[0].api", "--api"}, {"endpoints[0].headers", "--header"}, {"endpoints[0].extra_body", "--extra-body"},
 	{"endpoints[0].server_metrics.kind", "--server-kind"}, {"endpoints[0].server_metrics", "--server-metrics"},
 	{"endpoints[0]", "--url"},
-	{"profiles[0].load.sweep", "--sweep"}, {"profiles[0].load.search", "--search"}, {"profiles[0].load.concurrency", "--concurrency"}, {"profiles[0].load.rate", "--request-rate"},
+	{"profiles[0].load.sweep", "--sweep"}, {"profiles[0].load.search", "--search"}, {"profiles[0].load.concurrency", "--concurrency"}, {"profiles[0].load.max_concurrency", "--concurrency"}, {"profiles[0].load.rate", "--request-rate"},
 	{"profiles[0].load.arrival", "--arrival"}, {"profiles[0].load.smoothness", "--smoothness"},
 	{"profiles[0].load.requests", "--requests"}, {"profiles[0].load.duration", "--duration"},
 	{"profiles[0].load.warmup_requests", "--warmup-requests"}, {"profiles[0].load", "--concurrency or --request-rate"},
 	{"profiles[0].workload.input_tokens", "--input-tokens"}, {"profiles[0].workload.output_tokens", "--output-tokens"},
 	{"profiles[0].workload.dataset", "--dataset"}, {"profiles[0].workload.batch", "--batch"}, {"profiles[0].workload.trace.speedup", "--speedup"},
 	{"profiles[0].workload.trace", "--trace"}, {"profiles[0].workload.tokenizer", "--tokenizer"},
+	{"profiles[0].workload.seed", "--random-seed"}, {"profiles[0].workload.stream", "--no-streaming"}, {"endpoints[0].timeout", "--request-timeout-seconds"},
 	{"profiles[0].slo.objective", "--objective"}, {"profiles[0].slo", "--goodput"},
 	{"profiles[0].checks.matches", "--expect"}, {"profiles[0].checks.model", "--check-model"},
 	{"profiles[0].checks.json_schema", "--json-schema"}, {"profiles[0].checks.tools", "--tools"},
@@ -139,7 +145,16 @@ func (a *AdHoc) parts() (ep, load, workload, slo map[string]any, err error) {
 		ep["base_url"] = a.URL
 	}
 	if a.Model != "" {
+		if strings.Contains(a.Model, ",") {
+			return nil, nil, nil, nil, fmt.Errorf("--model %q: one model (aiperf's list of models is a profile per model in a configuration file)", a.Model)
+		}
 		ep["model"] = a.Model
+	}
+	if a.TimeoutSeconds < 0 {
+		return nil, nil, nil, nil, fmt.Errorf("--request-timeout-seconds: must be positive")
+	}
+	if a.TimeoutSeconds > 0 {
+		ep["timeout"] = time.Duration(a.TimeoutSeconds * float64(time.Second)).String()
 	}
 	if a.API != "" {
 		ep["api"] = a.API
@@ -214,7 +229,13 @@ func (a *AdHoc) parts() (ep, load, workload, slo map[string]any, err error) {
 	if a.Duration == 0 && a.DurationSeconds > 0 {
 		a.Duration = time.Duration(a.DurationSeconds * float64(time.Second))
 	}
-	set("concurrency", a.Concurrency, a.Concurrency != 0)
+	if a.Concurrency != 0 && a.Rate != 0 {
+		// aiperf's meaning of both: an open loop capped at that many in
+		// flight.
+		set("max_concurrency", a.Concurrency, true)
+	} else {
+		set("concurrency", a.Concurrency, a.Concurrency != 0)
+	}
 	set("rate", a.Rate, a.Rate != 0)
 	set("arrival", a.Arrival, a.Arrival != "")
 	set("smoothness", a.Smoothness, a.Smoothness != 0)
@@ -309,6 +330,12 @@ func (a *AdHoc) parts() (ep, load, workload, slo map[string]any, err error) {
 	}
 	if a.Tokenizer != "" {
 		workload["tokenizer"] = a.Tokenizer
+	}
+	if a.Seed != 0 {
+		workload["seed"] = a.Seed
+	}
+	if a.StreamSet && !a.Stream {
+		workload["stream"] = false
 	}
 
 	slo = map[string]any{}

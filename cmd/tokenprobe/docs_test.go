@@ -57,6 +57,12 @@ func TestDocsClaimsAreTrue(t *testing.T) {
 	if !flags["url"] || !flags["fail-on"] || !flags["web.listen-address"] {
 		t.Fatalf("tokenprobe's flags not read from --help-long:\n%.500s", help)
 	}
+	// aiperf's flags, each either taken or refused by name (aiperf.go).
+	for _, f := range aiperfFlags {
+		for _, n := range f.names {
+			flags[strings.TrimPrefix(n, "--")] = true
+		}
+	}
 	// The benchmark harness's flags, from its source (a module of its own).
 	bench, err := os.ReadFile(filepath.Join("..", "..", "tools", "bench", "cmd", "tokenprobe-bench", "main.go"))
 	if err != nil {

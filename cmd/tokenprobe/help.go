@@ -27,7 +27,8 @@ var flagGroups = []struct {
 	{"Configuration and output", []string{"config.file", "profile", "endpoint", "print-config", "artifacts-dir", "export-aiperf", "progress-interval"}},
 	{"Debugging", []string{"debug.cpu-profile", "debug.heap-profile", "debug.trace", "sched.slice"}},
 	{"aiperf's names for the flags above", []string{"endpoint-type", "request-count", "warmup-request-count", "synthetic-input-tokens-mean",
-		"synthetic-input-tokens-stddev", "isl", "output-tokens-mean", "output-tokens-stddev", "osl", "benchmark-duration", "artifact-dir", "extra-inputs"}},
+		"synthetic-input-tokens-stddev", "isl", "isl-stddev", "output-tokens-mean", "output-tokens-stddev", "osl", "osl-stddev", "benchmark-duration", "artifact-dir", "extra-inputs",
+		"input-file", "random-seed", "request-timeout-seconds", "streaming"}},
 }
 
 var unknownFlag = regexp.MustCompile(`unknown long flag '--([^']+)'`)
@@ -92,13 +93,22 @@ func groupedUsage(app *kingpin.Application) {
 	}})
 }
 
-var missingUnit = regexp.MustCompile(`missing unit in duration "([^"]*)"`)
+var (
+	missingUnit = regexp.MustCompile(`missing unit in duration "([^"]*)"`)
+	badNumber   = regexp.MustCompile(`strconv\.Parse(Float|Int|Uint|Bool): parsing "([^"]*)"`)
+)
 
-// durationFlag names the flag of a duration given without a unit, which
-// Go's parser does not: `--duration 5` reads as seconds in aiperf.
-func durationFlag(args []string, err error) error {
-	m := missingUnit.FindStringSubmatch(err.Error())
-	if m == nil {
+// flagValueError names the flag of a value kingpin could not parse,
+// which its own message does not: a duration without a unit (`--duration
+// 5` reads as seconds in aiperf), or a number that is not one (`--isl
+// 512,50`).
+func flagValueError(args []string, err error) error {
+	value, kind := "", ""
+	if m := missingUnit.FindStringSubmatch(err.Error()); m != nil {
+		value, kind = m[1], "duration"
+	} else if m := badNumber.FindStringSubmatch(err.Error()); m != nil {
+		value, kind = m[2], m[1]
+	} else {
 		return err
 	}
 	for i, a := range args {
@@ -106,9 +116,25 @@ func durationFlag(args []string, err error) error {
 		if !inline && i+1 < len(args) {
 			v = args[i+1]
 		}
-		if strings.HasPrefix(name, "--") && v == m[1] {
+		if !strings.HasPrefix(name, "-") || v != value {
+			continue
+		}
+		switch {
+		case kind == "duration":
 			return fmt.Errorf("%s: %q has no unit: give one, such as 500ms, 30s or 5m (or --benchmark-duration SECONDS)", name, v)
+		case spreadFlag[name] != "" && strings.Contains(v, ","):
+			return fmt.Errorf("%s: %q is not a number: %s takes the mean; give the spread with %s", name, v, name, spreadFlag[name])
+		case kind == "Bool":
+			return fmt.Errorf("%s: %q is not true or false", name, v)
+		default:
+			return fmt.Errorf("%s: %q is not a number", name, v)
 		}
 	}
 	return err
+}
+
+// spreadFlag is, for aiperf's length flags, the flag of their spread.
+var spreadFlag = map[string]string{
+	"--isl": "--isl-stddev (or --input-tokens MEAN,STDDEV)", "--synthetic-input-tokens-mean": "--synthetic-input-tokens-stddev (or --input-tokens MEAN,STDDEV)",
+	"--osl": "--osl-stddev (or --output-tokens MEAN,STDDEV)", "--output-tokens-mean": "--output-tokens-stddev (or --output-tokens MEAN,STDDEV)",
 }

@@ -217,7 +217,7 @@ func run(args []string) int {
 	runCmd.Flag("expect", "From flags: an RE2 expression every answer must match, or it is a wrong answer (repeatable; answer checks: docs/CONFIGURATION.md#checks).").PlaceHolder("REGEX").StringsVar(&adhoc.Expect)
 	runCmd.Flag("json-schema", "From flags: a JSON Schema file: every request asks for JSON of it and every answer must be valid against it.").PlaceHolder("FILE").StringVar(&adhoc.JSONSchema)
 	runCmd.Flag("tools", "From flags: a JSON file of OpenAI tool definitions: every request offers them (tool_choice required) and every answer must call one with arguments valid against its parameters.").PlaceHolder("FILE").StringVar(&adhoc.Tools)
-	runCmd.Flag("check-model", "From flags: how the answer's model must match the one asked for: exact (default), prefix or off.").PlaceHolder("MODE").StringVar(&adhoc.CheckModel)
+	runCmd.Flag("check-model", "From flags: how the answer's model must match the one asked for: learn (the default: the name the endpoint serves it under, learned from its first answers or its /v1/models), exact, prefix or off.").PlaceHolder("MODE").StringVar(&adhoc.CheckModel)
 	runCmd.Flag("goodput", "From flags: SLO thresholds, e.g. 'ttft:500ms itl:50ms' (ttft, ttst, itl, request_latency, output_tokens_per_second).").StringVar(&adhoc.Goodput)
 	runCmd.Flag("objective", "From flags: fraction of requests that must be good; below it the run exits 1.").Float64Var(&adhoc.Objective)
 	runCmd.Flag("search", "From flags: find the highest level meeting --objective, e.g. concurrency=1:64 or rate=0.5:20 (each step --requests or --duration long).").StringVar(&adhoc.Search)
@@ -226,7 +226,7 @@ func run(args []string) int {
 	runCmd.Flag("batch", "From flags: inputs per request, for --endpoint-type embeddings.").PlaceHolder("N").IntVar(&adhoc.Batch)
 	runCmd.Flag("trace", "From flags: a Mooncake trace to replay.").StringVar(&adhoc.Trace)
 	runCmd.Flag("speedup", "From flags: divide the trace's gaps by this.").Float64Var(&adhoc.Speedup)
-	runCmd.Flag("tokenizer", "From flags: a tokenizer.json sizing prompts in the model's tokens.").StringVar(&adhoc.Tokenizer)
+	runCmd.Flag("tokenizer", "From flags: a tokenizer.json sizing prompts in the model's tokens, a folder holding one, a Hugging Face model id (ORG/NAME) found in the local Hugging Face cache (tokenprobe downloads nothing), or builtin: one word a token, as without it.").StringVar(&adhoc.Tokenizer)
 	runCmd.Flag("header", "From flags: a request header NAME=VALUE or 'Name: value' (repeatable; keys go in --api-key-env).").Short('H').StringsVar(&adhoc.Headers)
 	runCmd.Flag("api-key-env", "From flags: the variable holding the API key.").StringVar(&adhoc.APIKeyEnv)
 	runCmd.Flag("extra-body", "From flags: a JSON object merged into every request body.").StringVar(&adhoc.ExtraBody)
@@ -259,6 +259,7 @@ func run(args []string) int {
 	runCmd.Flag("benchmark-duration", "--duration, in seconds").PlaceHolder("SECONDS").Float64Var(&adhoc.DurationSeconds)
 	runArtifactDir := runCmd.Flag("artifact-dir", "--artifacts-dir").PlaceHolder("DIR").String()
 	runCmd.Flag("extra-inputs", "a field of --extra-body (repeatable)").PlaceHolder("KEY:VALUE").StringsVar(&adhoc.ExtraInputs)
+	registerAIPerf(runCmd, &adhoc, runArtifactDir)
 
 	checkCmd := app.Command("check", "Validate a configuration file and exit 0 if it is valid. A secret it cannot read (an unset variable, a missing key file) is a warning here, so CI can check without the production secrets; serve and run refuse it.")
 	checkConfig := checkCmd.Flag("config.file", "Configuration file.").Short('c').Required().String()
@@ -324,7 +325,7 @@ func run(args []string) int {
 
 	cmd, err := app.Parse(args)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "tokenprobe: %v%s (try --help)\n", durationFlag(args, err), didYouMean(app, args, err))
+		fmt.Fprintf(os.Stderr, "tokenprobe: %v%s (try --help)\n", flagValueError(args, err), didYouMean(app, args, err))
 		return runonce.ExitConfig
 	}
 	logger := promslog.New(logCfg)

@@ -609,14 +609,24 @@ func TestAIPerfNames(t *testing.T) {
 		t.Fatalf("exit %d and %d; ours:\n%s\naiperf's:\n%s", code, code2, ours, theirs)
 	}
 	stderr := os.Stderr
+	t.Setenv("HF_HUB_CACHE", t.TempDir())
 	for args, want := range map[string]string{
-		"--concurency 2":   "unknown long flag '--concurency', did you mean --concurrency?",
-		"--duration 5":     `--duration: "5" has no unit: give one, such as 500ms, 30s or 5m`,
-		"--request-cont 2": "did you mean --request-count?",
+		"--concurency 2":              "unknown long flag '--concurency', did you mean --concurrency?",
+		"--duration 5":                `--duration: "5" has no unit: give one, such as 500ms, 30s or 5m`,
+		"--request-cont 2":            "did you mean --request-count?",
+		"--isl 512,50":                `--isl: "512,50" is not a number: --isl takes the mean; give the spread with --isl-stddev`,
+		"--fixed-schedule":            "--fixed-schedule is aiperf's, and tokenprobe does not implement it: use --trace",
+		"--api-key sk-1":              "use --api-key-env VAR",
+		"--tokenizer Qwen/Qwen3-0.6B": "\"Qwen/Qwen3-0.6B\" is a Hugging Face model id, neither a file here nor in the Hugging Face cache",
+		"--model a,b":                 "--model \"a,b\": one model",
 	} {
 		r, w, _ := os.Pipe()
 		os.Stderr = w
-		code := run(append([]string{"run", "--url", "http://x/v1", "--model", "m"}, strings.Fields(args)...))
+		base := []string{"run", "--url", "http://x/v1", "--model", "m"}
+		if strings.HasPrefix(args, "--model") {
+			base = base[:3]
+		}
+		code := run(append(base, strings.Fields(args)...))
 		w.Close()
 		os.Stderr = stderr
 		out, _ := io.ReadAll(r)
@@ -630,5 +640,68 @@ func writeFile(t *testing.T, path, body string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The four `aiperf profile` command lines of the write-ups this project
+// answers run with `tokenprobe run` in their place, every flag as given:
+// only the --url is the simulator's, and the lengths (60 s, 1,000
+// requests) are cut so the test is short. The hub tokenizer's line finds
+// its tokenizer.json in a Hugging Face cache, where `huggingface-cli
+// download` puts it.
+func TestAIPerfWriteUpsCommandLines(t *testing.T) {
+	s, err := sim.Start("127.0.0.1:0", sim.Config{Slots: 64, DecodeBase: 100 * time.Microsecond, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	cache := t.TempDir()
+	snap := filepath.Join(cache, "models--Qwen--Qwen3-0.6B", "snapshots", "0123abc")
+	if err := os.MkdirAll(snap, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := os.ReadFile("../../probe/tokenizer/testdata/tiny-bpe.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(snap, "tokenizer.json"), string(tk))
+	t.Setenv("HF_HUB_CACHE", cache)
+	url := "http://" + s.Addr() + "/v1"
+	for _, line := range []string{
+		"--model M --streaming --endpoint-type chat --url U --tokenizer builtin --request-count 50 --concurrency 1",
+		"--model M --url U --endpoint-type chat --concurrency 50 --tokenizer builtin --warmup-request-count 10 --benchmark-duration 60 --streaming",
+		"--model M --url U --endpoint-type chat --concurrency 50 --tokenizer builtin --benchmark-duration 60 --goodput time_to_first_token:500 --streaming",
+		"--model qwen3-0.6b --url U --endpoint-type chat --streaming --concurrency 100 --request-count 1000 --isl 1000 --osl 500 --tokenizer Qwen/Qwen3-0.6B",
+	} {
+		args := strings.Fields(line)
+		for i := range args {
+			switch {
+			case args[i] == "U":
+				args[i] = url
+			case i > 0 && args[i-1] == "--benchmark-duration":
+				args[i] = "2"
+			case i > 0 && args[i-1] == "--request-count" && args[i] == "1000":
+				args[i] = "200"
+			}
+		}
+		dir := t.TempDir()
+		code, out := stdoutOf(t, append([]string{"run", "--artifacts-dir", dir, "--progress-interval", "0"}, args...)...)
+		if code != runonce.ExitOK {
+			t.Errorf("aiperf profile %s\nexit %d:\n%s", line, code, out)
+			continue
+		}
+		runs, err := filepath.Glob(filepath.Join(dir, "*", "*", "summary.json"))
+		if err != nil || len(runs) != 1 {
+			t.Errorf("%s: summaries %v %v", line, runs, err)
+			continue
+		}
+		var sum stats.Summary
+		b, _ := os.ReadFile(runs[0])
+		if err := json.Unmarshal(b, &sum); err != nil || sum.Success == 0 {
+			t.Errorf("%s: %v, summary %s", line, err, b)
+		}
+		if strings.Contains(line, "--goodput") && !strings.Contains(string(b), `"slo_attainment"`) {
+			t.Errorf("%s: no SLO attainment in the summary", line)
+		}
 	}
 }

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite docs/AIPERF.md")
+
+// aiperfDoc is docs/AIPERF.md: the table of aiperfFlags.
+func aiperfDoc() string {
+	var b strings.Builder
+	b.WriteString(`# aiperf's flags in tokenprobe run
+
+<!-- Written by ` + "`make docs`" + ` from cmd/tokenprobe/aiperf.go; do not edit. -->
+
+` + "`tokenprobe run`" + ` takes ` + "`aiperf profile`" + `'s command lines: each of the flags below (from
+aiperf's own source, aiperf/common/config/, with the GenAI-Perf names it keeps) is either the same
+as tokenprobe's, another name for one of tokenprobe's, accepted with a meaning told here, or
+refused with an error that names it and what to use instead. No aiperf flag is silently ignored.
+` + "`cmd/tokenprobe TestAIPerfWriteUpsCommandLines`" + ` runs the four command lines of the write-ups
+this project answers against the simulator.
+
+| aiperf | tokenprobe | how | note |
+|---|---|---|---|
+`)
+	for _, f := range aiperfFlags {
+		names := make([]string, len(f.names))
+		for i, n := range f.names {
+			names[i] = "`" + n + "`"
+		}
+		b.WriteString("| " + strings.Join(names, " ") + " | " + f.use + " | " + f.how + " | " + f.note + " |\n")
+	}
+	return b.String()
+}
+
+func TestAIPerfDocs(t *testing.T) {
+	const path = "../../docs/AIPERF.md"
+	want := aiperfDoc()
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != want {
+		t.Fatalf("docs/AIPERF.md is not the table of cmd/tokenprobe/aiperf.go: run make docs (%v)", err)
+	}
+}
+
+// Every flag the table names as tokenprobe's, or as an alias, is one
+// `tokenprobe run` takes; every refused one is refused.
+func TestAIPerfTableIsTheParser(t *testing.T) {
+	dir := t.TempDir()
+	dataset := dir + "/prompts.jsonl"
+	writeFile(t, dataset, `{"text": "hello"}`+"\n")
+	valid := map[string]string{"--endpoint-type": "chat", "--header": "X-A: b", "--extra-inputs": "k:v", "--input-file": dataset,
+		"--goodput": "time_to_first_token:500", "--tokenizer": "builtin", "--output-artifact-dir": dir, "--artifact-dir": dir}
+	for _, f := range aiperfFlags {
+		for _, name := range f.names {
+			if !strings.HasPrefix(name, "--") {
+				continue
+			}
+			args := []string{"run", "--print-config"}
+			switch name {
+			case "--model", "--model-names":
+				args = append(args, "--url", "http://x/v1", name, "m")
+			case "--url":
+				args = append(args, "--model", "m", name, "http://x/v1")
+			default:
+				args = append(args, "--url", "http://x/v1", "--model", "m", name)
+				if v, ok := valid[name]; ok {
+					args = append(args, v)
+				} else if !aiperfBools[name] && name != "--streaming" {
+					args = append(args, "1")
+				}
+			}
+			code, _ := stdoutOf(t, args...)
+			if refused := code != 0; refused != (f.how == "refused") {
+				t.Errorf("%s (%s): exit %d", name, f.how, code)
+			}
+		}
+	}
+}
