@@ -50,10 +50,10 @@ type AdHoc struct {
 	Seed              uint64
 	TimeoutSeconds    float64
 	Stream, StreamSet bool
-	Tokenizer                              string
-	Headers                                []string // K=V
-	APIKeyEnv                              string
-	ExtraBody                              string // JSON object
+	Tokenizer         string
+	Headers           []string // K=V
+	APIKeyEnv         string
+	ExtraBody         string // JSON object
 	// ServerMetrics and ServerKind name the server's own metrics page.
 	ServerMetrics, ServerKind string
 	// Expect are RE2 expressions every answer must match; CheckModel is
