@@ -44,8 +44,8 @@ type Options struct {
 	// the cliff alert says nothing of that level.
 	BaselineSamples int
 	// MinLocations is how many locations (--probe.location) must see a
-	// condition before its quorum alert fires; where fewer report the
-	// profile, all of them must.
+	// condition before its quorum alert fires (2 or more); where fewer
+	// probe the profile, only the per-location alerts fire.
 	MinLocations int
 }
 
@@ -140,7 +140,7 @@ func Generate(o Options) RuleFile {
 	if o.Scale <= 0 {
 		o.Scale = 1
 	}
-	if o.MinLocations <= 0 {
+	if o.MinLocations < 2 {
 		o.MinLocations = 2
 	}
 	rec := Group{Name: "tokenprobe.recording", Rules: o.recording()}
@@ -163,9 +163,10 @@ var quorumOf = map[string]string{
 }
 
 // quorumAlerts marks every alert scope="location" and adds, for those of
-// quorumOf, one that fires when at least MinLocations locations see its
-// condition, or every location that reports the profile where fewer
-// than that do (one probe alone is its own quorum).
+// quorumOf, one that fires when at least MinLocations (2 or more)
+// locations see its condition. Where fewer probe a profile (one daemon,
+// with or without a location) only the per-location alert fires: one
+// page per problem, not the same one twice.
 func (o Options) quorumAlerts(groups ...[]Rule) []Rule {
 	var out []Rule
 	for _, g := range groups {
@@ -180,9 +181,9 @@ func (o Options) quorumAlerts(groups ...[]Rule) []Rule {
 				return fmt.Sprintf(`count by (profile, endpoint) (count by (%s) (%s))`, by, expr)
 			}
 			q := o.alert(r.Alert+"Quorum", r.Labels["severity"],
-				fmt.Sprintf(`%s >= on (profile, endpoint) clamp_max(%s, %d)`, locations(r.Expr), locations(o.m("tokenprobe_profile_info")), o.MinLocations),
+				fmt.Sprintf(`%s >= %d`, locations(r.Expr), o.MinLocations),
 				what+" on {{ $labels.endpoint }} ({{ $labels.profile }}), seen from {{ $value }} locations",
-				fmt.Sprintf("%s sees this from {{ $value }} locations at once (at least %d, or every location probing it where fewer do): not one probe's own network. ", r.Alert, o.MinLocations)+
+				fmt.Sprintf("%s sees this from {{ $value }} locations at once (at least %d): not one probe's own network. ", r.Alert, o.MinLocations)+
 					`{{ with printf "count by (location) (ALERTS{alertname=%q,profile=%q,endpoint=%q,alertstate=\"firing\"})" "`+r.Alert+`" $labels.profile $labels.endpoint | query }}Firing at: {{ range $i, $s := sortByLabel "location" . }}{{ if $i }}, {{ end }}{{ label "location" $s }}{{ end }}.{{ end }}`)
 			q.For, q.KeepFiringFor = r.For, r.KeepFiringFor
 			q.Labels["scope"] = "quorum"
@@ -359,7 +360,8 @@ func (o Options) sloAlerts() []Rule {
 		fmt.Sprintf(`tokenprobe:wrong_answers:ratio_rate5m > %g and on (%s) tokenprobe:requests:rate5m > %g`, o.WrongAnswers, by, o.MinRate),
 		"{{ $labels.profile }} on {{ $labels.endpoint }} answers wrongly",
 		fmt.Sprintf("{{ $value | humanizePercentage }} of the answers failed a check over the last 5 minutes (over %g%%): the endpoint is up and fast, but wrong.", 100*o.WrongAnswers)+
-			fmt.Sprintf(`{{ with printf "sum by (check) (rate(tokenprobe_answer_checks_total{profile=%%q,endpoint=%%q,result=\"fail\"}[%s])) > 0" $labels.profile $labels.endpoint | query }} Failing checks: {{ range $i, $s := sortByLabel "check" . }}{{ if $i }}, {{ end }}{{ label "check" $s }}{{ end }}.{{ end }}`, short))
+			fmt.Sprintf(`{{ with printf "sum by (check) (rate(tokenprobe_answer_checks_total{profile=%%q,endpoint=%%q,location=%%q,result=\"fail\"}[%s])) > 0" $labels.profile $labels.endpoint (or $labels.location "") | query }} Failing checks: {{ range $i, $s := sortByLabel "check" . }}{{ if $i }}, {{ end }}{{ label "check" $s }}{{ end }}.{{ end }}`, short)+
+			`{{ with printf "max by (served_model) (tokenprobe_run_last_served_model_info{profile=%q,endpoint=%q,location=%q})" $labels.profile $labels.endpoint (or $labels.location "") | query }} The model that answered the last run: {{ range $i, $s := sortByLabel "served_model" . }}{{ if $i }}, {{ end }}{{ label "served_model" $s }}{{ end }}.{{ end }}`)
 	wrong.For = o.window(5 * time.Minute)
 	return []Rule{wrong,
 		o.alert("TokenprobeGoodputBudgetBurn", "page", page,
@@ -376,15 +378,15 @@ func (o Options) sloAlerts() []Rule {
 // that held most of the last run's TTFT: the queue confirms the cliff's
 // reading, elsewhere points away from the server. Without a breakdown it
 // adds nothing.
-const dominantPhase = `{{ with printf "max by (phase) (tokenprobe_run_last_ttft_dominant_phase{profile=%q,endpoint=%q}) == 1" $labels.profile $labels.endpoint | query }}{{ with first . }}` +
+const dominantPhase = `{{ with printf "max by (phase) (tokenprobe_run_last_ttft_dominant_phase{profile=%q,endpoint=%q,location=%q}) == 1" $labels.profile $labels.endpoint (or $labels.location "") | query }}{{ with first . }}` +
 	` The server's own metrics say where the last run's TTFT went: mostly {{ if eq (label "phase" .) "queue" }}waiting in the server's queue{{ else if eq (label "phase" .) "prefill" }}in the server's prefill{{ else }}outside the server's queue and prefill (network, gateway, tokenization){{ end }}.{{ end }}{{ end }}`
 
 // cliffFacts names, in the cliff's description, the baseline the alert
 // compared with, the ratio, and the tokenprobe instances that measured it.
-const cliffFacts = `{{ $sel := printf "{profile=%q,endpoint=%q,load_level=%q}" $labels.profile $labels.endpoint $labels.load_level }}` +
+const cliffFacts = `{{ $sel := printf "{profile=%q,endpoint=%q,location=%q,load_level=%q}" $labels.profile $labels.endpoint (or $labels.location "") $labels.load_level }}` +
 	`{{ with printf "tokenprobe:ttft_p95_by_level:baseline1h%s" $sel | query }}{{ with first . }} Its baseline at this level (the lower quartile of the last hour's 5-minute values) is {{ value . | humanizeDuration }}{{ end }}{{ end }}` +
 	`{{ with printf "tokenprobe:ttft_p95_by_level:rate5m%s / tokenprobe:ttft_p95_by_level:baseline1h%s" $sel $sel | query }}{{ with first . }}, {{ value . | printf "%.1f" }}x over it{{ end }}{{ end }}.` +
-	`{{ with printf "count by (instance) (tokenprobe_profile_info{profile=%q,endpoint=%q})" $labels.profile $labels.endpoint | query }} Measured by {{ range $i, $s := sortByLabel "instance" . }}{{ if $i }}, {{ end }}{{ label "instance" $s }}{{ end }}.{{ end }}`
+	`{{ with printf "count by (instance) (tokenprobe_profile_info{profile=%q,endpoint=%q,location=%q})" $labels.profile $labels.endpoint (or $labels.location "") | query }} Measured by {{ range $i, $s := sortByLabel "instance" . }}{{ if $i }}, {{ end }}{{ label "instance" $s }}{{ end }}.{{ end }}`
 
 func (o Options) latencyAlerts() []Rule {
 	cliff := o.alert("TokenprobeTTFTCliff", "page",

@@ -173,6 +173,8 @@ var (
 		Help: "Where the last run's TTFT went, from the server's own metrics (server_metrics): phase queue (waiting in the server's queue), prefill, or elsewhere (the client's TTFT less both), and where the server's own TTFT is read, elsewhere's two parts: server_other (the rest of the server's TTFT: front end, tokenising) and outside_server (the client's TTFT less the server's: network, gateways); stat mean or p50. Absent where the server exposes no queue series."}
 	RunLastTTFTDominant = Metric{Name: "tokenprobe_run_last_ttft_dominant_phase", Type: Gauge, Unit: "boolean", Labels: with(RunLabels, "phase"),
 		Help: "1 for the phase holding the largest part of the last run's mean TTFT (queue, prefill, elsewhere), 0 for the others; absent without a breakdown."}
+	RunLastServedModel = Metric{Name: "tokenprobe_run_last_served_model_info", Type: Gauge, Unit: "info", Labels: with(RunLabels, "served_model"),
+		Help: "1, labelled with the model the endpoint's answers named in the last run (the first 128 bytes): the wrong-answer page names it, a fallback model shows here. Absent where no answer named one."}
 	RunLastServerRequests = Metric{Name: "tokenprobe_run_last_server_requests", Type: Gauge, Unit: "requests", Labels: with(RunLabels, "load_level", "state"),
 		Help: "The server's own running (state running) and waiting (state waiting) requests, averaged over each load level of the last run, from its metrics (server_metrics): waiting above 0 at the level where TTFT leaves its floor is the knee."}
 	RunLastServerKVCache = Metric{Name: "tokenprobe_run_last_server_kv_cache_usage_ratio", Type: Gauge, Unit: "ratio", Labels: with(RunLabels, "load_level"),
@@ -204,7 +206,7 @@ var All = []Metric{
 	Requests, AnswerChecks, Errors, Anomalies, Good, SLORequests, InputTokens, CachedInputTokens, OutputTokens,
 	InFlight, TargetConcurrency, TargetRate,
 	Runs, RunsSkipped, RunsAbortedInARow, RunNext, RunLastTimestamp, RunLastSuccess, RunLastPassed, RunLastDuration,
-	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunLastCapacity, RunLastCliff, RunLastTTFTBreakdown, RunLastTTFTDominant,
+	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunLastCapacity, RunLastCliff, RunLastTTFTBreakdown, RunLastTTFTDominant, RunLastServedModel,
 	RunLastServerRequests, RunLastServerKVCache,
 	RunObjective, ProfileInfo,
 	ConfigReloadOK, ConfigReloadTime, ArtifactFailures, WebRefused, Dropped,

@@ -268,7 +268,7 @@ func run(args []string) int {
 	genRules := genCmd.Command("rules", "Write the Prometheus recording and alerting rules and a PrometheusRule resource.")
 	genRulesOut := genRules.Flag("out", "Folder to write to.").Default("alerts").String()
 	genRulesScale := genRules.Flag("scale", "Divide every window by this (60: an hour becomes a minute), for tests at compressed time.").Default("1").Float64()
-	genRulesQuorum := genRules.Flag("min-locations", "How many locations (serve --probe.location) must see a condition before a ...Quorum alert fires; where fewer probe a profile, all of them.").Default("2").Int()
+	genRulesQuorum := genRules.Flag("min-locations", "How many locations (serve --probe.location) must see a condition before a ...Quorum alert fires (2 or more); where fewer probe a profile, only the per-location alerts fire.").Default("2").Int()
 
 	genDash := genCmd.Command("dashboards", "Write the Grafana dashboards (JSON) generated from the metric catalog.")
 	genDashOut := genDash.Flag("out", "Folder to write to.").Default("dashboards").String()
@@ -385,8 +385,8 @@ func run(args []string) int {
 	case genRules.FullCommand():
 		o := alerts.Defaults()
 		o.Scale = *genRulesScale
-		if *genRulesQuorum < 1 {
-			fmt.Fprintln(os.Stderr, "tokenprobe generate rules: --min-locations must be at least 1")
+		if *genRulesQuorum < 2 {
+			fmt.Fprintln(os.Stderr, "tokenprobe generate rules: --min-locations must be at least 2 (one location is what the per-location alerts page on)")
 			return runonce.ExitConfig
 		}
 		o.MinLocations = *genRulesQuorum

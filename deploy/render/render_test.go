@@ -271,7 +271,7 @@ func TestLocationAndQuorum(t *testing.T) {
 			quorums++
 			expr, _ := r["expr"].(string)
 			desc, _ := r["annotations"].(map[string]any)["description"].(string)
-			if !strings.HasSuffix(expr, "})), 3)") || !strings.Contains(desc, "at least 3,") {
+			if !strings.HasSuffix(strings.TrimSpace(expr), ")) >= 3") || !strings.Contains(desc, "(at least 3)") {
 				t.Errorf("%s asks for another quorum than 3:\n%s\n%s", name, expr, desc)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -30,7 +31,7 @@ type Exporter struct {
 	ttft, ttst, itl, gaps, dur, lag, phases                                             *prometheus.HistogramVec
 	requests, errors, anomalies, good, sloReqs, inTok, cachedTok, outTok, runs, skipped *prometheus.CounterVec
 	lastTS, lastOK, lastPassed, lastDur, lastAtt, lastGood, lastThr                     *prometheus.GaugeVec
-	objective, info, next, aborts, capacity, cliff, breakdown, dominant                 *prometheus.GaugeVec
+	objective, info, next, aborts, capacity, cliff, breakdown, dominant, served         *prometheus.GaugeVec
 	serverRequests, serverKV                                                            *prometheus.GaugeVec
 	checks                                                                              *prometheus.CounterVec
 	dropped                                                                             *prometheus.CounterVec
@@ -106,6 +107,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	e.next, e.capacity, e.cliff = gauge(catalog.RunNext), gauge(catalog.RunLastCapacity), gauge(catalog.RunLastCliff)
 	e.aborts = gauge(catalog.RunsAbortedInARow)
 	e.breakdown, e.dominant = gauge(catalog.RunLastTTFTBreakdown), gauge(catalog.RunLastTTFTDominant)
+	e.served = gauge(catalog.RunLastServedModel)
 	e.serverRequests, e.serverKV = gauge(catalog.RunLastServerRequests), gauge(catalog.RunLastServerKVCache)
 	e.dropped.WithLabelValues("otlp") // at 0 without an OTLP push too: nothing dropped
 	e.reloadOK = prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ConfigReloadOK.Name, Help: catalog.ConfigReloadOK.Help})
@@ -114,7 +116,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	for _, c := range []prometheus.Collector{
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.phases, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.cachedTok, e.outTok,
 		e.runs, e.skipped, e.dropped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr,
-		e.objective, e.info, e.next, e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.serverRequests, e.serverKV, e.reloadOK, e.reloadTime, e.artifactFailures, (*liveCollector)(e),
+		e.objective, e.info, e.next, e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.served, e.serverRequests, e.serverKV, e.reloadOK, e.reloadTime, e.artifactFailures, (*liveCollector)(e),
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -392,6 +394,23 @@ func (e *Exporter) RunFinished(run *probe.Run, f probe.Finished) {
 	}
 	e.setBreakdown(lv, s.Server)
 	e.setServerLoad(lv, &s)
+	// One series per profile and endpoint, the last run's: the name is
+	// the server's, so it is cut to a bound and replaced, never added to.
+	e.served.DeletePartialMatch(prometheus.Labels{"profile": k.profile, "endpoint": k.endpoint})
+	if m := s.ServedModel; m != "" {
+		e.served.WithLabelValues(plus(lv, truncate(m, 128))...).Set(1)
+	}
+}
+
+// truncate cuts s to at most n bytes, at a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // setServerLoad publishes the server's load per level of the run, the
@@ -510,7 +529,7 @@ func (e *Exporter) Forget(profile, endpoint string) {
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.phases, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.cachedTok, e.outTok,
 		e.runs, e.skipped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr, e.objective, e.info, e.next,
-		e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.serverRequests, e.serverKV, e.artifactFailures,
+		e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.served, e.serverRequests, e.serverKV, e.artifactFailures,
 	} {
 		v.DeletePartialMatch(match)
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -601,5 +602,49 @@ func TestPhasesHistogram(t *testing.T) {
 	}
 	if want := map[string]uint64{"dns": 1, "connect": 1, "tls": 1, "first_byte": 2}; !maps.Equal(got, want) {
 		t.Fatalf("phase counts %v, want %v", got, want)
+	}
+}
+
+// The model that answered is one series per profile and endpoint, the
+// last run's, its server-given name cut to 128 bytes.
+func TestServedModelOfTheLastRun(t *testing.T) {
+	reg, e := feed(t)
+	run := &probe.Run{Profile: "chat", Endpoint: &client.Endpoint{Name: "gw"}}
+	gather := func() string {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, mf := range mfs {
+			if mf.GetName() != catalog.RunLastServedModel.Name {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "served_model" {
+						got = append(got, l.GetValue())
+					}
+				}
+			}
+		}
+		return strings.Join(got, ",")
+	}
+	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{ServedModel: "llama-3-70b"}, Verdict: probe.Passed})
+	if got := gather(); got != "llama-3-70b" {
+		t.Fatalf("served models %q", got)
+	}
+	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{ServedModel: "tiny-fallback"}, Verdict: probe.Passed})
+	if got := gather(); got != "tiny-fallback" {
+		t.Fatalf("after a second run, served models %q, want the last run's only", got)
+	}
+	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{ServedModel: strings.Repeat("é", 100)}, Verdict: probe.Passed})
+	if got := gather(); len(got) > 128 || !utf8.ValidString(got) || got == "" {
+		t.Fatalf("a 200-byte name exported as %d bytes (valid UTF-8: %v)", len(got), utf8.ValidString(got))
+	}
+	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{}, Verdict: probe.Failed})
+	if got := gather(); got != "" {
+		t.Fatalf("a run no answer of which named a model left %q", got)
 	}
 }
