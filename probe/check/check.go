@@ -131,8 +131,9 @@ const excerpt = 200
 
 // Run judges r, a request answered in full (a success), with read its
 // answer (called only when a check reads it): each check's verdict goes
-// into r.Checks, and the first failure makes r a wrong answer whose Err
-// says what was wanted and quotes the answer. The text checks read the
+// into r.Checks, each failing one with its own message (what it wanted,
+// quoting the answer), and the first failure makes r a wrong answer whose
+// Err is that check's. The text checks read the
 // answer's output text, not its reasoning.
 //
 // expect, when set, is what this request's answer must match (its
@@ -152,10 +153,14 @@ func (s *Set) Run(r *result.Request, read func() openai.Answer, expect *regexp.R
 	get := func() string { return parsed().Text }
 	var why string
 	judge := func(name string, pass bool, reason func() string) {
-		r.Checks = append(r.Checks, result.Check{Name: name, Pass: pass})
-		if !pass && why == "" {
-			why = name + ": " + reason()
+		c := result.Check{Name: name, Pass: pass}
+		if !pass {
+			c.Message = reason()
+			if why == "" {
+				why = name + ": " + c.Message
+			}
 		}
+		r.Checks = append(r.Checks, c)
 	}
 	if s.Model != ModelOff {
 		s.judgeModel(r, judge)

@@ -153,7 +153,7 @@ func TestExpect(t *testing.T) {
 		want   []result.Check
 	}{
 		{" Paris.", regexp.MustCompile(`(?i)\bparis\b`), []result.Check{{Name: Expect, Pass: true}}},
-		{" Lyon.", regexp.MustCompile(`(?i)\bparis\b`), []result.Check{{Name: Expect, Pass: false}}},
+		{" Lyon.", regexp.MustCompile(`(?i)\bparis\b`), []result.Check{{Name: Expect, Pass: false, Message: `the answer does not match /(?i)\bparis\b/: " Lyon."`}}},
 		{" Lyon.", nil, nil},
 	} {
 		r := &result.Request{Outcome: result.Success}
@@ -164,6 +164,22 @@ func TestExpect(t *testing.T) {
 	}
 	if !slices.Contains(s.Names(), Expect) {
 		t.Errorf("names %v lack expect", s.Names())
+	}
+}
+
+// A request failing two checks carries each one's own message, and its
+// error is the first's (the known-answer finding: the expect line's
+// first failure quoted the finish_reason check's message).
+func TestEveryFailingCheckReportsItself(t *testing.T) {
+	s := Set{Model: ModelOff, Expect: true, FinishReasons: []string{"stop"}}
+	r := &result.Request{Outcome: result.Success, FinishReason: "length"}
+	s.Run(r, text(" Lyon, then more"), regexp.MustCompile(`(?i)\bparis\b`))
+	want := []result.Check{
+		{Name: FinishReason, Message: `finish_reason "length", want one of stop`},
+		{Name: Expect, Message: `the answer does not match /(?i)\bparis\b/: " Lyon, then more"`},
+	}
+	if !slices.Equal(r.Checks, want) || r.Err != FinishReason+": "+want[0].Message {
+		t.Errorf("checks %+v, error %q", r.Checks, r.Err)
 	}
 }
 

@@ -217,6 +217,9 @@ type Request struct {
 type Check struct {
 	Name string `json:"name"`
 	Pass bool   `json:"pass"`
+	// Message is a failing check's own: what it wanted, and the answer's
+	// start where the check reads it.
+	Message string `json:"message,omitempty"`
 }
 
 // Measured reports whether the request was answered in full, so that its

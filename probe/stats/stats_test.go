@@ -127,3 +127,20 @@ func TestFailureMessagesEscapeControlCharacters(t *testing.T) {
 		t.Fatalf("%+v", f)
 	}
 }
+
+// A check's first failure is its own message, not the first failing
+// check's of the request that failed it.
+func TestEachCheckKeepsItsOwnFirstFailure(t *testing.T) {
+	a := NewAggregator("p", "e", "m", 1, 0)
+	a.Add(&result.Request{Outcome: result.WrongAnswer, Err: "finish_reason: finish_reason \"length\", want one of stop", Checks: []result.Check{
+		{Name: "finish_reason", Message: `finish_reason "length", want one of stop`},
+		{Name: "expect", Message: `the answer does not match /paris/: " Lyon."`},
+	}}, slo.Verdict{})
+	got := map[string]string{}
+	for _, c := range a.Summary().Checks {
+		got[c.Name] = c.FirstFailure
+	}
+	if got["expect"] != `the answer does not match /paris/: " Lyon."` || got["finish_reason"] != `finish_reason "length", want one of stop` {
+		t.Errorf("first failures %q", got)
+	}
+}

@@ -211,7 +211,13 @@ func (a *Aggregator) check(r *result.Request, c result.Check) {
 	}
 	st.Fail++
 	if st.FirstFailure == "" {
-		st.FirstFailure = cut(r.Err, MaxMessage)
+		// The check's own message: a request failing two checks carries
+		// each one's, and r.Err is only the first's.
+		msg := c.Message
+		if msg == "" {
+			msg = r.Err
+		}
+		st.FirstFailure = cut(msg, MaxMessage)
 	}
 }
 
