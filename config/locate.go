@@ -36,6 +36,44 @@ type locator struct {
 	// kindLines are the lines where walk found a list or map in place of
 	// a value: the decoder's own, less precise, errors there are dropped.
 	kindLines map[int]bool
+	// blocks are the mappings walk is inside, outermost first: a key
+	// unknown where it is written but a field of one of them was
+	// indented under the wrong parent.
+	blocks []block
+}
+
+// block is a mapping walk is inside: its path, its fields, and the column
+// its keys are written at.
+type block struct {
+	path   string
+	fields map[string]reflect.StructField
+	col    int
+}
+
+// belongsAbove is the nearest enclosing mapping, other than the one
+// being walked, that has a field named key.
+func (l *locator) belongsAbove(key string) *block {
+	for i := len(l.blocks) - 2; i >= 0; i-- {
+		if _, ok := l.blocks[i].fields[key]; ok {
+			return &l.blocks[i]
+		}
+	}
+	return nil
+}
+
+// lastPart is the last field of a path: workload of profiles[1].workload.
+func lastPart(path string) string {
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		return path[i+1:]
+	}
+	return orTop(path)
+}
+
+func orTop(path string) string {
+	if path == "" {
+		return "the file's top level"
+	}
+	return path
 }
 
 // walk records the position of every path under n and reports keys that
@@ -81,6 +119,10 @@ func (l *locator) walk(n *yaml.Node, t reflect.Type, path string) {
 		}
 		fields := map[string]reflect.StructField{}
 		yamlFields(t, fields)
+		if len(n.Content) > 0 {
+			l.blocks = append(l.blocks, block{path: path, fields: fields, col: n.Content[0].Column})
+			defer func() { l.blocks = l.blocks[:len(l.blocks)-1] }()
+		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			child := join(path, k.Value)
@@ -89,6 +131,9 @@ func (l *locator) walk(n *yaml.Node, t reflect.Type, path string) {
 				msg := "unknown field" + suggest(k.Value, fields)
 				if hint, ok := hints[k.Value]; ok {
 					msg = hint
+				}
+				if up := l.belongsAbove(k.Value); up != nil {
+					msg = fmt.Sprintf("%q is no field of %s but of %s: indent it to column %d, as %s's fields are", k.Value, lastPart(path), orTop(up.path), up.col, orTop(up.path))
 				}
 				l.errs = append(l.errs, &Error{File: l.file, Line: k.Line, Column: k.Column, Field: child, Msg: msg})
 				continue
@@ -318,34 +363,178 @@ func (l *locator) fieldOnLine(line, col int, value string) (string, int) {
 	return best, bestCol
 }
 
-// misindented points a syntax error that yaml.v3 reports on the line of
-// the block it was parsing ("did not find expected '-' indicator", often
-// line 1) at the line that broke it: the first line after it that goes
-// back to an indentation no line above it had, the usual slip.
+// misindented points a syntax error at the line the user must fix: the
+// first line whose indentation breaks the file's structure (a tab; a
+// dedent to a column no enclosing block is at; a key among a sequence's
+// items; a line indented under one that opens no block). yaml.v3 reports
+// where its parser gave up, which is often the start of the enclosing
+// block (a `workload:` dedented on line 47 was reported at line 26, a
+// comment) or the line before a tab. Where no line breaks the structure
+// the parser's line stands.
 func misindented(data []byte, e *Error) {
-	if !strings.Contains(e.Msg, "did not find expected") {
+	if !strings.Contains(e.Msg, "did not find expected") && !strings.Contains(e.Msg, "tab") &&
+		!strings.Contains(e.Msg, "mapping values are not allowed") && !strings.Contains(e.Msg, "could not find expected") {
 		return
 	}
-	levels := map[int]bool{0: true}
-	prev, prevItem := 0, false
-	for i, line := range strings.Split(string(data), "\n") {
-		trimmed := strings.TrimLeft(line, " ")
-		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+	if line, col, why, ok := structureBreak(data); ok {
+		e.Line, e.Column, e.Field = line, col, ""
+		e.Msg = why + " (the YAML parser: " + e.Msg + ")"
+	}
+}
+
+// structureBreak finds the first line of data whose indentation breaks
+// its block structure, with why. It reads lines, not YAML: a block
+// scalar's lines and a flow collection's continuation lines are skipped.
+// Its cost is one pass over the file.
+func structureBreak(data []byte) (line, col int, why string, found bool) {
+	type open struct {
+		indent  int
+		seq     bool // a sequence's items sit at indent
+		compact bool // a sequence at its key's own indent
+		key     string
+	}
+	var stack []open
+	opener, openerKey := true, "" // the line above opens a block (key: alone, or - alone)
+	scalarAbove, depth := -1, 0
+	for i, raw := range strings.Split(string(data), "\n") {
+		raw = strings.TrimRight(raw, "\r")
+		trimmed := strings.TrimLeft(raw, " \t")
+		lead := raw[:len(raw)-len(trimmed)]
+		indent := len(lead)
+		if scalarAbove >= 0 {
+			if trimmed == "" || indent > scalarAbove {
+				continue
+			}
+			scalarAbove = -1
+		}
+		if trimmed == "" || trimmed[0] == '#' {
 			continue
 		}
-		indent := len(line) - len(trimmed)
-		// Back to a level no line above had, or under a sequence item
-		// short of its fields' column.
-		if i+1 > e.Line && (indent < prev && !levels[indent] || prevItem && indent == prev+1) {
-			e.Line, e.Column, e.Field = i+1, indent+1, ""
-			e.Msg = fmt.Sprintf("indented %d spaces, as no block above it is (%s)", indent, e.Msg)
-			return
+		if t := strings.IndexByte(lead, '\t'); t >= 0 {
+			return i + 1, t + 1, "a tab in the indentation: YAML indents with spaces only", true
 		}
-		levels[indent] = true
-		prevItem = strings.HasPrefix(trimmed, "- ")
-		if prevItem { // a sequence item's fields sit after its dash
-			levels[indent+2] = true
+		if depth > 0 {
+			depth += brackets(trimmed)
+			continue
 		}
-		prev = indent
+		if trimmed == "---" || trimmed == "..." || strings.HasPrefix(trimmed, "%") {
+			continue
+		}
+		item := trimmed == "-" || strings.HasPrefix(trimmed, "- ")
+		top := func() *open { return &stack[len(stack)-1] }
+		switch {
+		case len(stack) == 0 || indent > top().indent:
+			if len(stack) > 0 && !opener {
+				return i + 1, indent + 1, fmt.Sprintf("indented %d spaces, under a line that opens no block (a key with its value on its own line needs nothing after its colon)", indent), true
+			}
+			stack = append(stack, open{indent: indent, seq: item, key: openerKey})
+		default:
+			for len(stack) > 0 && top().indent > indent {
+				stack = stack[:len(stack)-1]
+			}
+			if len(stack) == 0 || top().indent != indent {
+				var cols []string
+				for _, o := range stack {
+					cols = append(cols, strconv.Itoa(o.indent+1))
+				}
+				return i + 1, indent + 1, fmt.Sprintf("indented %d spaces, as no block around it is (they start at columns %s)", indent, strings.Join(cols, ", ")), true
+			}
+			if top().seq && !item {
+				if top().compact {
+					stack = stack[:len(stack)-1] // a key after a compact sequence ends it
+					break
+				}
+				k := top().key
+				if k == "" {
+					k = "the sequence above"
+				}
+				return i + 1, indent + 1, fmt.Sprintf("a key at column %d, where the items (- ...) of %s are: indent it to column %d to belong to the item above, or start a new item with -", indent+1, k, indent+3), true
+			}
+			if !top().seq && item {
+				if !opener {
+					return i + 1, indent + 1, "an item (- ...) among a mapping's keys", true
+				}
+				stack = append(stack, open{indent: indent, seq: true, compact: true, key: openerKey})
+			}
+		}
+		content := trimmed
+		if item {
+			content = strings.TrimLeft(strings.TrimPrefix(trimmed, "-"), " ")
+			if content != "" && content[0] != '{' && content[0] != '[' && strings.Contains(content, ":") {
+				// An item's mapping: its keys sit where its first one does.
+				stack = append(stack, open{indent: indent + len(trimmed) - len(content)})
+			}
+		}
+		key, value, isKey := cutKey(content)
+		opener, openerKey = item && content == "" || isKey && nodeProps(value) == "", key
+		switch {
+		case isKey && (strings.HasPrefix(value, "|") || strings.HasPrefix(value, ">")):
+			scalarAbove = indent
+			if item {
+				scalarAbove = indent + len(trimmed) - len(content)
+			}
+		case isKey:
+			depth += brackets(value)
+		default:
+			depth += brackets(content)
+		}
 	}
+	return 0, 0, "", false
+}
+
+// nodeProps is value without the anchor (&name) and tag (!!str) that
+// may come before it: "&burn" alone opens a block as "" does.
+func nodeProps(value string) string {
+	for value != "" && (value[0] == '&' || value[0] == '!') {
+		_, rest, _ := strings.Cut(value, " ")
+		value = strings.TrimSpace(rest)
+	}
+	return value
+}
+
+// cutKey splits "key: value" (a comment after it dropped); isKey is false
+// for a line that is no key.
+func cutKey(s string) (key, value string, isKey bool) {
+	if s == "" || s[0] == '{' || s[0] == '[' || s[0] == '"' && !strings.Contains(s, "\": ") {
+		return "", "", false
+	}
+	k, v, ok := strings.Cut(s, ": ")
+	if !ok {
+		if strings.HasSuffix(s, ":") {
+			return strings.TrimSuffix(s, ":"), "", true
+		}
+		if k, _, ok := strings.Cut(s, ": #"); ok {
+			return k, "", true
+		}
+		return "", "", false
+	}
+	v = strings.TrimSpace(v)
+	if strings.HasPrefix(v, "#") {
+		v = ""
+	}
+	return strings.Trim(k, `"'`), v, true
+}
+
+// brackets is how many flow brackets s opens less those it closes,
+// outside quotes and comments.
+func brackets(s string) int {
+	n := 0
+	var quote rune
+	for _, r := range s {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '"' || r == '\'':
+			quote = r
+		case r == '#':
+			return n
+		case r == '{' || r == '[':
+			n++
+		case r == '}' || r == ']':
+			n--
+		}
+	}
+	return n
 }

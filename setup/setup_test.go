@@ -26,7 +26,7 @@ profiles:
     endpoints: [sim]
     workload:
       tokenizer: no-such-tokenizer.json
-`, ":8:7: profiles[0].workload.tokenizer: stat DIR/no-such-tokenizer.json: no such file or directory"},
+`, ":8:7: profiles[0].workload.tokenizer: DIR/no-such-tokenizer.json: no such file (give a tokenizer.json"},
 		"dataset unreadable": {`endpoints:
   - {name: sim, simulator: {}}
 profiles:
