@@ -476,11 +476,17 @@ type Started struct {
 	Profile  string `json:"profile"`
 	Endpoint string `json:"endpoint"`
 	ID       int64  `json:"id"`
+	// Queued is true for a run that waits for its endpoint, held by the
+	// runs Behind names; it starts under ID once they end.
+	Queued bool   `json:"queued,omitempty"`
+	Behind string `json:"behind,omitempty"`
 }
 
 // RunNow starts profile's runs at once, against endpoint or all of its
-// endpoints. It returns the runs started, and why the others did not
-// start (each job's *scheduler.SkipError, joined), which it also logs.
+// endpoints, or queues those whose endpoint an exclusive run holds. It
+// returns the runs started or queued, and why the others did not start
+// (each job's *scheduler.SkipError, joined, naming the run in progress),
+// which it also logs. A refused run takes no id.
 func (d *Daemon) RunNow(profile, endpoint string) ([]Started, error) {
 	d.mu.Lock()
 	var keys []string
@@ -499,12 +505,24 @@ func (d *Daemon) RunNow(profile, endpoint string) ([]Started, error) {
 	for _, k := range keys {
 		p, e, _ := strings.Cut(k, "/")
 		id := d.history.reserve()
-		if err := d.sched.RunNow(k, id); err != nil {
+		err := d.sched.RunNow(k, id)
+		switch {
+		case errors.Is(err, scheduler.ErrQueued):
+			behind := d.history.holding(e, time.Now())
+			d.log.Info("run asked for is queued until its endpoint is free", "profile", p, "endpoint", e, "id", id, "behind", behind)
+			started = append(started, Started{Profile: p, Endpoint: e, ID: id, Queued: true, Behind: behind})
+		case err != nil:
+			d.history.release(id)
+			if errors.Is(err, scheduler.ErrBusy) {
+				if h := d.history.holding(e, time.Now()); h != "" {
+					err = fmt.Errorf("%w: %s", err, h)
+				}
+			}
 			d.log.Warn("run asked for was not started", "profile", p, "endpoint", e, "reason", err)
 			errs = append(errs, fmt.Errorf("%s on %s: %w", p, e, err))
-			continue
+		default:
+			started = append(started, Started{Profile: p, Endpoint: e, ID: id})
 		}
-		started = append(started, Started{Profile: p, Endpoint: e, ID: id})
 	}
 	return started, errors.Join(errs...)
 }

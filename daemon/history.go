@@ -2,8 +2,10 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,6 +73,30 @@ func (h *History) reserve() int64 {
 	defer h.mu.Unlock()
 	h.nextID++
 	return h.nextID
+}
+
+// release gives back id, reserved for a run that was refused, when no id
+// was handed out after it: a refused request takes no run id.
+func (h *History) release(id int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.nextID == id {
+		h.nextID--
+	}
+}
+
+// holding names the runs in progress on endpoint, other than job's own
+// (profile): "run 7 (staircase, started 12s ago)".
+func (h *History) holding(endpoint string, now time.Time) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, r := range h.recent {
+		if r.Endpoint == endpoint && r.Result == ResultRunning {
+			out = append(out, fmt.Sprintf("run %d (%s, started %s ago)", r.ID, r.Profile, now.Sub(r.Start).Round(time.Second)))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // start records a run under id, or under the next id when id is 0.

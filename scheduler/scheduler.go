@@ -133,6 +133,9 @@ type job struct {
 	aborts    int
 	skipTicks int
 	heldUntil time.Time
+	// queued is a manual run (RunNow) that waits in the endpoint's queue
+	// for the run holding it to end; it starts on the job's next turn.
+	queued *Trigger
 }
 
 // manualRun is a RunNow waiting for the loop's decision.
@@ -213,8 +216,9 @@ func (s *Scheduler) Remove(key string) {
 }
 
 // RunNow starts a job at once, outside its schedule, window and backoff,
-// and returns once the run has started (nil) or was refused: a *SkipError
-// with the reason (a job already running matches ErrBusy), ErrUnknown, or
+// and returns once the run has started (nil), was queued behind the run
+// holding its endpoint (ErrQueued), or was refused: a *SkipError with the
+// reason (a job already running matches ErrBusy), ErrUnknown, or
 // ErrStopped. ref reaches the job's Run in its Trigger.
 func (s *Scheduler) RunNow(key string, ref int64) error {
 	s.mu.Lock()
@@ -248,6 +252,12 @@ func (s *Scheduler) RunNow(key string, ref int64) error {
 		}
 	}
 }
+
+// ErrQueued is RunNow's answer when the endpoint is held (an exclusive
+// run, or this job is exclusive and the endpoint is in use): the run
+// waits in the endpoint's queue and starts, with its ref, once the
+// endpoint is free.
+var ErrQueued = errors.New("queued until its endpoint is free")
 
 // ErrStopped is RunNow's error for a job removed while it asked.
 var ErrStopped = errors.New("the job was removed or the daemon is stopping")
@@ -321,11 +331,7 @@ func (s *Scheduler) loop(jb *job) {
 		}
 		done, skipped := s.tick(jb, s.clock.Now(), t)
 		if m != nil {
-			if skipped != "" {
-				m.reply <- &SkipError{Reason: skipped}
-			} else {
-				m.reply <- nil
-			}
+			m.reply <- replyOf(skipped)
 		}
 		if sp.Continuous {
 			if done == nil {
@@ -359,11 +365,10 @@ func (s *Scheduler) pause(jb *job, d time.Duration) bool {
 	case <-jb.owed:
 	case r := <-jb.trigger:
 		done, skipped := s.tick(jb, s.clock.Now(), Trigger{Manual: true, Ref: r.ref})
+		r.reply <- replyOf(skipped)
 		if skipped != "" {
-			r.reply <- &SkipError{Reason: skipped}
 			return true
 		}
-		r.reply <- nil
 		select {
 		case <-done:
 		case <-jb.ctx.Done():
@@ -373,6 +378,20 @@ func (s *Scheduler) pause(jb *job, d time.Duration) bool {
 		return false
 	}
 	return true
+}
+
+// queuedReason is tick's answer for a manual run queued behind the run
+// holding its endpoint.
+const queuedReason = "queued"
+
+func replyOf(skipped string) error {
+	switch skipped {
+	case "":
+		return nil
+	case queuedReason:
+		return ErrQueued
+	}
+	return &SkipError{Reason: skipped}
 }
 
 // tick decides whether the job starts now; it returns the started run's
@@ -385,6 +404,11 @@ func (s *Scheduler) tick(jb *job, now time.Time, t Trigger) (<-chan struct{}, st
 	if jb.running {
 		s.skip(jb.Key, SkipOverlap)
 		return nil, SkipOverlap
+	}
+	if q := jb.queued; q != nil && !t.Manual {
+		// The turn a queued manual run waited for: it runs in the tick's
+		// place, as asked (outside window, backoff and queue order).
+		t = *q
 	}
 	if !t.Manual && !sp.Window.Contains(now) {
 		s.giveUpWait(jb)
@@ -433,13 +457,26 @@ func (s *Scheduler) tick(jb *job, now time.Time, t Trigger) (<-chan struct{}, st
 	case acquired:
 		s.unwait(jb)
 		drain(jb.owed) // a wake-up it no longer needs: no second run for it
-	case !t.Manual:
+		jb.queued = nil
+	case t.Manual:
+		// Asked for by an operator: it waits its turn rather than being
+		// refused (a refusal only says "try again", which the operator
+		// then does in a loop), ahead of the ticks already waiting.
+		if !slices.Contains(s.waiting[jb.Endpoint], jb) {
+			s.waiting[jb.Endpoint] = slices.Insert(s.waiting[jb.Endpoint], 0, jb)
+		}
+		tq := t
+		jb.queued = &tq
+	default:
 		s.wait(jb)
 	}
 	s.mu.Unlock()
 	if !acquired {
 		if s.slots != nil {
 			<-s.slots
+		}
+		if t.Manual {
+			return nil, queuedReason
 		}
 		s.skip(jb.Key, SkipExclusive)
 		return nil, SkipExclusive

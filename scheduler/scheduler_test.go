@@ -469,9 +469,10 @@ func TestRunNowSaysWhyNot(t *testing.T) {
 	if tr := <-heavy.triggers; !tr.Manual || tr.Ref != 7 {
 		t.Fatalf("trigger %+v, want manual with ref 7", tr)
 	}
-	err := s.RunNow("light/e", 8)
-	var skip *SkipError
-	if !errors.As(err, &skip) || skip.Reason != SkipExclusive || light.started.Load() != 0 {
+	// Beside an exclusive run, a run asked for waits its turn (the
+	// finding: 17 tries over 33 s to get one through), then starts with
+	// its ref once the exclusive run ends.
+	if err := s.RunNow("light/e", 8); !errors.Is(err, ErrQueued) || light.started.Load() != 0 {
 		t.Fatalf("RunNow beside an exclusive run: %v, %d started", err, light.started.Load())
 	}
 	if err := s.RunNow("heavy/e", 9); !errors.Is(err, ErrBusy) {
@@ -481,6 +482,15 @@ func TestRunNowSaysWhyNot(t *testing.T) {
 		t.Fatalf("RunNow of no job: %v", err)
 	}
 	heavy.release <- struct{}{}
+	select {
+	case tr := <-light.triggers:
+		if !tr.Manual || tr.Ref != 8 {
+			t.Fatalf("the queued run started as %+v, want manual with ref 8", tr)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the queued run did not start once the exclusive run ended")
+	}
+	light.release <- struct{}{}
 }
 
 // Aborted runs in a row double an interval job's interval, up to the cap;

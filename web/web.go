@@ -178,11 +178,24 @@ func (s *server) runNow(w http.ResponseWriter, r *http.Request) {
 		// Nothing started: say why, and never "accepted".
 		writeJSON(w, http.StatusConflict, map[string]any{"error": "no run started: " + err.Error()})
 	default:
-		runs := make([]startedRun, len(started))
-		for i, st := range started {
-			runs[i] = startedRun{Started: st, URL: fmt.Sprintf("/runs/%d", st.ID)}
+		var runs, queued []startedRun
+		for _, st := range started {
+			sr := startedRun{Started: st, URL: fmt.Sprintf("/runs/%d", st.ID)}
+			if st.Queued {
+				queued = append(queued, sr)
+			} else {
+				runs = append(runs, sr)
+			}
 		}
-		resp := map[string]any{"started": runs}
+		resp := map[string]any{}
+		if runs != nil {
+			resp["started"] = runs
+		}
+		if queued != nil {
+			// Accepted all the same: each starts under its id once the
+			// runs it is behind end.
+			resp["queued"] = queued
+		}
 		if err != nil {
 			resp["not_started"] = err.Error()
 		}

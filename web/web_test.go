@@ -177,11 +177,22 @@ func TestEndpoints(t *testing.T) {
 		t.Fatalf("slow: %d", code)
 	}
 	time.Sleep(100 * time.Millisecond)
-	if code, body := f.do(t, "POST", "/api/v1/runs?profile=slow"); code != http.StatusConflict || !strings.Contains(body, "in progress") {
+	// A second run of a job in progress is refused, naming the run, and
+	// takes no id.
+	if code, body := f.do(t, "POST", "/api/v1/runs?profile=slow"); code != http.StatusConflict || !strings.Contains(body, "in progress: run 2 (slow, started") {
 		t.Errorf("run now while running: %d %s", code, body)
 	}
-	// An exclusive job whose endpoint is in use does not start: 409 and why.
-	if code, body := f.do(t, "POST", "/api/v1/runs?profile=heavy"); code != http.StatusConflict || !strings.Contains(body, "exclusive") {
+	// An exclusive job whose endpoint is in use is queued behind the run
+	// holding it (202, its id 3: the refused request took none).
+	code, body = f.do(t, "POST", "/api/v1/runs?profile=heavy")
+	var queued struct {
+		Queued []struct {
+			ID     int64
+			Behind string
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &queued); code != http.StatusAccepted || err != nil || len(queued.Queued) != 1 ||
+		queued.Queued[0].ID != 3 || !strings.HasPrefix(queued.Queued[0].Behind, "run 2 (slow, started") {
 		t.Errorf("run now of an exclusive job on a busy endpoint: %d %s", code, body)
 	}
 	run := f.waitForRun(t, "demo")
