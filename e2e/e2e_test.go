@@ -446,9 +446,9 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 			t.Fatal(e)
 		}
 	}
-	waitUntil(t, 30*time.Second, "the first run to end", func() bool { check(); return loop.ended.Load() >= 1 })
+	waitObserved(t, func() string { return "the first run to end" }, func() bool { check(); return loop.ended.Load() >= 1 }, nil)
 	startAll(afterFirstRun, scraping)
-	waitUntil(t, 30*time.Second, "the third run", func() bool { check(); return loop.ended.Load() >= 2 })
+	waitObserved(t, func() string { return "the third run" }, func() bool { check(); return loop.ended.Load() >= 2 }, nil)
 	time.Sleep(3 * time.Second)
 	startAll(midRun, scraping)
 
@@ -470,11 +470,11 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 	}
 	// Every server gets a baseline for each level, and none pages.
 	for _, p := range proms {
-		waitUntilf(t, 90*time.Second, func() string { return p.name + ": a baseline for levels 1 and 2 of cliff" }, func() bool {
+		waitObserved(t, func() string { return p.name + ": a baseline for levels 1 and 2 of cliff" }, func() bool {
 			check()
 			quiet("while each level's TTFT held")
 			return len(seriesLabel(t, p.base, `tokenprobe:ttft_p95_by_level:baseline1h{profile="cliff"}`, "load_level")) == 2
-		})
+		}, runsEnded(loop, 8))
 		t.Logf("%s: baselines %v", p.name, seriesValues(t, p.base, `tokenprobe:ttft_p95_by_level:baseline1h{profile="cliff"}`, "load_level"))
 	}
 	for range 5 {
@@ -485,9 +485,16 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 	// TTFT counts from arrival, as vLLM's does, so the users' TTFT is the
 	// server's and little is outside it; nothing queues.
 	for _, p := range proms {
-		users, okU := query(t, p.base, `tokenprobe:ttft_seconds:mean5m{endpoint="sim"}`)
-		outside, okO := query(t, p.base, `tokenprobe:ttft_outside_server_seconds:mean5m{endpoint="sim",server="vllm"}`)
-		queue, okQ := query(t, p.base, `tokenprobe:server_queue_seconds:mean5m{endpoint="sim",server="vllm"}`)
+		var users, outside, queue float64
+		var okU, okO, okQ bool
+		// A server started late, or slowed by a busy machine, may not
+		// have evaluated the means yet: wait for them, up to two runs.
+		waitObserved(t, func() string { return p.name + ": the users' TTFT, the server's queue and what is outside it" }, func() bool {
+			users, okU = query(t, p.base, `tokenprobe:ttft_seconds:mean5m{endpoint="sim"}`)
+			outside, okO = query(t, p.base, `tokenprobe:ttft_outside_server_seconds:mean5m{endpoint="sim",server="vllm"}`)
+			queue, okQ = query(t, p.base, `tokenprobe:server_queue_seconds:mean5m{endpoint="sim",server="vllm"}`)
+			return okU && okO && okQ
+		}, runsEnded(loop, 2))
 		t.Logf("%s: users' TTFT mean %.3f s, the server's queue %.3f s, outside the server %.3f s", p.name, users, queue, outside)
 		if !okU || !okO || !okQ || outside < -0.05 || outside > 0.05 || queue > 0.05 {
 			t.Errorf("%s: users' TTFT %.3f s (found %v), outside the server %.3f s (found %v), queue %.3f s (found %v)", p.name, users, okU, outside, okO, queue, okQ)
@@ -511,7 +518,7 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 	// since the load began, from its own ALERTS series: a page between two
 	// polls counts.
 	paged := map[*server]bool{}
-	waitUntilf(t, 120*time.Second, func() string {
+	waitObserved(t, func() string {
 		var late []string
 		for _, p := range proms {
 			if !paged[p] {
@@ -537,7 +544,7 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 			}
 		}
 		return len(paged) == len(proms)
-	})
+	}, runsEnded(loop, 4))
 	overload := time.Now()
 	// Answers from the wrong model page as wrong answers, in every server;
 	// the profiles whose answers are right never do.
@@ -546,7 +553,7 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 		return ok
 	}
 	for _, p := range proms {
-		waitUntil(t, 30*time.Second, p.name+": the wrong-answers alert for the gateway's fallback model", func() bool { return wrongAnswers(p, "answers") })
+		waitObserved(t, func() string { return p.name + ": the wrong-answers alert for the gateway's fallback model" }, func() bool { return wrongAnswers(p, "answers") }, runsEnded(loop, 3))
 		for _, profile := range []string{"cliff", "steady"} {
 			if wrongAnswers(p, profile) {
 				t.Errorf("%s: wrong answers paged for %s, whose answers are right", p.name, profile)
@@ -573,7 +580,7 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 	}
 	// A whole run under the outside load: the one in flight when it began
 	// ends, then one more.
-	waitUntil(t, 90*time.Second, "a whole run under the outside load", func() bool { check(); return loop.ended.Load() >= endedBefore+2 })
+	waitObserved(t, func() string { return "a whole run under the outside load" }, func() bool { check(); return loop.ended.Load() >= endedBefore+2 }, nil)
 	overloadTo := time.Now()
 	stopOutside()
 	stopRuns()
@@ -829,6 +836,36 @@ func results(t *testing.T, base, q string, when time.Time) int {
 func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
 	waitUntilf(t, limit, func() string { return what }, cond)
+}
+
+// hangGuard is the last resort of a wait bounded by what it observes: a
+// test that sees nothing happen for this long has hung.
+const hangGuard = 10 * time.Minute
+
+// waitObserved waits until cond holds, and fails once enough has been
+// seen that it will not (seen: runs ended, say), never on the clock
+// alone: on a busy machine everything is slower, runs and rule
+// evaluations alike, and a fixed limit fails a test whose code is right.
+// Without seen, it waits for what it waits for (a run to end) up to
+// hangGuard.
+func waitObserved(t *testing.T, what func() string, cond func() bool, seen func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(hangGuard); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		done := seen != nil && seen()
+		if cond() {
+			return
+		}
+		if done {
+			t.Fatalf("%s, after what the wait allowed was seen", what())
+		}
+	}
+	t.Fatalf("timed out after %v (hung?) waiting for %s", hangGuard, what())
+}
+
+// runsEnded is a bound for waitObserved: n more runs of r ended.
+func runsEnded(r *runner, n int64) func() bool {
+	from := r.ended.Load()
+	return func() bool { return r.ended.Load() >= from+n }
 }
 
 // waitUntilf is waitUntil with a message made when it fails, so that it

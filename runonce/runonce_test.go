@@ -718,15 +718,21 @@ profiles:
     load: {concurrency: 16, requests: 48}
     workload: {output_tokens: {mean: 20}}
 `)
-	code, out, errOut := runCLI(t, Options{ConfigFile: cfg})
-	// Without an slo block there is nothing to attain: not "100%".
-	if !strings.Contains(out, "SLO attainment               no SLO") || strings.Contains(out, "SLO attainment               100.0%") {
-		t.Errorf("a run without an SLO:\n%s", out)
-	}
-	if code != ExitOK || !strings.Contains(out, "Across profiles on sim: baseline (concurrency 1), overload (concurrency 16)") ||
-		!regexp.MustCompile(`TTFT cliff +at concurrency 16: TTFT p50 x[0-9.]+, ITL p50 x[0-9.]+ \(a queue, not a slower model\)`).MatchString(out) {
-		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
-	}
+	// Whether the cliff shows is a real-time ratio (TTFT against ITL),
+	// which a busy machine can blur for a moment: timingtest tries again.
+	timingtest.Retry(t, 3, func(a *timingtest.Attempt) {
+		code, out, errOut := runCLI(t, Options{ConfigFile: cfg})
+		// Without an slo block there is nothing to attain: not "100%".
+		if !strings.Contains(out, "SLO attainment               no SLO") || strings.Contains(out, "SLO attainment               100.0%") {
+			t.Errorf("a run without an SLO:\n%s", out)
+		}
+		if code != ExitOK || !strings.Contains(out, "Across profiles on sim: baseline (concurrency 1), overload (concurrency 16)") {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+		}
+		if !regexp.MustCompile(`TTFT cliff +at concurrency 16: TTFT p50 x[0-9.]+, ITL p50 x[0-9.]+ \(a queue, not a slower model\)`).MatchString(out) {
+			a.Errorf("no cliff found:\n%s", out)
+		}
+	})
 }
 
 // A run whose answers are wrong fails, SLO or not: exit 1, passed false,
