@@ -5,11 +5,11 @@
 package merge
 
 import (
+	"fmt"
 	"bufio"
 	"cmp"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -128,6 +128,18 @@ func join(shards []*Run) Merged {
 		k := stats.FindKnee(s.Stages, s.Objective)
 		s.Knee = &k
 	}
+	// A shard that could not be carried out leaves the study short: the
+	// merged run says so and passes nothing.
+	for i, sh := range shards {
+		if e := sh.Summary.Error; e != "" && s.Error == "" {
+			s.Error, s.Aborted = fmt.Sprintf("shard %d: %s", i, e), sh.Summary.Aborted
+		}
+		s.Interrupted = s.Interrupted || sh.Summary.Interrupted
+	}
+	if s.Error != "" || s.Interrupted {
+		s.Passed = false
+	}
+	s.Verdict = s.VerdictLine()
 	m.Summary = s
 	return m
 }

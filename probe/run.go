@@ -215,7 +215,7 @@ func (r *Run) Execute(parent context.Context) (stats.Summary, error) {
 		// A search's steps overshoot the capacity on purpose: its verdict
 		// is whether a level within its bounds met the objective, not the
 		// attainment pooled over every step.
-		s.Passed = found.Capacity > 0
+		s.Passed = found.Capacity > 0 && !s.WrongAnswersOver()
 	}
 	if name, _ := r.Checks.Served.Name(); name != "" && name != s.Model {
 		s.ServedModel = name
@@ -232,6 +232,15 @@ func (r *Run) Execute(parent context.Context) (stats.Summary, error) {
 		}
 		s.Level, s.LevelRange = 0, []float64{lo, hi}
 	}
+	if err != nil {
+		// A run that could not be carried out passes nothing, whatever
+		// the requests it did make attained.
+		s.Passed = false
+		if s.Error == "" && !s.Interrupted {
+			s.Error = err.Error()
+		}
+	}
+	s.Verdict = s.VerdictLine()
 	return s, err
 }
 

@@ -81,6 +81,7 @@ table{border-collapse:collapse}th,td{border-bottom:1px solid #ddd;padding:.3em .
 <h2>{{.Summary.Profile}} on {{.Summary.Endpoint}} <small>({{.Summary.Model}} · {{levels .Summary .Level}})</small></h2>
 {{if .Summary.Interrupted}}<p class="banner interrupted">Interrupted: the run was stopped before its end; these figures are of what it measured.</p>{{end}}
 {{with .Summary.Error}}<p class="banner error">Run error: {{.}}</p>{{end}}
+{{if .Summary.Verdict}}<p class="verdict {{if .Summary.Passed}}passed{{else}}failed{{end}}" data-verdict>{{.Summary.Verdict}}</p>{{end}}
 <div class="kpi">
 <div><b>{{printf "%.2f" .Summary.Goodput}}/s</b>goodput</div>
 <div><b>{{printf "%.2f" .Summary.RequestThroughput}}/s</b>throughput</div>

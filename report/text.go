@@ -62,6 +62,9 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 	kv := func(k, format string, args ...any) {
 		fmt.Fprintf(w, "%-28s "+format+"\n", append([]any{k}, args...)...)
 	}
+	if s.Verdict != "" {
+		kv("Verdict", "%s", s.Verdict)
+	}
 	kv("Requests", "%d (%d success, %d error, %d cancelled, %d wrong answers)", s.Requests, s.Success, s.Errors, s.Cancelled, s.WrongAnswers)
 	kv("Benchmark duration", "%.2f s", s.DurationSeconds)
 	if m := s.Merged; m != nil {

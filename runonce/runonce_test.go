@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -768,4 +769,74 @@ profiles:
 			t.Errorf("tolerance %q: exit %d, want %d and %q:\n%s", c.tolerance, code, c.code, c.line, out.String())
 		}
 	}
+}
+
+// One verdict per run, said the same way everywhere: for each outcome the
+// exit code, the console's Verdict line, summary.json's passed and
+// verdict, and report.html's verdict agree, all from the summary's one
+// decision (stats.Summary.VerdictLine).
+func TestOneVerdictEverywhere(t *testing.T) {
+	closed := closedPort(t)
+	const sim = `
+endpoints:
+  - name: sim
+    simulator: {slots: 2, prefill_base: 1ms, decode_base: 1ms, seed: 1%s}
+`
+	for _, c := range []struct {
+		name, faults, profile string
+		code                  int
+		passed                bool
+		verdict               string
+	}{
+		{"all good", "", `{name: p, load: {concurrency: 2, requests: 8}, workload: {output_tokens: {mean: 4}}, slo: {ttft: 5s, objective: 0.9}}`,
+			ExitOK, true, "PASSED: SLO attainment 100.0% meets the 90.0% objective"},
+		{"objective missed", "", `{name: p, load: {concurrency: 2, requests: 8}, workload: {output_tokens: {mean: 4}}, slo: {ttft: 1us, objective: 0.9}}`,
+			ExitSLOFailed, false, "FAILED: SLO attainment 0.0% is under the 90.0% objective"},
+		{"every answer wrong, no SLO", ", faults: {garbage: 1}", `{name: p, load: {concurrency: 2, requests: 8}, workload: {output_tokens: {mean: 4}}, checks: {matches: ["\\bthe\\b"]}}`,
+			ExitSLOFailed, false, "FAILED: 100.0% wrong answers, over the 1.0% tolerated"},
+		{"aborted", "", `{name: p, endpoints: [dead], load: {concurrency: 4, duration: 30s}}`,
+			ExitRuntime, false, "ERROR: aborted by the failure policy: "},
+		{"search found", "", `{name: p, load: {search: {concurrency: [1, 4]}, requests: 6}, workload: {output_tokens: {mean: 4}}, slo: {ttft: 5s, objective: 0.9}}`,
+			ExitOK, true, "PASSED: the search found a capacity of 4 meeting the 90.0% objective"},
+		{"search found nothing", "", `{name: p, load: {search: {concurrency: [1, 4]}, requests: 6}, workload: {output_tokens: {mean: 4}}, slo: {ttft: 1us, objective: 0.9}}`,
+			ExitSLOFailed, false, "FAILED: no level the search tried met the 90.0% objective"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			body := fmt.Sprintf(sim, c.faults) + "  - {name: dead, base_url: \"http://" + closed + "/v1\", model: m}\nprofiles:\n  - " + c.profile + "\n"
+			if !strings.Contains(c.profile, "endpoints:") {
+				body = strings.Replace(body, "{name: p,", "{name: p, endpoints: [sim],", 1)
+			}
+			dir := t.TempDir()
+			code, out, errOut := runCLI(t, Options{ConfigFile: writeConfig(t, body), ArtifactsDir: dir})
+			if code != c.code {
+				t.Errorf("exit %d, want %d\n%s\n%s", code, c.code, out, errOut)
+			}
+			line := regexp.MustCompile(`(?m)^Verdict +(.*)$`).FindStringSubmatch(out)
+			if line == nil || !strings.HasPrefix(line[1], c.verdict) {
+				t.Errorf("console verdict %q, want %q\n%s", line, c.verdict, out)
+			}
+			sums, _ := filepath.Glob(filepath.Join(dir, "*", "summary.json"))
+			if len(sums) != 1 {
+				t.Fatalf("summaries %v", sums)
+			}
+			b, _ := os.ReadFile(sums[0])
+			var all []stats.Summary
+			if err := json.Unmarshal(b, &all); err != nil || len(all) != 1 {
+				t.Fatalf("summary.json: %v %s", err, b)
+			}
+			if all[0].Passed != c.passed || line != nil && all[0].Verdict != line[1] {
+				t.Errorf("summary.json passed %v verdict %q; console %q", all[0].Passed, all[0].Verdict, line)
+			}
+			html, _ := os.ReadFile(filepath.Join(filepath.Dir(sums[0]), "report.html"))
+			if !strings.Contains(string(html), ">"+htmlEscape(all[0].Verdict)+"</p>") {
+				t.Errorf("report.html lacks the verdict %q", all[0].Verdict)
+			}
+		})
+	}
+}
+
+func htmlEscape(s string) string {
+	var b strings.Builder
+	template.HTMLEscape(&b, []byte(s))
+	return b.String()
 }

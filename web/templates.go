@@ -112,7 +112,7 @@ var runPage = template.Must(template.New("run").Funcs(funcs).Parse(`<!doctype ht
 <html><head><meta charset="utf-8"><title>tokenprobe run #{{.Run.ID}}</title>` + style + `</head><body>
 <p><a href="/">← status</a></p>
 {{with .Run}}<h1>Run #{{.ID}}: {{.Profile}} on {{.Endpoint}}</h1>
-<p>Started {{.Start.Format "2006-01-02 15:04:05 MST"}} by {{.Trigger}}, took {{dur .Start .End}}: <span class="{{.Result}}">{{.Result}}</span>{{with .Error}} ({{.}}){{end}}</p>{{with .ArtifactsError}}<p class="error">Its artifacts were not written: {{.}}</p>{{end}}{{end}}
+<p>Started {{.Start.Format "2006-01-02 15:04:05 MST"}} by {{.Trigger}}, took {{dur .Start .End}}: <span class="{{.Result}}">{{.Result}}</span>{{with .Error}} ({{.}}){{end}}</p>{{with .Summary}}{{with .Verdict}}<p class="verdict" data-verdict>{{.}}</p>{{end}}{{end}}{{with .ArtifactsError}}<p class="error">Its artifacts were not written: {{.}}</p>{{end}}{{end}}
 {{with .Run.Summary}}{{if .Failures}}<h2>Failures</h2>
 <table id="failures"><tr><th>reason</th><th class="num">count</th><th>status codes</th><th>most frequent message</th><th>hint</th></tr>
 {{range .Failures}}<tr><td class="error">{{.Reason}}</td><td class="num">{{.Count}}</td><td>{{range $code, $n := .Statuses}}{{$code}} ×{{$n}} {{end}}</td><td>{{.Message}} ({{.MessageCount}} of {{.Count}})</td><td>{{.Hint}}</td></tr>{{end}}

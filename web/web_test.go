@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"html/template"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -207,7 +208,8 @@ func TestEndpoints(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &runs); err != nil || len(runs.Runs) == 0 {
 		t.Fatalf("runs API: %v %s", err, body)
 	}
-	if code, body := f.do(t, "GET", "/runs/1"); code != 200 || !strings.Contains(body, "Time to first token") || !strings.Contains(body, "run finished") {
+	if code, body := f.do(t, "GET", "/runs/1"); code != 200 || !strings.Contains(body, "Time to first token") || !strings.Contains(body, "run finished") ||
+		!strings.Contains(body, "data-verdict>"+template.HTMLEscapeString(run.Summary.Verdict)+"</p>") || run.Summary.Verdict == "" {
 		t.Errorf("run page: %d\n%s", code, body)
 	}
 	if code, _ := f.do(t, "GET", "/runs/999"); code != 404 {

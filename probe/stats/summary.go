@@ -1,6 +1,8 @@
 package stats
 
 import (
+	"fmt"
+	"strings"
 	"slices"
 	"time"
 
@@ -122,8 +124,10 @@ type Summary struct {
 	// Passed is false when Objective is set and Attainment is below it,
 	// or when wrong answers are more than MaxWrongRatio of the requests,
 	// SLO or not; for a capacity search, when no level it tried met the
-	// objective.
+	// objective; and when the run could not be carried out (Error).
 	Passed bool `json:"passed"`
+	// Verdict is VerdictLine, written into summary.json.
+	Verdict string `json:"verdict,omitempty"`
 	// MaxWrongRatio is the share of wrong answers the run tolerates
 	// before it fails (checks.max_wrong_ratio).
 	MaxWrongRatio float64 `json:"max_wrong_ratio"`
@@ -247,6 +251,41 @@ func (s *Summary) WrongShare() float64 {
 // WrongAnswersOver reports whether the run's wrong answers are more than
 // it tolerates.
 func (s *Summary) WrongAnswersOver() bool { return s.WrongShare() > s.MaxWrongRatio }
+
+// VerdictLine is the run's verdict in one line, with why: the words the
+// console, summary.json, report.html and the run page all show, made
+// here and nowhere else from Passed and what decided it.
+func (s *Summary) VerdictLine() string {
+	switch {
+	case s.Interrupted:
+		return "INTERRUPTED: stopped before its end; its figures cover what ran"
+	case s.Error != "" && s.Aborted:
+		return "ERROR: aborted by the failure policy: " + s.Error
+	case s.Error != "":
+		return "ERROR: " + s.Error
+	}
+	var why []string
+	if s.WrongAnswersOver() {
+		why = append(why, fmt.Sprintf("%.1f%% wrong answers, over the %.1f%% tolerated", 100*s.WrongShare(), 100*s.MaxWrongRatio))
+	}
+	switch {
+	case s.Search != nil && s.Objective > 0 && s.Search.Capacity > 0:
+		why = append(why, fmt.Sprintf("the search found a capacity of %g meeting the %.1f%% objective", s.Search.Capacity, 100*s.Objective))
+	case s.Search != nil && s.Objective > 0:
+		why = append(why, fmt.Sprintf("no level the search tried met the %.1f%% objective", 100*s.Objective))
+	case s.Objective > 0 && s.Attainment >= s.Objective:
+		why = append(why, fmt.Sprintf("SLO attainment %.1f%% meets the %.1f%% objective", 100*s.Attainment, 100*s.Objective))
+	case s.Objective > 0:
+		why = append(why, fmt.Sprintf("SLO attainment %.1f%% is under the %.1f%% objective", 100*s.Attainment, 100*s.Objective))
+	case !s.WrongAnswersOver():
+		why = append(why, "no SLO objective to meet, and the answers are right")
+	}
+	word := "PASSED"
+	if !s.Passed {
+		word = "FAILED"
+	}
+	return word + ": " + strings.Join(why, "; ")
+}
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
