@@ -5,11 +5,11 @@
 package merge
 
 import (
-	"fmt"
 	"bufio"
 	"cmp"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"

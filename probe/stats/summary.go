@@ -2,8 +2,8 @@ package stats
 
 import (
 	"fmt"
-	"strings"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tokenprobe/tokenprobe/probe/result"
