@@ -82,9 +82,11 @@ manifests: rules dashboards ## copy the rules and dashboards into the Helm chart
 screenshots: ## regenerate docs/img from the current code with headless Chromium
 	$(GO) test ./web -run TestScreenshots -screenshots -count=1 -v
 
-docs: ## regenerate docs/METRICS.md from the metric catalog, the server table of docs/MEASUREMENT.md and docs/AIPERF.md
+docs: ## regenerate docs/METRICS.md from the metric catalog (the demo's series counted), the server table of docs/MEASUREMENT.md and docs/AIPERF.md
+	$(GO) test ./daemon -run TestDemoSeries -update
 	$(GO) test ./catalog -run Docs -update
 	$(GO) test ./cmd/tokenprobe -run AIPerfDocs -update
+	$(GO) test ./dashboards -run ReadmeCountsTheQueries -update
 	$(GO) test ./servermetrics -run Docs -update
 
 clean:

@@ -8,6 +8,24 @@ import (
 	"strings"
 )
 
+// DemoSeries and DemoServerSeries are the tokenprobe series the demo
+// (configs/demo.yaml) exports after one run of each profile, and of them
+// the server's view: daemon TestDemoSeries counts them and fails while
+// these are stale; `make docs` writes them here.
+const (
+	DemoSeries       = 2839
+	DemoServerSeries = 48
+)
+
+// thousands writes n with a comma between thousands: 2,567.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
 // Markdown renders docs/METRICS.md from the catalog.
 func Markdown() string {
 	var b strings.Builder
@@ -30,9 +48,9 @@ request duration 25, TTST and inter-chunk 22 each, dispatch lag 16, error reason
 outcomes 3, and 5 more; each further SLO threshold adds 2), and each profile x endpoint about 20
 more (runs, skips, last-run gauges, info); an endpoint with server_metrics adds up to 9 (where
 the last run's TTFT went) and 3 per load level (the server's load). The demo (three profiles,
-eight load levels) exports 2,567 tokenprobe series after one run of each (45 of them the
+eight load levels) exports ` + thousands(DemoSeries) + ` tokenprobe series after one run of each (` + strconv.Itoa(DemoServerSeries) + ` of them the
 server's view, its simulator being read as server_metrics; ` + "`curl -s localhost:9470/metrics | grep -c '^tokenprobe_'`" + `, the
-runs started with ` + "`POST /api/v1/runs`" + `).
+runs started with ` + "`POST /api/v1/runs`" + `; ` + "`daemon TestDemoSeries`" + ` counts them and ` + "`make docs`" + ` writes them here).
 
 Histograms have classic buckets (listed) and native buckets (factor 1.1) side by side. What a
 Prometheus keeps depends on how it scrapes: the text format gives it the classic buckets only;
