@@ -94,7 +94,8 @@ type Daemon struct {
 	failed     [32]byte // checksum of the last file refused
 	jobs       map[string]*job
 	targets    map[string]*target
-	lastReload time.Time
+	lastReload time.Time // the last reload tried
+	lastLoaded time.Time // the last configuration applied: the one running
 	lastErr    error
 }
 
@@ -218,6 +219,9 @@ func (d *Daemon) Reload() error {
 	}
 	d.prom.ConfigReloaded(err == nil)
 	d.lastReload, d.lastErr = time.Now(), err
+	if err == nil {
+		d.lastLoaded = d.lastReload
+	}
 	if err != nil {
 		d.failed = sha256.Sum256(data)
 		d.log.Error("configuration not loaded; the running configuration stays", "file", d.o.ConfigFile, "err", err)

@@ -108,12 +108,14 @@ func (d *Daemon) ConfigYAML() ([]byte, error) {
 	return d.cfgYAML, d.cfgYAMLErr
 }
 
-// ReloadStatus is when the configuration was last (re)loaded and whether
-// that failed.
-func (d *Daemon) ReloadStatus() (time.Time, error) {
+// ReloadStatus is when the running configuration was loaded, when a
+// reload was last tried, and why that failed (nil when it did not: then
+// both times are the same). After a failed reload the configuration
+// loaded earlier runs on, and its time is the one to show.
+func (d *Daemon) ReloadStatus() (loaded, tried time.Time, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.lastReload, d.lastErr
+	return d.lastLoaded, d.lastReload, d.lastErr
 }
 
 // GPUStatus says which GPU source is configured and why it does not read

@@ -72,7 +72,7 @@ var statusPage = template.Must(template.New("status").Funcs(funcs).Parse(`<!doct
 <h1>tokenprobe</h1>
 <p>Version {{.Version}} · configuration loaded {{ago .ReloadAt}} · <a href="/metrics">metrics</a> · <a href="/config">configuration</a> · <a href="/api/v1/runs">runs API</a></p>
 {{if .GPU}}<p id="gpu-status">GPU source {{.GPUSource}}: {{if .GPUProblem}}<span class="warn">down: {{.GPUProblem}}</span> (probing goes on; GPU series and figures are absent){{else}}reading{{end}}</p>{{end}}
-{{with .ReloadErr}}<p class="warn" id="reload-error">The last reload failed and the previous configuration is still running: {{.}}</p>{{end}}
+{{with .ReloadErr}}<p class="warn" id="reload-error">The reload {{ago $.ReloadTried}} failed and the configuration loaded {{ago $.ReloadAt}} is still running: {{.}}</p>{{end}}
 <h2>Profiles</h2>
 <table id="jobs">
 <tr><th>profile</th><th>load · schedule · SLO</th><th>state</th><th>last run</th><th>result</th><th class="num">goodput</th>

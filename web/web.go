@@ -219,13 +219,13 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 func (s *server) status(w http.ResponseWriter, _ *http.Request) {
 	recent, failed := s.d.History().Runs()
-	at, err := s.d.ReloadStatus()
+	at, tried, err := s.d.ReloadStatus()
 	gpuSource, gpuProblem, gpu := s.d.GPUStatus()
 	data := map[string]any{
 		"Charts": charts(recent),
 		"GPU":    gpu, "GPUSource": gpuSource, "GPUProblem": gpuProblem,
 		"Version": s.o.Version, "Jobs": s.d.Jobs(), "Recent": recent, "Failed": failed,
-		"ReloadAt": at, "ReloadErr": err, "Lifecycle": s.o.Lifecycle, "Now": time.Now(),
+		"ReloadAt": at, "ReloadErr": err, "ReloadTried": tried, "Lifecycle": s.o.Lifecycle, "Now": time.Now(),
 	}
 	render(w, statusPage, data)
 }

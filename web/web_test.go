@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -267,7 +268,8 @@ func TestReloadAnswers500WithTheError(t *testing.T) {
 	if code != 500 || !strings.Contains(body, f.path+":2:") {
 		t.Fatalf("bad reload: %d %s", code, body)
 	}
-	if _, page := f.do(t, "GET", "/"); !strings.Contains(page, `id="reload-error"`) || !strings.Contains(page, `data-profile="demo"`) {
+	if _, page := f.do(t, "GET", "/"); !strings.Contains(page, `id="reload-error"`) || !strings.Contains(page, `data-profile="demo"`) ||
+		!regexp.MustCompile(`The reload \S+ ago failed and the configuration loaded \S+ ago is still running`).MatchString(page) {
 		t.Error("the status page does not show the failed reload next to the running profiles")
 	}
 	if err := os.WriteFile(f.path, []byte(cfg), 0o644); err != nil {
