@@ -193,7 +193,7 @@ func Request(rec *records.Record) (result.Request, slo.Verdict) {
 
 // Write puts the merged runs into dir as `tokenprobe run` writes one
 // invocation: a folder per profile and endpoint (records.jsonl,
-// summary.json, report.txt) and, beside them, summary.json of all and
+// summary.json, report.txt, and both as CSV) and, beside them, summary.json of all and
 // report.html.
 func Write(dir string, ms []Merged, at time.Time) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -210,7 +210,8 @@ func Write(dir string, ms []Merged, at time.Time) error {
 			return err
 		}
 		name := levelName(&m.Summary)
-		if err := errors.Join(rundir.WriteJSON(filepath.Join(sub, "summary.json"), m.Summary), writeReport(filepath.Join(sub, "report.txt"), &m.Summary, name)); err != nil {
+		if err := errors.Join(rundir.WriteJSON(filepath.Join(sub, "summary.json"), m.Summary), writeReport(filepath.Join(sub, "report.txt"), &m.Summary, name),
+			rundir.WriteCSV(sub, &m.Summary)); err != nil {
 			return err
 		}
 		all, levelNames = append(all, m.Summary), append(levelNames, name)

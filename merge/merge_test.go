@@ -174,7 +174,7 @@ func TestShardsMergeIntoOneStudy(t *testing.T) {
 	if err := Write(out, ms, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"summary.json", "report.html", "study-sim/records.jsonl", "study-sim/summary.json", "study-sim/report.txt"} {
+	for _, f := range []string{"summary.json", "report.html", "study-sim/records.jsonl", "study-sim/summary.json", "study-sim/report.txt", "study-sim/records.csv", "study-sim/summary.csv"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Error(err)
 		}

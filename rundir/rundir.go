@@ -108,11 +108,17 @@ func (r *Run) Finish(s *stats.Summary, levelName string) error {
 	r.queue.Close()
 	err := errors.Join(r.writer.Flush(), r.file.Close())
 	err = errors.Join(err, WriteJSON(filepath.Join(r.Dir, "summary.json"), s), writeText(filepath.Join(r.Dir, "report.txt"), s, levelName),
-		writeRecordsCSV(r.Dir), writeSummaryCSV(r.Dir, s))
+		WriteCSV(r.Dir, s))
 	if r.AIPerf {
 		err = errors.Join(err, WriteAIPerf(r.Dir, s))
 	}
 	return err
+}
+
+// WriteCSV writes records.csv from dir's records.jsonl, and summary.csv
+// of s: what a run writes beside its JSON, and a merge beside its own.
+func WriteCSV(dir string, s *stats.Summary) error {
+	return errors.Join(writeRecordsCSV(dir), writeSummaryCSV(dir, s))
 }
 
 // Abandon closes the records of a run that did not start.
