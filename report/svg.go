@@ -111,7 +111,16 @@ func (c Chart) SVG() template.HTML {
 		if x(i)-half < lastRight+6 {
 			continue
 		}
-		fmt.Fprintf(&b, `<text class="tick x" x="%.1f" y="%g" font-size="10" text-anchor="middle">%s</text>`, x(i), h-bottom+14, esc(l))
+		// A label that would run past the chart's edge (a time on the
+		// status page's trend, at the last run) ends at the edge instead.
+		at, anchor := x(i), "middle"
+		switch {
+		case at+half > w-1:
+			at, anchor = w-1, "end"
+		case at-half < 1:
+			at, anchor = 1, "start"
+		}
+		fmt.Fprintf(&b, `<text class="tick x" x="%.1f" y="%g" font-size="10" text-anchor="%s">%s</text>`, at, h-bottom+14, anchor, esc(l))
 		lastRight = x(i) + half
 	}
 	if c.XTitle != "" {
@@ -130,8 +139,15 @@ func (c Chart) SVG() template.HTML {
 		}
 		// Two marks at one level are set side by side, never on top of each other.
 		dx := float64(mi%2) * 3
-		fmt.Fprintf(&b, `<line class="mark %s" x1="%.1f" x2="%.1f" y1="%g" y2="%g" stroke="%s" stroke-width="1.5" stroke-dasharray="4 3"/><text class="mark-label %s" x="%.1f" y="%g" font-size="10" fill="%s">%s</text>`,
-			m.Kind, x(m.At)+dx, x(m.At)+dx, top, h-bottom, m.Color, m.Kind, x(m.At)+dx+3, top+10+float64(mi)*12, m.Color, esc(m.Label))
+		// The label reads rightwards from its line, or leftwards where
+		// it would run past the chart's edge (a cliff at the last level
+		// was cut to "TT").
+		lx, anchor := x(m.At)+dx+3, "start"
+		if lx+labelWidth(m.Label) > w-1 {
+			lx, anchor = x(m.At)+dx-3, "end"
+		}
+		fmt.Fprintf(&b, `<line class="mark %s" x1="%.1f" x2="%.1f" y1="%g" y2="%g" stroke="%s" stroke-width="1.5" stroke-dasharray="4 3"/><text class="mark-label %s" x="%.1f" y="%g" font-size="10" fill="%s" text-anchor="%s">%s</text>`,
+			m.Kind, x(m.At)+dx, x(m.At)+dx, top, h-bottom, m.Color, m.Kind, lx, top+10+float64(mi)*12, m.Color, anchor, esc(m.Label))
 	}
 	var legend []Series
 	for _, s := range c.Series {

@@ -75,3 +75,39 @@ func TestSplitNeverShowsANegativeShare(t *testing.T) {
 		t.Errorf("split %q", got)
 	}
 }
+
+// No label runs past the chart's right edge: a cliff marked at the last
+// level reads leftwards from its line (it was cut to "TT"), and the last
+// x label (a time on the status page's trend) ends at the edge.
+func TestLabelsStayInsideTheChart(t *testing.T) {
+	const width = 600.0
+	c := Chart{Title: "TTFT", X: []string{"1", "2", "4", "8", "16", "2026-11-27 03:50:41"},
+		Series: []Series{{Name: "p50", Values: []float64{1, 1, 2, 4, 8, 16}}},
+		Marks:  []Mark{{At: 5, Kind: "cliff", Label: "TTFT cliff: concurrency 16", Color: "#cf222e"}}}
+	svg := string(c.SVG())
+	texts := regexp.MustCompile(`<text class="(?:tick x|mark-label cliff)" x="([0-9.]+)"([^>]*)>([^<]*)</text>`).FindAllStringSubmatch(svg, -1)
+	if len(texts) < 2 {
+		t.Fatalf("labels not found:\n%s", svg)
+	}
+	anchorOf := regexp.MustCompile(`text-anchor="(\w+)"`)
+	for _, m := range texts {
+		x, _ := strconv.ParseFloat(m[1], 64)
+		wd := labelWidth(m[3])
+		anchor := ""
+		if a := anchorOf.FindStringSubmatch(m[2]); a != nil {
+			anchor = a[1]
+		}
+		var right float64
+		switch anchor {
+		case "end":
+			right = x
+		case "middle":
+			right = x + wd/2
+		default:
+			right = x + wd
+		}
+		if right > width {
+			t.Errorf("%q ends at %.0f, past the chart's %g", m[3], right, width)
+		}
+	}
+}
