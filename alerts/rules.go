@@ -54,7 +54,7 @@ func Defaults() Options {
 	return Options{
 		Scale: 1, RunbookURL: "https://github.com/tokenprobe/tokenprobe/blob/main/docs/RUNBOOK.md",
 		CliffTTFT: 4, CliffITL: 1.5, MinRate: 0.01, NoSuccessFor: time.Hour, DispatchLagP99: 50 * time.Millisecond,
-		Selector: `profile!=""`, BaselineSamples: 10, WrongAnswers: 0.05, MinLocations: 2,
+		Selector: `profile!=""`, BaselineSamples: catalog.BaselineSamples, WrongAnswers: 0.05, MinLocations: 2,
 	}
 }
 

@@ -8,6 +8,11 @@ import (
 	"strings"
 )
 
+// BaselineSamples is how many 5-minute values a load level's cliff
+// baseline needs before the cliff alert compares with it (the rules'
+// default; the cliff dashboard says it).
+const BaselineSamples = 10
+
 // DemoSeries and DemoServerSeries are the tokenprobe series the demo
 // (configs/demo.yaml) exports after one run of each profile, and of them
 // the server's view: daemon TestDemoSeries counts them and fails while

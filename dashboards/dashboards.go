@@ -244,6 +244,13 @@ func cliff() *dashboard.DashboardBuilder {
 	b.WithPanel(ts("Capacity at SLO and cliff level", "From sweeps: the highest load level meeting the objective (tokenprobe_run_last_capacity_at_slo) and where TTFT broke (tokenprobe_run_last_ttft_cliff_level).", "short",
 		q(fmt.Sprintf(`tokenprobe_run_last_capacity_at_slo{%s}`, runSel), "capacity {{profile}}"),
 		q(fmt.Sprintf(`tokenprobe_run_last_ttft_cliff_level{%s}`, runSel), "cliff {{profile}}")))
+	// The cliff alert compares each level with its own baseline, which
+	// arms only after enough samples: these say what it compares with and
+	// how soon a fresh Prometheus, or a new level, can page.
+	b.WithPanel(ts("Cliff baseline by load level", "The TTFT p95 each load level is compared with (tokenprobe:ttft_p95_by_level:baseline1h, the lower quartile of the last hour's 5-minute values, leaving out the last 5 minutes): the cliff alert pages at 4x it. Empty for a level still without enough samples.", "s",
+		q(fmt.Sprintf(`tokenprobe:ttft_p95_by_level:baseline1h{%s}`, runSel), "baseline {{profile}} load {{load_level}}")))
+	b.WithPanel(ts("Baseline samples by load level", fmt.Sprintf("How many 5-minute TTFT p95 values the baseline has at each load level (tokenprobe:ttft_p95_by_level:history_samples1h, over the hour before the last 5 minutes). The cliff alert arms at %d: a fresh Prometheus is silent about cliffs for the first 10 minutes plus %d rule evaluations (docs/RUNBOOK.md).", catalog.BaselineSamples, catalog.BaselineSamples), "short",
+		q(fmt.Sprintf(`tokenprobe:ttft_p95_by_level:history_samples1h{%s}`, runSel), "samples {{profile}} load {{load_level}}")))
 	b.WithPanel(ts("Dispatch lag p99", "How late the probe sent requests (tokenprobe_dispatch_lag_seconds): the probe's own queue, which must stay small for the rest to mean anything.", "s",
 		quantileBy("0.99", "tokenprobe_dispatch_lag_seconds", "profile", "{{profile}}")...))
 	b.WithPanel(ts("Server load by load level (last run)", "The server's own running and waiting requests and KV cache usage at each load level of the last run (tokenprobe_run_last_server_requests, tokenprobe_run_last_server_kv_cache_usage_ratio; endpoints with server_metrics): waiting leaves 0 at the level where TTFT leaves its floor.", "short",
