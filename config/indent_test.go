@@ -45,7 +45,7 @@ func TestSyntaxErrorsNameTheLineToFix(t *testing.T) {
 		{"a tab", lineOf("      seed:", 0), func(l string) string { return "\t" + l[2:] }, 1, "a tab in the indentation"},
 		{"a key under the wrong parent", lineOf("    slo:", 1), func(l string) string { return "  " + l }, 7, `"slo" is no field of workload but of profiles[1]: indent it to column 5`},
 		{"a dedent to no block's column", lineOf("      output_tokens:", 0), func(l string) string { return l[1:] }, 6, "indented 5 spaces, as no block around it is"},
-		{"a key's value and a block under it", lineOf("    load:", 1), func(l string) string { return "    load: {concurrency: 1}\n      requests: 5" }, 7, "under a line that opens no block"},
+		{"a key's value and a block under it", lineOf("    load:", 1), func(string) string { return "    load: {concurrency: 1}\n      requests: 5" }, 7, "under a line that opens no block"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			mutated := append([]string(nil), lines...)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -128,10 +129,11 @@ func registerAIPerf(run *kingpin.CmdClause, a *runonce.AdHoc, artifactDir *strin
 			if registered[name] || !strings.HasPrefix(name, "--") {
 				continue // a short flag kingpin already reports as unknown
 			}
-			msg := fmt.Errorf("%s is aiperf's, and tokenprobe does not implement it: use %s", name, f.use)
+			text := fmt.Sprintf("%s is aiperf's, and tokenprobe does not implement it: use %s", name, f.use)
 			if f.note != "" {
-				msg = fmt.Errorf("%s (%s)", msg, f.note)
+				text += " (" + f.note + ")"
 			}
+			msg := errors.New(text)
 			fl := run.Flag(strings.TrimPrefix(name, "--"), "").Hidden().Action(func(*kingpin.ParseContext) error { return msg })
 			if aiperfBools[name] {
 				fl.Bool()
