@@ -393,10 +393,12 @@ func checkURL(l *locator, path, raw string) {
 }
 
 // credentialParam reports whether a query parameter's name looks like a
-// credential's (key, token, sig, secret, code, password).
+// credential's (key, token, sig, secret, code, pass..., pwd, hmac, otp).
+// A server that echoes its request line in an error body (a 401's) would
+// otherwise put the value in every artifact and page.
 func credentialParam(name string) bool {
 	n := strings.ToLower(name)
-	for _, w := range []string{"key", "token", "secret", "password", "passwd", "credential"} {
+	for _, w := range []string{"key", "token", "secret", "pass", "pwd", "hmac", "credential", "otp", "nonce"} {
 		if strings.Contains(n, w) {
 			return true
 		}
