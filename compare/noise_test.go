@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tokenprobe/tokenprobe/compare"
+	"github.com/tokenprobe/tokenprobe/internal/timingtest"
 	"github.com/tokenprobe/tokenprobe/runonce"
 )
 
@@ -91,12 +92,19 @@ func TestRunsOwnNoiseFailsNoGate(t *testing.T) {
 	// work: more than the two cores this was measured on have, the noise
 	// of a shared CI machine that the gate must tell from a change.
 	stop := burn(t, 2)
-	for i := range pairs {
-		a, b := simRun(t, 5000), simRun(t, 5000)
-		if code, out := gate(t, a, b, rules); code != compare.ExitOK {
-			t.Errorf("pair %d of identical runs failed the gate (exit %d):\n%s", i+1, code, out)
+	// A gate that mistakes noise for change does so in every set of
+	// twenty pairs on a busy machine (the zero-width interval failed 3 to
+	// 6 of 20); a burst of a neighbouring test binary that shifts one
+	// pair's whole second does not recur: a second set of twenty settles
+	// it, as timingtest settles other real-time checks.
+	timingtest.Retry(t, 2, func(at *timingtest.Attempt) {
+		for i := range pairs {
+			a, b := simRun(t, 5000), simRun(t, 5000)
+			if code, out := gate(t, a, b, rules); code != compare.ExitOK {
+				at.Errorf("pair %d of identical runs failed the gate (exit %d):\n%s", i+1, code, out)
+			}
 		}
-	}
+	})
 	stop()
 	base := simRun(t, 5000)
 	slower := simRun(t, 6000)
