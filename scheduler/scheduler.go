@@ -405,6 +405,12 @@ func (s *Scheduler) tick(jb *job, now time.Time, t Trigger) (<-chan struct{}, st
 		s.skip(jb.Key, SkipOverlap)
 		return nil, SkipOverlap
 	}
+	if jb.queued != nil && t.Manual && t.Ref != jb.queued.Ref {
+		// One run of a job waits at a time: a second request would
+		// replace the first, whose id was promised.
+		s.skip(jb.Key, SkipOverlap)
+		return nil, SkipOverlap
+	}
 	if q := jb.queued; q != nil && !t.Manual {
 		// The turn a queued manual run waited for: it runs in the tick's
 		// place, as asked (outside window, backoff and queue order).

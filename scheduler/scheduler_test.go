@@ -475,6 +475,9 @@ func TestRunNowSaysWhyNot(t *testing.T) {
 	if err := s.RunNow("light/e", 8); !errors.Is(err, ErrQueued) || light.started.Load() != 0 {
 		t.Fatalf("RunNow beside an exclusive run: %v, %d started", err, light.started.Load())
 	}
+	if err := s.RunNow("light/e", 10); !errors.Is(err, ErrBusy) {
+		t.Fatalf("a second RunNow of a queued job: %v, want it refused (the first's id was promised)", err)
+	}
 	if err := s.RunNow("heavy/e", 9); !errors.Is(err, ErrBusy) {
 		t.Fatalf("RunNow of a running job: %v", err)
 	}
