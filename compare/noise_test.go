@@ -61,7 +61,7 @@ func TestRunsOwnNoiseFailsNoGate(t *testing.T) {
 	const rules = "throughput<-5%,goodput<-5%"
 	const pairs = 20
 	// The machine's own noise: .ci/run's busy pass runs this beside four
-	// busy loops at the same priority (load 8 on two cores). Six, two of
+	// busy loops at the same priority (load average 6 to 8 on two cores). Six, two of
 	// them the test's own, failed both sets there: between two one-second
 	// runs the scheduler's bursts shifted the second by 6 to 8%, which no
 	// interval drawn from within a run sees (docs/MEASUREMENT.md).
