@@ -233,6 +233,8 @@ func (s *Set) Run(r *result.Request, read func() openai.Answer, expect *regexp.R
 				return fmt.Sprintf("%d vectors for %d inputs", r.Vectors, r.Inputs)
 			case r.Dimensions == 0:
 				return "an empty vector"
+			case r.Dimensions == openai.NotNumbers:
+				return "a vector holds values that are not numbers"
 			}
 			return "vectors of different lengths"
 		})

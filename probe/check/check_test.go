@@ -236,3 +236,14 @@ func TestTheServedModelIsLearned(t *testing.T) {
 		t.Errorf("model_matches passed another model: %q", why)
 	}
 }
+
+// An embeddings answer whose vector holds values that are not numbers
+// (["NaN", null, true, {}]) is wrong, and says so; it was a vector of 4.
+func TestEmbeddingsOfNoNumbers(t *testing.T) {
+	s := Set{Model: ModelOff, Embeddings: true}
+	r := &result.Request{Outcome: result.Success, Inputs: 1, Vectors: 1, Dimensions: openai.NotNumbers}
+	s.Run(r, text(""), nil)
+	if r.Outcome != result.WrongAnswer || r.Err != Embeddings+": a vector holds values that are not numbers" {
+		t.Errorf("%v %q", r.Outcome, r.Err)
+	}
+}

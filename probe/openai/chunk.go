@@ -13,6 +13,10 @@ import (
 	"strings"
 )
 
+// NotNumbers is Chunk.Dimensions for an embeddings response one of whose
+// vectors holds a string, null, bool, object or list.
+const NotNumbers = -2
+
 // Chunk is what the probe needs to know about one streamed chunk. It is
 // filled by ParseChunk without allocating, so it carries facts, not text.
 type Chunk struct {
@@ -49,8 +53,8 @@ type Chunk struct {
 	// `error` member, or `"object": "error"` as vLLM sends it).
 	Error bool
 	// Vectors is how many embeddings a response holds, Dimensions the
-	// length of each (-1 when they differ, 0 when one is empty or not a
-	// list of numbers).
+	// length of each (-1 when they differ, NotNumbers when one holds a
+	// value that is no number, 0 when one is empty or not a list).
 	Vectors, Dimensions int
 	// End is true for the event that ends a stream of typed events (the
 	// Messages API's message_stop, the Responses API's completed,

@@ -679,6 +679,8 @@ func TestEmbeddingsResponse(t *testing.T) {
 		"one empty":         {body(vec(8), "[]"), 2, 0},
 		"different lengths": {body(vec(8), vec(4), vec(8)), 3, -1},
 		"none":              {body(), 0, 0},
+		"not numbers":       {body(vec(4), `["NaN", null, true, {}]`), 2, NotNumbers},
+		"not numbers first": {body(`[1, "x"]`, vec(2)), 2, NotNumbers},
 	} {
 		var ch Chunk
 		if err := ParseWhole(Embeddings, c.data, &ch); err != nil || ch.Vectors != c.vectors || ch.Dimensions != c.dims ||

@@ -469,14 +469,26 @@ func (s *scanner) embeddings(c *Chunk) error {
 		switch string(k) {
 		case "data":
 			err = s.array(func() error {
-				dims := 0
+				dims, numbers := 0, true
 				err := s.members(func(k []byte) error {
 					if string(k) != "embedding" || s.peek() != '[' {
 						return s.skip()
 					}
-					return s.array(func() error { dims++; return s.skip() })
+					return s.array(func() error {
+						// A vector of strings, nulls or objects has a
+						// length but no dimensions: ["NaN", null, true,
+						// {}] is no vector of 4.
+						if b := s.peek(); b != '-' && (b < '0' || b > '9') {
+							numbers = false
+						}
+						dims++
+						return s.skip()
+					})
 				})
 				switch {
+				case c.Dimensions == NotNumbers:
+				case !numbers && dims > 0:
+					c.Dimensions = NotNumbers
 				case c.Vectors == 0:
 					c.Dimensions = dims
 				case dims != c.Dimensions && c.Dimensions != 0:
