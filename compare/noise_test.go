@@ -45,7 +45,7 @@ profiles:
 // code and what it printed.
 func gate(t *testing.T, base, next, rules string) (int, string) {
 	t.Helper()
-	var out bytesBuffer
+	var out strings.Builder
 	code := compare.Main(&out, base, next, rules, "", compare.Options{})
 	return code, out.String()
 }
@@ -87,5 +87,3 @@ func TestRunsOwnNoiseFailsNoGate(t *testing.T) {
 		t.Logf("%s", out[strings.Index(out, "throughput"):])
 	}
 }
-
-type bytesBuffer = strings.Builder

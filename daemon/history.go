@@ -85,8 +85,8 @@ func (h *History) release(id int64) {
 	}
 }
 
-// holding names the runs in progress on endpoint, other than job's own
-// (profile): "run 7 (staircase, started 12s ago)".
+// holding names the runs in progress on endpoint: "run 7 (staircase,
+// started 12s ago)".
 func (h *History) holding(endpoint string, now time.Time) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
