@@ -516,7 +516,11 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 	// are watched together, not one after another (a server checked after
 	// the others' waits found its page over), and each is asked what fired
 	// since the load began, from its own ALERTS series: a page between two
-	// polls counts.
+	// polls counts. Six runs are about 40 s: within the page's 50 s, and
+	// room for a server that evaluates late on a busy machine (a CI run
+	// saw both 3.x servers with native histograms not page within four
+	// runs while the other three paged at 13 s; the wait's message now
+	// says which of the rule's conditions held).
 	paged := map[*server]bool{}
 	waitObserved(t, func() string {
 		var late []string
@@ -525,7 +529,23 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 				late = append(late, p.name)
 			}
 		}
-		return strings.Join(late, ", ") + ": the TTFT cliff alert at levels 1 and 2 in overload"
+		msg := strings.Join(late, ", ") + ": the TTFT cliff alert at levels 1 and 2 in overload"
+		// What each late server's rule saw, by level: which of its
+		// conditions held, and whether the alert was pending.
+		window := fmt.Sprintf("%ds", int(time.Since(overloadFrom).Seconds())+1)
+		for _, p := range proms {
+			if paged[p] {
+				continue
+			}
+			sel := `{profile="cliff"}`
+			msg += fmt.Sprintf("\n  %s: TTFT p95/baseline %v, ITL p50/baseline %v, requests/s %v, pending at %v, firing at %v", p.name,
+				seriesValues(t, p.base, `tokenprobe:ttft_p95_by_level:rate5m`+sel+` / tokenprobe:ttft_p95_by_level:baseline1h`+sel, "load_level"),
+				seriesValues(t, p.base, `tokenprobe:itl_p50_by_level:rate5m`+sel+` / tokenprobe:itl_p50_by_level:baseline1h`+sel, "load_level"),
+				seriesValues(t, p.base, `tokenprobe:requests_by_level:rate5m`+sel, "load_level"),
+				seriesLabel(t, p.base, fmt.Sprintf(`max_over_time(ALERTS{alertname="TokenprobeTTFTCliff",alertstate="pending",profile="cliff"}[%s])`, window), "load_level"),
+				seriesLabel(t, p.base, fmt.Sprintf(`max_over_time(ALERTS{alertname="TokenprobeTTFTCliff",alertstate="firing",profile="cliff"}[%s])`, window), "load_level"))
+		}
+		return msg
 	}, func() bool {
 		check()
 		since := time.Since(overloadFrom)
@@ -544,7 +564,7 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 			}
 		}
 		return len(paged) == len(proms)
-	}, runsEnded(loop, 4))
+	}, runsEnded(loop, 6))
 	overload := time.Now()
 	// Answers from the wrong model page as wrong answers, in every server;
 	// the profiles whose answers are right never do.
