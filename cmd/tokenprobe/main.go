@@ -331,6 +331,10 @@ func run(args []string) int {
 	logger := promslog.New(logCfg)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal asks for an orderly stop; once it came, the
+	// signals' default action is back, so a second one ends the process
+	// at once, as the console promises, whatever it is waiting for.
+	defer context.AfterFunc(ctx, stop)()
 
 	switch cmd {
 	case serveCmd.FullCommand():
