@@ -3,7 +3,9 @@
 package sink
 
 import (
+	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tokenprobe/tokenprobe/probe"
 	"github.com/tokenprobe/tokenprobe/probe/result"
@@ -23,6 +25,10 @@ type Queue struct {
 	done    chan struct{}
 	mu      sync.RWMutex
 	closed  bool
+	// abandoned is set when a close's deadline passed: what is still
+	// queued is then counted as dropped, not handed to the sink.
+	abandoned atomic.Bool
+	lost      atomic.Int64
 }
 
 type item struct {
@@ -36,6 +42,10 @@ func NewQueue(sink probe.Sink, size int, dropped Counter) *Queue {
 	go func() {
 		defer close(q.done)
 		for it := range q.ch {
+			if q.abandoned.Load() {
+				q.drop()
+				continue
+			}
 			q.sink.Observe(it.r, it.v)
 		}
 	}()
@@ -52,11 +62,20 @@ func (q *Queue) Observe(r *result.Request, v slo.Verdict) {
 	select {
 	case q.ch <- item{r, v}:
 	default:
-		if q.dropped != nil {
-			q.dropped.Inc()
-		}
+		q.drop()
 	}
 }
+
+func (q *Queue) drop() {
+	q.lost.Add(1)
+	if q.dropped != nil {
+		q.dropped.Inc()
+	}
+}
+
+// Dropped is how many results the queue has dropped: when it was full,
+// and when a close gave up on them.
+func (q *Queue) Dropped() int64 { return q.lost.Load() }
 
 // RunStarted tells the sink behind the queue, when it hears runs, at
 // once: the start and end of a run carry no result to queue.
@@ -75,12 +94,29 @@ func (q *Queue) RunFinished(run *probe.Run, f probe.Finished) {
 
 // Close stops taking results and waits until the sink has seen every one
 // already queued, so that a flush after Close loses nothing.
-func (q *Queue) Close() {
+func (q *Queue) Close() { q.CloseWithin(context.Background()) }
+
+// CloseWithin is Close within ctx: a sink that cannot keep up (an exporter
+// whose collector never answers) holds the caller no longer than ctx. What
+// is still queued then is dropped and counted; abandoned is how many. The
+// sink's goroutine may still be inside one Observe when it returns.
+func (q *Queue) CloseWithin(ctx context.Context) (abandoned int64) {
 	q.mu.Lock()
 	if !q.closed {
 		q.closed = true
 		close(q.ch)
 	}
 	q.mu.Unlock()
-	<-q.done
+	select {
+	case <-q.done:
+		return 0
+	case <-ctx.Done():
+	}
+	before := q.lost.Load()
+	q.abandoned.Store(true)
+	// The goroutine may be stuck in the sink: take the rest here.
+	for range q.ch {
+		q.drop()
+	}
+	return q.lost.Load() - before
 }

@@ -1,9 +1,11 @@
 package sink
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
@@ -46,4 +48,33 @@ func TestQueueDropsInsteadOfBlocking(t *testing.T) {
 		t.Fatalf("seen %d + dropped %d != 20", sink.seen, dropped.n.Load())
 	}
 	q.Observe(r, slo.Verdict{}) // after Close: ignored, no panic
+}
+
+// A sink stuck for good (an exporter whose collector never answers) holds
+// a close no longer than its deadline; what was queued is counted lost.
+func TestCloseWithinGivesUpOnAStuckSink(t *testing.T) {
+	sink := &blockingSink{release: make(chan struct{})}
+	defer close(sink.release)
+	dropped := &count{}
+	q := NewQueue(sink, 8, dropped)
+	r := &result.Request{}
+	q.Observe(r, slo.Verdict{})
+	for len(q.ch) != 0 { // until the sink holds it
+		time.Sleep(time.Millisecond)
+	}
+	for range 8 {
+		q.Observe(r, slo.Verdict{})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	done := make(chan int64)
+	go func() { done <- q.CloseWithin(ctx) }()
+	select {
+	case n := <-done:
+		if n != 8 || q.Dropped() != 8 || dropped.n.Load() != 8 {
+			t.Fatalf("abandoned %d, Dropped %d, counter %d; want the 8 queued", n, q.Dropped(), dropped.n.Load())
+		}
+	case <-time.After(time.Minute): // a hang, not a timing
+		t.Fatal("CloseWithin waited for the stuck sink")
+	}
 }
