@@ -197,6 +197,8 @@ var (
 		Help: "Requests the web server refused with 403 and no log line: reason cross_site (a state-changing request a browser sent from another site), host (a Host name --web.allowed-hosts does not list: DNS rebinding) or lifecycle_disabled (POST /-/reload or /api/v1/runs without --web.enable-lifecycle)."}
 	Dropped = Metric{Name: "tokenprobe_observations_dropped_total", Type: Counter, Unit: "observations", Labels: []string{"sink"},
 		Help: "Request results a sink could not take because its queue was full; the load generator never waits for a sink."}
+	OTLPDropped = Metric{Name: "tokenprobe_otlp_dropped_total", Type: Counter, Unit: "items", Labels: []string{"signal"},
+		Help: "Spans (signal traces) and metric data points (signal metrics) an OTLP export failed to deliver: the collector refused them, was down, or did not answer within the export's timeout and retries; and, at shutdown, what its deadline left unsent."}
 )
 
 // All lists the catalog in documentation order. Build info
@@ -209,7 +211,7 @@ var All = []Metric{
 	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunLastCapacity, RunLastCliff, RunLastTTFTBreakdown, RunLastTTFTDominant, RunLastServedModel,
 	RunLastServerRequests, RunLastServerKVCache,
 	RunObjective, ProfileInfo,
-	ConfigReloadOK, ConfigReloadTime, ArtifactFailures, WebRefused, Dropped,
+	ConfigReloadOK, ConfigReloadTime, ArtifactFailures, WebRefused, Dropped, OTLPDropped,
 }
 
 // Extra names metrics registered outside this list (by client_golang's own

@@ -147,6 +147,7 @@ func New(o Options) (*Daemon, error) {
 		otlp.LogErrors(d.log)
 		oc := setup.OTLP(first.OTLP, first.Tracing, o.Version)
 		oc.Location = o.Location
+		oc.Dropped = p.OTLPDropped
 		exp, err := otlp.New(context.Background(), oc)
 		if err != nil {
 			return nil, fmt.Errorf("otlp: %w", err)
@@ -608,10 +609,30 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 		_ = d.gpu.Close()
 	}
 	if d.queue != nil {
-		d.queue.Close()
-		if err := d.otlp.Shutdown(ctx); err != nil {
-			return fmt.Errorf("otlp flush: %w", err)
-		}
+		return d.closeOTLP(ctx)
+	}
+	return nil
+}
+
+// closeOTLP hands the queued results to the exporter and flushes it, both
+// within ctx: the queue gets half the time left, the flush the rest, so a
+// collector that never answers holds neither past the deadline. What is
+// given up is counted and said.
+func (d *Daemon) closeOTLP(ctx context.Context) error {
+	qctx := ctx
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		qctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(deadline)/2))
+		defer cancel()
+	}
+	abandoned := d.queue.CloseWithin(qctx)
+	err := d.otlp.Shutdown(ctx)
+	spans, points := d.otlp.Dropped()
+	if abandoned > 0 || spans > 0 || points > 0 {
+		d.log.Warn("OTLP: not everything reached the collector", "results_left_in_queue", abandoned, "spans_dropped", spans, "metric_points_dropped", points)
+	}
+	if err != nil {
+		return fmt.Errorf("otlp flush: %w", err)
 	}
 	return nil
 }

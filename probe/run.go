@@ -67,6 +67,7 @@ type Run struct {
 	OnPhase func()
 
 	nextID    atomic.Uint64
+	seq       atomic.Uint64 // Seq, once asked
 	cancelMu  sync.Mutex
 	cancelRng *rand.Rand
 	stage     atomic.Int64 // index of the stage running now
@@ -104,6 +105,19 @@ func (r *Run) Progress() Progress {
 		p.Elapsed = time.Since(time.Unix(0, s))
 	}
 	return p
+}
+
+// runSeqs numbers the runs of the process.
+var runSeqs atomic.Uint64
+
+// Seq is the run's number, unique among the runs of this process and
+// never 0: every request of the run carries it (result.Request.RunSeq).
+func (r *Run) Seq() uint64 {
+	if s := r.seq.Load(); s != 0 {
+		return s
+	}
+	r.seq.CompareAndSwap(0, runSeqs.Add(1))
+	return r.seq.Load()
 }
 
 // Execute runs the plan and returns the summary of the measured phase,
@@ -346,7 +360,7 @@ func (r *Run) injectCancel() bool {
 
 func (r *Run) one(ctx context.Context, index int, st Stage, scheduled time.Time, p client.Prompt, warmup bool) *result.Request {
 	res := &result.Request{
-		ID: r.IDBase + r.nextID.Add(1), Profile: r.Profile, Stage: index, Warmup: warmup, Scheduled: scheduled,
+		ID: r.IDBase + r.nextID.Add(1), RunSeq: r.Seq(), Profile: r.Profile, Stage: index, Warmup: warmup, Scheduled: scheduled,
 		Level: st.reportedLevel(scheduled.Sub(time.Unix(0, r.stageStart.Load()))),
 	}
 	if r.injectCancel() {

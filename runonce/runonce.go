@@ -378,12 +378,25 @@ func startPush(ctx context.Context, cfg *config.Config) (*pusher, error) {
 	return &pusher{exp: exp, queue: sink.NewQueue(exp, 1<<16, nil)}, nil
 }
 
-// stop delivers every queued result and pushes them, within 10 seconds.
+// pushWithin bounds stop: the queued results' delivery gets half of it,
+// the last push the rest.
+const pushWithin = 10 * time.Second
+
+// stop delivers every queued result and pushes them, within pushWithin:
+// a collector that never answers holds the run no longer. What could not
+// be pushed is counted in the error.
 func (p *pusher) stop() error {
-	p.queue.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), pushWithin)
 	defer cancel()
-	return p.exp.Shutdown(ctx)
+	qctx, qcancel := context.WithTimeout(ctx, pushWithin/2)
+	defer qcancel()
+	abandoned := p.queue.CloseWithin(qctx)
+	err := p.exp.Shutdown(ctx)
+	spans, points := p.exp.Dropped()
+	if lost := p.queue.Dropped(); lost > 0 || spans > 0 || points > 0 {
+		err = errors.Join(err, fmt.Errorf("not everything reached the collector: %d results not pushed (%d left in the queue at the end), %d spans and %d metric points dropped", lost, abandoned, spans, points))
+	}
+	return err
 }
 
 // progress prints a line every interval until the returned func is called.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
 	"github.com/tokenprobe/tokenprobe/internal/browsertest"
+	"github.com/tokenprobe/tokenprobe/internal/hostile"
 	"github.com/tokenprobe/tokenprobe/internal/schedslice"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 	"github.com/tokenprobe/tokenprobe/sim"
@@ -118,6 +120,71 @@ profiles:
 		t.Fatalf("the run was not in progress at SIGTERM: %s", runs)
 	}
 	http.DefaultClient.CloseIdleConnections()
+}
+
+// A collector that accepts and never answers: SIGTERM still stops the
+// daemon within its shutdown timeout (it ran on for 612 s before), and the
+// exit says the flush failed.
+func TestSIGTERMWithACollectorThatNeverAnswers(t *testing.T) {
+	h, err := hostile.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tokenprobe.yaml")
+	writeFile(t, cfg, `
+otlp: {endpoint: "http://`+h.Addr()+`/`+hostile.Silent+`", interval: 1s}
+tracing: {sample: 1}
+endpoints:
+  - name: sim
+    simulator: {slots: 64, prefill_base: 1ms, decode_base: 1ms}
+profiles:
+  - name: long
+    load: {concurrency: 16, duration: 1m}
+    workload: {output_tokens: {mean: 2}}
+    schedule: {manual: true}
+`)
+	base, exit := startServe(t, cfg, "--shutdown.timeout=3s")
+	resp, err := http.Post(base+"/api/v1/runs?profile=long", "", nil)
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("run now: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	// The collector holds an export, and more spans wait behind it than
+	// the exporter's queue (2,048) takes: the rest wait in the sink's.
+	waitFor(t, "a connection to the collector", func() bool { return h.Connections() > 0 })
+	waitFor(t, "5,000 requests", func() bool {
+		return requestsDone(body(base+"/metrics")) >= 5000
+	})
+	start := time.Now()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-exit:
+		if code != runonce.ExitRuntime {
+			t.Errorf("exit code %d, want %d: the last metrics were not pushed", code, runonce.ExitRuntime)
+		}
+		t.Logf("exited %d %v after SIGTERM", code, time.Since(start).Round(time.Millisecond))
+	case <-time.After(time.Minute): // a hang, not a timing: 3 s are asked
+		t.Fatal("no exit within a minute of SIGTERM: the collector holds the daemon")
+	}
+	http.DefaultClient.CloseIdleConnections()
+}
+
+// requestsDone sums tokenprobe_requests_total in a /metrics page.
+func requestsDone(page string) float64 {
+	var n float64
+	for line := range strings.Lines(page) {
+		if rest, ok := strings.CutPrefix(line, "tokenprobe_requests_total{"); ok {
+			if _, v, ok := strings.Cut(rest, "} "); ok {
+				f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				n += f
+			}
+		}
+	}
+	return n
 }
 
 // startServe starts `tokenprobe serve -c cfg` with the lifecycle API on a free

@@ -58,6 +58,10 @@ type Config struct {
 	// Location, when set, is the resource's tokenprobe.location: where
 	// the probe runs (--probe.location).
 	Location string
+	// Dropped, when set, hears of every span and metric point that an
+	// export failed to deliver, or that shutdown gave up on (signal is
+	// SignalTraces or SignalMetrics): tokenprobe_otlp_dropped_total.
+	Dropped func(signal string, n int64)
 }
 
 // Enabled reports whether OTLP export is asked for by the environment.
@@ -98,6 +102,7 @@ func LogErrors(log *slog.Logger) {
 
 // Exporter is a probe.Sink that records into an OpenTelemetry meter.
 type Exporter struct {
+	losses   *losses
 	provider *sdkmetric.MeterProvider
 	tracer   *tracer // nil without Config.Traces
 	// sim exports the built-in simulators' server spans, as a service of
@@ -149,10 +154,12 @@ type series struct {
 
 // New starts a meter provider that pushes with cfg.
 func New(ctx context.Context, cfg Config) (*Exporter, error) {
-	exp, err := newExporter(ctx, cfg)
+	inner, err := newExporter(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
+	l := newLosses(cfg.Dropped)
+	exp := countingMetrics{inner, l}
 	if cfg.Interval <= 0 {
 		cfg.Interval = 15 * time.Second
 	}
@@ -192,8 +199,9 @@ func New(ctx context.Context, cfg Config) (*Exporter, error) {
 		_ = provider.Shutdown(ctx)
 		return nil, err
 	}
+	e.losses = l
 	if cfg.Traces {
-		if e.tracer, err = newTracer(ctx, cfg, res); err != nil {
+		if e.tracer, err = newTracer(ctx, cfg, res, l); err != nil {
 			_ = provider.Shutdown(ctx)
 			return nil, err
 		}
@@ -235,10 +243,16 @@ func newExporter(ctx context.Context, cfg Config) (sdkmetric.Exporter, error) {
 	switch cfg.Protocol {
 	case "", "http", "http/protobuf":
 		return otlpmetrichttp.New(ctx, options(cfg, "/v1/metrics", optionSet[otlpmetrichttp.Option]{
-			otlpmetrichttp.WithEndpointURL, otlpmetrichttp.WithEndpoint, otlpmetrichttp.WithInsecure, otlpmetrichttp.WithHeaders, otlpmetrichttp.WithTimeout})...)
+			otlpmetrichttp.WithEndpointURL, otlpmetrichttp.WithEndpoint, otlpmetrichttp.WithInsecure, otlpmetrichttp.WithHeaders, otlpmetrichttp.WithTimeout,
+			func(d time.Duration) otlpmetrichttp.Option {
+				return otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: true, InitialInterval: min(d/4, time.Second), MaxInterval: d / 2, MaxElapsedTime: d})
+			}})...)
 	case "grpc":
 		return otlpmetricgrpc.New(ctx, options(cfg, "", optionSet[otlpmetricgrpc.Option]{
-			nil, otlpmetricgrpc.WithEndpoint, otlpmetricgrpc.WithInsecure, otlpmetricgrpc.WithHeaders, otlpmetricgrpc.WithTimeout})...)
+			nil, otlpmetricgrpc.WithEndpoint, otlpmetricgrpc.WithInsecure, otlpmetricgrpc.WithHeaders, otlpmetricgrpc.WithTimeout,
+			func(d time.Duration) otlpmetricgrpc.Option {
+				return otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: true, InitialInterval: min(d/4, time.Second), MaxInterval: d / 2, MaxElapsedTime: d})
+			}})...)
 	}
 	return nil, fmt.Errorf("unknown OTLP protocol %q (http or grpc)", cfg.Protocol)
 }
@@ -252,7 +266,16 @@ type optionSet[O any] struct {
 	insecure    func() O
 	headers     func(map[string]string) O
 	timeout     func(time.Duration) O
+	// retry bounds an export's retries to the time given.
+	retry func(time.Duration) O
 }
+
+// exportTimeout is one export attempt's default (the exporters' own), and
+// retriesFor how many attempts' time an export may spend retrying.
+const (
+	exportTimeout = 10 * time.Second
+	retriesFor    = 2
+)
 
 // options are cfg's settings for one exporter; path is its signal's path
 // when the endpoint is a URL without one (/v1/metrics, /v1/traces).
@@ -275,9 +298,17 @@ func options[O any](cfg Config, path string, s optionSet[O]) []O {
 	if len(cfg.Headers) > 0 {
 		opts = append(opts, s.headers(cfg.Headers))
 	}
+	timeout := exportTimeout
 	if cfg.Timeout > 0 {
+		timeout = cfg.Timeout
 		opts = append(opts, s.timeout(cfg.Timeout))
 	}
+	// The exporters retry a failed export for up to a minute by default,
+	// each attempt with its own timeout: against a collector that never
+	// answers, every export then held its batch, and the spans behind it,
+	// for a minute. Bounded here: one export is at most about three
+	// attempts' time.
+	opts = append(opts, s.retry(retriesFor*timeout))
 	return opts
 }
 
@@ -522,19 +553,32 @@ func hostPort(raw string) (string, int) {
 	return host, port
 }
 
-// Shutdown pushes what is left and stops the provider.
+// Shutdown pushes what is left and stops the providers, within ctx: a
+// collector that never answers holds it no longer. The spans it could not
+// push by then are counted dropped, as failed exports are.
 func (e *Exporter) Shutdown(ctx context.Context) error {
 	if e.reg != nil {
 		_ = e.reg.Unregister()
 	}
+	// The exports still waiting on the collector when the deadline passed
+	// end too: nothing of the exporter goes on after Shutdown.
+	defer e.losses.cancel()
+	// At once, not one after the other: a collector that never answers
+	// must not leave the last metrics no time of their own.
+	var wg sync.WaitGroup
 	var terr, serr error
 	if e.tracer != nil {
-		terr = e.tracer.provider.Shutdown(ctx)
+		wg.Go(func() {
+			terr = e.tracer.provider.Shutdown(ctx)
+			e.losses.settle()
+		})
 	}
 	if e.sim != nil {
-		serr = e.sim.Shutdown(ctx)
+		wg.Go(func() { serr = e.sim.Shutdown(ctx) })
 	}
-	return errors.Join(e.provider.Shutdown(ctx), terr, serr)
+	merr := e.provider.Shutdown(ctx)
+	wg.Wait()
+	return errors.Join(merr, terr, serr)
 }
 
 // ForceFlush pushes now.

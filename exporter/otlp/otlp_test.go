@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/tokenprobe/tokenprobe/catalog"
 	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
+	"github.com/tokenprobe/tokenprobe/internal/hostile"
 	"github.com/tokenprobe/tokenprobe/probe"
 	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/result"
@@ -205,7 +207,7 @@ func TestSpansOfSampledRequests(t *testing.T) {
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	ok := result.Request{Profile: "chat", Endpoint: "vllm", Model: "llama", API: "chat", URL: "http://vllm:8000/v1", Outcome: result.Success,
 		Streaming: true, ContentChunks: 3, OutputTokens: 3, InputTokens: 50, HTTPStatus: 200, ServedModel: "llama", FinishReason: "stop",
-		Start: t0, End: t0.Add(ms(300)), TTFT: ms(120), E2E: ms(300), Gaps: []time.Duration{ms(90), ms(90)}, Trace: result.NewTrace(1)}
+		Start: t0, End: t0.Add(ms(300)), TTFT: ms(120), E2E: ms(300), Gaps: []time.Duration{ms(90), ms(90)}, Trace: result.NewTrace(1), RunSeq: run.Seq()}
 	unsampled := ok
 	unsampled.Trace = result.NewTrace(0)
 	failed := ok
@@ -251,5 +253,111 @@ func TestSpansOfSampledRequests(t *testing.T) {
 	f := spans[failed.Trace.TraceIDString()]
 	if f == nil || f.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || otlptest.Attrs(f.Attributes)["error.type"] != "http_5xx" {
 		t.Errorf("failed request's span %v", f)
+	}
+}
+
+// A run's last requests reach the exporter through the sink's queue, often
+// after the run's end: each still links to its own run's span, not to a
+// later run of the same profile.
+func TestRequestsLinkToTheirRunAfterItEnds(t *testing.T) {
+	rc := otlptest.Start()
+	defer rc.Close()
+	e, err := New(context.Background(), Config{Endpoint: rc.URL, Interval: time.Hour, Traces: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := &probe.Run{Profile: "chat", Endpoint: &client.Endpoint{Name: "vllm"}}
+	second := &probe.Run{Profile: "chat", Endpoint: &client.Endpoint{Name: "vllm"}}
+	request := func(run *probe.Run) *result.Request {
+		t0 := time.Now()
+		return &result.Request{Profile: "chat", Endpoint: "vllm", Model: "m", API: "chat", Outcome: result.Success,
+			Start: t0, End: t0.Add(time.Millisecond), Trace: result.NewTrace(1), RunSeq: run.Seq()}
+	}
+	e.RunStarted(first)
+	early := request(first)
+	e.Observe(early, slo.Verdict{})
+	late := request(first)
+	e.RunFinished(first, probe.Finished{Verdict: probe.Passed})
+	e.Observe(late, slo.Verdict{}) // after its run's end
+	e.RunStarted(second)
+	later := request(first) // while the next run of the profile is on
+	e.Observe(later, slo.Verdict{})
+	e.RunFinished(second, probe.Finished{Verdict: probe.Passed})
+	if err := e.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var runSpans [][]byte
+	links := map[string][]byte{}
+	for _, s := range rc.Spans() {
+		if s.Name == "tokenprobe run chat" {
+			runSpans = append(runSpans, s.SpanId)
+			continue
+		}
+		if len(s.Links) == 1 {
+			links[hex.EncodeToString(s.TraceId)] = s.Links[0].SpanId
+		}
+	}
+	if len(runSpans) != 2 {
+		t.Fatalf("%d run spans, want 2", len(runSpans))
+	}
+	// The first run's span is the one its early request links to.
+	firstSpan := links[early.Trace.TraceIDString()]
+	if firstSpan == nil {
+		t.Fatal("the request during its run is not linked")
+	}
+	for name, r := range map[string]*result.Request{"after its run's end": late, "during the next run": later} {
+		if got := links[r.Trace.TraceIDString()]; !bytes.Equal(got, firstSpan) {
+			t.Errorf("a request observed %s links to %x, want its own run's span %x", name, got, firstSpan)
+		}
+	}
+}
+
+// A collector that accepts and never answers: shutdown ends within its
+// deadline, and every span it could not deliver is counted.
+func TestACollectorThatNeverAnswersHoldsNothing(t *testing.T) {
+	h, err := hostile.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	var mu sync.Mutex
+	told := map[string]int64{}
+	e, err := New(context.Background(), Config{Endpoint: "http://" + h.Addr() + "/" + hostile.Silent, Interval: time.Hour,
+		Timeout: 100 * time.Millisecond, Traces: true,
+		Dropped: func(signal string, n int64) { mu.Lock(); told[signal] += n; mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := &probe.Run{Profile: "chat", Endpoint: &client.Endpoint{Name: "vllm"}}
+	e.RunStarted(run)
+	const n = 50
+	for range n {
+		t0 := time.Now()
+		e.Observe(&result.Request{Profile: "chat", Endpoint: "vllm", Model: "m", API: "chat", Outcome: result.Success,
+			Start: t0, End: t0.Add(time.Millisecond), Trace: result.NewTrace(1), RunSeq: run.Seq()}, slo.Verdict{})
+	}
+	e.RunFinished(run, probe.Finished{Verdict: probe.Passed})
+	// A deadline far past the exports' own bounds (100 ms an attempt, 200
+	// ms of retries): the shutdown must end by those, not by it.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- e.Shutdown(ctx) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("Shutdown said nothing of the collector that never answered")
+		}
+		if ctx.Err() != nil {
+			t.Errorf("Shutdown ended by its deadline, not by the exports' bounds: %v", err)
+		}
+	case <-time.After(time.Minute): // a hang, not a timing
+		t.Fatal("Shutdown waited for the collector that never answers")
+	}
+	spans, points := e.Dropped()
+	mu.Lock()
+	defer mu.Unlock()
+	if spans != n+1 || told[SignalTraces] != spans || points == 0 || told[SignalMetrics] != points {
+		t.Errorf("dropped %d spans and %d points, told %v; want the %d spans (requests and run) and the final metrics", spans, points, told, n+1)
 	}
 }

@@ -27,10 +27,24 @@ import (
 type tracer struct {
 	provider *sdktrace.TracerProvider
 	t        trace.Tracer
+	losses   *losses
 
 	mu   sync.Mutex
-	runs map[*probe.Run]trace.Span
+	runs map[uint64]trace.Span // by probe.Run.Seq, while the run lasts
+	// ended are the span contexts of the runs that ended last, oldest
+	// first: a run's last requests reach the tracer through the sink's
+	// queue, often after the run's end, which comes directly.
+	ended []endedRun
 }
+
+type endedRun struct {
+	seq  uint64
+	span trace.SpanContext
+}
+
+// keepEnded is how many ended runs' spans requests can still link to: more
+// runs than a daemon ends in the time its queue takes to drain.
+const keepEnded = 256
 
 // presetIDs is a context key: the ids the next span must take.
 type presetIDs struct{}
@@ -78,32 +92,42 @@ func (s alwaysWithState) ShouldSample(sdktrace.SamplingParameters) sdktrace.Samp
 
 func (alwaysWithState) Description() string { return "AlwaysOnWithTraceState" }
 
-func newTracer(ctx context.Context, cfg Config, res *resource.Resource) (*tracer, error) {
-	exp, err := newSpanExporter(ctx, cfg)
+func newTracer(ctx context.Context, cfg Config, res *resource.Resource, l *losses) (*tracer, error) {
+	inner, err := newSpanExporter(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
+	exp := countingSpans{inner, l}
 	// Config.Load has checked the state; an unparsable one is none.
 	state, _ := trace.ParseTraceState(cfg.TraceState)
-	// Blocking: the sink's queue in front of the exporter is the bound,
-	// and it counts what it drops (tokenprobe_dropped_total).
+	// Never blocking: a run's span ends on the run's own goroutine, which
+	// a blocked exporter queue held for good when the collector hung. The
+	// queue's admission is counted here instead, so that a span the SDK's
+	// queue would drop in silence is counted (tokenprobe_otlp_dropped_total).
+	bsp := sdktrace.NewBatchSpanProcessor(exp, sdktrace.WithMaxQueueSize(spanQueue), sdktrace.WithBatchTimeout(time.Second))
 	p := sdktrace.NewTracerProvider(
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(alwaysWithState{state}), // spans are made only for sampled requests
 		sdktrace.WithIDGenerator(idGenerator{random: randomIDs{}}),
-		sdktrace.WithBatcher(exp, sdktrace.WithBlocking(), sdktrace.WithBatchTimeout(time.Second)),
+		sdktrace.WithSpanProcessor(&admitted{SpanProcessor: bsp, l: l}),
 	)
-	return &tracer{provider: p, t: p.Tracer("github.com/tokenprobe/tokenprobe"), runs: map[*probe.Run]trace.Span{}}, nil
+	return &tracer{provider: p, t: p.Tracer("github.com/tokenprobe/tokenprobe"), losses: l, runs: map[uint64]trace.Span{}}, nil
 }
 
 func newSpanExporter(ctx context.Context, cfg Config) (sdktrace.SpanExporter, error) {
 	switch cfg.Protocol {
 	case "", "http", "http/protobuf":
 		return otlptracehttp.New(ctx, options(cfg, "/v1/traces", optionSet[otlptracehttp.Option]{
-			otlptracehttp.WithEndpointURL, otlptracehttp.WithEndpoint, otlptracehttp.WithInsecure, otlptracehttp.WithHeaders, otlptracehttp.WithTimeout})...)
+			otlptracehttp.WithEndpointURL, otlptracehttp.WithEndpoint, otlptracehttp.WithInsecure, otlptracehttp.WithHeaders, otlptracehttp.WithTimeout,
+			func(d time.Duration) otlptracehttp.Option {
+				return otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true, InitialInterval: min(d/4, time.Second), MaxInterval: d / 2, MaxElapsedTime: d})
+			}})...)
 	case "grpc":
 		return otlptracegrpc.New(ctx, options(cfg, "", optionSet[otlptracegrpc.Option]{
-			nil, otlptracegrpc.WithEndpoint, otlptracegrpc.WithInsecure, otlptracegrpc.WithHeaders, otlptracegrpc.WithTimeout})...)
+			nil, otlptracegrpc.WithEndpoint, otlptracegrpc.WithInsecure, otlptracegrpc.WithHeaders, otlptracegrpc.WithTimeout,
+			func(d time.Duration) otlptracegrpc.Option {
+				return otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: true, InitialInterval: min(d/4, time.Second), MaxInterval: d / 2, MaxElapsedTime: d})
+			}})...)
 	}
 	return nil, fmt.Errorf("unknown OTLP protocol %q (http or grpc)", cfg.Protocol)
 }
@@ -112,14 +136,21 @@ func (t *tracer) runStarted(run *probe.Run) {
 	_, span := t.t.Start(context.Background(), "tokenprobe run "+run.Profile, trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(attribute.String("tokenprobe.profile", run.Profile), attribute.String("tokenprobe.endpoint", run.Endpoint.Name)))
 	t.mu.Lock()
-	t.runs[run] = span
+	t.runs[run.Seq()] = span
 	t.mu.Unlock()
 }
 
 func (t *tracer) runFinished(run *probe.Run, f probe.Finished) {
+	seq := run.Seq()
 	t.mu.Lock()
-	span := t.runs[run]
-	delete(t.runs, run)
+	span := t.runs[seq]
+	delete(t.runs, seq)
+	if span != nil {
+		if len(t.ended) == keepEnded {
+			t.ended = append(t.ended[:0], t.ended[1:]...)
+		}
+		t.ended = append(t.ended, endedRun{seq, span.SpanContext()})
+	}
 	t.mu.Unlock()
 	if span == nil {
 		return
@@ -129,18 +160,24 @@ func (t *tracer) runFinished(run *probe.Run, f probe.Finished) {
 		span.SetStatus(codes.Error, "run error")
 	}
 	span.End()
+	t.losses.ended.Add(1)
 }
 
-// runOf is the span of the run r belongs to, to link to, or nil.
-func (t *tracer) runOf(r *result.Request) trace.Span {
+// runOf is the span context of the run r belongs to, to link to: invalid
+// when the run is unknown (not started through this exporter, or ended
+// more than keepEnded runs ago).
+func (t *tracer) runOf(r *result.Request) trace.SpanContext {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for run, span := range t.runs {
-		if run.Profile == r.Profile && run.Endpoint.Name == r.Endpoint {
-			return span
+	if span := t.runs[r.RunSeq]; span != nil {
+		return span.SpanContext()
+	}
+	for i := len(t.ended) - 1; i >= 0; i-- {
+		if t.ended[i].seq == r.RunSeq {
+			return t.ended[i].span
 		}
 	}
-	return nil
+	return trace.SpanContext{}
 }
 
 // observe exports r's span, after the request: nothing of it is on the
@@ -176,8 +213,8 @@ func (t *tracer) observe(r *result.Request, v slo.Verdict, base []attribute.KeyV
 		attrs = append(attrs, attribute.Float64("tokenprobe.first_byte", r.FirstByte.Seconds()))
 	}
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(r.Start), trace.WithAttributes(attrs...)}
-	if run := t.runOf(r); run != nil {
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: run.SpanContext()}))
+	if run := t.runOf(r); run.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: run}))
 	}
 	ctx := context.WithValue(context.Background(), presetIDs{}, &r.Trace)
 	_, span := t.t.Start(ctx, op+" "+r.Model, opts...)
@@ -196,6 +233,7 @@ func (t *tracer) observe(r *result.Request, v slo.Verdict, base []attribute.KeyV
 		span.SetStatus(codes.Error, r.Err)
 	}
 	span.End(trace.WithTimestamp(end))
+	t.losses.ended.Add(1)
 }
 
 // TracerProvider is a provider exporting to cfg's collector for another

@@ -35,6 +35,7 @@ type Exporter struct {
 	serverRequests, serverKV                                                            *prometheus.GaugeVec
 	checks                                                                              *prometheus.CounterVec
 	dropped                                                                             *prometheus.CounterVec
+	otlpDropped                                                                         *prometheus.CounterVec
 	reloadOK, reloadTime                                                                prometheus.Gauge
 	artifactFailures                                                                    *prometheus.CounterVec
 
@@ -110,12 +111,15 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	e.served = gauge(catalog.RunLastServedModel)
 	e.serverRequests, e.serverKV = gauge(catalog.RunLastServerRequests), gauge(catalog.RunLastServerKVCache)
 	e.dropped.WithLabelValues("otlp") // at 0 without an OTLP push too: nothing dropped
+	e.otlpDropped = counter(catalog.OTLPDropped)
+	e.otlpDropped.WithLabelValues("traces")
+	e.otlpDropped.WithLabelValues("metrics")
 	e.reloadOK = prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ConfigReloadOK.Name, Help: catalog.ConfigReloadOK.Help})
 	e.artifactFailures = counter(catalog.ArtifactFailures)
 	e.reloadTime = prometheus.NewGauge(prometheus.GaugeOpts{Name: catalog.ConfigReloadTime.Name, Help: catalog.ConfigReloadTime.Help})
 	for _, c := range []prometheus.Collector{
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.phases, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.cachedTok, e.outTok,
-		e.runs, e.skipped, e.dropped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr,
+		e.runs, e.skipped, e.dropped, e.otlpDropped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr,
 		e.objective, e.info, e.next, e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.served, e.serverRequests, e.serverKV, e.reloadOK, e.reloadTime, e.artifactFailures, (*liveCollector)(e),
 	} {
 		if err := reg.Register(c); err != nil {
@@ -517,6 +521,12 @@ func (e *Exporter) ConfigReloaded(ok bool) {
 // DroppedCounter is the counter a queue in front of sink increments.
 func (e *Exporter) DroppedCounter(sink string) prometheus.Counter {
 	return e.dropped.WithLabelValues(sink)
+}
+
+// OTLPDropped counts n spans or metric points (signal "traces" or
+// "metrics") that an OTLP export lost: otlp.Config.Dropped.
+func (e *Exporter) OTLPDropped(signal string, n int64) {
+	e.otlpDropped.WithLabelValues(signal).Add(float64(n))
 }
 
 // Forget deletes every series of a profile against an endpoint (every

@@ -52,6 +52,9 @@ const (
 	// forges a log line, a carriage return and the escape that clears a
 	// terminal.
 	Escapes = "escapes"
+	// Silent reads the request and never answers, holding the connection
+	// open: a model server, or an OTLP collector, that accepts and hangs.
+	Silent = "silent"
 )
 
 // ManyChunksBytes is the size of ManyChunks' answer: under the client's
@@ -217,6 +220,9 @@ func answer(conn net.Conn, req *http.Request) bool {
 		body, _ := json.Marshal(map[string]any{"error": map[string]string{"message": EscapesMessage, "type": "server_error"}})
 		fmt.Fprintf(conn, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 		return true
+	case Silent:
+		Hold(conn)
+		return false
 	case Switch:
 		_, _ = io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n\x81\x05hello")
 		time.Sleep(10 * time.Millisecond)

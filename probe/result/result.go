@@ -129,7 +129,11 @@ type Request struct {
 	// Retried is set when the request was sent a second time, on a new
 	// connection, because the server had closed the kept-alive connection
 	// it was first sent on: its TTFT includes the first attempt.
-	Retried  bool
+	Retried bool
+	// RunSeq is the number of the run the request belongs to, unique
+	// among the runs of this process (probe.Run.Seq): what links its span
+	// to the run's.
+	RunSeq   uint64
 	Profile  string
 	Endpoint string
 	Model    string
