@@ -245,6 +245,7 @@ func run(args []string) int {
 	runShardCount := runCmd.Flag("shard.count", "Run one share of a study run by this many processes (an Indexed Job's pods): each profile's load divided as the daemon's shards divide it; `tokenprobe merge` joins the shards' artifacts.").Default("1").Int()
 	runShardIndex := runCmd.Flag("shard.index", "This process's share among --shard.count (default: JOB_COMPLETION_INDEX, as an Indexed Job sets it).").Default("-1").Int()
 	runProcesses := runCmd.Flag("processes", "Divide the run over this many processes of this host, each a shard of it (as --shard.count), and merge their artifacts into one run's: more streams than one process's open-file limit allows. auto: as many as the limit needs.").Default("1").String()
+	runParent := runCmd.Flag("parent-pid", "Set by run --processes on its children: stop when this process is gone.").Hidden().Int()
 	runStartAt := runCmd.Flag("start-at", "Start sending at this time (RFC 3339, 2026-11-25T10:00:00Z), so every shard of a study loads the endpoint at once.").PlaceHolder("TIME").String()
 	// aiperf's names for the same things, listed in a section of their own.
 	runCmd.Flag("endpoint-type", "--api").PlaceHolder("API").StringVar(&adhoc.API)
@@ -382,6 +383,12 @@ func run(args []string) int {
 		}
 		if processes != 1 {
 			return runInProcesses(ctx, args, processes, o)
+		}
+		if *runParent != 0 {
+			var orphaned context.CancelFunc
+			ctx, orphaned = context.WithCancel(ctx)
+			defer orphaned()
+			go watchParent(ctx, *runParent, orphaned)
 		}
 		return runonce.Run(ctx, o)
 	case mergeCmd.FullCommand():

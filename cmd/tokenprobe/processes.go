@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/tokenprobe/tokenprobe/merge"
@@ -127,6 +126,7 @@ func runInProcesses(ctx context.Context, args []string, n int, o runonce.Options
 	for i := range n {
 		dir := filepath.Join(shards, strconv.Itoa(i))
 		cmd := exec.Command(exe, append(base[:len(base):len(base)],
+			"--parent-pid", strconv.Itoa(os.Getpid()),
 			"--shard.count", strconv.Itoa(n), "--shard.index", strconv.Itoa(i),
 			"--start-at", start.Format(time.RFC3339Nano), "--artifacts-dir", dir)...)
 		// The shard's own report goes to a file; its progress and errors
@@ -143,8 +143,10 @@ func runInProcesses(ctx context.Context, args []string, n int, o runonce.Options
 		}
 		// Its own process group: a terminal's interrupt reaches this
 		// process alone, which passes it on once (a second would quit
-		// the shard at once, losing its artifacts).
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		// the shard at once, losing its artifacts). And it is told when
+		// this process dies, SIGKILL included: no load goes on without
+		// the parent that merges it.
+		cmd.SysProcAttr = childAttr()
 		if err := cmd.Start(); err != nil {
 			return failed(fmt.Errorf("starting process %d/%d: %w", i+1, n, err))
 		}
@@ -266,4 +268,29 @@ func worse(a, b int) int {
 		return b
 	}
 	return a
+}
+
+// parentPoll is how often a child of run --processes looks for its
+// parent where no parent-death signal tells it (and, on Linux, in case the
+// parent died before the child asked for that signal).
+const parentPoll = 200 * time.Millisecond
+
+// watchParent calls orphaned once the process pid is no longer this one's
+// parent: it died, and the child was given to another. The run then stops
+// as if interrupted, and its artifacts are written.
+func watchParent(ctx context.Context, pid int, orphaned func()) {
+	t := time.NewTicker(parentPoll)
+	defer t.Stop()
+	for {
+		if os.Getppid() != pid {
+			fmt.Fprintf(os.Stderr, "tokenprobe run: the parent process %d is gone; stopping\n", pid)
+			orphaned()
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

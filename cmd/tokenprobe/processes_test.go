@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -233,4 +236,59 @@ func TestProcessesRefuseWhatTheyCannotDo(t *testing.T) {
 			t.Errorf("%q: exit %d, want %d", extra, code, runonce.ExitConfig)
 		}
 	}
+}
+
+// A SIGKILL of run --processes's parent stops its children's load: they
+// used to go on sending until their own duration ended (23,409 requests
+// in the next 4 s).
+func TestChildrenStopWithTheirParent(t *testing.T) {
+	h, err := sim.NewHandler(sim.Config{Slots: 16, DecodeBase: time.Millisecond, PrefillBase: time.Millisecond, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var received atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		received.Add(1)
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "long.yaml")
+	writeFile(t, cfg, `
+endpoints:
+  - {name: sim, base_url: "`+srv.URL+`/v1", model: tokenprobe-sim}
+profiles:
+  - name: long
+    load: {concurrency: 4, duration: 10m}
+    workload: {output_tokens: {mean: 4}}
+`)
+	cmd := command(t, "", "run", "-c", cfg, "--processes", "2", "--artifacts-dir", filepath.Join(dir, "out"), "--progress-interval", "0")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	for deadline := time.Now().Add(time.Minute); received.Load() < 100; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the children sent %d requests in a minute\n%s", received.Load(), &out)
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	killed := time.Now()
+	// The load stops when a second passes with no request: bounded by
+	// what is seen, with a guard far under the children's 10 minutes.
+	last := received.Load()
+	for quietSince := time.Now(); time.Since(quietSince) < time.Second; time.Sleep(50 * time.Millisecond) {
+		if n := received.Load(); n != last {
+			last, quietSince = n, time.Now()
+		}
+		if time.Since(killed) > time.Minute {
+			t.Fatalf("the children still send a minute after their parent's SIGKILL (%d requests)", last)
+		}
+	}
+	t.Logf("the load stopped within %v of the parent's SIGKILL", time.Since(killed).Round(100*time.Millisecond)-time.Second)
 }
