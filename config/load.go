@@ -833,6 +833,9 @@ func (c *Checks) validate(l *locator, path, dir string) {
 	if r := c.MaxWrongRatio; r != nil && (*r < 0 || *r > 1) {
 		l.errf(path+".max_wrong_ratio", "%g is not a share between 0 and 1", *r)
 	}
+	if c.MaxAnswerBytes < 0 {
+		l.errf(path+".max_answer_bytes", "%d is negative (leave it out for the default, 1 MiB)", c.MaxAnswerBytes)
+	}
 	if c.MinOutputTokens < 0 || c.MaxOutputTokens < 0 {
 		l.errf(path, "min_output_tokens and max_output_tokens must not be negative")
 	}
@@ -847,6 +850,8 @@ func (c *Checks) validate(l *locator, path, dir string) {
 		for i, e := range f.exprs {
 			if _, err := regexp.Compile(e); err != nil {
 				l.errf(fmt.Sprintf("%s.%s[%d]", path, field, i), "not an RE2 expression: %v", err)
+			} else if why := regexCost(e); why != "" {
+				l.errf(fmt.Sprintf("%s.%s[%d]", path, field, i), "%s", why)
 			}
 		}
 	}

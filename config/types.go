@@ -509,6 +509,10 @@ type Checks struct {
 	// MaxWrongRatio is the share of wrong answers a run tolerates before
 	// it fails, SLO or not (default 0.01: one in a hundred).
 	MaxWrongRatio *float64 `yaml:"max_wrong_ratio"`
+	// MaxAnswerBytes bounds the answer the checks read (default
+	// check.DefaultMaxAnswerBytes): a longer one is a wrong answer, too
+	// large to check.
+	MaxAnswerBytes int `yaml:"max_answer_bytes"`
 }
 
 // Failure is a profile's failure policy. A field left out (nil) keeps

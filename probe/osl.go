@@ -42,7 +42,9 @@ func (r *Run) settleOSL(res *result.Request) {
 	case OSLChunks:
 		res.OutputTokens, res.OutputSource = res.ContentChunks, result.SourceChunks
 	case OSLAuto, OSLTokenizer:
-		if res.Answer == nil || r.CountTokens == nil || (r.OSL == OSLAuto && res.OutputSource == result.SourceUsage) {
+		// A cut answer (past the bytes kept) keeps the count it had: the
+		// server's usage, or its chunks.
+		if res.Answer == nil || res.AnswerCut || r.CountTokens == nil || (r.OSL == OSLAuto && res.OutputSource == result.SourceUsage) {
 			return
 		}
 		if n, err := r.CountTokens(openai.AnswerText(res.Answer)); err == nil && n > 0 {

@@ -198,7 +198,10 @@ func ChecksOf(p *config.Profile, api openai.API) (check.Set, map[string]any, err
 	s := check.Set{Expect: expects(&p.Workload), Embeddings: api == openai.Embeddings,
 		Model: check.ModelModes[c.Model], FinishReasons: c.FinishReason,
 		MinOutputTokens: c.MinOutputTokens, MaxOutputTokens: c.MaxOutputTokens,
-		Contains: c.Contains, JSON: c.JSON,
+		Contains: c.Contains, JSON: c.JSON, MaxAnswerBytes: c.MaxAnswerBytes,
+	}
+	if s.MaxAnswerBytes == 0 {
+		s.MaxAnswerBytes = check.DefaultMaxAnswerBytes
 	}
 	if c.ModelMatches != "" {
 		s.ModelMatches = regexp.MustCompile(c.ModelMatches)

@@ -52,10 +52,17 @@ const (
 	// forges a log line, a carriage return and the escape that clears a
 	// terminal.
 	Escapes = "escapes"
+	// BigAnswer streams a healthy answer whose content is a JSON array of
+	// BigAnswerBytes, in content chunks of 256 KiB (80 of them): an answer check that
+	// holds the whole answer as values holds it at 40 to 70 times that.
+	BigAnswer = "big-answer"
 	// Silent reads the request and never answers, holding the connection
 	// open: a model server, or an OTLP collector, that accepts and hangs.
 	Silent = "silent"
 )
+
+// BigAnswerBytes is the size of BigAnswer's content.
+const BigAnswerBytes = 20 << 20
 
 // ManyChunksBytes is the size of ManyChunks' answer: under the client's
 // 64 MiB body limit, so that only a bound on chunks ends it.
@@ -219,6 +226,17 @@ func answer(conn net.Conn, req *http.Request) bool {
 	case Escapes:
 		body, _ := json.Marshal(map[string]any{"error": map[string]string{"message": EscapesMessage, "type": "server_error"}})
 		fmt.Fprintf(conn, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		return true
+	case BigAnswer:
+		piece := strings.Repeat("1,", 128<<10)
+		_, _ = io.WriteString(conn, SSEHead+Chunk("data: "+Content("[")+"\n\n"))
+		for sent := 0; sent < BigAnswerBytes; sent += len(piece) {
+			if _, err := io.WriteString(conn, Chunk("data: "+Content(piece)+"\n\n")); err != nil {
+				return false
+			}
+		}
+		end := `{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`
+		_, _ = io.WriteString(conn, Chunk("data: "+Content("1]")+"\n\ndata: "+end+"\n\ndata: [DONE]\n\n")+"0\r\n\r\n")
 		return true
 	case Silent:
 		Hold(conn)

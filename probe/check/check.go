@@ -79,7 +79,17 @@ type Set struct {
 	// Embeddings: the answers are vectors, one per input, each of the
 	// same non-zero length.
 	Embeddings bool
+	// MaxAnswerBytes bounds the answer the text checks read (what the
+	// client keeps: client.Prompt.KeepLimit): a longer one fails each of
+	// them as too large to check.
+	MaxAnswerBytes int
 }
+
+// DefaultMaxAnswerBytes is checks.max_answer_bytes' default: JSON Schema
+// and tool-call checks hold an answer as Go values at 40 to 70 times its
+// size, and a regular expression costs up to MaxRegexInsts x about 6 ms a
+// MB (docs/RELIABILITY.md).
+const DefaultMaxAnswerBytes = 1 << 20
 
 // The names of the checks, as outputs show them.
 const (
@@ -180,6 +190,50 @@ func (s *Set) Run(r *result.Request, read func() openai.Answer, expect *regexp.R
 			return fmt.Sprintf("%d output tokens, want at most %d", r.OutputTokens, s.MaxOutputTokens)
 		})
 	}
+	if r.AnswerCut {
+		msg := fmt.Sprintf("too large to check (%d bytes, limit %d: checks.max_answer_bytes)", r.AnswerBytes, s.MaxAnswerBytes)
+		for _, name := range s.textChecks(expect != nil) {
+			judge(name, false, func() string { return msg })
+		}
+	} else {
+		s.readText(get, parsed, expect, judge)
+	}
+	if s.Embeddings {
+		judge(Embeddings, r.Vectors == r.Inputs && r.Dimensions > 0, func() string {
+			switch {
+			case r.Vectors != r.Inputs:
+				return fmt.Sprintf("%d vectors for %d inputs", r.Vectors, r.Inputs)
+			case r.Dimensions == 0:
+				return "an empty vector"
+			case r.Dimensions == openai.NotNumbers:
+				return "a vector holds values that are not numbers"
+			}
+			return "vectors of different lengths"
+		})
+	}
+	if why != "" {
+		r.Outcome, r.Err = result.WrongAnswer, why
+	}
+}
+
+// textChecks are the names of the checks that read the answer's text.
+func (s *Set) textChecks(expect bool) []string {
+	var out []string
+	for _, c := range []struct {
+		on   bool
+		name string
+	}{{len(s.Contains) > 0, Contains}, {len(s.Matches) > 0, Matches}, {len(s.NotMatches) > 0, NotMatches}, {s.JSON, JSON},
+		{s.Schema != nil, JSONSchema}, {expect, Expect}, {len(s.Tools) > 0, ToolCall}} {
+		if c.on {
+			out = append(out, c.name)
+		}
+	}
+	return out
+}
+
+// readText runs the checks that read the answer: get is its text, parsed
+// the whole answer read back.
+func (s *Set) readText(get func() string, parsed func() *openai.Answer, expect *regexp.Regexp, judge func(string, bool, func() string)) {
 	quoted := func() string { return quote(get()) }
 	if len(s.Contains) > 0 {
 		missing := ""
@@ -226,25 +280,9 @@ func (s *Set) Run(r *result.Request, read func() openai.Answer, expect *regexp.R
 	if expect != nil {
 		judge(Expect, expect.MatchString(get()), func() string { return fmt.Sprintf("the answer does not match /%s/: %s", expect, quoted()) })
 	}
-	if s.Embeddings {
-		judge(Embeddings, r.Vectors == r.Inputs && r.Dimensions > 0, func() string {
-			switch {
-			case r.Vectors != r.Inputs:
-				return fmt.Sprintf("%d vectors for %d inputs", r.Vectors, r.Inputs)
-			case r.Dimensions == 0:
-				return "an empty vector"
-			case r.Dimensions == openai.NotNumbers:
-				return "a vector holds values that are not numbers"
-			}
-			return "vectors of different lengths"
-		})
-	}
 	if len(s.Tools) > 0 {
 		bad := s.toolCalls(parsed().ToolCalls)
 		judge(ToolCall, bad == "", func() string { return bad })
-	}
-	if why != "" {
-		r.Outcome, r.Err = result.WrongAnswer, why
 	}
 }
 

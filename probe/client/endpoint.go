@@ -118,8 +118,11 @@ type Prompt struct {
 	// Inputs are an embeddings batch's inputs after Text.
 	Inputs []string
 	// KeepText keeps the answer's text (Request.Answer), for a tokenizer to
-	// count its output tokens after the request is measured.
-	KeepText bool
+	// count its output tokens after the request is measured, and for the
+	// answer checks. KeepLimit, when above 0, bounds the bytes kept: past
+	// it the answer is cut (Request.AnswerCut), whole chunks kept.
+	KeepText  bool
+	KeepLimit int
 	// Expect is what the answer to a known-answer prompt must match,
 	// judged after the request (probe/check), never by the client.
 	Expect *regexp.Regexp

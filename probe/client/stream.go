@@ -102,7 +102,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r *result.Reque
 			return
 		}
 		if p.KeepText { // as it came: read as text after the request, off its clock
-			r.Answer = append(append(r.Answer, ev.Data...), 0)
+			keep(r, ev.Data, p.KeepLimit)
 		}
 		if c.onChunk != nil {
 			c.onChunk(ev.Data, now)
@@ -165,7 +165,7 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, r *result.Reques
 	}
 	r.ContentChunks = 1
 	if p.KeepText {
-		r.Answer = append(append(r.Answer, data...), 0)
+		keep(r, data, p.KeepLimit)
 	}
 	c.tokens(r, chunk, p.MaxTokens)
 	if r.API == string(openai.Embeddings) {
@@ -276,4 +276,20 @@ func answered(r *result.Request, chunk *openai.Chunk) {
 			r.FinishReason = openai.Unescape(fr)
 		}
 	}
+}
+
+// keep adds a chunk of the answer to r.Answer, followed by a 0 byte, while
+// the whole stays within limit (none when 0): past it the answer is cut
+// and only counted, so that a server's 60 MB answer is not held for the
+// checks at several times its size.
+func keep(r *result.Request, data []byte, limit int) {
+	r.AnswerBytes += len(data) + 1
+	if r.AnswerCut {
+		return
+	}
+	if limit > 0 && len(r.Answer)+len(data)+1 > limit {
+		r.AnswerCut = true
+		return
+	}
+	r.Answer = append(append(r.Answer, data...), 0)
 }

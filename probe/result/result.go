@@ -198,6 +198,11 @@ type Request struct {
 	// byte, kept only when the prompt asked (client.Prompt.KeepText) and
 	// dropped once its tokens are counted and its checks run.
 	Answer []byte
+	// AnswerBytes is the size of the answer's chunks as they came, all of
+	// them; AnswerCut is set when Answer holds only the first of them,
+	// the limit of what is kept (client.Prompt.KeepLimit) reached.
+	AnswerBytes int
+	AnswerCut   bool
 	// ServedModel is the model the answer says served it, FinishReason
 	// the last finish_reason it gave ("" where it gave none).
 	ServedModel  string

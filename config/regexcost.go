@@ -1,0 +1,32 @@
+package config
+
+import (
+	"fmt"
+	"regexp/syntax"
+)
+
+// MaxRegexInsts bounds an answer check's expression by the size of its
+// compiled program: Go's RE2 engine is linear in the answer, but its cost
+// per byte grows with the program. Measured here (an answer of 1 MB that
+// never matches), about 6 ms a MB for each instruction: a.{0,1000}b, 2,004
+// instructions, took 11.4 s a MB; (?i)paris, 7, took 16 ms. At this bound
+// an answer of checks.max_answer_bytes' default (1 MiB) costs about a
+// second at worst.
+const MaxRegexInsts = 200
+
+// regexCost says why expr costs too much a byte to run on answers, or "".
+func regexCost(expr string) string {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return "" // regexp.Compile has said why
+	}
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return ""
+	}
+	if n := len(prog.Inst); n > MaxRegexInsts {
+		return fmt.Sprintf("compiles to %d instructions, over the %d allowed: about %.1f s of CPU a MB of answer at worst (a bounded repetition such as {0,1000} is one instruction or two per count); write it with * or +, or a smaller count",
+			n, MaxRegexInsts, float64(n)*0.006)
+	}
+	return ""
+}

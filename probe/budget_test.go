@@ -1,0 +1,88 @@
+package probe
+
+import (
+	"context"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/tokenprobe/tokenprobe/internal/hostile"
+	"github.com/tokenprobe/tokenprobe/probe/check"
+	"github.com/tokenprobe/tokenprobe/probe/result"
+)
+
+// A 20 MB JSON answer under json_schema, json and a regex, at concurrency
+// 4: each is a wrong answer "too large to check", with its timing kept,
+// and the heap stays far under what holding the answers as values took
+// (40 to 70 times their size: 5 MB of JSON took the process to 362 MB).
+func TestAnswerChecksReadWithinTheirBudget(t *testing.T) {
+	h, err := hostile.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	compiler := jsonschema.NewCompiler()
+	if err := compiler.AddResource("a.json", map[string]any{"type": "array"}); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := compiler.Compile("a.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := runAgainst(t, h.URL(hostile.BigAnswer), Plan{Stages: []Stage{{Concurrency: 4, Requests: 8}}}, DefaultFailure())
+	run.Endpoint.Timeout = 2 * time.Minute
+	run.Checks = check.Set{Model: check.ModelOff, JSON: true, Schema: schema, MaxAnswerBytes: check.DefaultMaxAnswerBytes}
+	rec := &recorder{}
+	run.Sinks = []Sink{rec}
+
+	runtime.GC()
+	base := heapBytes()
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			peak.Store(max(peak.Load(), heapBytes()))
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	})
+	sum, err := run.Execute(context.Background())
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.WrongAnswers != 8 {
+		t.Fatalf("%d wrong answers of 8 (%d successes, errors %v)", sum.WrongAnswers, sum.Success, sum.ByReason)
+	}
+	for _, r := range rec.seen {
+		if r.Outcome != result.WrongAnswer || !strings.Contains(r.Err, "too large to check") || !r.HasTTFT() || r.E2E == 0 {
+			t.Fatalf("outcome %v, %q, TTFT %v, latency %v; want a wrong answer too large to check, its timing kept", r.Outcome, r.Err, r.TTFT, r.E2E)
+		}
+	}
+	// Four answers kept to their budget are 4 MiB; the client's buffers
+	// and the run's own take some more. Holding them as values took GBs.
+	grew := int64(peak.Load()) - int64(base)
+	t.Logf("heap grew by %.1f MB at its peak", float64(grew)/1e6)
+	if grew > 64<<20 {
+		t.Errorf("the heap grew by %.1f MB for four answers checked within %d bytes each", float64(grew)/1e6, check.DefaultMaxAnswerBytes)
+	}
+}
+
+// heapBytes is the heap's live and not-yet-swept objects, from
+// runtime/metrics.
+func heapBytes() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
