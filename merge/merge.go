@@ -10,9 +10,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tokenprobe/tokenprobe/probe/result"
@@ -55,6 +57,72 @@ type Merged struct {
 
 // Key names a profile and endpoint.
 func Key(s *stats.Summary) string { return s.Profile + " on " + s.Endpoint }
+
+// Check refuses what must not be merged: the same shard given twice (by
+// folder, or by its index among the same count), and shards of one
+// profile and endpoint that differ in what they ran (their shard count,
+// model, SLO or objective): figures joined from them would be of no one
+// run.
+func Check(runs []*Run) error {
+	seen := map[string]string{}
+	for _, r := range runs {
+		abs, err := filepath.Abs(r.Dir)
+		if err != nil {
+			abs = r.Dir
+		}
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = real
+		}
+		if prev, ok := seen[abs]; ok {
+			return fmt.Errorf("%s is given twice (as %s and %s): each shard once", abs, prev, r.Dir)
+		}
+		seen[abs] = r.Dir
+	}
+	by := map[string][]*Run{}
+	for _, r := range runs {
+		by[Key(&r.Summary)] = append(by[Key(&r.Summary)], r)
+	}
+	for k, shards := range by {
+		first := shards[0]
+		index := map[int]string{}
+		for _, sh := range shards {
+			s := &sh.Summary
+			if s.Shard != nil {
+				if prev, ok := index[s.Shard.Index]; ok {
+					return fmt.Errorf("%s: %s and %s are both shard %d of %d: the same shard twice?", k, prev, sh.Dir, s.Shard.Index, s.Shard.Count)
+				}
+				index[s.Shard.Index] = sh.Dir
+			}
+			if why := differs(&first.Summary, s); why != "" {
+				return fmt.Errorf("%s: %s and %s ran different definitions (%s): not shards of one study", k, first.Dir, sh.Dir, why)
+			}
+		}
+	}
+	return nil
+}
+
+// differs says how b's definition differs from a's, or "".
+func differs(a, b *stats.Summary) string {
+	count := func(s *stats.Summary) int {
+		if s.Shard == nil {
+			return 1
+		}
+		return s.Shard.Count
+	}
+	switch {
+	case count(a) != count(b):
+		return fmt.Sprintf("shards of %d and of %d", count(a), count(b))
+	case a.Model != b.Model:
+		return fmt.Sprintf("model %q and %q", a.Model, b.Model)
+	case a.Objective != b.Objective:
+		return fmt.Sprintf("objective %g and %g", a.Objective, b.Objective)
+	case !maps.Equal(a.SLOThresholds, b.SLOThresholds):
+		return fmt.Sprintf("SLO %v and %v", a.SLOThresholds, b.SLOThresholds)
+	case a.LevelName != b.LevelName:
+		return fmt.Sprintf("load by %q and by %q", a.LevelName, b.LevelName)
+	}
+	return ""
+}
 
 // Merge joins runs by profile and endpoint, in the order each first
 // appears. Every figure comes from the joined records: percentiles over
@@ -202,7 +270,9 @@ func Write(dir string, ms []Merged, at time.Time) error {
 	var all []stats.Summary
 	var levelNames []string
 	for _, m := range ms {
-		sub, err := rundir.NewDir(dir, m.Summary.Profile+"-"+m.Summary.Endpoint)
+		// The names come from the shards' summaries: whatever they say,
+		// the folder stays under dir.
+		sub, err := rundir.NewDir(dir, SafeName(m.Summary.Profile+"-"+m.Summary.Endpoint))
 		if err != nil {
 			return err
 		}
@@ -228,6 +298,26 @@ func Write(dir string, ms []Merged, at time.Time) error {
 		return err
 	}
 	return f.Close()
+}
+
+// SafeName is name as one folder's name: every character but letters,
+// digits, '.', '_' and '-' becomes '_', and a name of dots alone (".",
+// "..") gains a leading '_'. "../../x" is ".._.._x": never a path.
+func SafeName(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	s := string(b)
+	if strings.Trim(s, ".") == "" {
+		s = "_" + s
+	}
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return s
 }
 
 func levelName(s *stats.Summary) string {

@@ -42,6 +42,14 @@ func Load(dir string) ([]*Loaded, error) {
 	}
 	var runs []*Loaded
 	for _, e := range entries {
+		if e.Type()&fs.ModeSymlink != 0 {
+			// A link could lead a merge's records anywhere, or to the
+			// same shard twice: what is read is what was given.
+			if st, err := os.Stat(filepath.Join(dir, e.Name(), "records.jsonl")); err == nil && st.Mode().IsRegular() {
+				return nil, fmt.Errorf("%s: a symbolic link to a run's folder; give the folder itself", filepath.Join(dir, e.Name()))
+			}
+			continue
+		}
 		if !e.IsDir() {
 			continue
 		}
@@ -56,10 +64,14 @@ func Load(dir string) ([]*Loaded, error) {
 		runs = append(runs, r)
 	}
 	if len(runs) == 0 {
-		return nil, fmt.Errorf("%s: no run's artifacts (records.jsonl and summary.json) here or in its folders", dir)
+		return nil, fmt.Errorf("%s: %w here or in its folders", dir, ErrNoRun)
 	}
 	return runs, nil
 }
+
+// ErrNoRun is Load's error for a folder that holds no run's artifacts, as
+// opposed to one whose artifacts cannot be read.
+var ErrNoRun = errors.New("no run's artifacts (records.jsonl and summary.json)")
 
 // Find resolves what a user passes: a run's folder or a `tokenprobe run`
 // folder of several is itself; an --artifacts-dir holding invocations'
@@ -68,6 +80,10 @@ func Load(dir string) ([]*Loaded, error) {
 func Find(dir string) (resolved, note string, err error) {
 	if _, err := Load(dir); err == nil {
 		return dir, "", nil
+	} else if !errors.Is(err, ErrNoRun) {
+		// A run here that cannot be read (a truncated records.jsonl, a
+		// record over the line limit) is an error, never skipped.
+		return "", "", err
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -76,8 +92,12 @@ func Find(dir string) (resolved, note string, err error) {
 	var found []string
 	for _, e := range entries {
 		if e.IsDir() {
-			if _, err := Load(filepath.Join(dir, e.Name())); err == nil {
+			_, err := Load(filepath.Join(dir, e.Name()))
+			switch {
+			case err == nil:
 				found = append(found, e.Name())
+			case !errors.Is(err, ErrNoRun) && !errors.Is(err, fs.ErrNotExist):
+				return "", "", err
 			}
 		}
 	}
@@ -87,7 +107,7 @@ func Find(dir string) (resolved, note string, err error) {
 		for _, e := range entries {
 			names = append(names, e.Name())
 		}
-		return "", "", fmt.Errorf("%s: no run's artifacts (records.jsonl and summary.json) here, in its folders or theirs; it holds: %s", dir, strings.Join(names, ", "))
+		return "", "", fmt.Errorf("%s: %w here, in its folders or theirs; it holds: %s", dir, ErrNoRun, strings.Join(names, ", "))
 	case 1:
 		return filepath.Join(dir, found[0]), "", nil
 	}
@@ -131,5 +151,15 @@ func loadRun(dir string) (*Loaded, error) {
 		r.Records = append(r.Records, *rec)
 		return nil
 	})
-	return r, err
+	if err != nil {
+		return nil, err
+	}
+	// Fewer records than the summary counts: the file was cut at a line's
+	// end, or the run dropped records. Figures computed again from them
+	// would be of a part.
+	if n := len(r.Records); n < r.Summary.Requests {
+		return nil, fmt.Errorf("%s: %d records for the %d requests its summary counts: the file is cut short, or the run could not write them all",
+			filepath.Join(dir, "records.jsonl"), n, r.Summary.Requests)
+	}
+	return r, nil
 }

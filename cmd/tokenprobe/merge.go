@@ -57,6 +57,10 @@ func mergeMain(dirs []string, out string, wait time.Duration) int {
 		}
 		runs = append(runs, rs...)
 	}
+	if err := merge.Check(runs); err != nil {
+		fmt.Fprintln(os.Stderr, "tokenprobe merge:", err)
+		return runonce.ExitConfig
+	}
 	ms := merge.Merge(runs)
 	if err := merge.Write(out, ms, time.Now()); err != nil {
 		fmt.Fprintln(os.Stderr, "tokenprobe merge:", err)

@@ -176,6 +176,10 @@ func runInProcesses(ctx context.Context, args []string, n int, o runonce.Options
 		}
 		runs = append(runs, rs...)
 	}
+	if err := merge.Check(runs); err != nil {
+		fmt.Fprintf(os.Stderr, "tokenprobe run: %v; the shards' artifacts are in %s\n", err, shards)
+		return runonce.ExitRuntime
+	}
 	ms := merge.Merge(runs)
 	for _, m := range ms {
 		printMerged(os.Stdout, m)
