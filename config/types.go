@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -358,8 +359,48 @@ func (e *certError) Unwrap() error { return e.err }
 // key and the header values read from files or variables.
 func (e *Endpoint) Secrets() []string {
 	out := append(e.Headers.Secrets(), e.APIKey.Reveal())
-	if m := e.ServerMetrics; m != nil && m.BearerToken != "" {
-		out = append(out, m.BearerToken.Reveal())
+	out = append(out, QueryValues(e.BaseURL)...)
+	if m := e.ServerMetrics; m != nil {
+		if m.BearerToken != "" {
+			out = append(out, m.BearerToken.Reveal())
+		}
+		out = append(out, QueryValues(m.URL)...)
+	}
+	return out
+}
+
+// SafeQuery are the query parameters whose values are not secrets: the
+// ones providers document as settings. Every other value of a configured
+// URL's query is taken out of what a server echoes (a 401 body quoting
+// the request line), whatever its name: a credential list misses the
+// names it does not know.
+var SafeQuery = map[string]bool{"api-version": true, "api_version": true, "version": true, "model": true, "format": true, "stream": true, "region": true, "deployment": true}
+
+// minQuerySecret is the shortest query value taken as a secret: a value
+// of a few characters ("1", "true") would be taken out of every text.
+const minQuerySecret = 6
+
+// QueryValues are the values of raw's query that are secrets: those of
+// parameters not in SafeQuery, at least minQuerySecret long, as written
+// and as a server may echo them (encoded or not).
+func QueryValues(raw string) []string {
+	u, err := url.Parse(raw)
+	if err != nil || u.RawQuery == "" {
+		return nil
+	}
+	var out []string
+	for name, vs := range u.Query() {
+		if SafeQuery[strings.ToLower(name)] {
+			continue
+		}
+		for _, v := range vs {
+			if len(v) >= minQuerySecret {
+				out = append(out, v)
+				if enc := url.QueryEscape(v); enc != v {
+					out = append(out, enc)
+				}
+			}
+		}
 	}
 	return out
 }

@@ -578,6 +578,9 @@ profiles:
 // console, progress, records, summaries, reports.
 func TestEchoedKeyAppearsInNoOutput(t *testing.T) {
 	const key, headerSecret = "sk-echoed-planted-4d2c8b", "gw-cookie-planted-e1f07a"
+	// A query value under a name no credential list holds: the 401 echoes
+	// the request line, query and all.
+	const queryValue = "qv-planted-7f3e91"
 	t.Setenv("TOKENPROBE_RUNONCE_KEY", key)
 	t.Setenv("TOKENPROBE_RUNONCE_COOKIE", headerSecret)
 	h, err := hostile.Start()
@@ -589,7 +592,7 @@ func TestEchoedKeyAppearsInNoOutput(t *testing.T) {
 	b.WriteString("endpoints:\n")
 	names := []string{hostile.Echo401, hostile.EchoEvent, hostile.EchoContent}
 	for _, n := range names {
-		fmt.Fprintf(&b, "  - {name: %s, base_url: '%s', model: m, api_key_env: TOKENPROBE_RUNONCE_KEY, headers: {Cookie: {env: TOKENPROBE_RUNONCE_COOKIE}}}\n", n, h.URL(n))
+		fmt.Fprintf(&b, "  - {name: %s, base_url: '%s?session=%s&api-version=2024-06-01', model: m, api_key_env: TOKENPROBE_RUNONCE_KEY, headers: {Cookie: {env: TOKENPROBE_RUNONCE_COOKIE}}}\n", n, h.URL(n), queryValue)
 	}
 	b.WriteString("profiles:\n  - name: p\n    endpoints: [" + strings.Join(names, ", ") + "]\n    load: {concurrency: 2, requests: 6}\n")
 	dir := t.TempDir()
@@ -605,7 +608,7 @@ func TestEchoedKeyAppearsInNoOutput(t *testing.T) {
 		t.Fatalf("the echoed errors were not recorded (%d records files with redacted errors, want 2):\n%s", redacted, out)
 	}
 	for name, text := range texts {
-		for _, secret := range []string{key, headerSecret, key[:10], headerSecret[:10]} {
+		for _, secret := range []string{key, headerSecret, key[:10], headerSecret[:10], queryValue} {
 			if strings.Contains(text, secret) {
 				t.Errorf("%s contains %q", name, secret)
 			}

@@ -22,7 +22,8 @@ import (
 
 // The behaviours, by the first path segment.
 const (
-	// Echo401 answers 401 with a JSON body that echoes every request header.
+	// Echo401 answers 401 with a JSON body that echoes the request line
+	// (its query included) and every request header.
 	Echo401 = "echo-401"
 	// EchoEvent streams one content chunk, then an `event: error` quoting
 	// the Authorization header.
@@ -178,7 +179,7 @@ func answer(conn net.Conn, req *http.Request) bool {
 	stream := strings.Contains(req.Header.Get("Accept"), "text/event-stream")
 	switch behaviour {
 	case Echo401:
-		body, _ := json.Marshal(map[string]any{"error": map[string]any{"message": "invalid api key", "request_headers": req.Header}})
+		body, _ := json.Marshal(map[string]any{"error": map[string]any{"message": "invalid api key", "request": req.Method + " " + req.RequestURI, "request_headers": req.Header}})
 		fmt.Fprintf(conn, "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 		return true
 	case EchoEvent:
