@@ -196,3 +196,41 @@ func testEndlessStream(t *testing.T, newClient func(Options) *Client) {
 		t.Fatalf("%v %v %q, %d gaps kept", r.Outcome, r.Reason, r.Err, len(r.Gaps))
 	}
 }
+
+// A Messages stream that says its stop_reason (message_delta) and then
+// neither sends message_stop nor ends: the answer is whole, so the request
+// is a success, its end the last text, and the open stream an anomaly; it
+// used to hold its load slot until the request's timeout, a timeout.
+func TestMessagesEndAtStopReason(t *testing.T) { bothClients(t, testMessagesEndAtStopReason) }
+
+func testMessagesEndAtStopReason(t *testing.T, newClient func(Options) *Client) {
+	release := make(chan struct{})
+	defer close(release)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, st := range []step{
+			typedEvent("message_start", `{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","model":"m","content":[],"usage":{"input_tokens":5,"output_tokens":1}}}`),
+			typedEvent("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}`),
+			typedEvent("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" world"}}`),
+			typedEvent("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":2}}`),
+		} {
+			_, _ = io.WriteString(w, st.data)
+		}
+		w.(http.Flusher).Flush()
+		select { // no message_stop, no end
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	ep := endpoint(srv.URL)
+	ep.API = openai.Messages
+	ep.Timeout = time.Minute // far past the drain's bound: a hang shows as a timeout
+	var r result.Request
+	r.Scheduled = time.Now()
+	newClient(Options{}).Do(context.Background(), ep, Prompt{Text: "hi", InputTokens: 5, MaxTokens: 10, Stream: true}, &r)
+	if r.Outcome != result.Success || r.OutputTokens != 2 || r.FinishReason != "stop" || r.Anomaly != result.AnomalyDrain {
+		t.Fatalf("outcome %v %v %q, %d output tokens, finish %q, anomaly %v; want a success of 2 tokens, stop, the open stream an anomaly",
+			r.Outcome, r.Reason, r.Err, r.OutputTokens, r.FinishReason, r.Anomaly)
+	}
+}
