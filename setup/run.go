@@ -1,6 +1,7 @@
 package setup
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
 	"github.com/tokenprobe/tokenprobe/config"
 	"github.com/tokenprobe/tokenprobe/probe"
@@ -289,17 +291,16 @@ func LoadTools(path string) (map[string]*jsonschema.Schema, any, error) {
 		return nil, nil, err
 	}
 	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(io.LimitReader(f, 1<<20))
+	doc, err := readSchemaJSON(path, f)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, err
 	}
 	defs, ok := doc.([]any)
 	if !ok || len(defs) == 0 {
 		return nil, nil, fmt.Errorf("%s: not a JSON array of tool definitions", path)
 	}
 	tools := map[string]*jsonschema.Schema{}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
+	c := schemaCompiler()
 	for i, d := range defs {
 		def, _ := d.(map[string]any)
 		fn, _ := def["function"].(map[string]any)
@@ -323,6 +324,9 @@ func LoadTools(path string) (map[string]*jsonschema.Schema, any, error) {
 			return nil, nil, fmt.Errorf("%s: tool %s: %w", path, name, err)
 		}
 		schema, err := c.Compile(url)
+		if err == nil {
+			err = refCycle(schema)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: tool %s: parameters: not a valid JSON Schema: %s", path, name, check.SchemaError(err))
 		}
@@ -339,16 +343,18 @@ func LoadSchema(path string) (*jsonschema.Schema, any, error) {
 		return nil, nil, err
 	}
 	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(io.LimitReader(f, 1<<20))
+	doc, err := readSchemaJSON(path, f)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, err
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
+	c := schemaCompiler()
 	if err := c.AddResource(path, doc); err != nil {
 		return nil, nil, err
 	}
 	schema, err := c.Compile(path)
+	if err == nil {
+		err = refCycle(schema)
+	}
 	if err != nil {
 		// One line, as every configuration error is.
 		return nil, nil, errors.New("not a valid JSON Schema: " + check.SchemaError(err))
@@ -367,4 +373,66 @@ func MaxWrongRatio(c *config.Checks) float64 {
 		return *c.MaxWrongRatio
 	}
 	return DefaultMaxWrongRatio
+}
+
+// maxSchemaBytes bounds a JSON Schema or tools file.
+const maxSchemaBytes = 1 << 20
+
+// readSchemaJSON reads a schema or tools file of at most maxSchemaBytes:
+// a longer one is refused as such, not cut and then misread.
+func readSchemaJSON(path string, r io.Reader) (any, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxSchemaBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > maxSchemaBytes {
+		return nil, fmt.Errorf("%s: over %d bytes, the most a schema or tools file may be", path, maxSchemaBytes)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return doc, nil
+}
+
+// schemaCompiler compiles schemas of draft 2020-12 unless they name their
+// own, reading nothing outside the file: a $ref to another file or a URL
+// is refused (it read any local file, and quoted its first bytes in the
+// error).
+func schemaCompiler() *jsonschema.Compiler {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(refusedLoader{})
+	return c
+}
+
+type refusedLoader struct{}
+
+func (refusedLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("$ref to %s: a schema may refer only to itself (#...), not to other files or URLs", url)
+}
+
+// refCycle refuses a schema whose $refs loop: it compiles, and then
+// fails every answer as a "reference cycle".
+func refCycle(s *jsonschema.Schema) error {
+	for _, inst := range []any{nil, map[string]any{}, []any{}, "", 0.0, true} {
+		err := s.Validate(inst)
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) && hasRefCycle(ve) {
+			return fmt.Errorf("its $refs loop: %s", check.SchemaError(err))
+		}
+	}
+	return nil
+}
+
+func hasRefCycle(ve *jsonschema.ValidationError) bool {
+	if _, ok := ve.ErrorKind.(*kind.RefCycle); ok {
+		return true
+	}
+	for _, c := range ve.Causes {
+		if hasRefCycle(c) {
+			return true
+		}
+	}
+	return false
 }
