@@ -70,8 +70,8 @@ func Check(runs []*Run) error {
 		if err != nil {
 			abs = r.Dir
 		}
-		if real, err := filepath.EvalSymlinks(abs); err == nil {
-			abs = real
+		if resolved, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = resolved
 		}
 		if prev, ok := seen[abs]; ok {
 			return fmt.Errorf("%s is given twice (as %s and %s): each shard once", abs, prev, r.Dir)
@@ -306,7 +306,7 @@ func Write(dir string, ms []Merged, at time.Time) error {
 func SafeName(name string) string {
 	b := []byte(name)
 	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+		if !safeByte(c) {
 			b[i] = '_'
 		}
 	}
@@ -318,6 +318,10 @@ func SafeName(name string) string {
 		s = s[:200]
 	}
 	return s
+}
+
+func safeByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
 }
 
 func levelName(s *stats.Summary) string {
