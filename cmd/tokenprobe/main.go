@@ -282,6 +282,7 @@ func run(args []string) int {
 	mergeCmd := app.Command("merge", "Join the artifacts of a study's shards (tokenprobe run --shard.index/--shard.count, one folder each) into one run's: records joined, every figure computed again from them, report.html and summary.json as a run writes them.")
 	mergeDirs := mergeCmd.Arg("dirs", "The shards' artifacts folders (a run's folder, or a `tokenprobe run` folder).").Required().Strings()
 	mergeOut := mergeCmd.Flag("out", "Where the merged artifacts go.").Required().String()
+	mergePartial := mergeCmd.Flag("partial", "Merge the shards that can be read and leave out, naming each, those that cannot (cut, unreadable, oversized); without it such a shard fails the merge.").Bool()
 	mergeWait := mergeCmd.Flag("wait", "Wait up to this long for every shard's artifacts to be complete (a merge Job started beside the shards' Indexed Job); 0 merges what is there.").Default("0s").Duration()
 	cmpCmd := app.Command("compare", "Compare two runs' artifacts (a run's folder, or a `tokenprobe run` folder of several) metric by metric, with whether each change is beyond the runs' own noise (a bootstrap over their records); exit 1 when a --fail-on rule breaks, 2 on bad input.")
 	cmpBase := cmpCmd.Arg("base", "The baseline's artifacts folder.").Required().String()
@@ -392,7 +393,7 @@ func run(args []string) int {
 		}
 		return runonce.Run(ctx, o)
 	case mergeCmd.FullCommand():
-		return mergeMain(*mergeDirs, *mergeOut, *mergeWait)
+		return mergeMain(*mergeDirs, *mergeOut, *mergeWait, *mergePartial)
 	case genRules.FullCommand():
 		o := alerts.Defaults()
 		o.Scale = *genRulesScale

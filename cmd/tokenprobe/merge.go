@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tokenprobe/tokenprobe/merge"
@@ -42,8 +43,9 @@ func shardFlags(o *runonce.Options, index, count int, startAt string) error {
 
 // mergeMain is `tokenprobe merge`: once every shard's artifacts are
 // complete (a shard writes its summary last), within wait.
-func mergeMain(dirs []string, out string, wait time.Duration) int {
+func mergeMain(dirs []string, out string, wait time.Duration, partial bool) int {
 	var runs []*merge.Run
+	var left []string
 	deadline := time.Now().Add(wait)
 	for _, d := range dirs {
 		rs, err := merge.Load(d)
@@ -51,11 +53,20 @@ func mergeMain(dirs []string, out string, wait time.Duration) int {
 			time.Sleep(min(5*time.Second, time.Until(deadline)))
 			rs, err = merge.Load(d)
 		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "tokenprobe merge:", err)
+		switch {
+		case err != nil && partial:
+			fmt.Fprintf(os.Stderr, "tokenprobe merge: left out %s: %v\n", d, err)
+			left = append(left, d)
+			continue
+		case err != nil:
+			fmt.Fprintf(os.Stderr, "tokenprobe merge: %v (--partial merges the other shards without it)\n", err)
 			return runonce.ExitConfig
 		}
 		runs = append(runs, rs...)
+	}
+	if len(runs) == 0 {
+		fmt.Fprintln(os.Stderr, "tokenprobe merge: no shard could be read")
+		return runonce.ExitConfig
 	}
 	if err := merge.Check(runs); err != nil {
 		fmt.Fprintln(os.Stderr, "tokenprobe merge:", err)
@@ -70,6 +81,9 @@ func mergeMain(dirs []string, out string, wait time.Duration) int {
 		printMerged(os.Stdout, m)
 	}
 	fmt.Printf("wrote %s\n", out)
+	if len(left) > 0 {
+		fmt.Printf("left out %d of %d shards (--partial): %s\n", len(left), len(dirs), strings.Join(left, ", "))
+	}
 	return runonce.ExitOK
 }
 

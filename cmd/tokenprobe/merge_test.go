@@ -51,4 +51,21 @@ profiles:
 	if _, err := os.Stat(filepath.Join(out, "study-sim", "records.jsonl")); err != nil {
 		t.Error(err)
 	}
+	// A shard cut short fails the merge, naming its file; --partial
+	// merges the other and says what it left out.
+	records := filepath.Join(b, "study-sim", "records.jsonl")
+	data, err := os.ReadFile(records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(records, data[:len(data)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := stdoutOf(t, "merge", a, b, "--out", filepath.Join(dir, "cut")); code != runonce.ExitConfig {
+		t.Errorf("a cut shard: exit %d, want %d", code, runonce.ExitConfig)
+	}
+	code, stdout = stdoutOf(t, "merge", a, b, "--out", filepath.Join(dir, "partial"), "--partial")
+	if code != 0 || !strings.Contains(stdout, "study on sim: 1 shards, 10 requests") || !strings.Contains(stdout, "left out 1 of 2 shards (--partial): "+b) {
+		t.Fatalf("merge --partial: exit %d\n%s", code, stdout)
+	}
 }
