@@ -194,7 +194,7 @@ var (
 	ArtifactFailures = Metric{Name: "tokenprobe_artifact_write_failures_total", Type: Counter, Unit: "runs", Labels: []string{"profile", "endpoint"},
 		Help: "Runs whose artifacts (serve --artifacts-dir) could not be written, a full disk or a lost folder: the run's page says why, and what was half written is removed."}
 	WebRefused = Metric{Name: "tokenprobe_web_requests_refused_total", Type: Counter, Unit: "requests", Labels: []string{"reason"},
-		Help: "Requests the web server refused with 403 and no log line: reason cross_site (a state-changing request a browser sent from another site), host (a Host name --web.allowed-hosts does not list: DNS rebinding) or lifecycle_disabled (POST /-/reload or /api/v1/runs without --web.enable-lifecycle)."}
+		Help: "Requests the web server refused with 403 and no log line: reason cross_site (a state-changing request a browser sent from another site), host (a Host name --web.allowed-hosts does not list, or without it a browser's state-changing request under a name other than an address, localhost or the host's own: DNS rebinding) or lifecycle_disabled (POST /-/reload or /api/v1/runs without --web.enable-lifecycle)."}
 	Dropped = Metric{Name: "tokenprobe_observations_dropped_total", Type: Counter, Unit: "observations", Labels: []string{"sink"},
 		Help: "Request results a sink could not take because its queue was full; the load generator never waits for a sink."}
 	OTLPDropped = Metric{Name: "tokenprobe_otlp_dropped_total", Type: Counter, Unit: "items", Labels: []string{"signal"},

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -115,6 +116,15 @@ func (s *server) lifecycle(h http.HandlerFunc) http.HandlerFunc {
 		if err := s.cross.Check(r); err != nil {
 			s.refused.WithLabelValues(refusedCrossSite).Inc()
 			http.Error(w, "refused: a cross-site request ("+err.Error()+"); call the lifecycle API from the command line or the same site", http.StatusForbidden)
+			return
+		}
+		if len(s.o.AllowedHosts) == 0 && fromBrowser(r) && !localHost(r.Host) {
+			// DNS rebinding: a page of another site whose name now points
+			// here is "same-site" to the browser. Without a list of this
+			// daemon's names, a browser's state-changing request is
+			// served only under an address or this host's own names.
+			s.refused.WithLabelValues(refusedHost).Inc()
+			http.Error(w, "refused: a browser's request under the name "+strconv.Quote(r.Host)+", which may be another site's rebound to this address; list this daemon's names in --web.allowed-hosts, or use its address", http.StatusForbidden)
 			return
 		}
 		h(w, r)
@@ -312,4 +322,27 @@ func render(w http.ResponseWriter, t *template.Template, data any) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_, _ = buf.WriteTo(w)
+}
+
+// fromBrowser reports whether r came from a browser: browsers send
+// Sec-Fetch-Site, or at least Origin, with a state-changing request;
+// curl and CI jobs send neither.
+func fromBrowser(r *http.Request) bool {
+	return r.Header.Get("Sec-Fetch-Site") != "" || r.Header.Get("Origin") != ""
+}
+
+// localHost reports whether a Host header names this machine by an
+// address, "localhost", or its own hostname: names no other site can
+// rebind.
+func localHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if net.ParseIP(host) != nil || strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	name, err := os.Hostname()
+	return err == nil && strings.EqualFold(host, name)
 }

@@ -405,3 +405,41 @@ func TestAllowedHosts(t *testing.T) {
 		t.Errorf("refused for their host: %v, want 2", got)
 	}
 }
+
+// Without --web.allowed-hosts, a browser's state-changing request under a
+// DNS name (a page of another site rebound to this address is "same-site"
+// to the browser, so cross-origin protection lets it through) is refused;
+// under an address, localhost or this host's name it is served, and so
+// is any request that no browser sent (curl, a CI job).
+func TestRebindingRefusedByDefault(t *testing.T) {
+	f := newFixture(t, true)
+	reg := prometheus.NewRegistry()
+	h := Handler(f.d, Options{Lifecycle: true, Gatherer: reg, Registerer: reg})
+	hostname, _ := os.Hostname()
+	for _, c := range []struct {
+		host    string
+		browser bool
+		want    int
+	}{
+		{"evil.example:9470", true, http.StatusForbidden},
+		{"evil.example:9470", false, http.StatusOK},
+		{"127.0.0.1:9470", true, http.StatusOK},
+		{"[::1]:9470", true, http.StatusOK},
+		{"localhost:9470", true, http.StatusOK},
+		{hostname + ":9470", true, http.StatusOK},
+	} {
+		req := httptest.NewRequest(http.MethodPost, "/-/reload", nil)
+		req.Host = c.host
+		if c.browser {
+			req.Header.Set("Sec-Fetch-Site", "same-origin")
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != c.want {
+			t.Errorf("Host %s, from a browser %v: %d %s, want %d", c.host, c.browser, w.Code, strings.TrimSpace(w.Body.String()), c.want)
+		}
+	}
+	if got := refusedCount(t, reg, "host"); got != 1 {
+		t.Errorf("refused for their host: %v, want 1", got)
+	}
+}

@@ -187,7 +187,7 @@ func run(args []string) int {
 	serveCmd.Flag("config.file", "Configuration file.").Short('c').Default("tokenprobe.yaml").StringVar(&so.configFile)
 	so.web = kingpinflag.AddFlags(serveCmd, ":9470")
 	serveCmd.Flag("web.enable-lifecycle", "Enable POST /-/reload and POST /api/v1/runs?profile= (run a profile now).").Default("false").BoolVar(&so.lifecycle)
-	serveCmd.Flag("web.allowed-hosts", "Serve only requests whose Host is one of these names (repeatable; the port aside), against DNS rebinding where the port is reachable beyond this host. Default: any.").PlaceHolder("NAME").StringsVar(&so.allowedHosts)
+	serveCmd.Flag("web.allowed-hosts", "Serve only requests whose Host is one of these names (repeatable; the port aside), against DNS rebinding where the port is reachable beyond this host. Default: any, except that a browser's state-changing request is served only under an address, localhost or this host's name.").PlaceHolder("NAME").StringsVar(&so.allowedHosts)
 	serveCmd.Flag("config.check-interval", "Reload the configuration when its checksum changes, checking this often (0 turns it off).").Default("0s").DurationVar(&so.checkInterval)
 	serveCmd.Flag("scheduler.max-concurrent-runs", "At most this many runs at once across all profiles (0: no limit).").Default("0").IntVar(&so.maxConcurrentRuns)
 	serveCmd.Flag("shard.count", "Replicas sharing the configuration: each runs the profiles whose name hashes to its index, and its share of split profiles.").Default("1").IntVar(&so.shardCount)
