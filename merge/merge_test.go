@@ -79,8 +79,22 @@ func TestOneRunMergedIsItself(t *testing.T) {
 		same(d.name+" p50", d.got.P50, d.want.P50)
 		same(d.name+" p99", d.got.P99, d.want.P99)
 	}
-	if len(got.Stages) != 2 || len(want.Stages) != 2 || got.Knee == nil || want.Knee == nil || *got.Knee != *want.Knee {
+	// The knee's levels exactly; its ratios to the nanosecond a record's
+	// milliseconds round to, as every figure above.
+	if len(got.Stages) != 2 || len(want.Stages) != 2 || got.Knee == nil || want.Knee == nil ||
+		got.Knee.CapacityAtSLO != want.Knee.CapacityAtSLO || got.Knee.CliffLevel != want.Knee.CliffLevel || got.Knee.PeakLevel != want.Knee.PeakLevel {
 		t.Fatalf("stages %d (the run's %d), knee %+v (the run's %+v)", len(got.Stages), len(want.Stages), got.Knee, want.Knee)
+	}
+	// A ratio of two p50s of a few milliseconds, each off by up to a
+	// nanosecond: a few parts in a million.
+	for _, r := range []struct {
+		what      string
+		got, want float64
+	}{{"TTFT", got.Knee.TTFTRatio, want.Knee.TTFTRatio}, {"ITL", got.Knee.ITLRatio, want.Knee.ITLRatio},
+		{"peak TTFT", got.Knee.PeakTTFTRatio, want.Knee.PeakTTFTRatio}, {"peak ITL", got.Knee.PeakITLRatio, want.Knee.PeakITLRatio}} {
+		if math.Abs(r.got-r.want) > 1e-5*math.Abs(r.want) {
+			t.Errorf("knee %s ratio: merged %v, the run's %v", r.what, r.got, r.want)
+		}
 	}
 	for i := range got.Stages {
 		same("stage level", got.Stages[i].Level, want.Stages[i].Level)
