@@ -242,17 +242,11 @@ func signalURL(endpoint, path string) (string, bool) {
 func newExporter(ctx context.Context, cfg Config) (sdkmetric.Exporter, error) {
 	switch cfg.Protocol {
 	case "", "http", "http/protobuf":
-		return otlpmetrichttp.New(ctx, options(cfg, "/v1/metrics", optionSet[otlpmetrichttp.Option]{
-			otlpmetrichttp.WithEndpointURL, otlpmetrichttp.WithEndpoint, otlpmetrichttp.WithInsecure, otlpmetrichttp.WithHeaders, otlpmetrichttp.WithTimeout,
-			func(d time.Duration) otlpmetrichttp.Option {
-				return otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: true, InitialInterval: min(d/4, time.Second), MaxInterval: d / 2, MaxElapsedTime: d})
-			}})...)
+		return otlpmetrichttp.New(ctx, options(cfg, "/v1/metrics", optionSet[otlpmetrichttp.Option, otlpmetrichttp.RetryConfig]{
+			otlpmetrichttp.WithEndpointURL, otlpmetrichttp.WithEndpoint, otlpmetrichttp.WithInsecure, otlpmetrichttp.WithHeaders, otlpmetrichttp.WithTimeout, otlpmetrichttp.WithRetry})...)
 	case "grpc":
-		return otlpmetricgrpc.New(ctx, options(cfg, "", optionSet[otlpmetricgrpc.Option]{
-			nil, otlpmetricgrpc.WithEndpoint, otlpmetricgrpc.WithInsecure, otlpmetricgrpc.WithHeaders, otlpmetricgrpc.WithTimeout,
-			func(d time.Duration) otlpmetricgrpc.Option {
-				return otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: true, InitialInterval: min(d/4, time.Second), MaxInterval: d / 2, MaxElapsedTime: d})
-			}})...)
+		return otlpmetricgrpc.New(ctx, options(cfg, "", optionSet[otlpmetricgrpc.Option, otlpmetricgrpc.RetryConfig]{
+			nil, otlpmetricgrpc.WithEndpoint, otlpmetricgrpc.WithInsecure, otlpmetricgrpc.WithHeaders, otlpmetricgrpc.WithTimeout, otlpmetricgrpc.WithRetry})...)
 	}
 	return nil, fmt.Errorf("unknown OTLP protocol %q (http or grpc)", cfg.Protocol)
 }
@@ -260,14 +254,29 @@ func newExporter(ctx context.Context, cfg Config) (sdkmetric.Exporter, error) {
 // optionSet is one OTLP exporter package's option constructors: the
 // metric and trace exporters, over HTTP and gRPC, take the same settings
 // under four types.
-type optionSet[O any] struct {
+type optionSet[O any, R retryConfig] struct {
 	endpointURL func(string) O // nil: no URL form (gRPC)
 	endpoint    func(string) O
 	insecure    func() O
 	headers     func(map[string]string) O
 	timeout     func(time.Duration) O
-	// retry bounds an export's retries to the time given.
-	retry func(time.Duration) O
+	retry       func(R) O
+}
+
+// retryConfig is any of the four exporters' RetryConfig: each package
+// declares its own type of the same struct.
+type retryConfig interface {
+	~struct {
+		Enabled                                      bool
+		InitialInterval, MaxInterval, MaxElapsedTime time.Duration
+	}
+}
+
+// retryWithin is a retry policy whose retries end d after the first
+// attempt began.
+type retryWithin struct {
+	Enabled                                      bool
+	InitialInterval, MaxInterval, MaxElapsedTime time.Duration
 }
 
 // exportTimeout is one export attempt's default (the exporters' own), and
@@ -279,7 +288,7 @@ const (
 
 // options are cfg's settings for one exporter; path is its signal's path
 // when the endpoint is a URL without one (/v1/metrics, /v1/traces).
-func options[O any](cfg Config, path string, s optionSet[O]) []O {
+func options[O any, R retryConfig](cfg Config, path string, s optionSet[O, R]) []O {
 	var opts []O
 	if cfg.Endpoint != "" {
 		u, ok := "", false
@@ -308,7 +317,8 @@ func options[O any](cfg Config, path string, s optionSet[O]) []O {
 	// answers, every export then held its batch, and the spans behind it,
 	// for a minute. Bounded here: one export is at most about three
 	// attempts' time.
-	opts = append(opts, s.retry(retriesFor*timeout))
+	d := retriesFor * timeout
+	opts = append(opts, s.retry(R(retryWithin{Enabled: true, InitialInterval: min(d/4, time.Second), MaxInterval: d / 2, MaxElapsedTime: d})))
 	return opts
 }
 

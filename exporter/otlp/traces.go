@@ -117,17 +117,11 @@ func newTracer(ctx context.Context, cfg Config, res *resource.Resource, l *losse
 func newSpanExporter(ctx context.Context, cfg Config) (sdktrace.SpanExporter, error) {
 	switch cfg.Protocol {
 	case "", "http", "http/protobuf":
-		return otlptracehttp.New(ctx, options(cfg, "/v1/traces", optionSet[otlptracehttp.Option]{
-			otlptracehttp.WithEndpointURL, otlptracehttp.WithEndpoint, otlptracehttp.WithInsecure, otlptracehttp.WithHeaders, otlptracehttp.WithTimeout,
-			func(d time.Duration) otlptracehttp.Option {
-				return otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true, InitialInterval: min(d/4, time.Second), MaxInterval: d / 2, MaxElapsedTime: d})
-			}})...)
+		return otlptracehttp.New(ctx, options(cfg, "/v1/traces", optionSet[otlptracehttp.Option, otlptracehttp.RetryConfig]{
+			otlptracehttp.WithEndpointURL, otlptracehttp.WithEndpoint, otlptracehttp.WithInsecure, otlptracehttp.WithHeaders, otlptracehttp.WithTimeout, otlptracehttp.WithRetry})...)
 	case "grpc":
-		return otlptracegrpc.New(ctx, options(cfg, "", optionSet[otlptracegrpc.Option]{
-			nil, otlptracegrpc.WithEndpoint, otlptracegrpc.WithInsecure, otlptracegrpc.WithHeaders, otlptracegrpc.WithTimeout,
-			func(d time.Duration) otlptracegrpc.Option {
-				return otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: true, InitialInterval: min(d/4, time.Second), MaxInterval: d / 2, MaxElapsedTime: d})
-			}})...)
+		return otlptracegrpc.New(ctx, options(cfg, "", optionSet[otlptracegrpc.Option, otlptracegrpc.RetryConfig]{
+			nil, otlptracegrpc.WithEndpoint, otlptracegrpc.WithInsecure, otlptracegrpc.WithHeaders, otlptracegrpc.WithTimeout, otlptracegrpc.WithRetry})...)
 	}
 	return nil, fmt.Errorf("unknown OTLP protocol %q (http or grpc)", cfg.Protocol)
 }
