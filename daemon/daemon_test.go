@@ -302,6 +302,8 @@ profiles:
 	}
 }
 
+// gaugeWith is the value of the series of name (a gauge or a counter) whose
+// label is value.
 func gaugeWith(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
 	t.Helper()
 	mfs, _ := reg.Gather()
@@ -312,6 +314,9 @@ func gaugeWith(t *testing.T, reg *prometheus.Registry, name, label, value string
 		for _, m := range mf.Metric {
 			for _, l := range m.Label {
 				if l.GetName() == label && l.GetValue() == value {
+					if c := m.GetCounter(); c != nil {
+						return c.GetValue()
+					}
 					return m.GetGauge().GetValue()
 				}
 			}

@@ -55,7 +55,7 @@ tracing: {sample: 1}
 	if err == nil || !strings.Contains(err.Error(), "otlp flush") {
 		t.Errorf("shutdown: %v; want the failed flush said", err)
 	}
-	if n := otlpDropped(t, reg, "traces"); n != 6002 {
+	if n := gaugeWith(t, reg, "tokenprobe_otlp_dropped_total", "signal", "traces"); n != 6002 {
 		t.Errorf("tokenprobe_otlp_dropped_total{signal=\"traces\"} %v; want the 6,002 spans the collector never took (two runs of 3,000 requests, and the runs), each once", n)
 	}
 }
@@ -70,25 +70,4 @@ func waitEnded(t *testing.T, d *Daemon, id int64) {
 		}
 	}
 	t.Fatalf("run %d did not end within two minutes (held by the exporter?)", id)
-}
-
-func otlpDropped(t *testing.T, g prometheus.Gatherer, signal string) float64 {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "tokenprobe_otlp_dropped_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "signal" && l.GetValue() == signal {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return -1
 }
