@@ -73,16 +73,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r *result.Reque
 		}
 		answered(r, &chunk)
 		finished = finished || chunk.Finished
-		if chunk.End { // message_stop, response.completed: the stream's [DONE]
-			done = true
-			break
-		}
-		if chunk.Finished && api == openai.Messages {
-			// message_delta's stop_reason: nothing but message_stop may
-			// follow. A server that never sends it, nor ends the stream,
-			// would hold the request until its timeout; what follows is
-			// drained within the drain's bound instead (an anomaly if it
-			// does not end).
+		if chunk.End { // message_delta's stop_reason, response.completed: the stream's [DONE]
 			done = true
 			break
 		}

@@ -57,8 +57,9 @@ type Chunk struct {
 	// value that is no number, 0 when one is empty or not a list).
 	Vectors, Dimensions int
 	// End is true for the event that ends a stream of typed events (the
-	// Messages API's message_stop, the Responses API's completed,
-	// incomplete and failed), as [DONE] ends a chat stream.
+	// Messages API's message_delta with its stop_reason, and its
+	// message_stop; the Responses API's completed, incomplete and failed),
+	// as [DONE] ends a chat stream.
 	End bool
 }
 

@@ -247,6 +247,12 @@ func (s *scanner) messagesEvent(c *Chunk) error {
 		}
 	case "message_stop":
 		c.End = true
+	case "message_delta":
+		// Its stop_reason ends the answer: nothing but message_stop may
+		// follow, and a server that never sends it, nor ends the stream,
+		// would hold the request until its timeout. What follows is the
+		// client's to drain, within its bound.
+		c.End = stop != nil
 	case "error":
 		c.Error = true
 	}
