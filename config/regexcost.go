@@ -14,6 +14,10 @@ import (
 // second at worst.
 const MaxRegexInsts = 200
 
+// regexSecondsPerInstMB is the measured cost above: CPU seconds a MB of
+// answer for each instruction, at worst.
+const regexSecondsPerInstMB = 0.006
+
 // regexCost says why expr costs too much a byte to run on answers, or "".
 func regexCost(expr string) string {
 	re, err := syntax.Parse(expr, syntax.Perl)
@@ -26,7 +30,7 @@ func regexCost(expr string) string {
 	}
 	if n := len(prog.Inst); n > MaxRegexInsts {
 		return fmt.Sprintf("compiles to %d instructions, over the %d allowed: about %.1f s of CPU a MB of answer at worst (a bounded repetition such as {0,1000} is one instruction or two per count); write it with * or +, or a smaller count",
-			n, MaxRegexInsts, float64(n)*0.006)
+			n, MaxRegexInsts, float64(n)*regexSecondsPerInstMB)
 	}
 	return ""
 }

@@ -359,38 +359,38 @@ func (e *certError) Unwrap() error { return e.err }
 // key and the header values read from files or variables.
 func (e *Endpoint) Secrets() []string {
 	out := append(e.Headers.Secrets(), e.APIKey.Reveal())
-	out = append(out, QueryValues(e.BaseURL)...)
+	out = append(out, queryValues(e.BaseURL)...)
 	if m := e.ServerMetrics; m != nil {
 		if m.BearerToken != "" {
 			out = append(out, m.BearerToken.Reveal())
 		}
-		out = append(out, QueryValues(m.URL)...)
+		out = append(out, queryValues(m.URL)...)
 	}
 	return out
 }
 
-// SafeQuery are the query parameters whose values are not secrets: the
+// safeQuery are the query parameters whose values are not secrets: the
 // ones providers document as settings. Every other value of a configured
 // URL's query is taken out of what a server echoes (a 401 body quoting
 // the request line), whatever its name: a credential list misses the
 // names it does not know.
-var SafeQuery = map[string]bool{"api-version": true, "api_version": true, "version": true, "model": true, "format": true, "stream": true, "region": true, "deployment": true}
+var safeQuery = map[string]bool{"api-version": true, "api_version": true, "version": true, "model": true, "format": true, "stream": true, "region": true, "deployment": true}
 
 // minQuerySecret is the shortest query value taken as a secret: a value
 // of a few characters ("1", "true") would be taken out of every text.
 const minQuerySecret = 6
 
-// QueryValues are the values of raw's query that are secrets: those of
-// parameters not in SafeQuery, at least minQuerySecret long, as written
+// queryValues are the values of raw's query that are secrets: those of
+// parameters not in safeQuery, at least minQuerySecret long, as written
 // and as a server may echo them (encoded or not).
-func QueryValues(raw string) []string {
+func queryValues(raw string) []string {
 	u, err := url.Parse(raw)
 	if err != nil || u.RawQuery == "" {
 		return nil
 	}
 	var out []string
 	for name, vs := range u.Query() {
-		if SafeQuery[strings.ToLower(name)] {
+		if safeQuery[strings.ToLower(name)] {
 			continue
 		}
 		for _, v := range vs {

@@ -87,8 +87,8 @@ type Set struct {
 
 // DefaultMaxAnswerBytes is checks.max_answer_bytes' default: JSON Schema
 // and tool-call checks hold an answer as Go values at 40 to 70 times its
-// size, and a regular expression costs up to MaxRegexInsts x about 6 ms a
-// MB (docs/RELIABILITY.md).
+// size, and a regular expression costs up to config.MaxRegexInsts x about
+// 6 ms a MB (docs/RELIABILITY.md).
 const DefaultMaxAnswerBytes = 1 << 20
 
 // The names of the checks, as outputs show them.
