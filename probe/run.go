@@ -369,10 +369,7 @@ func (r *Run) one(ctx context.Context, index int, st Stage, scheduled time.Time,
 		defer cancel()
 	}
 	p.KeepText = r.keepText() || r.Checks.NeedsText() || p.Expect != nil
-	p.KeepLimit = r.Checks.MaxAnswerBytes
-	if p.KeepLimit == 0 {
-		p.KeepLimit = check.DefaultMaxAnswerBytes
-	}
+	p.KeepLimit = r.Checks.AnswerLimit()
 	if p.Extra == nil {
 		p.Extra = r.Extra
 	}

@@ -202,9 +202,6 @@ func ChecksOf(p *config.Profile, api openai.API) (check.Set, map[string]any, err
 		MinOutputTokens: c.MinOutputTokens, MaxOutputTokens: c.MaxOutputTokens,
 		Contains: c.Contains, JSON: c.JSON, MaxAnswerBytes: c.MaxAnswerBytes,
 	}
-	if s.MaxAnswerBytes == 0 {
-		s.MaxAnswerBytes = check.DefaultMaxAnswerBytes
-	}
 	if c.ModelMatches != "" {
 		s.ModelMatches = regexp.MustCompile(c.ModelMatches)
 	}
@@ -286,12 +283,7 @@ func ToolsOf(c *config.Checks) (map[string]*jsonschema.Schema, map[string]any, e
 // "parameters"}}): each function's parameters compiled as a JSON Schema,
 // and the definitions to send.
 func LoadTools(path string) (map[string]*jsonschema.Schema, any, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	doc, err := readSchemaJSON(path, f)
+	doc, err := readSchemaJSON(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -338,12 +330,7 @@ func LoadTools(path string) (map[string]*jsonschema.Schema, any, error) {
 // LoadSchema reads and compiles a JSON Schema file (draft 2020-12 unless
 // it names its own), and returns its document to send to the server.
 func LoadSchema(path string) (*jsonschema.Schema, any, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	doc, err := readSchemaJSON(path, f)
+	doc, err := readSchemaJSON(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -380,8 +367,13 @@ const maxSchemaBytes = 1 << 20
 
 // readSchemaJSON reads a schema or tools file of at most maxSchemaBytes:
 // a longer one is refused as such, not cut and then misread.
-func readSchemaJSON(path string, r io.Reader) (any, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxSchemaBytes+1))
+func readSchemaJSON(path string) (any, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSchemaBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -81,8 +81,17 @@ type Set struct {
 	Embeddings bool
 	// MaxAnswerBytes bounds the answer the text checks read (what the
 	// client keeps: client.Prompt.KeepLimit): a longer one fails each of
-	// them as too large to check.
+	// them as too large to check. 0 is DefaultMaxAnswerBytes (AnswerLimit).
 	MaxAnswerBytes int
+}
+
+// AnswerLimit is the most of an answer the checks read: MaxAnswerBytes,
+// or its default.
+func (s *Set) AnswerLimit() int {
+	if s.MaxAnswerBytes > 0 {
+		return s.MaxAnswerBytes
+	}
+	return DefaultMaxAnswerBytes
 }
 
 // DefaultMaxAnswerBytes is checks.max_answer_bytes' default: JSON Schema
@@ -191,7 +200,7 @@ func (s *Set) Run(r *result.Request, read func() openai.Answer, expect *regexp.R
 		})
 	}
 	if r.AnswerCut {
-		msg := fmt.Sprintf("too large to check (%d bytes, limit %d: checks.max_answer_bytes)", r.AnswerBytes, s.MaxAnswerBytes)
+		msg := fmt.Sprintf("too large to check (%d bytes, limit %d: checks.max_answer_bytes)", r.AnswerBytes, s.AnswerLimit())
 		for _, name := range s.textChecks(expect != nil) {
 			judge(name, false, func() string { return msg })
 		}
