@@ -9,9 +9,9 @@ import (
 // compiled program: Go's RE2 engine is linear in the answer, but its cost
 // per byte grows with the program. Measured here (an answer of 1 MB that
 // never matches), about 6 ms a MB for each instruction: a.{0,1000}b, 2,004
-// instructions, took 11.4 s a MB; (?i)paris, 7, took 16 ms. At this bound
-// an answer of checks.max_answer_bytes' default (1 MiB) costs about a
-// second at worst.
+// instructions, took 11.8 s a MB; (?i)paris, 7, took 17 ms
+// (BenchmarkRegexCost). At this bound an answer of checks.max_answer_bytes'
+// default (1 MiB) costs about a second at worst.
 const MaxRegexInsts = 200
 
 // regexSecondsPerInstMB is the measured cost above: CPU seconds a MB of
