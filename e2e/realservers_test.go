@@ -167,6 +167,11 @@ func TestLlamaServerEveryAPIAnswersRightByDefault(t *testing.T) {
 		if r.ServedModel != srv.Model {
 			t.Fatalf("record %d (%s): served model %q, the server's alias is %q", r.ID, r.Endpoint, r.ServedModel, srv.Model)
 		}
+		// The Messages stream ends at message_delta's stop_reason; the
+		// message_stop a real server sends after it is drained cleanly.
+		if r.Anomaly != "" {
+			t.Errorf("record %d (%s): anomaly %q; a real server's stream ends cleanly", r.ID, r.Endpoint, r.Anomaly)
+		}
 	}
 }
 
