@@ -488,17 +488,22 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 		var users, outside, queue float64
 		var okU, okO, okQ bool
 		// A server started late, or slowed by a busy machine, may not
-		// have evaluated the means yet: wait for them, up to two runs.
-		waitObserved(t, func() string { return p.name + ": the users' TTFT, the server's queue and what is outside it" }, func() bool {
+		// have evaluated the means yet; and one started in the middle of a
+		// run first takes the means over its first few scrapes, where the
+		// probe's histogram and the model server's can each hold a request
+		// the other does not yet (CI once read 0.050 s there). Wait for
+		// means that hold, up to four runs: a server whose split stays
+		// outside the bound still fails.
+		waitObserved(t, func() string {
+			return fmt.Sprintf("%s: the users' TTFT, the server's queue and what is outside it within 0.05 s; last read: users' TTFT %.3f s (found %v), outside the server %.3f s (found %v), queue %.3f s (found %v)",
+				p.name, users, okU, outside, okO, queue, okQ)
+		}, func() bool {
 			users, okU = query(t, p.base, `tokenprobe:ttft_seconds:mean5m{endpoint="sim"}`)
 			outside, okO = query(t, p.base, `tokenprobe:ttft_outside_server_seconds:mean5m{endpoint="sim",server="vllm"}`)
 			queue, okQ = query(t, p.base, `tokenprobe:server_queue_seconds:mean5m{endpoint="sim",server="vllm"}`)
-			return okU && okO && okQ
-		}, runsEnded(loop, 2))
+			return okU && okO && okQ && outside >= -0.05 && outside <= 0.05 && queue <= 0.05
+		}, runsEnded(loop, 4))
 		t.Logf("%s: users' TTFT mean %.3f s, the server's queue %.3f s, outside the server %.3f s", p.name, users, queue, outside)
-		if !okU || !okO || !okQ || outside < -0.05 || outside > 0.05 || queue > 0.05 {
-			t.Errorf("%s: users' TTFT %.3f s (found %v), outside the server %.3f s (found %v), queue %.3f s (found %v)", p.name, users, okU, outside, okO, queue, okQ)
-		}
 	}
 
 	// Other users fill the model's slots: the staircase's requests queue.
