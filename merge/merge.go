@@ -239,11 +239,7 @@ func Request(rec *records.Record) (result.Request, slo.Verdict) {
 			r.Outcome = o
 		}
 	}
-	for _, reason := range result.Reasons {
-		if reason.String() == rec.Reason {
-			r.Reason = reason
-		}
-	}
+	r.Reason, _ = result.ParseReason(rec.Reason)
 	if rec.InputSource == result.SourceUsage.String() {
 		r.InputSource = result.SourceUsage
 	}

@@ -92,7 +92,7 @@ func TestRetryAfterIsObeyed(t *testing.T) {
 	for _, r := range rec.seen {
 		switch {
 		case r.Outcome == result.Cancelled: // in flight when the run was aborted
-		case r.RetryAfter != time.Second || r.Reason != result.ReasonHTTP429:
+		case r.RetryAfter != time.Second || r.Reason != result.ReasonRateLimit:
 			t.Fatalf("request %d: reason %s, Retry-After %s", r.ID, r.Reason, r.RetryAfter)
 		default:
 			answered = append(answered, r)
@@ -114,7 +114,7 @@ func TestRetryAfterIsObeyed(t *testing.T) {
 			}
 		}
 	}
-	if f := s.Failures; len(f) != 1 || f[0].Reason != "http_429" || f[0].Statuses["429"] != len(answered) || f[0].Hint == "" {
+	if f := s.Failures; len(f) != 1 || f[0].Reason != "rate_limit" || f[0].Statuses["429"] != len(answered) || f[0].Hint == "" {
 		t.Fatalf("failures %+v", f)
 	}
 }
@@ -161,7 +161,7 @@ func TestRetryAfterHoldsOtherRuns(t *testing.T) {
 		Plan{Stages: []Stage{{Concurrency: 1, Requests: 1}}}, 10, 4)
 	first.Failure = DefaultFailure()
 	s, _ := first.Execute(context.Background())
-	if s.Errors != 1 || s.ByReason["http_429"] != 1 {
+	if s.Errors != 1 || s.ByReason["rate_limit"] != 1 {
 		t.Fatalf("the first run: %d errors %v; want one 429", s.Errors, s.ByReason)
 	}
 	heard := time.Now()

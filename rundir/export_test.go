@@ -34,7 +34,7 @@ func TestExports(t *testing.T) {
 			E2E: time.Second, ContentChunks: 3, OutputTokens: 3, OutputSource: result.SourceUsage, InputTokens: 20, InputSource: result.SourceUsage,
 			Gaps: []time.Duration{10 * time.Millisecond, 20 * time.Millisecond}}
 		if i == 4 {
-			req.Outcome, req.Reason, req.Err, req.HTTPStatus, req.Retried = result.Error, result.ReasonHTTP5xx, `HTTP 500: "boom, twice"`, 500, true
+			req.Outcome, req.Reason, req.Err, req.HTTPStatus, req.Retried = result.Error, result.ReasonServerError, `HTTP 500: "boom, twice"`, 500, true
 		}
 		v := set.Evaluate(&req)
 		agg.Add(&req, v)

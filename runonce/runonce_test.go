@@ -173,7 +173,7 @@ profiles:
 	if n != 60 || n != s.Requests || success != s.Success || errs != s.Errors || good != s.Good {
 		t.Fatalf("records: %d requests %d success %d errors %d good; summary %+v", n, success, errs, good, s)
 	}
-	if reasons["http_5xx"] != s.ByReason["http_5xx"] || reasons["stream"] != s.ByReason["stream"] || errs == 0 {
+	if reasons["server_error"] != s.ByReason["server_error"] || reasons["stream"] != s.ByReason["stream"] || errs == 0 {
 		t.Fatalf("reasons %v vs %v", reasons, s.ByReason)
 	}
 	var all []stats.Summary
@@ -604,7 +604,7 @@ func TestEchoedKeyAppearsInNoOutput(t *testing.T) {
 			redacted++
 		}
 	}
-	if !strings.Contains(out, "http_4xx") || redacted != 2 {
+	if !strings.Contains(out, "auth") || redacted != 2 {
 		t.Fatalf("the echoed errors were not recorded (%d records files with redacted errors, want 2):\n%s", redacted, out)
 	}
 	for name, text := range texts {
@@ -648,7 +648,7 @@ profiles:
 	dir := t.TempDir()
 	_, out, errOut := runCLI(t, Options{ConfigFile: cfg, ArtifactsDir: dir, ProgressEvery: 10 * time.Millisecond})
 	texts := outputs(dir, out, errOut)
-	if len(texts) < 5 || !strings.Contains(out, "http_429") {
+	if len(texts) < 5 || !strings.Contains(out, "rate_limit") {
 		t.Fatalf("%d outputs; errors not reported: %s", len(texts), out)
 	}
 	for name, text := range texts {

@@ -119,7 +119,7 @@ func TestPrivateCAAndMutualTLS(t *testing.T) {
 			switch {
 			case withCert && r.Outcome != result.Success:
 				t.Errorf("%s with a client certificate: %v/%v %s", httpClient, r.Outcome, r.Reason, r.Err)
-			case !withCert && (r.Outcome != result.Error || r.Reason != result.ReasonHTTP4xx || !strings.Contains(r.Err, "no client certificate")):
+			case !withCert && (r.Outcome != result.Error || r.Reason != result.ReasonAuth || !strings.Contains(r.Err, "no client certificate")):
 				t.Errorf("%s without a client certificate: %v/%v %s", httpClient, r.Outcome, r.Reason, r.Err)
 			}
 		}

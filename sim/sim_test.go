@@ -142,9 +142,9 @@ func TestFaults(t *testing.T) {
 		f      Faults
 		reason result.Reason
 	}{
-		{"500", Faults{Error500: 1}, result.ReasonHTTP5xx},
-		{"503", Faults{Error503: 1}, result.ReasonHTTP5xx},
-		{"429", Faults{Error429: 1}, result.ReasonHTTP429},
+		{"500", Faults{Error500: 1}, result.ReasonServerError},
+		{"503", Faults{Error503: 1}, result.ReasonServerError},
+		{"429", Faults{Error429: 1}, result.ReasonRateLimit},
 		{"disconnect", Faults{Disconnect: 1}, result.ReasonStream},
 		{"malformed", Faults{Malformed: 1}, result.ReasonStream},
 	}
@@ -187,7 +187,7 @@ func TestFaultsAreSeeded(t *testing.T) {
 	if a != b {
 		t.Fatalf("same seed, different faults:\n%s\n%s", a, b)
 	}
-	if !strings.Contains(a, "http_5xx") || !strings.Contains(a, "stream") {
+	if !strings.Contains(a, "server_error") || !strings.Contains(a, "stream") {
 		t.Fatalf("30 requests at 30%% each drew no faults: %s", a)
 	}
 }

@@ -114,14 +114,14 @@ func TestHostileEndpointsStopNothingAndLeakNothing(t *testing.T) {
 	}
 	_, metrics := f.do(t, "GET", "/metrics")
 	for b, want := range map[string]string{
-		hostile.Echo401:   `reason="http_4xx"`,
+		hostile.Echo401:   `reason="auth"`,
 		hostile.EchoEvent: `reason="stream"`,
 		hostile.Nested:    `reason="stream"`,
 		hostile.Gzip:      `reason="stream"`,
 		hostile.Switch:    `reason="stream"`,
 		// Ended at 4 x max_tokens + 64 content chunks, not read to 60 MB.
 		hostile.ManyChunks: `reason="stream"`,
-		hostile.Escapes:    `reason="http_5xx"`,
+		hostile.Escapes:    `reason="server_error"`,
 	} {
 		if !hasPositive(metrics, "tokenprobe_request_errors_total{", `endpoint="`+b+`"`, want) {
 			t.Errorf("%s: no %s errors counted", b, want)

@@ -34,7 +34,7 @@ func TestPushesGenAIInstruments(t *testing.T) {
 		Streaming: true, Outcome: result.Success, ContentChunks: 4, OutputTokens: 4, InputTokens: 100,
 		Scheduled: t0, Start: t0, TTFT: ms(100), E2E: ms(160), Gaps: []time.Duration{ms(20), ms(20), ms(20)}}
 	fail := ok
-	fail.Outcome, fail.Reason, fail.End = result.Error, result.ReasonHTTP5xx, t0.Add(ms(5))
+	fail.Outcome, fail.Reason, fail.End = result.Error, result.ReasonServerError, t0.Add(ms(5))
 	set := slo.Set{Thresholds: []slo.Threshold{{Kind: slo.TTFT, Max: ms(500)}}}
 	for range 3 {
 		e.Observe(&ok, set.Evaluate(&ok))
@@ -101,7 +101,7 @@ func TestPushesGenAIInstruments(t *testing.T) {
 	}
 	// The error's duration carries error.type; token usage carries its type.
 	for _, dp := range got["gen_ai.client.operation.duration"].GetExponentialHistogram().DataPoints {
-		if a := otlptest.Attrs(dp.Attributes); a["error.type"] != "" && (a["error.type"] != "http_5xx" || dp.Count != 1) {
+		if a := otlptest.Attrs(dp.Attributes); a["error.type"] != "" && (a["error.type"] != "server_error" || dp.Count != 1) {
 			t.Errorf("error datapoint %v count %d", a, dp.Count)
 		}
 	}
@@ -122,9 +122,9 @@ func TestPushesGenAIInstruments(t *testing.T) {
 		return n
 	}
 	if sum("tokenprobe.requests.good", "", "") != 3 || sum("tokenprobe.requests", "tokenprobe.outcome", "success") != 3 ||
-		sum("tokenprobe.requests", "error.type", "http_5xx") != 1 || sum("tokenprobe.slo.requests", "tokenprobe.slo.result", "missed") != 1 {
+		sum("tokenprobe.requests", "error.type", "server_error") != 1 || sum("tokenprobe.slo.requests", "tokenprobe.slo.result", "missed") != 1 {
 		t.Errorf("counters: good %d success %d 5xx %d missed %d", sum("tokenprobe.requests.good", "", ""),
-			sum("tokenprobe.requests", "tokenprobe.outcome", "success"), sum("tokenprobe.requests", "error.type", "http_5xx"),
+			sum("tokenprobe.requests", "tokenprobe.outcome", "success"), sum("tokenprobe.requests", "error.type", "server_error"),
 			sum("tokenprobe.slo.requests", "tokenprobe.slo.result", "missed"))
 	}
 }
@@ -211,7 +211,7 @@ func TestSpansOfSampledRequests(t *testing.T) {
 	unsampled := ok
 	unsampled.Trace = result.NewTrace(0)
 	failed := ok
-	failed.Trace, failed.Outcome, failed.Reason, failed.Err, failed.HTTPStatus = result.NewTrace(1), result.Error, result.ReasonHTTP5xx, "HTTP 503", 503
+	failed.Trace, failed.Outcome, failed.Reason, failed.Err, failed.HTTPStatus = result.NewTrace(1), result.Error, result.ReasonServerError, "HTTP 503", 503
 	for _, r := range []*result.Request{&ok, &unsampled, &failed} {
 		e.Observe(r, slo.Verdict{})
 	}
@@ -251,7 +251,7 @@ func TestSpansOfSampledRequests(t *testing.T) {
 		t.Errorf("trace state %q, run's %q, want the configured tp=eu-west,congo=t61", s.TraceState, runSpan.TraceState)
 	}
 	f := spans[failed.Trace.TraceIDString()]
-	if f == nil || f.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || otlptest.Attrs(f.Attributes)["error.type"] != "http_5xx" {
+	if f == nil || f.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || otlptest.Attrs(f.Attributes)["error.type"] != "server_error" {
 		t.Errorf("failed request's span %v", f)
 	}
 }

@@ -52,7 +52,7 @@ func scripted() []result.Request {
 	oneTok := base
 	oneTok.ID, oneTok.ContentChunks, oneTok.OutputTokens, oneTok.TTFT, oneTok.E2E = 3, 1, 1, ms(50), ms(50)
 	fail := base
-	fail.ID, fail.Outcome, fail.Reason = 4, result.Error, result.ReasonHTTP429
+	fail.ID, fail.Outcome, fail.Reason = 4, result.Error, result.ReasonRateLimit
 	cancelled := base
 	cancelled.ID, cancelled.Outcome = 5, result.Cancelled
 	other := ok
@@ -139,7 +139,7 @@ func TestCounts(t *testing.T) {
 	if c("tokenprobe_requests_total", `outcome="success"`) != 4 || c("tokenprobe_requests_total", `outcome="cancelled"`) != 1 {
 		t.Error("requests by outcome")
 	}
-	if c("tokenprobe_request_errors_total", `reason="http_429"`) != 1 || c("tokenprobe_request_errors_total", `reason="timeout"`) != 0 {
+	if c("tokenprobe_request_errors_total", `reason="rate_limit"`) != 1 || c("tokenprobe_request_errors_total", `reason="timeout"`) != 0 {
 		t.Error("errors by reason")
 	}
 	// An anomaly is counted beside the outcome, which it leaves alone.

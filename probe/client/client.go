@@ -271,7 +271,19 @@ func (c *Client) readBody(ctx context.Context, resp response, r *result.Request,
 	} else {
 		c.readWhole(ctx, limited, r, p)
 	}
+	if r.Outcome == result.Success && filtered(r.FinishReason) {
+		// Answered, but a content policy cut the answer or refused the
+		// prompt: not the answer asked for, and a cause of its own that
+		// a wrong answer would hide. Its timing stays for debugging.
+		r.Outcome, r.Reason = result.Error, result.ReasonContentFilter
+		r.Err = "the answer ended with finish_reason " + r.FinishReason + ": the server's content policy stopped it"
+	}
 }
+
+// filtered reports whether a finish reason says a content policy stopped
+// the answer: OpenAI's and Azure's content_filter (the Chat Completions
+// reference), Anthropic's stop_reason refusal (the Messages API reference).
+func filtered(finish string) bool { return finish == "content_filter" || finish == "refusal" }
 
 // closeBody ends a response body, reporting whether its rest did not come
 // within h1.DrainTimeout. probe/h1's Body.Close drains and bounds itself.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tokenprobe/tokenprobe/internal/redact"
+	"github.com/tokenprobe/tokenprobe/probe/apierror"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 )
 
@@ -47,23 +48,16 @@ const maxErrorBody = 512
 const errorBodyWait = time.Second
 
 func (c *Client) failStatus(r *result.Request, resp response) {
-	// Read past the excerpt by the longest secret, so that one crossing
-	// its edge is seen whole and redacted.
+	// Read what the reason is read from (a provider's error body, 16 KiB
+	// at most), and past the excerpt by the longest secret, so that one
+	// crossing its edge is seen whole and redacted.
 	var body bytes.Buffer
-	stalled := readBounded(&body, resp.body, int64(maxErrorBody+c.secrets.Longest()), errorBodyWait)
+	stalled := readBounded(&body, resp.body, int64(max(apierror.MaxBody, maxErrorBody+c.secrets.Longest())), errorBodyWait)
 	snippet := c.secrets.Excerpt(bytes.TrimSpace(body.Bytes()), maxErrorBody)
 	if stalled {
 		snippet += " (the body did not end within " + errorBodyWait.String() + "; connection closed)"
 	}
-	var reason result.Reason
-	switch s := resp.status; {
-	case s == http.StatusTooManyRequests:
-		reason = result.ReasonHTTP429
-	case s >= 500:
-		reason = result.ReasonHTTP5xx
-	default:
-		reason = result.ReasonHTTP4xx
-	}
+	reason := apierror.Reason(resp.status, body.Bytes())
 	msg := fmt.Sprintf("HTTP %d: %s", resp.status, snippet)
 	if len(resp.retryAfter) > 0 {
 		msg += " (Retry-After: " + c.secrets.Excerpt(resp.retryAfter, 80) + ")"

@@ -9,6 +9,7 @@ import (
 	"mime"
 	"time"
 
+	"github.com/tokenprobe/tokenprobe/probe/apierror"
 	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/sse"
@@ -43,6 +44,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r *result.Reque
 		}
 		if string(ev.Name) == "error" {
 			c.endStream(ctx, r, last, fmt.Errorf("error event in stream: %s", c.secrets.Excerpt(ev.Data, 200)))
+			r.Reason = streamReason(r, ev.Data)
 			return
 		}
 		if bytes.Equal(ev.Data, doneMarker) {
@@ -55,6 +57,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r *result.Reque
 		}
 		if chunk.Error {
 			c.endStream(ctx, r, last, fmt.Errorf("error in stream: %s", c.secrets.Excerpt(ev.Data, 200)))
+			r.Reason = streamReason(r, ev.Data)
 			return
 		}
 		if chunk.Usage {
@@ -125,6 +128,17 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r *result.Reque
 
 var doneMarker = []byte("[DONE]")
 
+// streamReason is the reason of a stream that a server ended with an
+// error event (Anthropic's "overloaded_error", vLLM's error object): the
+// cause it names, or stream. A request cancelled meanwhile keeps the
+// reason endStream gave it.
+func streamReason(r *result.Request, data []byte) result.Reason {
+	if r.Reason != result.ReasonStream {
+		return r.Reason
+	}
+	return apierror.Reason(0, data)
+}
+
 // endStream classifies a stream that broke off. What was measured before
 // the break stays in r for debugging, but the outcome is an error.
 func (c *Client) endStream(ctx context.Context, r *result.Request, last time.Time, err error) {
@@ -155,7 +169,7 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, r *result.Reques
 		return
 	}
 	if chunk.Error {
-		c.fail(r, result.ReasonStream, fmt.Errorf("error in response: %s", c.secrets.Excerpt(data, 200)))
+		c.fail(r, apierror.Reason(0, data), fmt.Errorf("error in response: %s", c.secrets.Excerpt(data, 200)))
 		return
 	}
 	answered(r, &chunk)

@@ -143,7 +143,7 @@ func testTypedAPIsRequestShape(t *testing.T, newClient func(Options) *Client) {
 				t.Errorf("%s: header %s %q, want %q", c.api, k, g, v)
 			}
 		}
-		if r.Outcome != result.Error || r.Reason != result.ReasonHTTP4xx {
+		if r.Outcome != result.Error || r.Reason != result.ReasonBadRequest {
 			t.Errorf("%s: %v %v", c.api, r.Outcome, r.Reason)
 		}
 	}

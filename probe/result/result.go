@@ -32,17 +32,42 @@ func (o Outcome) String() string {
 // Outcomes lists every outcome, in the order used for labels and reports.
 var Outcomes = []Outcome{Success, Error, Cancelled, WrongAnswer}
 
-// Reason classifies an Error outcome. The set is closed so that it can be a
-// metric label without growing the series count.
+// Reason classifies an Error outcome: what an on-call engineer routes
+// by (docs/MEASUREMENT.md, "Failure reasons"; docs/RUNBOOK.md says who
+// acts on each). The set is closed so that it can be a metric label
+// without growing the series count.
 type Reason uint8
 
 const (
 	ReasonNone Reason = iota
 	ReasonTimeout
 	ReasonConnect
-	ReasonHTTP4xx
-	ReasonHTTP429
-	ReasonHTTP5xx
+	// ReasonAuth: the key is missing, wrong or revoked (401, 403, an
+	// authentication or permission error).
+	ReasonAuth
+	// ReasonRateLimit: requests or tokens over the rate limit (429).
+	ReasonRateLimit
+	// ReasonQuota: the account's quota, credit or spend limit is spent
+	// (OpenAI's insufficient_quota, Anthropic's billing_error): waiting a
+	// minute does not help.
+	ReasonQuota
+	// ReasonOverloaded: the provider or server sheds load it cannot
+	// carry (Anthropic's 529 overloaded_error, a 503 that says so, TGI's
+	// "overloaded").
+	ReasonOverloaded
+	// ReasonContentFilter: a content policy refused the prompt or cut
+	// the answer (Azure's content_filter, finish_reason content_filter).
+	ReasonContentFilter
+	// ReasonContextLength: the prompt and max_tokens exceed the model's
+	// context.
+	ReasonContextLength
+	// ReasonModelNotFound: no such model or deployment.
+	ReasonModelNotFound
+	// ReasonBadRequest: any other refusal of the request as sent (4xx,
+	// redirects): a path, parameter or body the server does not take.
+	ReasonBadRequest
+	// ReasonServerError: any other 5xx.
+	ReasonServerError
 	ReasonStream
 	ReasonEmpty
 	// ReasonRequest: the request could not be built. An answer that
@@ -52,7 +77,9 @@ const (
 
 var reasonNames = [...]string{
 	ReasonNone: "", ReasonTimeout: "timeout", ReasonConnect: "connect",
-	ReasonHTTP4xx: "http_4xx", ReasonHTTP429: "http_429", ReasonHTTP5xx: "http_5xx",
+	ReasonAuth: "auth", ReasonRateLimit: "rate_limit", ReasonQuota: "quota", ReasonOverloaded: "overloaded",
+	ReasonContentFilter: "content_filter", ReasonContextLength: "context_length", ReasonModelNotFound: "model_not_found",
+	ReasonBadRequest: "bad_request", ReasonServerError: "server_error",
 	ReasonStream: "stream", ReasonEmpty: "empty", ReasonRequest: "request",
 }
 
@@ -64,7 +91,27 @@ func (r Reason) String() string {
 }
 
 // Reasons lists every error reason, in label order.
-var Reasons = []Reason{ReasonTimeout, ReasonConnect, ReasonHTTP4xx, ReasonHTTP429, ReasonHTTP5xx, ReasonStream, ReasonEmpty, ReasonRequest}
+var Reasons = []Reason{ReasonTimeout, ReasonConnect, ReasonAuth, ReasonRateLimit, ReasonQuota, ReasonOverloaded,
+	ReasonContentFilter, ReasonContextLength, ReasonModelNotFound, ReasonBadRequest, ReasonServerError,
+	ReasonStream, ReasonEmpty, ReasonRequest}
+
+// legacyReasons are the names records written before the reasons were
+// split by cause (tokenprobe 0.x) carry: read back as their nearest
+// reason, so that merge and compare still read old run folders.
+var legacyReasons = map[string]Reason{"http_4xx": ReasonBadRequest, "http_429": ReasonRateLimit, "http_5xx": ReasonServerError}
+
+// ParseReason reads a reason's name as records and summaries write it,
+// the names of older records included; ok is false for a name that is
+// none.
+func ParseReason(name string) (r Reason, ok bool) {
+	for _, r := range Reasons {
+		if r.String() == name {
+			return r, true
+		}
+	}
+	r, ok = legacyReasons[name]
+	return r, ok
+}
 
 // Anomaly is something a server did wrong that did not change the
 // request's outcome: the request was measured in full, but the server

@@ -110,17 +110,27 @@ func (a *Aggregator) failureSummary() []Failure {
 func Hint(reason result.Reason, status int, msg, baseURL string) string {
 	lower := strings.ToLower(msg)
 	switch {
+	case reason == result.ReasonModelNotFound:
+		return "no such model or deployment: check the endpoint's model (or deployment) name"
 	case status == 404 && !hasV1(baseURL):
 		return "404 from a base_url without /v1: OpenAI-compatible servers answer under /v1 (base_url: http://host:port/v1)"
 	case status == 404:
 		return "404: the server has no such route or model; check the endpoint's api (chat or completions) and model"
-	case status == 401 || status == 403:
-		return "the API key is missing or wrong: check the endpoint's api_key (file or env) and headers"
+	case reason == result.ReasonAuth:
+		return "the API key is missing, wrong or revoked: check the endpoint's api_key (file or env), auth and headers"
+	case reason == result.ReasonQuota:
+		return "the account's quota, credit or spend limit is spent: waiting will not help; raise it with the provider"
+	case reason == result.ReasonRateLimit:
+		return "rate limited: the load (the probe's and everyone's on this key) is over the key's limit; lower it, or raise the limit"
+	case reason == result.ReasonOverloaded:
+		return "the provider or server is overloaded and shedding load: not this key's limit; wait, or fail over"
+	case reason == result.ReasonContentFilter:
+		return "a content policy refused the prompt or cut the answer: check the profile's prompts against the provider's filter"
+	case reason == result.ReasonContextLength:
+		return "the prompt and max_tokens exceed the model's context: shorten the workload's prompts or max_tokens"
 	case status == 400 || status == 422:
 		return "the server refused the request: check the model name, max_tokens against its context, and extra_body"
-	case status == 429 || reason == result.ReasonHTTP429:
-		return "the server is shedding load (rate limited): lower the load, or raise its limits"
-	case reason == result.ReasonHTTP5xx:
+	case reason == result.ReasonServerError:
 		return "the server failed the request: its own log says why"
 	case reason == result.ReasonConnect && strings.Contains(lower, "refused"):
 		return "connection refused: nothing listens at the base_url's host and port; is the server up, and the port right?"

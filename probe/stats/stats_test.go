@@ -55,7 +55,7 @@ func TestSummaryArithmetic(t *testing.T) {
 	add(req(200, 300, 800, 6))  // misses TTFT
 	add(req(300, 20, 2000, 21)) // good; ends last at 2300 ms
 	fail := req(400, 0, 0, 0)
-	fail.Outcome, fail.Reason, fail.ContentChunks = result.Error, result.ReasonHTTP5xx, 0
+	fail.Outcome, fail.Reason, fail.ContentChunks = result.Error, result.ReasonServerError, 0
 	fail.End = fail.Start.Add(time.Millisecond)
 	add(fail)
 	cancel := req(500, 10, 100, 2)
@@ -63,7 +63,7 @@ func TestSummaryArithmetic(t *testing.T) {
 	add(cancel)
 
 	s := agg.Summary()
-	if s.Requests != 6 || s.Success != 4 || s.Errors != 1 || s.Cancelled != 1 || s.ByReason["http_5xx"] != 1 {
+	if s.Requests != 6 || s.Success != 4 || s.Errors != 1 || s.Cancelled != 1 || s.ByReason["server_error"] != 1 {
 		t.Fatalf("counts: %+v", s)
 	}
 	// Attainment: 3 good of 5 counted (the cancelled request is in neither).
@@ -120,7 +120,7 @@ func TestKneeReadingWithoutACliff(t *testing.T) {
 // characters as escapes: no forged log line, no cleared screen.
 func TestFailureMessagesEscapeControlCharacters(t *testing.T) {
 	a := NewAggregator("p", "e", "m", 1, 0)
-	a.Add(&result.Request{Outcome: result.Error, Reason: result.ReasonHTTP5xx, HTTPStatus: 500,
+	a.Add(&result.Request{Outcome: result.Error, Reason: result.ReasonServerError, HTTPStatus: 500,
 		Err: "HTTP 500: oops\nlevel=error msg=forged\r\x1b[2J"}, slo.Verdict{})
 	f := a.Summary().Failures
 	if len(f) != 1 || f[0].Message != `HTTP 500: oops\nlevel=error msg=forged\r\x1b[2J` {
