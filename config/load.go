@@ -562,6 +562,8 @@ func (s *Simulator) validate(l *locator, path string) {
 	f := s.Faults
 	valid := true
 	for name, p := range map[string]float64{"error_500": f.Error500, "error_503": f.Error503, "error_429": f.Error429,
+		"auth": f.Auth, "quota": f.Quota, "overloaded": f.Overloaded, "content_filter": f.ContentFilter,
+		"context_length": f.ContextLength, "model_not_found": f.ModelNotFound,
 		"disconnect": f.Disconnect, "stall": f.Stall, "malformed": f.Malformed,
 		"empty": f.Empty, "truncate": f.Truncate, "garbage": f.Garbage, "bad_json": f.BadJSON, "wrong_model_rate": f.WrongModelRate} {
 		if p < 0 || p > 1 {
@@ -569,7 +571,10 @@ func (s *Simulator) validate(l *locator, path string) {
 			valid = false
 		}
 	}
-	if valid && (f.Error500+f.Error503+f.Error429 > 1 || f.Disconnect+f.Stall+f.Malformed > 1 || f.Empty+f.Truncate+f.Garbage+f.BadJSON > 1) {
+	if s.Provider != "" && !slices.Contains([]string{"openai", "azure", "anthropic"}, s.Provider) { // sim.Providers; setup checks the two agree
+		l.errf(path+".provider", "%q is none of openai, azure, anthropic", s.Provider)
+	}
+	if valid && (f.Error500+f.Error503+f.Error429+f.Auth+f.Quota+f.Overloaded+f.ContentFilter+f.ContextLength+f.ModelNotFound > 1 || f.Disconnect+f.Stall+f.Malformed > 1 || f.Empty+f.Truncate+f.Garbage+f.BadJSON > 1) {
 		l.errf(path+".faults", "error rates, mid-stream fault rates and wrong-answer rates must each add up to at most 1")
 	}
 	if f.WrongModelRate > 0 && f.WrongModel == "" {

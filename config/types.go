@@ -455,6 +455,8 @@ type Simulator struct {
 	TokensPerChunk  int      `yaml:"tokens_per_chunk"`
 	Seed            uint64   `yaml:"seed"`
 	Faults          Faults   `yaml:"faults"`
+	// Provider is whose error answers the faults give (sim.Providers).
+	Provider string `yaml:"provider"`
 	// ReasoningTokens come before every streamed answer (sim.Config).
 	ReasoningTokens int `yaml:"reasoning_tokens"`
 	// Answers is a JSONL file of known answers ({"match": RE2, "answer":
@@ -478,10 +480,17 @@ type Faults struct {
 	Error503   float64  `yaml:"error_503"`
 	Error429   float64  `yaml:"error_429"`
 	RetryAfter Duration `yaml:"retry_after"`
-	Disconnect float64  `yaml:"disconnect"`
-	Stall      float64  `yaml:"stall"`
-	StallFor   Duration `yaml:"stall_for"`
-	Malformed  float64  `yaml:"malformed"`
+	// Error answers by cause, in the simulator's provider's shape.
+	Auth          float64  `yaml:"auth"`
+	Quota         float64  `yaml:"quota"`
+	Overloaded    float64  `yaml:"overloaded"`
+	ContentFilter float64  `yaml:"content_filter"`
+	ContextLength float64  `yaml:"context_length"`
+	ModelNotFound float64  `yaml:"model_not_found"`
+	Disconnect    float64  `yaml:"disconnect"`
+	Stall         float64  `yaml:"stall"`
+	StallFor      Duration `yaml:"stall_for"`
+	Malformed     float64  `yaml:"malformed"`
 	// Wrong answers, answered in full (sim.Faults).
 	Empty          float64 `yaml:"empty"`
 	Truncate       float64 `yaml:"truncate"`

@@ -484,3 +484,60 @@ profiles:
 	})
 	t.Log(last)
 }
+
+// TestRealServersFailuresGetTheirReasons: each failure llm-d-inference-sim
+// injects (its --failure-types, OpenAI's error shapes), and llama-server's
+// own refusal of a prompt over its context, reach summary.json under the
+// reason an on-call engineer routes by: the reading of error bodies tried
+// on servers that are not ours.
+func TestRealServersFailuresGetTheirReasons(t *testing.T) {
+	want := map[string]string{
+		"rate_limit": "rate_limit", "invalid_api_key": "auth", "context_length": "context_length",
+		"server_error":    "overloaded", // "The server is overloaded or not ready yet." with a 503
+		"invalid_request": "bad_request", "model_not_found": "model_not_found",
+	}
+	reasons := func(sums []stats.Summary) []string {
+		var out []string
+		for _, f := range sums[0].Failures {
+			out = append(out, fmt.Sprintf("%s×%d", f.Reason, f.Count))
+		}
+		return out
+	}
+	srv := realserver.LLMDSim(t, "llmd-model", "--failure-injection-rate", "100", "--failure-types", "rate_limit")
+	for _, ft := range []string{"rate_limit", "invalid_api_key", "context_length", "server_error", "invalid_request", "model_not_found"} {
+		if ft != "rate_limit" {
+			srv.Restart("--failure-injection-rate", "100", "--failure-types", ft)
+		}
+		_, sums, _, out := runConfig(context.Background(), t, fmt.Sprintf(`endpoints:
+  - {name: llmd, base_url: %s/v1, model: llmd-model, timeout: 30s}
+profiles:
+  - name: failing
+    endpoints: [llmd]
+    load: {concurrency: 1, requests: 3}
+    failure: {backoff: {base: 1ms, max: 1ms}, retry_after_max: 0s}
+    workload: {input_tokens: {mean: 16}, output_tokens: {mean: 4}}
+`, srv.URL))
+		got := reasons(sums)
+		t.Logf("llm-d-inference-sim --failure-types %s: %v", ft, got)
+		if len(got) != 1 || !strings.HasPrefix(got[0], want[ft]+"×") {
+			t.Errorf("llm-d-inference-sim --failure-types %s: failures %v, want all %s\n%s", ft, got, want[ft], out)
+		}
+	}
+
+	// llama-server's slots hold 1,024 tokens each (-c 4096 -np 4).
+	llama := realserver.LlamaServer(t)
+	_, sums, _, out := runConfig(context.Background(), t, fmt.Sprintf(`endpoints:
+  - {name: llama, base_url: %s/v1, model: tiny-llama, timeout: 60s}
+profiles:
+  - name: too-long
+    endpoints: [llama]
+    load: {concurrency: 1, requests: 2}
+    failure: {backoff: {base: 1ms, max: 1ms}}
+    workload: {input_tokens: {mean: 3000}, output_tokens: {mean: 4}}
+`, llama.URL))
+	got := reasons(sums)
+	t.Logf("llama-server, a prompt over its context: %v", got)
+	if len(got) != 1 || !strings.HasPrefix(got[0], "context_length×") {
+		t.Errorf("llama-server, a prompt over its context: failures %v, want all context_length\n%s", got, out)
+	}
+}

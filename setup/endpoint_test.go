@@ -19,6 +19,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
 	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/sim"
 )
 
 // A configured tracestate goes beside every traceparent, through both
@@ -170,5 +171,41 @@ func TestInProcessSimulatorExportsServerSpans(t *testing.T) {
 		t.Errorf("server span in trace %x under %x, want the request's %s and %s", server.TraceId, server.ParentSpanId, r.Trace.TraceIDString(), r.Trace.SpanIDString())
 	case server.Kind != tracepb.Span_SPAN_KIND_SERVER:
 		t.Errorf("kind %v", server.Kind)
+	}
+}
+
+// TestSimulatedProviderFailures runs a request against the built-in
+// simulator playing each provider with each injected failure, through the
+// configuration, the client and its reading of the error body: each gets
+// the reason an on-call engineer routes by. It also holds config's list
+// of providers to sim.Providers.
+func TestSimulatedProviderFailures(t *testing.T) {
+	faults := map[string]result.Reason{
+		"error_500": result.ReasonServerError, "error_503": result.ReasonServerError, "error_429": result.ReasonRateLimit,
+		"auth": result.ReasonAuth, "quota": result.ReasonQuota, "overloaded": result.ReasonOverloaded,
+		"content_filter": result.ReasonContentFilter, "context_length": result.ReasonContextLength, "model_not_found": result.ReasonModelNotFound,
+	}
+	for _, provider := range sim.Providers {
+		for fault, want := range faults {
+			yml := fmt.Sprintf("endpoints:\n  - {name: sim, simulator: {provider: %q, decode_base: 1ms, faults: {%s: 1, retry_after: 1ms}}}\nprofiles:\n  - name: p\n", provider, fault)
+			cfg, err := config.Parse("tokenprobe.yaml", []byte(yml))
+			if err != nil {
+				t.Fatalf("%s: %v", provider, err)
+			}
+			tg, err := OpenEndpoint(cfg.Endpoints[0], nil, Tracing{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r result.Request
+			tg.Client.Do(context.Background(), tg.Endpoint, client.Prompt{Text: "x", Stream: true, MaxTokens: 4}, &r)
+			_ = tg.Close()
+			if r.Outcome != result.Error || r.Reason != want {
+				t.Errorf("provider %q, fault %s: %v/%v %s; want error/%v", provider, fault, r.Outcome, r.Reason, r.Err, want)
+			}
+		}
+	}
+	if _, err := config.Parse("x.yaml", []byte("endpoints:\n  - {name: sim, simulator: {provider: bedrock}}\nprofiles: [{name: p}]\n")); err == nil ||
+		!strings.Contains(err.Error(), "provider") {
+		t.Errorf("an unknown provider: %v", err)
 	}
 }

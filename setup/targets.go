@@ -165,10 +165,11 @@ func SimConfig(sc *config.Simulator, model string) (sim.Config, error) {
 		Model: model, Slots: sc.Slots, MaxQueue: sc.MaxQueue, Answers: answers, ReasoningTokens: sc.ReasoningTokens,
 		PrefillBase: sc.PrefillBase.D(), PrefillPerToken: sc.PrefillPerToken.D(),
 		DecodeBase: sc.DecodeBase.D(), DecodeSlowdown: sc.DecodeSlowdown, Jitter: sc.Jitter,
-		TokensPerChunk: sc.TokensPerChunk, Seed: sc.Seed,
+		TokensPerChunk: sc.TokensPerChunk, Seed: sc.Seed, Provider: sc.Provider,
 		Metrics: sim.MetricsHabits{Lazy: sc.Metrics.Lazy, QueueOnlyWaited: sc.Metrics.QueueOnlyWaited},
 		Faults: sim.Faults{
 			Error500: f.Error500, Error503: f.Error503, Error429: f.Error429, RetryAfter: f.RetryAfter.D(),
+			Auth: f.Auth, Quota: f.Quota, Overloaded: f.Overloaded, ContentFilter: f.ContentFilter, ContextLength: f.ContextLength, ModelNotFound: f.ModelNotFound,
 			Disconnect: f.Disconnect, Stall: f.Stall, StallFor: f.StallFor.D(), Malformed: f.Malformed,
 			Empty: f.Empty, Truncate: f.Truncate, Garbage: f.Garbage, BadJSON: f.BadJSON, WrongModel: f.WrongModel, WrongModelRate: f.WrongModelRate,
 		},

@@ -51,6 +51,9 @@ type Config struct {
 	TokensPerChunk int
 	Seed           uint64
 	Faults         Faults
+	// Provider is whose error answers the faults give: "openai",
+	// "azure", "anthropic" (Providers), or "" for the simulator's own.
+	Provider string
 	// Answers are known answers to the prompts they match (LoadAnswers);
 	// other prompts get filler words.
 	Answers []Answer
@@ -94,6 +97,10 @@ type Faults struct {
 	Error503   float64
 	Error429   float64
 	RetryAfter time.Duration
+	// Error answers of a cause, in Config.Provider's shape: a key
+	// refused, a quota spent, the provider overloaded, a content filter,
+	// a prompt over the context, no such model.
+	Auth, Quota, Overloaded, ContentFilter, ContextLength, ModelNotFound float64
 	// Disconnect closes the connection in the middle of the stream.
 	Disconnect float64
 	// Stall pauses the stream for StallFor in the middle.
@@ -151,11 +158,19 @@ func (c Config) Defaults() Config {
 func (c Config) Validate() error {
 	f := c.Faults
 	for name, p := range map[string]float64{"error_500": f.Error500, "error_503": f.Error503, "error_429": f.Error429,
+		"auth": f.Auth, "quota": f.Quota, "overloaded": f.Overloaded, "content_filter": f.ContentFilter,
+		"context_length": f.ContextLength, "model_not_found": f.ModelNotFound,
 		"disconnect": f.Disconnect, "stall": f.Stall, "malformed": f.Malformed,
 		"empty": f.Empty, "truncate": f.Truncate, "garbage": f.Garbage, "bad_json": f.BadJSON, "wrong_model_rate": f.WrongModelRate} {
 		if p < 0 || p > 1 {
 			return fmt.Errorf("faults.%s: %v is not a probability in [0, 1]", name, p)
 		}
+	}
+	if f.errorRates() > 1 {
+		return errors.New("faults: the error answers' rates (error_500 to model_not_found) add up to more than 1")
+	}
+	if !validProvider(c.Provider) {
+		return fmt.Errorf("provider %q: want one of openai, azure, anthropic, or none", c.Provider)
 	}
 	if f.Empty+f.Truncate+f.Garbage+f.BadJSON > 1 {
 		return errors.New("faults: empty, truncate, garbage and bad_json add up to more than 1")
@@ -349,14 +364,19 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, api string) {
 	rng := rand.New(rand.NewPCG(h.cfg.Seed, seq))
 	plan := h.plan(rng, maxTokens)
 
-	switch plan.status {
-	case 0:
-	case http.StatusTooManyRequests:
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(h.cfg.Faults.RetryAfter.Seconds()))))
-		fallthrough
-	default:
+	if plan.cause != causeNone {
 		h.faults.Add(1)
-		httpError(w, plan.status, "injected fault")
+		status, body, shaped := h.errorFor(plan.cause)
+		if plan.cause == causeRateLimit {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(h.cfg.Faults.RetryAfter.Seconds()))))
+		}
+		if !shaped {
+			httpError(w, status, "injected fault")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
 		return
 	}
 	if h.cfg.MaxQueue > 0 {
@@ -434,9 +454,13 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, api string) {
 	h.stream(ctx, w, rng, plan, life, answer)
 }
 
+func (f Faults) errorRates() float64 {
+	return f.Error500 + f.Error503 + f.Error429 + f.Auth + f.Quota + f.Overloaded + f.ContentFilter + f.ContextLength + f.ModelNotFound
+}
+
 // plan is what faults this request will meet, drawn up front.
 type plan struct {
-	status     int
+	cause      cause
 	breakAt    int // token index of a mid-stream fault, -1 for none
 	disconnect bool
 	stall      bool
@@ -484,8 +508,8 @@ func (p plan) wrong(a *streamArgs, model string) {
 func (h *Handler) plan(rng *rand.Rand, maxTokens int) plan {
 	f := h.cfg.Faults
 	p := plan{breakAt: -1}
-	if i := pick(rng.Float64(), f.Error500, f.Error503, f.Error429); i >= 0 {
-		p.status = [...]int{http.StatusInternalServerError, http.StatusServiceUnavailable, http.StatusTooManyRequests}[i]
+	if i := pick(rng.Float64(), f.Error500, f.Error503, f.Error429, f.Auth, f.Quota, f.Overloaded, f.ContentFilter, f.ContextLength, f.ModelNotFound); i >= 0 {
+		p.cause = cause500 + cause(i)
 		return p
 	}
 	switch pick(rng.Float64(), f.Disconnect, f.Stall, f.Malformed) {
