@@ -144,7 +144,7 @@ func Generate(o Options) RuleFile {
 		o.MinLocations = 2
 	}
 	rec := Group{Name: "tokenprobe.recording", Rules: o.recording()}
-	slo, latency, probe := o.sloAlerts(), o.latencyAlerts(), o.probeAlerts()
+	slo, latency, probe := o.sloAlerts(), o.latencyAlerts(), append(o.probeAlerts(), o.reasonAlerts()...)
 	quorum := o.quorumAlerts(slo, latency, probe)
 	return RuleFile{Groups: []Group{rec, {Name: "tokenprobe.server", Rules: o.serverRecording()}, {Name: "tokenprobe.slo", Rules: slo},
 		{Name: "tokenprobe.latency", Rules: latency}, {Name: "tokenprobe.probe", Rules: probe}, {Name: "tokenprobe.quorum", Rules: quorum}}}
@@ -290,6 +290,10 @@ func (o Options) recording() []Rule {
 	}
 	rules = append(rules,
 		Rule{Record: "tokenprobe:requests:rate5m", Expr: o.loaded(fmt.Sprintf(`sum by (%s) (rate(%s[%s]))`, by, o.m("tokenprobe_requests_total", `outcome!="cancelled"`), short))},
+		// Each reason's share of the requests: what routes a page (a
+		// revoked key, a spent quota, a content filter).
+		Rule{Record: "tokenprobe:request_errors_by_reason:ratio_rate5m", Expr: o.loaded(fmt.Sprintf(`sum by (%[1]s, reason) (rate(%[2]s[%[3]s])) / on (%[1]s) group_left () (sum by (%[1]s) (rate(%[4]s[%[3]s])) > 0)`,
+			by, o.m("tokenprobe_request_errors_total"), short, o.m("tokenprobe_requests_total", `outcome!="cancelled"`)))},
 		Rule{Record: "tokenprobe:goodput:rate5m", Expr: o.loaded(fmt.Sprintf(`sum by (%s) (rate(%s[%s]))`, by, o.m("tokenprobe_good_requests_total"), short))},
 		Rule{Record: "tokenprobe:goodput:rate1h", Expr: o.loaded(fmt.Sprintf(`sum by (%s) (rate(%s[%s]))`, by, o.m("tokenprobe_good_requests_total"), hour))},
 		Rule{Record: "tokenprobe:slo_attainment:ratio_rate5m", Expr: `1 - tokenprobe:slo_errors:ratio_rate5m`},
@@ -438,4 +442,30 @@ func (o Options) probeAlerts() []Rule {
 		"Runs of {{ $labels.profile }} on {{ $labels.endpoint }} lose their artifacts",
 		"The daemon could not write a run's records, summary or report under --artifacts-dir (a full disk, a lost mount, permissions): the run's page says why. Probing goes on, but the runs cannot be looked into afterwards.")
 	return []Rule{noSuccess, noData, lag, reload, artifacts}
+}
+
+// reasonAlerts route failures by their reason (docs/MEASUREMENT.md,
+// "Failure reasons"). A revoked key is an outage that looks like a 4xx:
+// it pages at once, without a for, once most requests get it. A spent
+// quota and a content filter that keeps refusing open tickets: someone
+// must raise a limit or change a prompt, not wake up. An overloaded
+// provider needs no alert of its own: it fails requests, which burn the
+// error budget like any failure.
+func (o Options) reasonAlerts() []Rule {
+	ratio := func(reason string) string {
+		return fmt.Sprintf(`tokenprobe:request_errors_by_reason:ratio_rate5m{reason=%q}`, reason)
+	}
+	floor := fmt.Sprintf(` and on (%s) tokenprobe:requests:rate5m > %g`, by, o.MinRate)
+	auth := o.alert("TokenprobeAuthFailing", "page", ratio("auth")+" > 0.5"+floor,
+		"{{ $labels.endpoint }} refuses tokenprobe's key ({{ $labels.profile }})",
+		"{{ $value | humanizePercentage }} of the requests over the last 5 minutes were refused as unauthenticated or forbidden (401, 403, an authentication error): the key is missing, wrong, expired or revoked. Every client with the same key fails the same way.")
+	quota := o.alert("TokenprobeQuotaExhausted", "ticket", ratio("quota")+" > 0.1"+floor,
+		"{{ $labels.endpoint }} says the account's quota is spent ({{ $labels.profile }})",
+		"{{ $value | humanizePercentage }} of the requests over the last 5 minutes failed as quota or billing exhausted (insufficient_quota, billing_error, a spend limit): waiting does not help; the provider's limit must be raised or the bill paid.")
+	quota.For = o.window(5 * time.Minute)
+	filtered := o.alert("TokenprobeContentFiltered", "ticket", ratio("content_filter")+" > 0.05"+floor,
+		"A content filter keeps refusing {{ $labels.profile }} on {{ $labels.endpoint }}",
+		"{{ $value | humanizePercentage }} of the requests over the last 5 minutes were refused or cut by the provider's content policy, for 30 minutes: the filter changed, or the profile's prompts trip it.")
+	filtered.For = o.window(30 * time.Minute)
+	return []Rule{auth, quota, filtered}
 }
