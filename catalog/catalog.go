@@ -131,6 +131,20 @@ var (
 		Help: "Output tokens of successful requests (the server's usage count, or content chunks)."}
 )
 
+// The provider's rate limits, from the rate-limit headers of the
+// endpoint's last answer that sent them (probe/ratelimit); created only
+// for an endpoint that sends them. A limit belongs to the endpoint's key,
+// so every profile on it reads the same one; profile keeps the rules'
+// selector and grouping.
+var (
+	RateLimitLimit = Metric{Name: "tokenprobe_rate_limit_limit", Type: Gauge, Unit: "requests or tokens", Labels: with(RunLabels, "kind"),
+		Help: "The provider's rate limit in its window (usually a minute), by kind: requests, tokens, input_tokens, output_tokens (x-ratelimit-limit-*, anthropic-ratelimit-*-limit), as the endpoint's last answer that said it."}
+	RateLimitRemaining = Metric{Name: "tokenprobe_rate_limit_remaining", Type: Gauge, Unit: "requests or tokens", Labels: with(RunLabels, "kind"),
+		Help: "What remains of the rate limit in its window, by kind, as the endpoint's last answer said (x-ratelimit-remaining-*, anthropic-ratelimit-*-remaining): everyone's use of the key counts, the probe's too."}
+	RateLimitReset = Metric{Name: "tokenprobe_rate_limit_reset_seconds", Type: Gauge, Unit: "seconds", Labels: with(RunLabels, "kind"),
+		Help: "Seconds until the rate limit's window is full again, by kind, at the endpoint's last answer that said it (x-ratelimit-reset-*, anthropic-ratelimit-*-reset)."}
+)
+
 // The live load metrics, read from runs in progress at scrape time.
 var (
 	InFlight = Metric{Name: "tokenprobe_in_flight_requests", Type: Gauge, Unit: "requests", Labels: RunLabels,
@@ -206,6 +220,7 @@ var (
 var All = []Metric{
 	TTFT, TTST, ITL, InterChunk, Duration, Phases, DispatchLag,
 	Requests, AnswerChecks, Errors, Anomalies, Good, SLORequests, InputTokens, CachedInputTokens, OutputTokens,
+	RateLimitLimit, RateLimitRemaining, RateLimitReset,
 	InFlight, TargetConcurrency, TargetRate,
 	Runs, RunsSkipped, RunsAbortedInARow, RunNext, RunLastTimestamp, RunLastSuccess, RunLastPassed, RunLastDuration,
 	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunLastCapacity, RunLastCliff, RunLastTTFTBreakdown, RunLastTTFTDominant, RunLastServedModel,

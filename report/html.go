@@ -40,9 +40,10 @@ func HTML(w io.Writer, title string, runs []stats.Summary, levelNames []string, 
 }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"mul100":    func(v float64) float64 { return v * 100 },
-	"msOf":      Millis,
-	"breakdown": Breakdown,
+	"rateLimitLine": RateLimitLine,
+	"mul100":        func(v float64) float64 { return v * 100 },
+	"msOf":          Millis,
+	"breakdown":     Breakdown,
 	// levels says what load a run ran at: one level, or a staged run's
 	// range, so that a staged run is never headed by its first level.
 	"levels": func(s stats.Summary, name string) string {
@@ -91,6 +92,9 @@ table{border-collapse:collapse}th,td{border-bottom:1px solid #ddd;padding:.3em .
 </div>
 {{if .Summary.Failures}}<h3>Failures</h3><table class="failures"><tr><th>reason</th><th>count</th><th>status codes</th><th>most frequent message</th><th>hint</th></tr>
 {{range .Summary.Failures}}<tr><td class="error">{{.Reason}}</td><td>{{.Count}}</td><td>{{range $code, $n := .Statuses}}{{$code}} ×{{$n}} {{end}}</td><td>{{.Message}} ({{.MessageCount}})</td><td>{{.Hint}}</td></tr>{{end}}
+</table>{{end}}
+{{if .Summary.RateLimits}}<h3>Rate limits</h3><table class="ratelimits"><tr><th>kind</th><th>what the provider's headers said, and the probe's own use</th></tr>
+{{range .Summary.RateLimits}}<tr><td>{{.Kind}}</td><td>{{rateLimitLine .}}</td></tr>{{end}}
 </table>{{end}}
 {{if .Summary.Checks}}<h3>Answer checks</h3><table class="checks"><tr><th>check</th><th>passed</th><th>failed</th><th>first failure</th></tr>
 {{range .Summary.Checks}}<tr><td>{{.Name}}</td><td>{{.Pass}}</td><td{{if .Fail}} class="error"{{end}}>{{.Fail}}</td><td>{{.FirstFailure}}</td></tr>{{end}}

@@ -5,7 +5,9 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/tokenprobe/tokenprobe/probe/stats"
@@ -105,6 +107,9 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 	}
 	kv("Errors by reason", "%s", reasons(s.ByReason))
 	Failures(w, s.Failures, "  ")
+	for _, rl := range s.RateLimits {
+		kv("Rate limit ("+rl.Kind+")", "%s", RateLimitLine(rl))
+	}
 	Checks(w, s.Checks, "  ")
 	if s.FailureWaitSeconds > 0 {
 		kv("Waited after failures", "%.1f s over all workers (backoff and Retry-After; in no latency figure)", s.FailureWaitSeconds)
@@ -223,6 +228,26 @@ func Stages(w io.Writer, stages []stats.Summary, levelName string) {
 		fmt.Fprintln(w)
 	}
 }
+
+// RateLimitLine says what a provider's rate limit of one kind was during
+// a run and the probe's own share of it.
+func RateLimitLine(rl stats.RateLimit) string {
+	var b strings.Builder
+	if rl.Limit > 0 {
+		fmt.Fprintf(&b, "limit %s/min, ", humanCount(rl.Limit))
+	}
+	fmt.Fprintf(&b, "least remaining %s", humanCount(rl.MinRemaining))
+	if rl.MinShare != nil {
+		fmt.Fprintf(&b, " (%.1f%%)", 100**rl.MinShare)
+	}
+	fmt.Fprintf(&b, "; the probe used %s/min", humanCount(rl.ProbePerMinute))
+	if rl.ProbeShare != nil {
+		fmt.Fprintf(&b, " (%.1f%% of the limit)", 100**rl.ProbeShare)
+	}
+	return b.String()
+}
+
+func humanCount(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) }
 
 // Failures writes each error reason with its count, statuses, most
 // frequent message and hint, one block each, every line after indent.

@@ -18,6 +18,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/exporter/otlp"
 	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
 	"github.com/tokenprobe/tokenprobe/probe/client"
+	"github.com/tokenprobe/tokenprobe/probe/ratelimit"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/sim"
 )
@@ -207,5 +208,51 @@ func TestSimulatedProviderFailures(t *testing.T) {
 	if _, err := config.Parse("x.yaml", []byte("endpoints:\n  - {name: sim, simulator: {provider: bedrock}}\nprofiles: [{name: p}]\n")); err == nil ||
 		!strings.Contains(err.Error(), "provider") {
 		t.Errorf("an unknown provider: %v", err)
+	}
+}
+
+// TestSimulatedRateLimitHeaders: the built-in simulator playing each
+// provider meters requests as a hosted API does; the client reads what
+// remains from every answer, in each provider's headers, and the request
+// past the limit is a rate_limit with the window's end to wait.
+func TestSimulatedRateLimitHeaders(t *testing.T) {
+	for _, provider := range sim.Providers {
+		yml := fmt.Sprintf("endpoints:\n  - {name: sim, simulator: {provider: %q, decode_base: 1ms, rate_limit: {requests: 4, tokens: 100000, window: 1h}}}\nprofiles:\n  - name: p\n", provider)
+		cfg, err := config.Parse("tokenprobe.yaml", []byte(yml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg, err := OpenEndpoint(cfg.Endpoints[0], nil, Tracing{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var remaining []float64
+		for i := range 5 {
+			var r result.Request
+			tg.Client.Do(context.Background(), tg.Endpoint, client.Prompt{Text: "x", Stream: true, MaxTokens: 4}, &r)
+			if r.RateLimit == nil {
+				t.Fatalf("provider %q, request %d: no rate-limit headers read (%v/%v %s)", provider, i, r.Outcome, r.Reason, r.Err)
+			}
+			v, _ := r.RateLimit.Get(ratelimit.Requests, ratelimit.Remaining, r.End)
+			remaining = append(remaining, v)
+			if _, ok := r.RateLimit.Get(ratelimit.Tokens, ratelimit.Remaining, r.End); !ok {
+				t.Errorf("provider %q: no tokens remaining read", provider)
+			}
+			lim, hasLimit := r.RateLimit.Get(ratelimit.Requests, ratelimit.Limit, r.End)
+			reset, hasReset := r.RateLimit.Get(ratelimit.Requests, ratelimit.Reset, r.End)
+			if provider != "azure" && (!hasLimit || lim != 4 || !hasReset || reset <= 0 || reset > 3600) {
+				t.Errorf("provider %q: limit %v (%v), reset %v s (%v)", provider, lim, hasLimit, reset, hasReset)
+			}
+			switch {
+			case i < 4 && r.Outcome != result.Success:
+				t.Errorf("provider %q, request %d: %v/%v %s", provider, i, r.Outcome, r.Reason, r.Err)
+			case i == 4 && (r.Outcome != result.Error || r.Reason != result.ReasonRateLimit || r.RetryAfter < 59*time.Minute):
+				t.Errorf("provider %q, the fifth request: %v/%v, Retry-After %v; want rate_limit and the window's end", provider, r.Outcome, r.Reason, r.RetryAfter)
+			}
+		}
+		_ = tg.Close()
+		if fmt.Sprint(remaining) != "[3 2 1 0 0]" {
+			t.Errorf("provider %q: requests remaining %v", provider, remaining)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/catalog"
 	"github.com/tokenprobe/tokenprobe/probe"
 	"github.com/tokenprobe/tokenprobe/probe/openai"
+	"github.com/tokenprobe/tokenprobe/probe/ratelimit"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
@@ -33,6 +34,7 @@ type Exporter struct {
 	lastTS, lastOK, lastPassed, lastDur, lastAtt, lastGood, lastThr                     *prometheus.GaugeVec
 	objective, info, next, aborts, capacity, cliff, breakdown, dominant, served         *prometheus.GaugeVec
 	serverRequests, serverKV                                                            *prometheus.GaugeVec
+	rateLimit                                                                           [3]*prometheus.GaugeVec // by ratelimit.Field
 	checks                                                                              *prometheus.CounterVec
 	dropped                                                                             *prometheus.CounterVec
 	otlpDropped                                                                         *prometheus.CounterVec
@@ -110,6 +112,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	e.breakdown, e.dominant = gauge(catalog.RunLastTTFTBreakdown), gauge(catalog.RunLastTTFTDominant)
 	e.served = gauge(catalog.RunLastServedModel)
 	e.serverRequests, e.serverKV = gauge(catalog.RunLastServerRequests), gauge(catalog.RunLastServerKVCache)
+	e.rateLimit = [3]*prometheus.GaugeVec{ratelimit.Limit: gauge(catalog.RateLimitLimit), ratelimit.Remaining: gauge(catalog.RateLimitRemaining), ratelimit.Reset: gauge(catalog.RateLimitReset)}
 	e.dropped.WithLabelValues("otlp") // at 0 without an OTLP push too: nothing dropped
 	e.otlpDropped = counter(catalog.OTLPDropped)
 	e.otlpDropped.WithLabelValues("traces")
@@ -120,7 +123,8 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	for _, c := range []prometheus.Collector{
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.phases, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.cachedTok, e.outTok,
 		e.runs, e.skipped, e.dropped, e.otlpDropped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr,
-		e.objective, e.info, e.next, e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.served, e.serverRequests, e.serverKV, e.reloadOK, e.reloadTime, e.artifactFailures, (*liveCollector)(e),
+		e.objective, e.info, e.next, e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.served, e.serverRequests, e.serverKV, e.reloadOK, e.reloadTime, e.artifactFailures,
+		e.rateLimit[0], e.rateLimit[1], e.rateLimit[2], (*liveCollector)(e),
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -140,6 +144,9 @@ func (e *Exporter) Observe(r *result.Request, v slo.Verdict) {
 	}
 	if r.Retried {
 		s.anomaly[result.AnomalyRetried].Inc()
+	}
+	if rl := r.RateLimit; rl != nil {
+		e.setRateLimit(r.Profile, r.Endpoint, rl, r.End)
 	}
 	for _, c := range r.Checks {
 		i := 0
@@ -209,6 +216,18 @@ func (e *Exporter) Observe(r *result.Request, v slo.Verdict) {
 	}
 	for _, g := range r.Gaps {
 		s.gaps.Observe(g.Seconds())
+	}
+}
+
+// setRateLimit sets the endpoint's rate-limit gauges to what an answer's
+// headers said; a field it did not send keeps its last value.
+func (e *Exporter) setRateLimit(profile, endpoint string, rl *ratelimit.Reading, at time.Time) {
+	for _, k := range ratelimit.Kinds {
+		for f, g := range e.rateLimit {
+			if v, ok := rl.Get(k, ratelimit.Field(f), at); ok {
+				g.WithLabelValues(profile, endpoint, k.String()).Set(v)
+			}
+		}
 	}
 }
 
@@ -540,6 +559,7 @@ func (e *Exporter) Forget(profile, endpoint string) {
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.phases, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.cachedTok, e.outTok,
 		e.runs, e.skipped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr, e.objective, e.info, e.next,
 		e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.served, e.serverRequests, e.serverKV, e.artifactFailures,
+		e.rateLimit[0], e.rateLimit[1], e.rateLimit[2],
 	} {
 		v.DeletePartialMatch(match)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/probe"
 	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/openai"
+	"github.com/tokenprobe/tokenprobe/probe/ratelimit"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
@@ -646,5 +647,45 @@ func TestServedModelOfTheLastRun(t *testing.T) {
 	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{}, Verdict: probe.Failed})
 	if got := gather(); got != "" {
 		t.Fatalf("a run no answer of which named a model left %q", got)
+	}
+}
+
+// TestRateLimitGauges: an answer's rate-limit headers set the endpoint's
+// gauges, a field it did not send keeps its last value, and an endpoint
+// whose answers send none has no such series.
+func TestRateLimitGauges(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	answer := func(endpoint string, headers ...[2]string) {
+		r := result.Request{Profile: "chat", Endpoint: endpoint, Model: "gpt", Outcome: result.Success, End: now}
+		if len(headers) > 0 {
+			var rl ratelimit.Reading
+			for _, h := range headers {
+				rl.Header([]byte(h[0]), []byte(h[1]))
+			}
+			r.RateLimit = &rl
+		}
+		e.Observe(&r, slo.Verdict{})
+	}
+	answer("openai", [2]string{"x-ratelimit-limit-tokens", "150000"}, [2]string{"x-ratelimit-remaining-tokens", "149000"}, [2]string{"x-ratelimit-reset-tokens", "6m0s"})
+	answer("openai", [2]string{"x-ratelimit-remaining-tokens", "12000"})
+	answer("local")
+	want := `
+# HELP tokenprobe_rate_limit_limit ` + catalog.RateLimitLimit.Help + `
+# TYPE tokenprobe_rate_limit_limit gauge
+tokenprobe_rate_limit_limit{endpoint="openai",kind="tokens",profile="chat"} 150000
+# HELP tokenprobe_rate_limit_remaining ` + catalog.RateLimitRemaining.Help + `
+# TYPE tokenprobe_rate_limit_remaining gauge
+tokenprobe_rate_limit_remaining{endpoint="openai",kind="tokens",profile="chat"} 12000
+# HELP tokenprobe_rate_limit_reset_seconds ` + catalog.RateLimitReset.Help + `
+# TYPE tokenprobe_rate_limit_reset_seconds gauge
+tokenprobe_rate_limit_reset_seconds{endpoint="openai",kind="tokens",profile="chat"} 360
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), catalog.RateLimitLimit.Name, catalog.RateLimitRemaining.Name, catalog.RateLimitReset.Name); err != nil {
+		t.Error(err)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/internal/redact"
 	"github.com/tokenprobe/tokenprobe/probe/h1"
 	"github.com/tokenprobe/tokenprobe/probe/openai"
+	"github.com/tokenprobe/tokenprobe/probe/ratelimit"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/sse"
 )
@@ -188,6 +189,9 @@ type response struct {
 	// attempt having been closed by the server.
 	retried bool
 	phases  h1.Phases
+	// rateLimit is the rate-limit headers' reading, the response's own
+	// copy (probe/h1's belongs to its connection); nil without any.
+	rateLimit *ratelimit.Reading
 }
 
 var errRequestTimeout = errors.New("request timeout")
@@ -239,7 +243,7 @@ func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Reque
 		c.fail(r, c.classify(ctx, err), err)
 		return
 	}
-	r.HTTPStatus, r.Retried = resp.status, resp.retried
+	r.HTTPStatus, r.Retried, r.RateLimit = resp.status, resp.retried, resp.rateLimit
 	ph := resp.phases
 	r.DNS, r.Connect, r.TLS, r.Reused = ph.DNS, ph.Connect, ph.TLS, ph.Reused
 	if !ph.FirstByte.IsZero() {
@@ -316,8 +320,13 @@ func (c *Client) sendH1(ctx context.Context, ep *Endpoint, tg *target, p Prompt,
 	if err != nil {
 		return response{}, err
 	}
-	return response{status: resp.StatusCode, contentType: resp.ContentType, retryAfter: resp.RetryAfter, encoding: resp.ContentEncoding, body: resp.Body,
-		retried: resp.Retried, phases: resp.Phases}, nil
+	out := response{status: resp.StatusCode, contentType: resp.ContentType, retryAfter: resp.RetryAfter, encoding: resp.ContentEncoding, body: resp.Body,
+		retried: resp.Retried, phases: resp.Phases}
+	if resp.RateLimit != nil {
+		rl := *resp.RateLimit
+		out.rateLimit = &rl
+	}
+	return out, nil
 }
 
 // sendNetHTTP sends p through net/http.
@@ -385,7 +394,17 @@ func (c *Client) sendNetHTTP(ctx context.Context, ep *Endpoint, tg *target, p Pr
 	mu.Lock()
 	got, sends := ph, conns
 	mu.Unlock()
-	return response{status: resp.StatusCode, contentType: []byte(resp.Header.Get("Content-Type")),
+	out := response{status: resp.StatusCode, contentType: []byte(resp.Header.Get("Content-Type")),
 		retryAfter: []byte(resp.Header.Get("Retry-After")), encoding: []byte(resp.Header.Get("Content-Encoding")), body: resp.Body,
-		retried: sends > 1, phases: got}, nil
+		retried: sends > 1, phases: got}
+	var rl ratelimit.Reading
+	for name, vs := range resp.Header {
+		if len(vs) > 0 {
+			rl.Header([]byte(name), []byte(vs[0]))
+		}
+	}
+	if rl.Any() {
+		out.rateLimit = &rl
+	}
+	return out, nil
 }

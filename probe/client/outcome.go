@@ -64,6 +64,10 @@ func (c *Client) failStatus(r *result.Request, resp response) {
 	}
 	c.fail(r, reason, errors.New(msg))
 	r.RetryAfter = ParseRetryAfter(resp.retryAfter, r.End)
+	if rl := resp.rateLimit; rl != nil && rl.RetryAfter > 0 {
+		// retry-after-ms (Azure, OpenAI) says the same in milliseconds.
+		r.RetryAfter = rl.RetryAfter
+	}
 }
 
 // readBounded copies up to n bytes of body to dst, waiting wait at most,

@@ -26,6 +26,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tokenprobe/tokenprobe/probe/ratelimit"
 )
 
 // Options configure a Client. Zero values take the defaults named.
@@ -384,7 +386,10 @@ type Response struct {
 	ContentType     []byte
 	RetryAfter      []byte
 	ContentEncoding []byte
-	Body            *Body
+	// RateLimit is what the rate-limit headers said (probe/ratelimit), or
+	// nil when there were none.
+	RateLimit *ratelimit.Reading
+	Body      *Body
 	// Retried is set when the request was sent a second time, on a new
 	// connection, because the kept one it was first sent on had been
 	// closed by the server.

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/tokenprobe/tokenprobe/probe/ratelimit"
 )
 
 // conn is one connection and everything a request on it needs, reused
@@ -38,6 +40,8 @@ type conn struct {
 	closeAfter bool
 	// ctype, retry and encoding hold the headers the caller reads.
 	ctype, retry, encoding []byte
+	// rl is what the rate-limit headers said (probe/ratelimit).
+	rl ratelimit.Reading
 }
 
 // newConn wraps nc, which is raw or TLS over raw.
@@ -243,6 +247,7 @@ func parseStatusLine(line []byte) (minor, code int, ok bool) {
 // body is framed.
 func (cn *conn) readHeaders(budget *int, minor, code int) error {
 	cn.ctype, cn.retry, cn.encoding = cn.ctype[:0], cn.retry[:0], cn.encoding[:0]
+	cn.rl = ratelimit.Reading{}
 	var (
 		length                   int64 = -1
 		chunked, closes, keepAlv bool
@@ -287,6 +292,8 @@ func (cn *conn) readHeaders(budget *int, minor, code int) error {
 			cn.retry = append(cn.retry[:0], value...)
 		case equalFold(name, "Content-Encoding"):
 			cn.encoding = append(cn.encoding[:0], value...)
+		default:
+			cn.rl.Header(name, value)
 		}
 	}
 	cn.closeAfter = closes || (minor == 0 && !keepAlv)
@@ -295,6 +302,10 @@ func (cn *conn) readHeaders(budget *int, minor, code int) error {
 	}
 	cn.resp.StatusCode = code
 	cn.resp.ContentType, cn.resp.RetryAfter, cn.resp.ContentEncoding = cn.ctype, cn.retry, cn.encoding
+	cn.resp.RateLimit = nil
+	if cn.rl.Any() {
+		cn.resp.RateLimit = &cn.rl
+	}
 	b := &cn.body
 	*b = Body{cn: cn}
 	switch {

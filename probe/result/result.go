@@ -5,6 +5,8 @@ package result
 
 import (
 	"time"
+
+	"github.com/tokenprobe/tokenprobe/probe/ratelimit"
 )
 
 // Outcome is how a request ended (METRICS.md section 2).
@@ -215,6 +217,10 @@ type Request struct {
 	// request (its Retry-After header, seconds or a date), 0 when it
 	// asked nothing.
 	RetryAfter time.Duration
+	// RateLimit is what the answer's rate-limit headers said (the
+	// provider's limit, what remains of it, when it resets), or nil when
+	// it sent none: most self-hosted servers.
+	RateLimit *ratelimit.Reading
 	// Anomaly is what the server did wrong after the request was
 	// measured, if anything; it leaves Outcome as it is.
 	Anomaly Anomaly

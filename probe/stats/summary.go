@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tokenprobe/tokenprobe/probe/ratelimit"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
 )
@@ -60,6 +61,10 @@ type Summary struct {
 	// Failures describes the errors by reason: statuses, the most
 	// frequent message and a hint at the likely mistake.
 	Failures []Failure `json:"failures,omitempty"`
+	// RateLimits are what the provider's rate-limit headers said during
+	// the run, by kind, beside the probe's own use: absent where the
+	// server sent none.
+	RateLimits []RateLimit `json:"rate_limits,omitempty"`
 	// Error is why the run is an error although it ran: aborted by the
 	// failure policy, no request succeeded, or too many failed.
 	Error       string `json:"error,omitempty"`
@@ -179,6 +184,7 @@ type GPU struct {
 // for concurrent use; a run feeds it from one collector goroutine.
 type Aggregator struct {
 	s                            Summary
+	rateLimits                   [ratelimit.NumKinds]rateLimitSeen // by ratelimit.Kind
 	ttft, ttst, ttfo, itl, e2e   []float64
 	gaps                         gapSketch // one per chunk: bounded
 	isl, osl, tps, lag, inErr    []float64
@@ -292,6 +298,9 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // Add counts one measured (non-warmup) request.
 func (a *Aggregator) Add(r *result.Request, v slo.Verdict) {
 	a.s.Requests++
+	if r.RateLimit != nil {
+		a.addRateLimit(r)
+	}
 	if r.Retried {
 		a.s.Retried++
 	}
@@ -396,6 +405,7 @@ func (a *Aggregator) Summary() Summary {
 	}
 	s.Good = a.good
 	s.Failures = a.failureSummary()
+	s.RateLimits = a.rateLimitSummary(s.DurationSeconds, s.Requests)
 	s.Checks = slices.Clone(a.checks)
 	s.InputTokens, s.OutputTokens, s.CachedInputTokens = a.inTokens, a.outTokens, a.cached
 	if a.counted > 0 {
