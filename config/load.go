@@ -571,6 +571,9 @@ func (s *Simulator) validate(l *locator, path string) {
 			valid = false
 		}
 	}
+	if s.RateLimit.Requests < 0 || s.RateLimit.Tokens < 0 || s.RateLimit.Window < 0 {
+		l.errf(path+".rate_limit", "requests, tokens and window must not be negative")
+	}
 	if s.Provider != "" && !slices.Contains([]string{"openai", "azure", "anthropic"}, s.Provider) { // sim.Providers; setup checks the two agree
 		l.errf(path+".provider", "%q is none of openai, azure, anthropic", s.Provider)
 	}

@@ -457,6 +457,9 @@ type Simulator struct {
 	Faults          Faults   `yaml:"faults"`
 	// Provider is whose error answers the faults give (sim.Providers).
 	Provider string `yaml:"provider"`
+	// RateLimit meters requests and tokens as a hosted API does
+	// (sim.RateLimit).
+	RateLimit SimRateLimit `yaml:"rate_limit"`
 	// ReasoningTokens come before every streamed answer (sim.Config).
 	ReasoningTokens int `yaml:"reasoning_tokens"`
 	// Answers is a JSONL file of known answers ({"match": RE2, "answer":
@@ -466,6 +469,13 @@ type Simulator struct {
 	// Metrics are how the simulator's vLLM series count, imitating servers
 	// that count otherwise.
 	Metrics SimMetrics `yaml:"metrics"`
+}
+
+// SimRateLimit is the simulator's rate limit (sim.RateLimit).
+type SimRateLimit struct {
+	Requests int      `yaml:"requests"`
+	Tokens   int      `yaml:"tokens"`
+	Window   Duration `yaml:"window"`
 }
 
 // SimMetrics are the simulator's counting habits (see sim.MetricsHabits).

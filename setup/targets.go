@@ -166,7 +166,8 @@ func SimConfig(sc *config.Simulator, model string) (sim.Config, error) {
 		PrefillBase: sc.PrefillBase.D(), PrefillPerToken: sc.PrefillPerToken.D(),
 		DecodeBase: sc.DecodeBase.D(), DecodeSlowdown: sc.DecodeSlowdown, Jitter: sc.Jitter,
 		TokensPerChunk: sc.TokensPerChunk, Seed: sc.Seed, Provider: sc.Provider,
-		Metrics: sim.MetricsHabits{Lazy: sc.Metrics.Lazy, QueueOnlyWaited: sc.Metrics.QueueOnlyWaited},
+		RateLimit: sim.RateLimit{Requests: sc.RateLimit.Requests, Tokens: sc.RateLimit.Tokens, Window: sc.RateLimit.Window.D()},
+		Metrics:   sim.MetricsHabits{Lazy: sc.Metrics.Lazy, QueueOnlyWaited: sc.Metrics.QueueOnlyWaited},
 		Faults: sim.Faults{
 			Error500: f.Error500, Error503: f.Error503, Error429: f.Error429, RetryAfter: f.RetryAfter.D(),
 			Auth: f.Auth, Quota: f.Quota, Overloaded: f.Overloaded, ContentFilter: f.ContentFilter, ContextLength: f.ContextLength, ModelNotFound: f.ModelNotFound,

@@ -2,8 +2,13 @@ package sim
 
 import (
 	"encoding/json"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Providers are the hosted APIs whose error answers the simulator can
@@ -79,10 +84,82 @@ func (h *Handler) errorFor(c cause) (int, string, bool) {
 	if p == "" && (c == cause500 || c == cause503 || c == causeRateLimit) {
 		return [...]int{cause500: 500, cause503: 503, causeRateLimit: 429}[c], "", false
 	}
-	a, ok := providerErrors[p][c]
+	status, body := h.providerError(p, c)
+	return status, body, true
+}
+
+// providerError is provider's answer to cause, OpenAI's where it
+// documents none.
+func (h *Handler) providerError(provider string, c cause) (int, string) {
+	a, ok := providerErrors[provider][c]
 	if !ok {
 		a = providerErrors["openai"][c]
 	}
 	name, _ := json.Marshal(h.cfg.Model)
-	return a.status, strings.ReplaceAll(a.body, "{model}", string(name[1:len(name)-1])), true
+	return a.status, strings.ReplaceAll(a.body, "{model}", string(name[1:len(name)-1]))
+}
+
+// RateLimit makes the simulator meter requests and tokens as a hosted
+// API does: a fixed window (a minute by default) allows Requests requests
+// and Tokens tokens (a request's prompt and its max_tokens, counted when
+// it is admitted, as OpenAI counts them); every answer carries what
+// remains in Provider's headers, and a request over either gets a 429
+// whose Retry-After is the window's end. 0 turns a limit off.
+type RateLimit struct {
+	Requests, Tokens int
+	Window           time.Duration
+}
+
+// limiter is the simulator's fixed window.
+type limiter struct {
+	mu          sync.Mutex
+	start       time.Time
+	reqs, toks  int
+	cfg         RateLimit
+	rejected429 atomic.Uint64
+}
+
+// admit counts a request of tokens at now, and writes the rate-limit
+// headers of provider; false when the request is over a limit.
+func (l *limiter) admit(h http.Header, provider string, tokens int, now time.Time) (ok bool, wait time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	win := l.cfg.Window
+	if win <= 0 {
+		win = time.Minute
+	}
+	if l.start.IsZero() || now.Sub(l.start) >= win {
+		l.start, l.reqs, l.toks = now, 0, 0
+	}
+	reset := l.start.Add(win).Sub(now)
+	ok = (l.cfg.Requests <= 0 || l.reqs < l.cfg.Requests) && (l.cfg.Tokens <= 0 || l.toks+tokens <= l.cfg.Tokens)
+	if ok {
+		l.reqs++
+		l.toks += tokens
+	}
+	put := func(kind string, limit, used int) {
+		if limit <= 0 {
+			return
+		}
+		remaining := strconv.Itoa(max(limit-used, 0))
+		switch provider {
+		case "anthropic": // https://docs.anthropic.com/en/api/rate-limits
+			h.Set("anthropic-ratelimit-"+kind+"-limit", strconv.Itoa(limit))
+			h.Set("anthropic-ratelimit-"+kind+"-remaining", remaining)
+			h.Set("anthropic-ratelimit-"+kind+"-reset", l.start.Add(win).UTC().Format(time.RFC3339))
+		case "azure": // https://learn.microsoft.com/azure/ai-services/openai/how-to/quota
+			h.Set("x-ratelimit-remaining-"+kind, remaining)
+		default: // https://platform.openai.com/docs/guides/rate-limits
+			h.Set("x-ratelimit-limit-"+kind, strconv.Itoa(limit))
+			h.Set("x-ratelimit-remaining-"+kind, remaining)
+			h.Set("x-ratelimit-reset-"+kind, reset.Round(time.Millisecond).String())
+		}
+	}
+	put("requests", l.cfg.Requests, l.reqs)
+	put("tokens", l.cfg.Tokens, l.toks)
+	if !ok {
+		l.rejected429.Add(1)
+		h.Set("retry-after-ms", strconv.FormatInt(reset.Milliseconds(), 10))
+	}
+	return ok, reset
 }

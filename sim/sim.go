@@ -54,6 +54,9 @@ type Config struct {
 	// Provider is whose error answers the faults give: "openai",
 	// "azure", "anthropic" (Providers), or "" for the simulator's own.
 	Provider string
+	// RateLimit meters requests and tokens as a hosted API does, with
+	// Provider's rate-limit headers on every answer.
+	RateLimit RateLimit
 	// Answers are known answers to the prompts they match (LoadAnswers);
 	// other prompts get filler words.
 	Answers []Answer
@@ -178,6 +181,9 @@ func (c Config) Validate() error {
 	if f.WrongModelRate > 0 && f.WrongModel == "" {
 		return errors.New("faults.wrong_model_rate needs faults.wrong_model: the model to answer with")
 	}
+	if c.RateLimit.Requests < 0 || c.RateLimit.Tokens < 0 || c.RateLimit.Window < 0 {
+		return errors.New("rate_limit: requests, tokens and window must not be negative")
+	}
 	if c.Jitter < 0 || c.DecodeSlowdown < 0 {
 		return errors.New("jitter and decode_slowdown must not be negative")
 	}
@@ -191,6 +197,8 @@ type Handler struct {
 	seq   atomic.Uint64
 	mux   *http.ServeMux
 	sm    *serverMetrics
+	// limiter meters requests and tokens (Config.RateLimit); nil without.
+	limiter *limiter
 
 	// Counters for tests and the simulator's own /metrics.
 	requests atomic.Uint64
@@ -204,6 +212,9 @@ func NewHandler(cfg Config) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{cfg: cfg, slots: newSlots(cfg.Slots), mux: http.NewServeMux()}
+	if rl := cfg.RateLimit; rl.Requests > 0 || rl.Tokens > 0 {
+		h.limiter = &limiter{cfg: rl}
+	}
 	h.sm = newServerMetrics(h)
 	for path, api := range map[string]string{"/v1/chat/completions": apiChat, "/v1/completions": apiCompletions, "/v1/messages": apiMessages, "/v1/responses": apiResponses, "/v1/embeddings": apiEmbeddings} {
 		h.mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) { h.complete(w, r, api) })
@@ -378,6 +389,16 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, api string) {
 		w.WriteHeader(status)
 		_, _ = io.WriteString(w, body)
 		return
+	}
+	if h.limiter != nil {
+		if ok, wait := h.limiter.admit(w.Header(), h.cfg.Provider, req.promptTokens()+maxTokens, time.Now()); !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+			status, body := h.providerError(h.cfg.Provider, causeRateLimit)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_, _ = io.WriteString(w, body)
+			return
+		}
 	}
 	if h.cfg.MaxQueue > 0 {
 		if _, waiting := h.slots.load(); waiting >= h.cfg.MaxQueue {

@@ -269,6 +269,7 @@ func run(args []string) int {
 	genRules := genCmd.Command("rules", "Write the Prometheus recording and alerting rules and a PrometheusRule resource.")
 	genRulesOut := genRules.Flag("out", "Folder to write to.").Default("alerts").String()
 	genRulesScale := genRules.Flag("scale", "Divide every window by this (60: an hour becomes a minute), for tests at compressed time.").Default("1").Float64()
+	genRulesRateShare := genRules.Flag("rate-limit-share", "The share of a provider's rate limit left under which TokenprobeRateLimitNearlySpent opens a ticket, when the answers keep saying less for 3 minutes.").Default("0.1").Float64()
 	genRulesQuorum := genRules.Flag("min-locations", "How many locations (serve --probe.location) must see a condition before a ...Quorum alert fires (2 or more); where fewer probe a profile, only the per-location alerts fire.").Default("2").Int()
 
 	genDash := genCmd.Command("dashboards", "Write the Grafana dashboards (JSON) generated from the metric catalog.")
@@ -309,6 +310,9 @@ func run(args []string) int {
 	simCmd.Flag("fault.error-503", "Probability of HTTP 503.").Default("0").Float64Var(&sc.Faults.Error503)
 	simCmd.Flag("fault.error-429", "Probability of HTTP 429 with Retry-After.").Default("0").Float64Var(&sc.Faults.Error429)
 	simCmd.Flag("provider", "Answer injected errors as this provider documents them: openai, azure or anthropic (default: the simulator's own shape for 500, 503 and 429, OpenAI's for the rest).").EnumVar(&sc.Provider, sim.Providers...)
+	simCmd.Flag("rate-limit.requests", "Requests allowed per --rate-limit.window, with --provider's rate-limit headers on every answer and a 429 past it (0: no limit).").Default("0").IntVar(&sc.RateLimit.Requests)
+	simCmd.Flag("rate-limit.tokens", "Tokens (a request's prompt and max_tokens, counted when it is admitted, as OpenAI counts them) allowed per --rate-limit.window (0: no limit).").Default("0").IntVar(&sc.RateLimit.Tokens)
+	simCmd.Flag("rate-limit.window", "The rate limit's fixed window.").Default("1m").DurationVar(&sc.RateLimit.Window)
 	simCmd.Flag("fault.auth", "Probability of a refused key (401, in --provider's shape).").Default("0").Float64Var(&sc.Faults.Auth)
 	simCmd.Flag("fault.quota", "Probability of a spent quota (OpenAI's 429 insufficient_quota, Anthropic's 402 billing_error).").Default("0").Float64Var(&sc.Faults.Quota)
 	simCmd.Flag("fault.overloaded", "Probability of an overloaded provider (Anthropic's 529 overloaded_error, OpenAI's 503 that says so).").Default("0").Float64Var(&sc.Faults.Overloaded)
@@ -409,6 +413,11 @@ func run(args []string) int {
 			return runonce.ExitConfig
 		}
 		o.MinLocations = *genRulesQuorum
+		if *genRulesRateShare <= 0 || *genRulesRateShare >= 1 {
+			fmt.Fprintln(os.Stderr, "tokenprobe generate rules: --rate-limit-share must be between 0 and 1")
+			return runonce.ExitConfig
+		}
+		o.RateLimitShare = *genRulesRateShare
 		return wrote(alerts.WriteFiles(*genRulesOut, o))
 	case genDash.FullCommand():
 		return wrote(dashboards.Write(*genDashOut))
