@@ -43,6 +43,9 @@ type Options struct {
 	// the last hour must hold before its median is a baseline: until then
 	// the cliff alert says nothing of that level.
 	BaselineSamples int
+	// RateLimitShare is the share of a provider's rate limit left that
+	// opens a ticket when the answers keep saying less (default 0.1).
+	RateLimitShare float64
 	// MinLocations is how many locations (--probe.location) must see a
 	// condition before its quorum alert fires (2 or more); where fewer
 	// probe the profile, only the per-location alerts fire.
@@ -55,6 +58,7 @@ func Defaults() Options {
 		Scale: 1, RunbookURL: "https://github.com/tokenprobe/tokenprobe/blob/main/docs/RUNBOOK.md",
 		CliffTTFT: 4, CliffITL: 1.5, MinRate: 0.01, NoSuccessFor: time.Hour, DispatchLagP99: 50 * time.Millisecond,
 		Selector: `profile!=""`, BaselineSamples: catalog.BaselineSamples, WrongAnswers: 0.05, MinLocations: 2,
+		RateLimitShare: 0.1,
 	}
 }
 
@@ -294,6 +298,8 @@ func (o Options) recording() []Rule {
 		// revoked key, a spent quota, a content filter).
 		Rule{Record: "tokenprobe:request_errors_by_reason:ratio_rate5m", Expr: o.loaded(fmt.Sprintf(`sum by (%[1]s, reason) (rate(%[2]s[%[3]s])) / on (%[1]s) group_left () (sum by (%[1]s) (rate(%[4]s[%[3]s])) > 0)`,
 			by, o.m("tokenprobe_request_errors_total"), short, o.m("tokenprobe_requests_total", `outcome!="cancelled"`)))},
+		// What is left of a provider's rate limit, as its answers say.
+		Rule{Record: "tokenprobe:rate_limit_remaining:ratio", Expr: fmt.Sprintf(`%s / (%s > 0)`, o.m("tokenprobe_rate_limit_remaining"), o.m("tokenprobe_rate_limit_limit"))},
 		Rule{Record: "tokenprobe:goodput:rate5m", Expr: o.loaded(fmt.Sprintf(`sum by (%s) (rate(%s[%s]))`, by, o.m("tokenprobe_good_requests_total"), short))},
 		Rule{Record: "tokenprobe:goodput:rate1h", Expr: o.loaded(fmt.Sprintf(`sum by (%s) (rate(%s[%s]))`, by, o.m("tokenprobe_good_requests_total"), hour))},
 		Rule{Record: "tokenprobe:slo_attainment:ratio_rate5m", Expr: `1 - tokenprobe:slo_errors:ratio_rate5m`},
@@ -467,5 +473,17 @@ func (o Options) reasonAlerts() []Rule {
 		"A content filter keeps refusing {{ $labels.profile }} on {{ $labels.endpoint }}",
 		"{{ $value | humanizePercentage }} of the requests over the last 5 minutes were refused or cut by the provider's content policy, for 30 minutes: the filter changed, or the profile's prompts trip it.")
 	filtered.For = o.window(30 * time.Minute)
-	return []Rule{auth, quota, filtered}
+	// A rate limit refills (a bucket, or a window a minute long): its
+	// share left dips and recovers. The warning needs a dip under the
+	// threshold in every 2-minute window for 3 minutes: the key runs at
+	// its limit, and the 429s are near; one dip alone stays quiet. (A
+	// window of one evaluation interval would hold one sample, or none
+	// where the recording rule's latest is not yet seen, as in Prometheus
+	// 3.)
+	limit := o.alert("TokenprobeRateLimitNearlySpent", "ticket",
+		fmt.Sprintf(`min_over_time(tokenprobe:rate_limit_remaining:ratio[%s]) < %g`, o.window(2*time.Minute), o.RateLimitShare),
+		"{{ $labels.endpoint }} is near its {{ $labels.kind }} rate limit",
+		fmt.Sprintf("The provider's answers say {{ $value | humanizePercentage }} of the key's %s limit is left, under %g%% for minutes: the key runs at its limit, and requests will be refused with 429 (rate_limit) next. Everyone's use of the key counts, the probe's too.", "{{ $labels.kind }}", 100*o.RateLimitShare))
+	limit.For = o.window(3 * time.Minute)
+	return []Rule{auth, quota, filtered, limit}
 }
