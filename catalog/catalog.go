@@ -127,6 +127,8 @@ var (
 		Help: "Input tokens of successful requests (the server's usage count, or the intended length)."}
 	CachedInputTokens = Metric{Name: "tokenprobe_cached_input_tokens_total", Type: Counter, Unit: "tokens", Labels: RequestLabels,
 		Help: "The part of tokenprobe_input_tokens_total the server's usage says it read from its prompt cache (prompt_tokens_details.cached_tokens, cache_read_input_tokens), billed apart."}
+	Cost = Metric{Name: "tokenprobe_cost_total", Type: Counter, Unit: "currency", Labels: with(RunLabels, "currency"),
+		Help: "What the probe's answered requests cost at the endpoint's price (price: per million input, cached input and output tokens), in currency: the probe's own spend. Absent for an endpoint without a price."}
 	OutputTokens = Metric{Name: "tokenprobe_output_tokens_total", Type: Counter, Unit: "tokens", Labels: RequestLabels,
 		Help: "Output tokens of successful requests (the server's usage count, or content chunks)."}
 )
@@ -219,7 +221,7 @@ var (
 // (tokenprobe_build_info) comes from client_golang's version collector.
 var All = []Metric{
 	TTFT, TTST, ITL, InterChunk, Duration, Phases, DispatchLag,
-	Requests, AnswerChecks, Errors, Anomalies, Good, SLORequests, InputTokens, CachedInputTokens, OutputTokens,
+	Requests, AnswerChecks, Errors, Anomalies, Good, SLORequests, InputTokens, CachedInputTokens, OutputTokens, Cost,
 	RateLimitLimit, RateLimitRemaining, RateLimitReset,
 	InFlight, TargetConcurrency, TargetRate,
 	Runs, RunsSkipped, RunsAbortedInARow, RunNext, RunLastTimestamp, RunLastSuccess, RunLastPassed, RunLastDuration,

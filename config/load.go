@@ -27,6 +27,10 @@ import (
 )
 
 // LoadFile reads and validates the file at path.
+
+// currencyCode is an ISO 4217 code's shape: what a label may carry.
+var currencyCode = regexp.MustCompile(`^[A-Z]{3}$`)
+
 func LoadFile(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -256,6 +260,17 @@ func (c *Config) validate(l *locator, dir string) {
 		}
 		if e.Model == "" {
 			l.errf(path, "model is required")
+		}
+		if p := e.Price; p != nil {
+			if p.InputPerMillion < 0 || p.OutputPerMillion < 0 || p.CachedInputPerMillion != nil && *p.CachedInputPerMillion < 0 {
+				l.errf(path+".price", "prices must not be negative")
+			}
+			if p.Currency == "" {
+				p.Currency = "USD"
+			}
+			if !currencyCode.MatchString(p.Currency) {
+				l.errf(path+".price.currency", "%q is no ISO 4217 code (three capital letters: USD, EUR)", p.Currency)
+			}
 		}
 		if e.Timeout < 0 || e.ConnectTimeout < 0 {
 			l.errf(path+".timeout", "timeouts must be positive")
@@ -610,7 +625,7 @@ func (s *Schedule) validate(l *locator, path string) {
 			l.errf(path+".window", "%v", err)
 		}
 	}
-	if s.Budget.RequestsPerHour < 0 || s.Budget.TokensPerHour < 0 {
+	if s.Budget.RequestsPerHour < 0 || s.Budget.TokensPerHour < 0 || s.Budget.MaxCostPerDay < 0 {
 		l.errf(path+".budget", "must not be negative")
 	}
 }

@@ -266,6 +266,9 @@ type Endpoint struct {
 	APIKeyEnv  string `yaml:"api_key_env"`
 	// Timeout bounds one request from send to last chunk (default 120s).
 	Timeout Duration `yaml:"timeout"`
+	// Price is what the endpoint's provider charges per token: the
+	// probe's own spend, by request, run and day.
+	Price *Price `yaml:"price"`
 	// ConnectTimeout bounds dialling and TLS (default 10s).
 	ConnectTimeout Duration `yaml:"connect_timeout"`
 	// HTTPClient is "tokenprobe" (default: its own HTTP/1.1 client) or
@@ -633,10 +636,25 @@ type Schedule struct {
 	Budget Budget `yaml:"budget"`
 }
 
-// Budget is an hourly allowance; 0 means no limit.
+// Budget is an hourly allowance, and a daily one in money; 0 means no
+// limit.
 type Budget struct {
 	RequestsPerHour int `yaml:"requests_per_hour"`
 	TokensPerHour   int `yaml:"tokens_per_hour"`
+	// MaxCostPerDay pauses the profile while the last 24 hours' runs cost
+	// this much, in its endpoints' price currency.
+	MaxCostPerDay float64 `yaml:"max_cost_per_day"`
+}
+
+// Price is a provider's price per million tokens.
+type Price struct {
+	InputPerMillion float64 `yaml:"input_per_million"`
+	// CachedInputPerMillion prices the input read from the provider's
+	// prompt cache (default: InputPerMillion).
+	CachedInputPerMillion *float64 `yaml:"cached_input_per_million"`
+	OutputPerMillion      float64  `yaml:"output_per_million"`
+	// Currency is an ISO 4217 code (default USD).
+	Currency string `yaml:"currency"`
 }
 
 // Load is how hard and how long a run pushes: one level of load given by

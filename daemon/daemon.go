@@ -354,7 +354,7 @@ func (d *Daemon) schedulerJob(j *job) scheduler.Job {
 	s := j.profile.Schedule
 	spec := scheduler.Spec{
 		Every: s.Every.D(), Jitter: s.Jitter.D(), Continuous: s.Continuous, Manual: s.Manual, Exclusive: s.Exclusive,
-		RequestsPerHour: s.Budget.RequestsPerHour, TokensPerHour: s.Budget.TokensPerHour,
+		RequestsPerHour: s.Budget.RequestsPerHour, TokensPerHour: s.Budget.TokensPerHour, MaxCostPerDay: s.Budget.MaxCostPerDay,
 		BackoffMax: setup.ScheduleBackoffMax(&j.profile.Failure),
 	}
 	if s.Window != "" {
@@ -413,7 +413,7 @@ func (d *Daemon) execute(ctx context.Context, j *job, t scheduler.Trigger) sched
 			log.Error("removing old artifacts", "dir", d.o.ArtifactsDir, "err", err)
 		}
 	}
-	return scheduler.Ran{Usage: scheduler.Usage{Requests: s.Requests, Tokens: s.InputTokens + s.OutputTokens}, Aborted: s.Aborted}
+	return scheduler.Ran{Usage: scheduler.Usage{Requests: s.Requests, Tokens: s.InputTokens + s.OutputTokens, Cost: s.Cost}, Aborted: s.Aborted}
 }
 
 // openArtifacts makes the run's folder under --artifacts-dir and starts

@@ -73,6 +73,9 @@ func describeSchedule(s *config.Schedule) string {
 	if b := s.Budget; b.RequestsPerHour > 0 || b.TokensPerHour > 0 {
 		parts = append(parts, fmt.Sprintf("budget %d requests, %d tokens an hour", b.RequestsPerHour, b.TokensPerHour))
 	}
+	if b := s.Budget; b.MaxCostPerDay > 0 {
+		parts = append(parts, fmt.Sprintf("budget %g a day in cost", b.MaxCostPerDay))
+	}
 	return strings.Join(parts, ", ")
 }
 

@@ -197,7 +197,7 @@ func slo() *dashboard.DashboardBuilder {
 	b.WithPanel(ts("Errors by reason", "Failed requests per second by reason (tokenprobe_request_errors_total).", "reqps",
 		q(fmt.Sprintf(`sum by (reason) (rate(tokenprobe_request_errors_total{%s}[$__rate_interval])) > 0`, sel), "{{reason}}")))
 	b.WithPanel(ts("Rate limit left", "What the provider's answers say remains of the key's rate limit, by kind (tokenprobe_rate_limit_remaining / tokenprobe_rate_limit_limit): under 10% for minutes, 429s (rate_limit) follow; TokenprobeRateLimitNearlySpent opens a ticket. Empty for servers that send no rate-limit headers.", "percentunit",
-		q(fmt.Sprintf(`max by (endpoint, kind) (tokenprobe_rate_limit_remaining{%s} / (tokenprobe_rate_limit_limit{%s} > 0))`, sel, sel), "{{endpoint}} {{kind}}")))
+		q(fmt.Sprintf(`max by (endpoint, kind) (tokenprobe_rate_limit_remaining{%s} / (tokenprobe_rate_limit_limit{%s} > 0))`, runSel, runSel), "{{endpoint}} {{kind}}")))
 	b.WithPanel(ts("Wrong answers by check", "Answers per second that failed each answer check (tokenprobe_answer_checks_total{result=\"fail\"}): the wrong model, a finish reason, a length, the text, JSON. Each is a wrong_answer request: answered as fast as ever, but wrong.", "reqps",
 		q(fmt.Sprintf(`sum by (profile, check) (rate(tokenprobe_answer_checks_total{%s,result="fail"}[$__rate_interval]))`, sel), "{{profile}} {{check}}")))
 	b.WithPanel(ts("TTFT", "Time to first token percentiles (tokenprobe_time_to_first_token_seconds), from native histograms where Prometheus keeps them, else from the classic buckets.", "s", percentiles("tokenprobe_time_to_first_token_seconds", ", profile")...))

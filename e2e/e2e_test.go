@@ -53,8 +53,10 @@ endpoints:
     base_url: http://%[1]s/v1
     model: tokenprobe-sim
     server_metrics: {url: "http://%[1]s/metrics", kind: vllm}
+  # A hosted API's look-alike: OpenAI's rate-limit headers on every
+  # answer, a limit far above what the test sends.
   - name: steady-sim
-    simulator: {slots: 4, prefill_base: 200ms, decode_base: 5ms, seed: 2}
+    simulator: {slots: 4, prefill_base: 200ms, decode_base: 5ms, seed: 2, provider: openai, rate_limit: {requests: 1000000, tokens: 1000000000}}
     model: steady-model
   # A gateway that falls back to a smaller model for half the requests.
   - name: gateway-sim

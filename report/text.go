@@ -107,6 +107,9 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 	}
 	kv("Errors by reason", "%s", reasons(s.ByReason))
 	Failures(w, s.Failures, "  ")
+	if s.Currency != "" {
+		kv("Cost", "%.4f %s at the endpoint's price (%s tokens in, %s out)", s.Cost, s.Currency, humanCount(float64(s.InputTokens)), humanCount(float64(s.OutputTokens)))
+	}
 	for _, rl := range s.RateLimits {
 		kv("Rate limit ("+rl.Kind+")", "%s", RateLimitLine(rl))
 	}

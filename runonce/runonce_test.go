@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -842,4 +843,49 @@ func htmlEscape(s string) string {
 	var b strings.Builder
 	template.HTMLEscape(&b, []byte(s))
 	return b.String()
+}
+
+// TestCostToTheCent: a run against an endpoint with a price reports in
+// summary.json what a hand computation from its records gives, to the
+// cent, and the report says it.
+func TestCostToTheCent(t *testing.T) {
+	cfg := writeConfig(t, `
+endpoints:
+  - name: sim
+    simulator: {slots: 8, decode_base: 1ms, seed: 3, faults: {error_500: 0.2}}
+    price: {input_per_million: 2500, output_per_million: 10000, currency: EUR}
+profiles:
+  - name: priced
+    load: {concurrency: 4, requests: 40}
+    workload: {input_tokens: {mean: 200, stddev: 50}, output_tokens: {mean: 20, stddev: 5}, seed: 4}
+`)
+	dir := t.TempDir()
+	code, out, errOut := runCLI(t, Options{ConfigFile: cfg, ArtifactsDir: dir})
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	runs, _ := filepath.Glob(filepath.Join(dir, "*", "priced-sim"))
+	if len(runs) != 1 {
+		t.Fatalf("run folders: %v", runs)
+	}
+	var s stats.Summary
+	readJSON(t, filepath.Join(runs[0], "summary.json"), &s)
+	hand, errors := 0.0, 0
+	for _, r := range readRecords(t, filepath.Join(runs[0], "records.jsonl")) {
+		switch r.Outcome {
+		case "success", "wrong_answer":
+			hand += float64(r.InputTokens)*2500/1e6 + float64(r.OutputTokens)*10000/1e6
+		default:
+			errors++
+		}
+	}
+	if errors == 0 || hand == 0 {
+		t.Fatalf("no failed request or no cost to tell apart: %d errors, %.2f", errors, hand)
+	}
+	if math.Abs(s.Cost-hand) >= 0.005 || s.Currency != "EUR" {
+		t.Errorf("summary cost %.4f %s, the records' %.4f EUR", s.Cost, s.Currency, hand)
+	}
+	if want := fmt.Sprintf("%.4f EUR", s.Cost); !strings.Contains(out, want) {
+		t.Errorf("the report does not say the cost %s:\n%s", want, out)
+	}
 }

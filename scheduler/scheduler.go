@@ -49,7 +49,11 @@ func (e *SkipError) Error() string {
 func (e *SkipError) Is(target error) bool { return target == ErrBusy && e.Reason == SkipOverlap }
 
 // Usage is what one run consumed, for budgets.
-type Usage struct{ Requests, Tokens int }
+type Usage struct {
+	Requests, Tokens int
+	// Cost is the run's spend at its endpoint's price.
+	Cost float64
+}
 
 // Ran is how one run went, for budgets and backoff.
 type Ran struct {
@@ -426,8 +430,14 @@ func (s *Scheduler) tick(jb *job, now time.Time, t Trigger) (<-chan struct{}, st
 		s.skip(jb.Key, SkipBackoff)
 		return nil, SkipBackoff
 	}
-	if reqs, toks := jb.usedSince(now.Add(-time.Hour)); sp.RequestsPerHour > 0 && reqs >= sp.RequestsPerHour ||
-		sp.TokensPerHour > 0 && toks >= sp.TokensPerHour {
+	reqs, toks, cost := jb.usedSince(now)
+	if sp.MaxCostPerDay > 0 && cost >= sp.MaxCostPerDay {
+		jb.paused = "daily cost budget spent"
+		s.giveUpWait(jb)
+		s.skip(jb.Key, SkipBudget)
+		return nil, SkipBudget
+	}
+	if sp.RequestsPerHour > 0 && reqs >= sp.RequestsPerHour || sp.TokensPerHour > 0 && toks >= sp.TokensPerHour {
 		jb.paused = "hourly budget spent"
 		s.giveUpWait(jb)
 		s.skip(jb.Key, SkipBudget)
@@ -589,18 +599,25 @@ func (jb *job) setNext(t time.Time) {
 	jb.mu.Unlock()
 }
 
-// usedSince sums usage after t and forgets older entries. Callers hold jb.mu.
-func (jb *job) usedSince(t time.Time) (reqs, toks int) {
+// usedSince sums the requests and tokens of the hour before now and the
+// cost of the day before it, and forgets older entries (a run a tick
+// keeps a day's runs: 1,440 at a minute's interval). Callers hold jb.mu.
+func (jb *job) usedSince(now time.Time) (reqs, toks int, cost float64) {
+	hour, day := now.Add(-time.Hour), now.Add(-24*time.Hour)
 	kept := jb.used[:0]
 	for _, u := range jb.used {
-		if u.at.After(t) {
-			kept = append(kept, u)
+		if !u.at.After(day) {
+			continue
+		}
+		kept = append(kept, u)
+		cost += u.Cost
+		if u.at.After(hour) {
 			reqs += u.Requests
 			toks += u.Tokens
 		}
 	}
 	jb.used = kept
-	return reqs, toks
+	return reqs, toks, cost
 }
 
 func (s *Scheduler) skip(key, reason string) {

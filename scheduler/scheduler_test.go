@@ -249,6 +249,38 @@ func TestBudgetPausesAndResumes(t *testing.T) {
 	}
 }
 
+// TestCostBudgetPausesForADay: runs of 0.6 against a budget of 1
+// a day: two run, the third tick is skipped, and the job runs again once
+// the first run is a day old, not an hour.
+func TestCostBudgetPausesForADay(t *testing.T) {
+	clk, c := newFake(), &counts{}
+	s := New(clk, 0, c.hooks())
+	defer s.Stop()
+	b := newBlocking()
+	b.usage = Usage{Requests: 1, Cost: 0.6}
+	for range 20 {
+		b.release <- struct{}{}
+	}
+	s.Add(Job{Key: "p/e", Endpoint: "e", Spec: Spec{Every: 6 * time.Hour, MaxCostPerDay: 1}, Run: b.run})
+	tick := func() { clk.advanceTo(clk.nextDue(t, 1)) }
+	tick()
+	eventually(t, "run 1", func() bool { return b.finished.Load() == 1 })
+	first := clk.Now()
+	tick()
+	eventually(t, "run 2", func() bool { return b.finished.Load() == 2 })
+	// 1.2 spent in the last day: paused until the first run is a day old,
+	// far past the hour an hourly budget looks back.
+	for clk.Now().Before(first.Add(23 * time.Hour)) {
+		tick()
+	}
+	eventually(t, "cost budget skips", func() bool { return c.get("p/e", SkipBudget) == 2 })
+	if st, _ := s.State("p/e"); st.Paused != "daily cost budget spent" || b.started.Load() != 2 {
+		t.Fatalf("not paused: %+v, %d runs", st, b.started.Load())
+	}
+	tick() // a day after the first run: 0.6 in the window
+	eventually(t, "run 3 after the day", func() bool { return b.started.Load() == 3 })
+}
+
 func TestMaxConcurrentRuns(t *testing.T) {
 	clk, c := newFake(), &counts{}
 	s := New(clk, 1, c.hooks())

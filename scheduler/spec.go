@@ -22,6 +22,9 @@ type Spec struct {
 	Exclusive bool
 	// Budgets pause the job while the last hour's runs used this much (0: none).
 	RequestsPerHour, TokensPerHour int
+	// MaxCostPerDay pauses the job while the last 24 hours' runs cost
+	// this much (0: none).
+	MaxCostPerDay float64
 	// BackoffMax caps the job's backoff after aborted runs in a row. An
 	// interval job skips 2^n - 1 ticks after its n-th, at most as many as
 	// fit in BackoffMax; a continuous one waits 10s x 2^(n-1), at most

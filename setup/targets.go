@@ -18,6 +18,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/internal/redact"
 	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/openai"
+	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/servermetrics"
 	"github.com/tokenprobe/tokenprobe/sim"
 )
@@ -80,6 +81,13 @@ func OpenEndpoint(e *config.Endpoint, secrets *redact.Set, tc Tracing) (*Target,
 			APIKey: e.APIKey.Reveal(), Timeout: e.Timeout.D(), IncludeUsage: e.Usage(), Extra: e.ExtraBody,
 		},
 		Client: client.New(opts),
+	}
+	if p := e.Price; p != nil {
+		cached := p.InputPerMillion
+		if p.CachedInputPerMillion != nil {
+			cached = *p.CachedInputPerMillion
+		}
+		t.Endpoint.Price = &result.Price{Input: p.InputPerMillion, CachedInput: cached, Output: p.OutputPerMillion, Currency: p.Currency}
 	}
 	if len(e.Headers) > 0 || tc.State != "" {
 		t.Endpoint.Headers = http.Header{}

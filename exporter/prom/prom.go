@@ -35,6 +35,7 @@ type Exporter struct {
 	objective, info, next, aborts, capacity, cliff, breakdown, dominant, served         *prometheus.GaugeVec
 	serverRequests, serverKV                                                            *prometheus.GaugeVec
 	rateLimit                                                                           [3]*prometheus.GaugeVec // by ratelimit.Field
+	cost                                                                                *prometheus.CounterVec
 	checks                                                                              *prometheus.CounterVec
 	dropped                                                                             *prometheus.CounterVec
 	otlpDropped                                                                         *prometheus.CounterVec
@@ -67,9 +68,13 @@ type series struct {
 	reason                         map[result.Reason]prometheus.Counter
 	anomaly                        [len(anomalyKinds)]prometheus.Counter // by result.Anomaly
 	good, inTok, cachedTok, outTok prometheus.Counter
-	met, missed                    [len(kinds)]prometheus.Counter
-	lastExemplar                   atomic.Int64
-	labels                         []string
+	// cost is the profile x endpoint's spend in currency, made at the
+	// first request with a cost.
+	cost         prometheus.Counter
+	currency     string
+	met, missed  [len(kinds)]prometheus.Counter
+	lastExemplar atomic.Int64
+	labels       []string
 }
 
 var anomalyKinds = [...]result.Anomaly{result.AnomalyNone, result.AnomalyDrain, result.AnomalyRetried, result.AnomalyUsage}
@@ -103,6 +108,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	e.anomalies = counter(catalog.Anomalies)
 	e.sloReqs, e.inTok, e.outTok = counter(catalog.SLORequests), counter(catalog.InputTokens), counter(catalog.OutputTokens)
 	e.cachedTok = counter(catalog.CachedInputTokens)
+	e.cost = counter(catalog.Cost)
 	e.runs, e.skipped, e.dropped = counter(catalog.Runs), counter(catalog.RunsSkipped), counter(catalog.Dropped)
 	e.lastTS, e.lastOK, e.lastPassed = gauge(catalog.RunLastTimestamp), gauge(catalog.RunLastSuccess), gauge(catalog.RunLastPassed)
 	e.lastDur, e.lastAtt, e.lastGood = gauge(catalog.RunLastDuration), gauge(catalog.RunLastAttainment), gauge(catalog.RunLastGoodput)
@@ -124,7 +130,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.phases, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.cachedTok, e.outTok,
 		e.runs, e.skipped, e.dropped, e.otlpDropped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr,
 		e.objective, e.info, e.next, e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.served, e.serverRequests, e.serverKV, e.reloadOK, e.reloadTime, e.artifactFailures,
-		e.rateLimit[0], e.rateLimit[1], e.rateLimit[2], (*liveCollector)(e),
+		e.rateLimit[0], e.rateLimit[1], e.rateLimit[2], e.cost, (*liveCollector)(e),
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -183,6 +189,12 @@ func (e *Exporter) Observe(r *result.Request, v slo.Verdict) {
 		s.cachedTok.Add(float64(r.CachedInputTokens))
 	}
 	s.outTok.Add(float64(r.OutputTokens))
+	if r.Cost > 0 {
+		if s.cost == nil || s.currency != r.Currency {
+			s.cost, s.currency = e.cost.WithLabelValues(r.Profile, r.Endpoint, r.Currency), r.Currency
+		}
+		s.cost.Add(r.Cost)
+	}
 	exemplar := s.exemplarDue()
 	var ex prometheus.Labels
 	if exemplar {
@@ -559,7 +571,7 @@ func (e *Exporter) Forget(profile, endpoint string) {
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.phases, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.cachedTok, e.outTok,
 		e.runs, e.skipped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr, e.objective, e.info, e.next,
 		e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.served, e.serverRequests, e.serverKV, e.artifactFailures,
-		e.rateLimit[0], e.rateLimit[1], e.rateLimit[2],
+		e.rateLimit[0], e.rateLimit[1], e.rateLimit[2], e.cost,
 	} {
 		v.DeletePartialMatch(match)
 	}

@@ -253,6 +253,11 @@ func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Reque
 	if c.closeBody(resp.body, tg.h1 == nil) {
 		r.Anomaly = result.AnomalyDrain
 	}
+	if ep.Price != nil && r.Outcome == result.Success {
+		// An answered request is billed, a wrong answer too (the checks
+		// come later); a refused one is not.
+		r.Cost, r.Currency = ep.Price.Cost(r.InputTokens, r.CachedInputTokens, r.OutputTokens), ep.Price.Currency
+	}
 }
 
 // readBody reads and measures a response whose head has arrived.

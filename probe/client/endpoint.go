@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tokenprobe/tokenprobe/probe/openai"
+	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/served"
 )
 
@@ -28,6 +29,8 @@ type Endpoint struct {
 	Timeout time.Duration
 	// IncludeUsage asks streaming servers for a trailing usage chunk.
 	IncludeUsage bool
+	// Price, when set, gives every request its cost.
+	Price *result.Price
 	// Extra fields for the request body.
 	Extra map[string]any
 

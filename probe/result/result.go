@@ -221,6 +221,10 @@ type Request struct {
 	// provider's limit, what remains of it, when it resets), or nil when
 	// it sent none: most self-hosted servers.
 	RateLimit *ratelimit.Reading
+	// Cost is what the request's tokens cost at its endpoint's Price, in
+	// Currency; 0 without a price.
+	Cost     float64
+	Currency string
 	// Anomaly is what the server did wrong after the request was
 	// measured, if anything; it leaves Outcome as it is.
 	Anomaly Anomaly
@@ -317,3 +321,16 @@ func (r *Request) OutputTokensPerSecond() (float64, bool) {
 // Counted reports whether the request counts towards SLO attainment: only
 // successes and errors do; cancellations are no fault of the server.
 func (r *Request) Counted() bool { return r.Outcome != Cancelled }
+
+// Price is a provider's price per million tokens, in Currency.
+type Price struct {
+	Input, CachedInput, Output float64
+	Currency                   string
+}
+
+// Cost is what in input tokens (cached of them read from the provider's
+// prompt cache) and out output tokens cost.
+func (p *Price) Cost(in, cached, out int) float64 {
+	cached = min(max(cached, 0), in)
+	return (float64(in-cached)*p.Input + float64(cached)*p.CachedInput + float64(out)*p.Output) / 1e6
+}

@@ -110,6 +110,10 @@ type Summary struct {
 	// CachedInputTokens is the part of InputTokens the server read from
 	// its prompt cache, as its usage says.
 	CachedInputTokens int `json:"cached_input_tokens,omitempty"`
+	// Cost is what the run's answered requests cost at the endpoint's
+	// price, in Currency; absent without a price.
+	Cost     float64 `json:"cost,omitempty"`
+	Currency string  `json:"currency,omitempty"`
 
 	DurationSeconds       float64 `json:"benchmark_duration_s"`
 	RequestThroughput     float64 `json:"request_throughput"`
@@ -298,6 +302,10 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // Add counts one measured (non-warmup) request.
 func (a *Aggregator) Add(r *result.Request, v slo.Verdict) {
 	a.s.Requests++
+	if r.Cost > 0 {
+		a.s.Cost += r.Cost
+		a.s.Currency = r.Currency
+	}
 	if r.RateLimit != nil {
 		a.addRateLimit(r)
 	}
