@@ -261,6 +261,19 @@ func (c *Config) validate(l *locator, dir string) {
 		if e.Model == "" {
 			l.errf(path, "model is required")
 		}
+		if a := e.Auth; a != nil {
+			switch {
+			case (a.AWSSigV4 == nil) == (a.Google == nil):
+				l.errf(path+".auth", "give one of aws_sigv4 and google")
+			case e.APIKeyFile != "" || e.APIKeyEnv != "":
+				l.errf(path+".auth", "auth signs every request: leave out api_key_file and api_key_env")
+			case a.AWSSigV4 != nil && a.AWSSigV4.Region == "":
+				l.errf(path+".auth.aws_sigv4.region", "required: the region requests are signed for (us-east-1)")
+			}
+			if s := a.AWSSigV4; s != nil && s.Service == "" {
+				s.Service = "bedrock"
+			}
+		}
 		if p := e.Price; p != nil {
 			if p.InputPerMillion < 0 || p.OutputPerMillion < 0 || p.CachedInputPerMillion != nil && *p.CachedInputPerMillion < 0 {
 				l.errf(path+".price", "prices must not be negative")

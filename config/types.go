@@ -269,6 +269,9 @@ type Endpoint struct {
 	// Price is what the endpoint's provider charges per token: the
 	// probe's own spend, by request, run and day.
 	Price *Price `yaml:"price"`
+	// Auth signs requests with a cloud's own sign-in, in place of an API
+	// key.
+	Auth *Auth `yaml:"auth"`
 	// ConnectTimeout bounds dialling and TLS (default 10s).
 	ConnectTimeout Duration `yaml:"connect_timeout"`
 	// HTTPClient is "tokenprobe" (default: its own HTTP/1.1 client) or
@@ -463,6 +466,8 @@ type Simulator struct {
 	// RateLimit meters requests and tokens as a hosted API does
 	// (sim.RateLimit).
 	RateLimit SimRateLimit `yaml:"rate_limit"`
+	// Auth checks a cloud's sign-in on every request (sim.Auth).
+	Auth SimAuth `yaml:"auth"`
 	// ReasoningTokens come before every streamed answer (sim.Config).
 	ReasoningTokens int `yaml:"reasoning_tokens"`
 	// Answers is a JSONL file of known answers ({"match": RE2, "answer":
@@ -472,6 +477,23 @@ type Simulator struct {
 	// Metrics are how the simulator's vLLM series count, imitating servers
 	// that count otherwise.
 	Metrics SimMetrics `yaml:"metrics"`
+}
+
+// SimAuth is the simulator's sign-in check (sim.Auth).
+type SimAuth struct {
+	// AWSSigV4 is the one key whose signatures it accepts.
+	AWSSigV4 *SimSigV4 `yaml:"aws_sigv4"`
+	// TokenLifetime serves an OAuth2 token endpoint at /token whose
+	// access tokens last this long, and accepts only those.
+	TokenLifetime Duration `yaml:"token_lifetime"`
+}
+
+// SimSigV4 is a test key: never a real one.
+type SimSigV4 struct {
+	AccessKeyID     string `yaml:"access_key_id"`
+	SecretAccessKey string `yaml:"secret_access_key"`
+	Region          string `yaml:"region"`
+	Service         string `yaml:"service"`
 }
 
 // SimRateLimit is the simulator's rate limit (sim.RateLimit).
@@ -644,6 +666,31 @@ type Budget struct {
 	// MaxCostPerDay pauses the profile while the last 24 hours' runs cost
 	// this much, in its endpoints' price currency.
 	MaxCostPerDay float64 `yaml:"max_cost_per_day"`
+}
+
+// Auth is a cloud's sign-in: one of its members.
+type Auth struct {
+	// AWSSigV4 signs with AWS Signature Version 4, the credentials from
+	// the AWS default chain (Bedrock).
+	AWSSigV4 *AWSSigV4 `yaml:"aws_sigv4"`
+	// Google sends an OAuth2 access token of Application Default
+	// Credentials (Vertex AI).
+	Google *GoogleAuth `yaml:"google"`
+}
+
+// AWSSigV4 is where and for what requests are signed.
+type AWSSigV4 struct {
+	Region string `yaml:"region"`
+	// Service is the signing name (default bedrock).
+	Service string `yaml:"service"`
+	// Profile is a shared config profile (default: AWS_PROFILE, or
+	// "default").
+	Profile string `yaml:"profile"`
+}
+
+// GoogleAuth is the access token's scopes (default cloud-platform).
+type GoogleAuth struct {
+	Scopes []string `yaml:"scopes"`
 }
 
 // Price is a provider's price per million tokens.

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/config"
 	"github.com/tokenprobe/tokenprobe/exporter/otlp"
 	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
+	"github.com/tokenprobe/tokenprobe/internal/redact"
 	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/ratelimit"
 	"github.com/tokenprobe/tokenprobe/probe/result"
@@ -255,4 +258,136 @@ func TestSimulatedRateLimitHeaders(t *testing.T) {
 			t.Errorf("provider %q: requests remaining %v", provider, remaining)
 		}
 	}
+}
+
+// awsEnv points the AWS default chain at the environment's key alone: no
+// shared files, no instance metadata.
+func awsEnv(t *testing.T, id, secret string) {
+	t.Setenv("AWS_ACCESS_KEY_ID", id)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", secret)
+	t.Setenv("AWS_SESSION_TOKEN", "")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_WEB_IDENTITY_TOKEN_FILE", "")
+	t.Setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "")
+	t.Setenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "")
+}
+
+// TestSigV4AgainstTheSimulator: requests signed by aws-sdk-go-v2's signer
+// with the key the default chain finds are accepted by a simulator that
+// checks them with the same library; a wrong secret is auth, with
+// Bedrock's 403, and the secret appears in no error.
+func TestSigV4AgainstTheSimulator(t *testing.T) {
+	const yml = `endpoints:
+  - name: bedrock
+    simulator: {decode_base: 1ms, auth: {aws_sigv4: {access_key_id: AKIDTOKENPROBETEST, secret_access_key: right-secret, region: eu-west-1, service: bedrock}}}
+    auth: {aws_sigv4: {region: eu-west-1}}
+profiles:
+  - name: p
+`
+	do := func() result.Request {
+		cfg, err := config.Parse("tokenprobe.yaml", []byte(yml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg, err := OpenEndpoint(cfg.Endpoints[0], redact.New(), Tracing{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tg.Close()
+		var r result.Request
+		tg.Client.Do(context.Background(), tg.Endpoint, client.Prompt{Text: "x", Stream: true, MaxTokens: 4}, &r)
+		return r
+	}
+	awsEnv(t, "AKIDTOKENPROBETEST", "right-secret")
+	if r := do(); r.Outcome != result.Success {
+		t.Fatalf("the right key: %v/%v %s", r.Outcome, r.Reason, r.Err)
+	}
+	awsEnv(t, "AKIDTOKENPROBETEST", "wrong-secret")
+	if r := do(); r.Outcome != result.Error || r.Reason != result.ReasonAuth || r.HTTPStatus != 403 || !strings.Contains(r.Err, "signature") ||
+		strings.Contains(r.Err, "wrong-secret") {
+		t.Fatalf("a wrong secret: %v/%v HTTP %d %s", r.Outcome, r.Reason, r.HTTPStatus, r.Err)
+	}
+	awsEnv(t, "", "")
+	if r := do(); r.Outcome != result.Error || r.Reason != result.ReasonAuth || r.HTTPStatus != 0 || !strings.Contains(r.Err, "credentials") {
+		t.Fatalf("no credentials: %v/%v HTTP %d %s", r.Outcome, r.Reason, r.HTTPStatus, r.Err)
+	}
+}
+
+// TestGoogleTokensAgainstTheSimulator: Application Default Credentials
+// (an authorized_user file whose token_uri is the simulator's token
+// endpoint) give requests an access token the simulator issued. A token
+// that lasts an hour is fetched once for many requests; one that lasts
+// 10 s, oauth2's margin, is renewed before every request: the refresh
+// before expiry, seen without waiting for a clock. An access token a
+// server echoes back is redacted like a key.
+func TestGoogleTokensAgainstTheSimulator(t *testing.T) {
+	for _, c := range []struct {
+		lifetime string
+		tokens   int
+	}{{"1h", 1}, {"10s", 3}} {
+		srv, err := sim.Start("127.0.0.1:0", sim.Config{Slots: 4, DecodeBase: time.Millisecond, Auth: sim.Auth{TokenLifetime: mustDuration(t, c.lifetime)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		adc := filepath.Join(t.TempDir(), "adc.json")
+		if err := os.WriteFile(adc, []byte(fmt.Sprintf(`{"type":"authorized_user","client_id":"c","client_secret":"s","refresh_token":"r","token_uri":"http://%s/token"}`, srv.Addr())), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", adc)
+		cfg, err := config.Parse("tokenprobe.yaml", []byte(fmt.Sprintf("endpoints:\n  - {name: vertex, base_url: 'http://%s/v1', model: m, auth: {google: {}}}\nprofiles:\n  - name: p\n", srv.Addr())))
+		if err != nil {
+			t.Fatal(err)
+		}
+		secrets := redact.New()
+		tg, err := OpenEndpoint(cfg.Endpoints[0], secrets, Tracing{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			var r result.Request
+			tg.Client.Do(context.Background(), tg.Endpoint, client.Prompt{Text: "x", Stream: true, MaxTokens: 4}, &r)
+			if r.Outcome != result.Success {
+				t.Fatalf("lifetime %s, request %d: %v/%v %s", c.lifetime, i, r.Outcome, r.Reason, r.Err)
+			}
+		}
+		_ = tg.Close()
+		if n := srv.TokensIssued(); n != c.tokens {
+			t.Errorf("lifetime %s: %d tokens fetched for 3 requests, want %d", c.lifetime, n, c.tokens)
+		}
+		if got := secrets.String("echo sim-access-token-1"); strings.Contains(got, "sim-access-token-1") {
+			t.Errorf("the access token is not redacted: %q", got)
+		}
+		_ = srv.Close()
+	}
+	// Without a token the simulator refuses: Google's 401, read as auth.
+	srv, err := sim.Start("127.0.0.1:0", sim.Config{Slots: 1, DecodeBase: time.Millisecond, Auth: sim.Auth{TokenLifetime: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	cfg, err := config.Parse("tokenprobe.yaml", []byte(fmt.Sprintf("endpoints:\n  - {name: vertex, base_url: 'http://%s/v1', model: m}\nprofiles:\n  - name: p\n", srv.Addr())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := OpenEndpoint(cfg.Endpoints[0], nil, Tracing{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	var r result.Request
+	tg.Client.Do(context.Background(), tg.Endpoint, client.Prompt{Text: "x", Stream: true, MaxTokens: 4}, &r)
+	if r.Reason != result.ReasonAuth || r.HTTPStatus != 401 {
+		t.Errorf("no token: %v/%v HTTP %d %s", r.Outcome, r.Reason, r.HTTPStatus, r.Err)
+	}
+}
+
+func mustDuration(t *testing.T, s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

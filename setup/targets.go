@@ -5,11 +5,13 @@ package setup
 // that ask for it.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/gpu"
 	"github.com/tokenprobe/tokenprobe/internal/redact"
 	"github.com/tokenprobe/tokenprobe/probe/client"
+	"github.com/tokenprobe/tokenprobe/probe/cloudauth"
 	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/servermetrics"
@@ -88,6 +91,13 @@ func OpenEndpoint(e *config.Endpoint, secrets *redact.Set, tc Tracing) (*Target,
 			cached = *p.CachedInputPerMillion
 		}
 		t.Endpoint.Price = &result.Price{Input: p.InputPerMillion, CachedInput: cached, Output: p.OutputPerMillion, Currency: p.Currency}
+	}
+	if a := e.Auth; a != nil {
+		signer, err := openSigner(a)
+		if err != nil {
+			return nil, err
+		}
+		t.Endpoint.Signer = signer
 	}
 	if len(e.Headers) > 0 || tc.State != "" {
 		t.Endpoint.Headers = http.Header{}
@@ -175,6 +185,7 @@ func SimConfig(sc *config.Simulator, model string) (sim.Config, error) {
 		DecodeBase: sc.DecodeBase.D(), DecodeSlowdown: sc.DecodeSlowdown, Jitter: sc.Jitter,
 		TokensPerChunk: sc.TokensPerChunk, Seed: sc.Seed, Provider: sc.Provider,
 		RateLimit: sim.RateLimit{Requests: sc.RateLimit.Requests, Tokens: sc.RateLimit.Tokens, Window: sc.RateLimit.Window.D()},
+		Auth:      simAuth(sc.Auth),
 		Metrics:   sim.MetricsHabits{Lazy: sc.Metrics.Lazy, QueueOnlyWaited: sc.Metrics.QueueOnlyWaited},
 		Faults: sim.Faults{
 			Error500: f.Error500, Error503: f.Error503, Error429: f.Error429, RetryAfter: f.RetryAfter.D(),
@@ -228,4 +239,26 @@ func OpenGPU(c *config.GPU) (gpu.Source, []gpu.Field) {
 		return gpu.OpenAuto(c.Address, fields), fields
 	}
 	return gpu.Open(c.Address, fields), fields
+}
+
+// signInWait bounds finding a cloud's credentials when an endpoint is
+// opened: the files, and on a cloud's machine its metadata server.
+const signInWait = 15 * time.Second
+
+// openSigner finds the credentials of an endpoint's cloud sign-in.
+func openSigner(a *config.Auth) (client.Signer, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), signInWait)
+	defer cancel()
+	if s := a.AWSSigV4; s != nil {
+		return cloudauth.NewSigV4(ctx, s.Region, s.Service, s.Profile)
+	}
+	return cloudauth.NewGoogle(ctx, a.Google.Scopes...)
+}
+
+func simAuth(a config.SimAuth) sim.Auth {
+	out := sim.Auth{TokenLifetime: a.TokenLifetime.D()}
+	if k := a.AWSSigV4; k != nil {
+		out.SigV4 = &sim.SigV4Key{AccessKeyID: k.AccessKeyID, SecretAccessKey: k.SecretAccessKey, Region: k.Region, Service: k.Service}
+	}
+	return out
 }

@@ -57,6 +57,9 @@ type Config struct {
 	// RateLimit meters requests and tokens as a hosted API does, with
 	// Provider's rate-limit headers on every answer.
 	RateLimit RateLimit
+	// Auth checks a cloud's sign-in (SigV4, OAuth2 tokens) on every
+	// completion request.
+	Auth Auth
 	// Answers are known answers to the prompts they match (LoadAnswers);
 	// other prompts get filler words.
 	Answers []Answer
@@ -199,6 +202,7 @@ type Handler struct {
 	sm    *serverMetrics
 	// limiter meters requests and tokens (Config.RateLimit); nil without.
 	limiter *limiter
+	tokens  tokens
 
 	// Counters for tests and the simulator's own /metrics.
 	requests atomic.Uint64
@@ -217,7 +221,10 @@ func NewHandler(cfg Config) (*Handler, error) {
 	}
 	h.sm = newServerMetrics(h)
 	for path, api := range map[string]string{"/v1/chat/completions": apiChat, "/v1/completions": apiCompletions, "/v1/messages": apiMessages, "/v1/responses": apiResponses, "/v1/embeddings": apiEmbeddings} {
-		h.mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) { h.complete(w, r, api) })
+		h.mux.HandleFunc("POST "+path, h.signedIn(func(w http.ResponseWriter, r *http.Request) { h.complete(w, r, api) }))
+	}
+	if cfg.Auth.TokenLifetime > 0 {
+		h.mux.HandleFunc("POST /token", h.token)
 	}
 	h.mux.HandleFunc("GET /v1/models", h.models)
 	h.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })

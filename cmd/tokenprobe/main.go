@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -313,6 +314,8 @@ func run(args []string) int {
 	simCmd.Flag("rate-limit.requests", "Requests allowed per --rate-limit.window, with --provider's rate-limit headers on every answer and a 429 past it (0: no limit).").Default("0").IntVar(&sc.RateLimit.Requests)
 	simCmd.Flag("rate-limit.tokens", "Tokens (a request's prompt and max_tokens, counted when it is admitted, as OpenAI counts them) allowed per --rate-limit.window (0: no limit).").Default("0").IntVar(&sc.RateLimit.Tokens)
 	simCmd.Flag("rate-limit.window", "The rate limit's fixed window.").Default("1m").DurationVar(&sc.RateLimit.Window)
+	simCmd.Flag("auth.token-lifetime", "Serve an OAuth2 token endpoint at /token (Google's refresh-token and JWT grants) whose access tokens last this long, and accept only those: Vertex AI's sign-in, for auth: {google: {}} with a credentials file whose token_uri is it (0: off).").Default("0").DurationVar(&sc.Auth.TokenLifetime)
+	simSigV4 := simCmd.Flag("auth.aws-sigv4", "Check every request's AWS Signature Version 4 against this test key, ACCESS_KEY_ID:SECRET:REGION:SERVICE, with aws-sdk-go-v2's signer (Bedrock's 403 otherwise). A test key only: the command line is seen by every user of the host.").PlaceHolder("ID:SECRET:REGION:SERVICE").String()
 	simCmd.Flag("fault.auth", "Probability of a refused key (401, in --provider's shape).").Default("0").Float64Var(&sc.Faults.Auth)
 	simCmd.Flag("fault.quota", "Probability of a spent quota (OpenAI's 429 insufficient_quota, Anthropic's 402 billing_error).").Default("0").Float64Var(&sc.Faults.Quota)
 	simCmd.Flag("fault.overloaded", "Probability of an overloaded provider (Anthropic's 529 overloaded_error, OpenAI's 503 that says so).").Default("0").Float64Var(&sc.Faults.Overloaded)
@@ -437,6 +440,14 @@ func run(args []string) int {
 	case cmpCmd.FullCommand():
 		return compare.Main(os.Stdout, *cmpBase, *cmpNew, *cmpFailOn, *cmpHTML, compare.Options{Resamples: *cmpResamples})
 	case simCmd.FullCommand():
+		if *simSigV4 != "" {
+			parts := strings.Split(*simSigV4, ":")
+			if len(parts) != 4 || slices.Contains(parts, "") {
+				fmt.Fprintln(os.Stderr, "tokenprobe sim: --auth.aws-sigv4: want ACCESS_KEY_ID:SECRET:REGION:SERVICE")
+				return runonce.ExitConfig
+			}
+			sc.Auth.SigV4 = &sim.SigV4Key{AccessKeyID: parts[0], SecretAccessKey: parts[1], Region: parts[2], Service: parts[3]}
+		}
 		if *simAnswers != "" {
 			var err error
 			if sc.Answers, err = sim.LoadAnswers(*simAnswers); err != nil {

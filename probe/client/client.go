@@ -316,6 +316,13 @@ var (
 // sendH1 sends p through tokenprobe's own HTTP/1.1 client.
 func (c *Client) sendH1(ctx context.Context, ep *Endpoint, tg *target, p Prompt, r *result.Request) (response, error) {
 	header, bearer := ep.auth()
+	if ep.Signer != nil {
+		var err error
+		if header, err = c.signed(ctx, ep, tg.url, header, p.Body); err != nil {
+			return response{}, &signError{err}
+		}
+		bearer = ""
+	}
 	req := h1.Request{Target: tg.h1, Header: header, ContentType: contentJSON, BearerToken: bearer, Body: p.Body,
 		RequestIDPrefix: result.RequestIDPrefix(), RequestID: r.ID, TraceID: r.Trace.TraceID, SpanID: r.Trace.SpanID, Sampled: r.Trace.Sampled}
 	if p.Stream {
@@ -342,6 +349,12 @@ func (c *Client) sendNetHTTP(ctx context.Context, ep *Endpoint, tg *target, p Pr
 		return response{}, err
 	}
 	header, bearer := ep.auth()
+	if ep.Signer != nil {
+		if header, err = c.signed(ctx, ep, tg.url, header, p.Body); err != nil {
+			return response{}, &signError{err}
+		}
+		bearer = ""
+	}
 	for k, vs := range header {
 		req.Header[k] = vs
 	}

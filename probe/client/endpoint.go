@@ -1,9 +1,11 @@
 package client
 
 import (
+	"context"
 	"maps"
 	"net/http"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +33,11 @@ type Endpoint struct {
 	IncludeUsage bool
 	// Price, when set, gives every request its cost.
 	Price *result.Price
+	// Signer, when set, signs every request (a cloud's SigV4 signature,
+	// an OAuth2 access token: probe/cloudauth), in place of the API key.
+	Signer Signer
+	// lastSecret is the signer's last credential added to the secrets.
+	lastSecret atomic.Pointer[string]
 	// Extra fields for the request body.
 	Extra map[string]any
 
@@ -47,6 +54,41 @@ type Endpoint struct {
 	// it asked every client to wait, so every run against the endpoint
 	// does, not only the one that heard it.
 	heldUntil atomic.Int64
+}
+
+// Signer gives a request the headers of a cloud's sign-in: it signs a
+// POST of body to url carrying header. It may fetch credentials, within
+// its own bound; an error fails the request as auth.
+type Signer interface {
+	Sign(ctx context.Context, url string, header http.Header, body []byte) (http.Header, error)
+}
+
+// signed is header with the signer's headers added, and no bearer. The
+// credentials a server could echo back (an access token, a session
+// token) join the secrets every error text is redacted of: they change
+// hourly, not per request, so the set grows slowly.
+func (c *Client) signed(ctx context.Context, ep *Endpoint, url string, header http.Header, body []byte) (http.Header, error) {
+	h := header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Set("Content-Type", contentJSON)
+	add, err := ep.Signer.Sign(ctx, url, h, body)
+	if err != nil {
+		return nil, c.secrets.Error(err)
+	}
+	for k, v := range add {
+		h[k] = v
+	}
+	secret := add.Get("X-Amz-Security-Token")
+	if tok, ok := strings.CutPrefix(add.Get("Authorization"), "Bearer "); ok {
+		secret = tok
+	}
+	if last := ep.lastSecret.Load(); secret != "" && (last == nil || *last != secret) {
+		c.secrets.Add(secret)
+		ep.lastSecret.Store(&secret)
+	}
+	return h, nil
 }
 
 // auth is the headers every request carries and the bearer token, as the

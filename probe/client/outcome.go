@@ -108,6 +108,13 @@ func ParseRetryAfter(v []byte, now time.Time) time.Duration {
 	return 0
 }
 
+// signError is a request the endpoint's Signer could not sign: no
+// credentials, a token endpoint that refused. Nothing was sent.
+type signError struct{ err error }
+
+func (e *signError) Error() string { return "not signed: " + e.err.Error() }
+func (e *signError) Unwrap() error { return e.err }
+
 // classify maps a transport error to a reason. ReasonNone means the
 // workload cancelled the request.
 func (c *Client) classify(ctx context.Context, err error) result.Reason {
@@ -116,6 +123,9 @@ func (c *Client) classify(ctx context.Context, err error) result.Reason {
 			return result.ReasonTimeout
 		}
 		return result.ReasonNone
+	}
+	if se := (*signError)(nil); errors.As(err, &se) {
+		return result.ReasonAuth
 	}
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
