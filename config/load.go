@@ -24,6 +24,8 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 	"gopkg.in/yaml.v3"
+
+	"github.com/tokenprobe/tokenprobe/internal/regexcost"
 )
 
 // LoadFile reads and validates the file at path.
@@ -886,7 +888,7 @@ func (c *Checks) validate(l *locator, path, dir string) {
 		for i, e := range f.exprs {
 			if _, err := regexp.Compile(e); err != nil {
 				l.errf(fmt.Sprintf("%s.%s[%d]", path, field, i), "not an RE2 expression: %v", err)
-			} else if why := regexCost(e); why != "" {
+			} else if why := regexcost.Why(e); why != "" {
 				l.errf(fmt.Sprintf("%s.%s[%d]", path, field, i), "%s", why)
 			}
 		}

@@ -20,9 +20,9 @@ const module = "github.com/tokenprobe/tokenprobe/"
 // catalog (4), the sinks (5), setup and runner (6), the commands' logic
 // (7), the HTTP surface and the generators (8), and the wiring (9).
 var layer = map[string]int{
-	"probe/ratelimit": -2,
-	"probe/result":    -1,
-	"config":          0, "scheduler": 0, "sim": 0, "probe/apierror": 0, "probe/cloudauth": 0, "probe/served": 0, "internal/realserver": 0, "probe/openai": 0, "probe/sse": 0, "probe/h1": 0, "probe/load": 0, "probe/tokenizer": 0,
+	"probe/ratelimit": -2, "internal/regexcost": -2,
+	"probe/result": -1,
+	"config":       0, "scheduler": 0, "sim": 0, "probe/apierror": 0, "probe/cloudauth": 0, "probe/served": 0, "internal/realserver": 0, "probe/openai": 0, "probe/sse": 0, "probe/h1": 0, "probe/load": 0, "probe/tokenizer": 0,
 	"internal/hostile": 0, "internal/redact": 0, "internal/schedslice": 0, "internal/steal": 0,
 	"internal/syncbuf": 0, "internal/browsertest": 0, "internal/layers": 0, "exporter/otlp/otlptest": 0,
 

@@ -96,7 +96,7 @@ func (s *Set) AnswerLimit() int {
 
 // DefaultMaxAnswerBytes is checks.max_answer_bytes' default: JSON Schema
 // and tool-call checks hold an answer as Go values at 40 to 70 times its
-// size, and a regular expression costs up to config.MaxRegexInsts x about
+// size, and a regular expression costs up to regexcost.MaxInsts x about
 // 6 ms a MB (docs/RELIABILITY.md).
 const DefaultMaxAnswerBytes = 1 << 20
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tokenprobe/tokenprobe/internal/regexcost"
 	"github.com/tokenprobe/tokenprobe/probe/client"
 )
 
@@ -55,6 +56,10 @@ func (st singleTurn) entry(what string) (Entry, error) {
 		re, err := regexp.Compile(*st.Expect)
 		if err != nil {
 			return e, fmt.Errorf("expect: not an RE2 expression: %w", err)
+		}
+		if why := regexcost.Why(*st.Expect); why != "" {
+			// A dataset's expectation runs on every answer, as a check does.
+			return e, fmt.Errorf("expect: %s", why)
 		}
 		e.Expect = re
 	}

@@ -46,6 +46,9 @@ func TestBadDatasets(t *testing.T) {
 		"empty":   {"\n" + `{"text": "  "}`, ":2: the prompt is empty"},
 		"output":  {`{"text": "a", "output_length": 0}`, ":1: output_length must be at least 1"},
 		"expect":  {`{"text": "a", "expect": "(paris"}`, ":1: expect: not an RE2 expression: error parsing regexp: missing closing ): `(paris`"},
+		// An expectation runs on every answer,
+		// as a check does, and has the same bound.
+		"costly":  {"\n" + `{"text": "a", "expect": "(?i)paris"}` + "\n" + `{"text": "b", "expect": "a.{0,1000}b"}`, ":3: expect: compiles to 2004 instructions, over the 200 allowed"},
 		"nothing": {"", ": no prompts"},
 	} {
 		p := filepath.Join(dir, name+".jsonl")

@@ -1,25 +1,29 @@
-package config
+// Package regexcost bounds what a user's regular expression costs a byte
+// of answer: every answer check and every dataset's expect passes it, so
+// that one expression cannot take seconds of CPU per answer.
+package regexcost
 
 import (
 	"fmt"
 	"regexp/syntax"
 )
 
-// MaxRegexInsts bounds an answer check's expression by the size of its
+// MaxInsts bounds an answer check's expression by the size of its
 // compiled program: Go's RE2 engine is linear in the answer, but its cost
 // per byte grows with the program. Measured here (an answer of 1 MB that
 // never matches), about 6 ms a MB for each instruction: a.{0,1000}b, 2,004
 // instructions, took 11.8 s a MB; (?i)paris, 7, took 17 ms
-// (BenchmarkRegexCost). At this bound an answer of checks.max_answer_bytes'
+// (BenchmarkRegexCost: go test -run '^$' -bench RegexCost ./internal/regexcost). At this bound an answer of checks.max_answer_bytes'
 // default (1 MiB) costs about a second at worst.
-const MaxRegexInsts = 200
+const MaxInsts = 200
 
 // regexSecondsPerInstMB is the measured cost above: CPU seconds a MB of
 // answer for each instruction, at worst.
 const regexSecondsPerInstMB = 0.006
 
-// regexCost says why expr costs too much a byte to run on answers, or "".
-func regexCost(expr string) string {
+// Why says why expr costs too much a byte to run on answers, or "" when
+// it does not (or does not parse: regexp.Compile says why).
+func Why(expr string) string {
 	re, err := syntax.Parse(expr, syntax.Perl)
 	if err != nil {
 		return "" // regexp.Compile has said why
@@ -28,9 +32,9 @@ func regexCost(expr string) string {
 	if err != nil {
 		return ""
 	}
-	if n := len(prog.Inst); n > MaxRegexInsts {
+	if n := len(prog.Inst); n > MaxInsts {
 		return fmt.Sprintf("compiles to %d instructions, over the %d allowed: about %.1f s of CPU a MB of answer at worst (a bounded repetition such as {0,1000} is one instruction or two per count); write it with * or +, or a smaller count",
-			n, MaxRegexInsts, float64(n)*regexSecondsPerInstMB)
+			n, MaxInsts, float64(n)*regexSecondsPerInstMB)
 	}
 	return ""
 }
