@@ -889,3 +889,41 @@ profiles:
 		t.Errorf("the report does not say the cost %s:\n%s", want, out)
 	}
 }
+
+// TestEachProvidersFailuresByName: the simulator playing each provider,
+// with a scripted mix of failures, gives each its reason by name in the
+// console and in summary.json.
+func TestEachProvidersFailuresByName(t *testing.T) {
+	want := []string{"auth", "rate_limit", "quota", "overloaded", "content_filter", "context_length", "model_not_found"}
+	for _, provider := range []string{"openai", "azure", "anthropic"} {
+		cfg := writeConfig(t, fmt.Sprintf(`
+endpoints:
+  - name: hosted
+    simulator: {slots: 8, decode_base: 1ms, seed: 9, provider: %s, faults: {auth: 0.1, error_429: 0.1, retry_after: 1ms, quota: 0.1, overloaded: 0.1, content_filter: 0.1, context_length: 0.1, model_not_found: 0.1}}
+profiles:
+  - name: mix
+    load: {concurrency: 4, requests: 200}
+    failure: {backoff: {base: 1ms, max: 1ms}, retry_after_max: 1ms, abort: {min_requests: 0}, max_error_ratio: 1}
+    workload: {input_tokens: {mean: 20}, output_tokens: {mean: 4}}
+`, provider))
+		dir := t.TempDir()
+		code, out, errOut := runCLI(t, Options{ConfigFile: cfg, ArtifactsDir: dir})
+		runs, _ := filepath.Glob(filepath.Join(dir, "*", "mix-hosted"))
+		if len(runs) != 1 {
+			t.Fatalf("%s: exit %d, run folders %v\n%s\n%s", provider, code, runs, out, errOut)
+		}
+		var s stats.Summary
+		readJSON(t, filepath.Join(runs[0], "summary.json"), &s)
+		for _, reason := range want {
+			if s.ByReason[reason] == 0 {
+				t.Errorf("%s: summary.json counts no %s: %v", provider, reason, s.ByReason)
+			}
+			if !strings.Contains(out, reason+": ") {
+				t.Errorf("%s: the console names no %s:\n%s", provider, reason, out)
+			}
+		}
+		if n := s.ByReason["bad_request"] + s.ByReason["server_error"]; n != 0 {
+			t.Errorf("%s: %d failures read as no cause: %v", provider, n, s.ByReason)
+		}
+	}
+}

@@ -84,7 +84,7 @@ func (c *Client) signed(ctx context.Context, ep *Endpoint, url string, header ht
 	if tok, ok := strings.CutPrefix(add.Get("Authorization"), "Bearer "); ok {
 		secret = tok
 	}
-	if last := ep.lastSecret.Load(); secret != "" && (last == nil || *last != secret) {
+	if last := ep.lastSecret.Load(); c.secrets != nil && secret != "" && (last == nil || *last != secret) {
 		c.secrets.Add(secret)
 		ep.lastSecret.Store(&secret)
 	}
