@@ -15,6 +15,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/internal/hostile"
 	"github.com/tokenprobe/tokenprobe/probe/check"
 	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/probe/workload"
 )
 
 // A 20 MB JSON answer under json_schema, json and a regex, at concurrency
@@ -85,4 +86,66 @@ func heapBytes() uint64 {
 	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(s)
 	return s[0].Value.Uint64()
+}
+
+// A tool call whose arguments are 50 MB, at concurrency 4, under a tool
+// check with a parameters schema: each is a wrong answer "too large to
+// check", its timing kept, and the heap grows by far less than one
+// request's arguments: the client keeps no more of an answer than the
+// checks' bound.
+func TestToolArgumentsReadWithinTheirBudget(t *testing.T) {
+	h, err := hostile.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	compiler := jsonschema.NewCompiler()
+	if err := compiler.AddResource("p.json", map[string]any{"type": "object"}); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := compiler.Compile("p.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := runAgainst(t, h.URL(hostile.BigToolArgs), Plan{Stages: []Stage{{Concurrency: 4, Requests: 4}}}, DefaultFailure())
+	run.Workload = workload.NewSynthetic(workload.Lengths{Mean: 10}, workload.Lengths{Mean: 100}, true, 1) // room for 200 argument deltas
+	run.Endpoint.Timeout = 2 * time.Minute
+	run.Checks = check.Set{Model: check.ModelOff, Tools: map[string]*jsonschema.Schema{"lookup": schema}, MaxAnswerBytes: check.DefaultMaxAnswerBytes}
+	rec := &recorder{}
+	run.Sinks = []Sink{rec}
+
+	runtime.GC()
+	base := heapBytes()
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			peak.Store(max(peak.Load(), heapBytes()))
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	})
+	sum, err := run.Execute(context.Background())
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("%v: %+v", err, sum.Failures)
+	}
+	if sum.WrongAnswers != 4 {
+		t.Fatalf("%d wrong answers of 4 (%d successes, errors %v, %+v)", sum.WrongAnswers, sum.Success, sum.ByReason, sum.Failures)
+	}
+	for _, r := range rec.seen {
+		if r.Outcome != result.WrongAnswer || !strings.Contains(r.Err, "too large to check") || !r.HasTTFT() || r.E2E == 0 {
+			t.Fatalf("outcome %v, %q; want a wrong answer too large to check, its timing kept", r.Outcome, r.Err)
+		}
+	}
+	grew := int64(peak.Load()) - int64(base)
+	t.Logf("heap grew by %.1f MB at its peak for 4 x %d MB of arguments", float64(grew)/1e6, hostile.BigToolArgsBytes>>20)
+	if grew > 64<<20 {
+		t.Errorf("the heap grew by %.1f MB for four tool calls checked within %d bytes each", float64(grew)/1e6, check.DefaultMaxAnswerBytes)
+	}
 }

@@ -57,6 +57,11 @@ const (
 	// BigAnswerBytes, in content chunks of 256 KiB (80 of them): an answer check that
 	// holds the whole answer as values holds it at 40 to 70 times that.
 	BigAnswer = "big-answer"
+	// BigToolArgs streams one tool call to "lookup" whose arguments are a
+	// JSON object of BigToolArgsBytes, in argument deltas of 256 KiB:
+	// a tool check that held the arguments whole would hold 50 MB per
+	// request.
+	BigToolArgs = "big-tool-args"
 	// Silent reads the request and never answers, holding the connection
 	// open: a model server, or an OTLP collector, that accepts and hangs.
 	Silent = "silent"
@@ -64,6 +69,20 @@ const (
 
 // BigAnswerBytes is the size of BigAnswer's content.
 const BigAnswerBytes = 20 << 20
+
+// BigToolArgsBytes is the size of BigToolArgs' arguments: under the
+// client's 64 MiB body limit, so that only the checks' bound holds them.
+const BigToolArgsBytes = 50 << 20
+
+// toolDelta is a chat chunk carrying part of a tool call's arguments.
+func toolDelta(name, args string) string {
+	a, _ := json.Marshal(args)
+	fn := `"arguments":` + string(a)
+	if name != "" {
+		fn = `"name":"` + name + `",` + fn
+	}
+	return `{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{` + fn + `}}]},"finish_reason":null}]}`
+}
 
 // ManyChunksBytes is the size of ManyChunks' answer: under the client's
 // 64 MiB body limit, so that only a bound on chunks ends it.
@@ -238,6 +257,19 @@ func answer(conn net.Conn, req *http.Request) bool {
 		}
 		end := `{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`
 		_, _ = io.WriteString(conn, Chunk("data: "+Content("1]")+"\n\ndata: "+end+"\n\ndata: [DONE]\n\n")+"0\r\n\r\n")
+		return true
+	case BigToolArgs:
+		// {"a":[1,1,...]}: numbers need no escaping, so the body is the
+		// arguments' size, under the client's body limit.
+		piece := strings.Repeat("1,", 128<<10)
+		_, _ = io.WriteString(conn, SSEHead+Chunk("data: "+toolDelta("lookup", `{"a":[`)+"\n\n"))
+		for sent := 0; sent < BigToolArgsBytes; sent += len(piece) {
+			if _, err := io.WriteString(conn, Chunk("data: "+toolDelta("", piece)+"\n\n")); err != nil {
+				return false
+			}
+		}
+		end := `{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`
+		_, _ = io.WriteString(conn, Chunk("data: "+toolDelta("", "1]}")+"\n\ndata: "+end+"\n\ndata: [DONE]\n\n")+"0\r\n\r\n")
 		return true
 	case Silent:
 		Hold(conn)
