@@ -15,6 +15,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/internal/hostile"
 	"github.com/tokenprobe/tokenprobe/probe/check"
 	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/probe/stats"
 	"github.com/tokenprobe/tokenprobe/probe/workload"
 )
 
@@ -42,6 +43,30 @@ func TestAnswerChecksReadWithinTheirBudget(t *testing.T) {
 	rec := &recorder{}
 	run.Sinks = []Sink{rec}
 
+	var sum stats.Summary
+	grew := heapGrowth(func() { sum, err = run.Execute(context.Background()) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.WrongAnswers != 8 {
+		t.Fatalf("%d wrong answers of 8 (%d successes, errors %v)", sum.WrongAnswers, sum.Success, sum.ByReason)
+	}
+	for _, r := range rec.seen {
+		if r.Outcome != result.WrongAnswer || !strings.Contains(r.Err, "too large to check") || !r.HasTTFT() || r.E2E == 0 {
+			t.Fatalf("outcome %v, %q, TTFT %v, latency %v; want a wrong answer too large to check, its timing kept", r.Outcome, r.Err, r.TTFT, r.E2E)
+		}
+	}
+	// Four answers kept to their budget are 4 MiB; the client's buffers
+	// and the run's own take some more. Holding them as values took GBs.
+	t.Logf("heap grew by %.1f MB at its peak", float64(grew)/1e6)
+	if grew > 64<<20 {
+		t.Errorf("the heap grew by %.1f MB for four answers checked within %d bytes each", float64(grew)/1e6, check.DefaultMaxAnswerBytes)
+	}
+}
+
+// heapGrowth runs f and returns how far the heap grew over what it was
+// before, at its peak, sampled every 5 ms.
+func heapGrowth(f func()) int64 {
 	runtime.GC()
 	base := heapBytes()
 	var peak atomic.Uint64
@@ -57,27 +82,10 @@ func TestAnswerChecksReadWithinTheirBudget(t *testing.T) {
 			}
 		}
 	})
-	sum, err := run.Execute(context.Background())
+	f()
 	close(stop)
 	wg.Wait()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum.WrongAnswers != 8 {
-		t.Fatalf("%d wrong answers of 8 (%d successes, errors %v)", sum.WrongAnswers, sum.Success, sum.ByReason)
-	}
-	for _, r := range rec.seen {
-		if r.Outcome != result.WrongAnswer || !strings.Contains(r.Err, "too large to check") || !r.HasTTFT() || r.E2E == 0 {
-			t.Fatalf("outcome %v, %q, TTFT %v, latency %v; want a wrong answer too large to check, its timing kept", r.Outcome, r.Err, r.TTFT, r.E2E)
-		}
-	}
-	// Four answers kept to their budget are 4 MiB; the client's buffers
-	// and the run's own take some more. Holding them as values took GBs.
-	grew := int64(peak.Load()) - int64(base)
-	t.Logf("heap grew by %.1f MB at its peak", float64(grew)/1e6)
-	if grew > 64<<20 {
-		t.Errorf("the heap grew by %.1f MB for four answers checked within %d bytes each", float64(grew)/1e6, check.DefaultMaxAnswerBytes)
-	}
+	return int64(peak.Load()) - int64(base)
 }
 
 // heapBytes is the heap's live and not-yet-swept objects, from
@@ -114,24 +122,8 @@ func TestToolArgumentsReadWithinTheirBudget(t *testing.T) {
 	rec := &recorder{}
 	run.Sinks = []Sink{rec}
 
-	runtime.GC()
-	base := heapBytes()
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			peak.Store(max(peak.Load(), heapBytes()))
-			select {
-			case <-stop:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
-	})
-	sum, err := run.Execute(context.Background())
-	close(stop)
-	wg.Wait()
+	var sum stats.Summary
+	grew := heapGrowth(func() { sum, err = run.Execute(context.Background()) })
 	if err != nil {
 		t.Fatalf("%v: %+v", err, sum.Failures)
 	}
@@ -143,7 +135,6 @@ func TestToolArgumentsReadWithinTheirBudget(t *testing.T) {
 			t.Fatalf("outcome %v, %q; want a wrong answer too large to check, its timing kept", r.Outcome, r.Err)
 		}
 	}
-	grew := int64(peak.Load()) - int64(base)
 	t.Logf("heap grew by %.1f MB at its peak for 4 x %d MB of arguments", float64(grew)/1e6, hostile.BigToolArgsBytes>>20)
 	if grew > 64<<20 {
 		t.Errorf("the heap grew by %.1f MB for four tool calls checked within %d bytes each", float64(grew)/1e6, check.DefaultMaxAnswerBytes)

@@ -192,14 +192,7 @@ func TestSimulatedProviderFailures(t *testing.T) {
 	for _, provider := range sim.Providers {
 		for fault, want := range faults {
 			yml := fmt.Sprintf("endpoints:\n  - {name: sim, simulator: {provider: %q, decode_base: 1ms, faults: {%s: 1, retry_after: 1ms}}}\nprofiles:\n  - name: p\n", provider, fault)
-			cfg, err := config.Parse("tokenprobe.yaml", []byte(yml))
-			if err != nil {
-				t.Fatalf("%s: %v", provider, err)
-			}
-			tg, err := OpenEndpoint(cfg.Endpoints[0], nil, Tracing{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			tg := openYAML(t, yml, nil)
 			var r result.Request
 			tg.Client.Do(context.Background(), tg.Endpoint, client.Prompt{Text: "x", Stream: true, MaxTokens: 4}, &r)
 			_ = tg.Close()
@@ -221,14 +214,7 @@ func TestSimulatedProviderFailures(t *testing.T) {
 func TestSimulatedRateLimitHeaders(t *testing.T) {
 	for _, provider := range sim.Providers {
 		yml := fmt.Sprintf("endpoints:\n  - {name: sim, simulator: {provider: %q, decode_base: 1ms, rate_limit: {requests: 4, tokens: 100000, window: 1h}}}\nprofiles:\n  - name: p\n", provider)
-		cfg, err := config.Parse("tokenprobe.yaml", []byte(yml))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tg, err := OpenEndpoint(cfg.Endpoints[0], nil, Tracing{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tg := openYAML(t, yml, nil)
 		var remaining []float64
 		for i := range 5 {
 			var r result.Request
@@ -288,14 +274,7 @@ profiles:
   - name: p
 `
 	do := func() result.Request {
-		cfg, err := config.Parse("tokenprobe.yaml", []byte(yml))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tg, err := OpenEndpoint(cfg.Endpoints[0], redact.New(), Tracing{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tg := openYAML(t, yml, redact.New())
 		defer tg.Close()
 		var r result.Request
 		tg.Client.Do(context.Background(), tg.Endpoint, client.Prompt{Text: "x", Stream: true, MaxTokens: 4}, &r)
@@ -368,14 +347,7 @@ func TestGoogleTokensAgainstTheSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	cfg, err := config.Parse("tokenprobe.yaml", []byte(fmt.Sprintf("endpoints:\n  - {name: vertex, base_url: 'http://%s/v1', model: m}\nprofiles:\n  - name: p\n", srv.Addr())))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg, err := OpenEndpoint(cfg.Endpoints[0], nil, Tracing{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tg := openYAML(t, fmt.Sprintf("endpoints:\n  - {name: vertex, base_url: 'http://%s/v1', model: m}\nprofiles:\n  - name: p\n", srv.Addr()), nil)
 	defer tg.Close()
 	var r result.Request
 	tg.Client.Do(context.Background(), tg.Endpoint, client.Prompt{Text: "x", Stream: true, MaxTokens: 4}, &r)
@@ -390,4 +362,18 @@ func mustDuration(t *testing.T, s string) time.Duration {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// openYAML opens the first endpoint of a configuration.
+func openYAML(t *testing.T, yml string, secrets *redact.Set) *Target {
+	t.Helper()
+	cfg, err := config.Parse("tokenprobe.yaml", []byte(yml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := OpenEndpoint(cfg.Endpoints[0], secrets, Tracing{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
 }

@@ -121,7 +121,7 @@ func (r *Reading) Header(name, value []byte) bool {
 		return false
 	}
 	switch c := name[0] | 0x20; {
-	case c == 'r' && equalFold(name, retryMs):
+	case c == 'r' && bytes.EqualFold(name, retryMs):
 		if ms, ok := number(value); ok && ms > 0 && ms < float64(math.MaxInt64/int64(time.Millisecond)) {
 			r.RetryAfter = time.Duration(ms * float64(time.Millisecond))
 		}
@@ -159,11 +159,11 @@ func (r *Reading) Header(name, value []byte) bool {
 		}
 		var f Field
 		switch suffix := rest[i+1:]; {
-		case equalFold(suffix, []byte("limit")):
+		case bytes.EqualFold(suffix, []byte("limit")):
 			f = Limit
-		case equalFold(suffix, []byte("remaining")):
+		case bytes.EqualFold(suffix, []byte("remaining")):
 			f = Remaining
-		case equalFold(suffix, []byte("reset")):
+		case bytes.EqualFold(suffix, []byte("reset")):
 			f = Reset
 		default:
 			return false
@@ -176,13 +176,13 @@ func (r *Reading) Header(name, value []byte) bool {
 
 func kindOf(b []byte) (Kind, bool) {
 	switch {
-	case equalFold(b, []byte("requests")):
+	case bytes.EqualFold(b, []byte("requests")):
 		return Requests, true
-	case equalFold(b, []byte("tokens")):
+	case bytes.EqualFold(b, []byte("tokens")):
 		return Tokens, true
-	case equalFold(b, []byte("input-tokens")):
+	case bytes.EqualFold(b, []byte("input-tokens")):
 		return InputTokens, true
-	case equalFold(b, []byte("output-tokens")):
+	case bytes.EqualFold(b, []byte("output-tokens")):
 		return OutputTokens, true
 	}
 	return 0, false
@@ -284,24 +284,5 @@ func duration(b []byte) (float64, bool) {
 }
 
 func hasPrefixFold(b, prefix []byte) bool {
-	return len(b) >= len(prefix) && equalFold(b[:len(prefix)], prefix)
-}
-
-func equalFold(a, b []byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		c, d := a[i], b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if 'A' <= d && d <= 'Z' {
-			d += 'a' - 'A'
-		}
-		if c != d {
-			return false
-		}
-	}
-	return true
+	return len(b) >= len(prefix) && bytes.EqualFold(b[:len(prefix)], prefix)
 }
