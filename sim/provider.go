@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -112,11 +111,10 @@ type RateLimit struct {
 
 // limiter is the simulator's fixed window.
 type limiter struct {
-	mu          sync.Mutex
-	start       time.Time
-	reqs, toks  int
-	cfg         RateLimit
-	rejected429 atomic.Uint64
+	mu         sync.Mutex
+	start      time.Time
+	reqs, toks int
+	cfg        RateLimit
 }
 
 // admit counts a request of tokens at now, and writes the rate-limit
@@ -158,7 +156,6 @@ func (l *limiter) admit(h http.Header, provider string, tokens int, now time.Tim
 	put("requests", l.cfg.Requests, l.reqs)
 	put("tokens", l.cfg.Tokens, l.toks)
 	if !ok {
-		l.rejected429.Add(1)
 		h.Set("retry-after-ms", strconv.FormatInt(reset.Milliseconds(), 10))
 	}
 	return ok, reset
