@@ -68,9 +68,11 @@ func TestRunsOwnNoiseFailsNoGate(t *testing.T) {
 	// A gate that mistakes noise for change does so in every set of
 	// twenty pairs on a busy machine (the zero-width interval failed 3 to
 	// 6 of 20); a burst that shifts one pair's whole second does not
-	// recur: a second set of twenty settles it, as timingtest settles
-	// other real-time checks.
-	timingtest.Retry(t, 2, func(at *timingtest.Attempt) {
+	// recur: another set of twenty settles it, as timingtest settles
+	// other real-time checks. Two sets were not always enough: a CI
+	// rehearsal's busy pass (2026-11-27) failed one pair in each of two
+	// sets, by 5.4% and 11.9% of throughput; a third set is allowed.
+	timingtest.Retry(t, 3, func(at *timingtest.Attempt) {
 		for i := range pairs {
 			a, b := simRun(t, 5000), simRun(t, 5000)
 			if code, out := gate(t, a, b, rules); code != compare.ExitOK {
