@@ -96,17 +96,6 @@ func (r *Reading) Get(k Kind, f Field, now time.Time) (float64, bool) {
 	return r.val[k][f], true
 }
 
-// Share is remaining over limit, where both were sent and the limit is
-// above 0.
-func (r *Reading) Share(k Kind) (float64, bool) {
-	lim, okL := r.Get(k, Limit, time.Time{})
-	rem, okR := r.Get(k, Remaining, time.Time{})
-	if !okL || !okR || lim <= 0 {
-		return 0, false
-	}
-	return rem / lim, true
-}
-
 var (
 	openAI    = []byte("x-ratelimit-")
 	anthropic = []byte("anthropic-ratelimit-")
