@@ -31,6 +31,7 @@ import (
 
 	"github.com/tokenprobe/tokenprobe/probe"
 	"github.com/tokenprobe/tokenprobe/probe/openai"
+	"github.com/tokenprobe/tokenprobe/probe/ratelimit"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
@@ -113,6 +114,10 @@ type Exporter struct {
 	tokenUsage                metric.Int64Histogram
 	requests, good, sloReqs   metric.Int64Counter
 	checks                    metric.Int64Counter
+	cost                      metric.Float64Counter
+	// rateLimit are the limit, remaining and reset gauges, by
+	// ratelimit.Field.
+	rateLimit [3]metric.Float64Gauge
 
 	mu     sync.Mutex
 	series map[seriesKey]*series
@@ -150,6 +155,12 @@ type series struct {
 	// request's span.
 	attrs []attribute.KeyValue
 	op    string
+	// cost is the spend's attribute set, made for its first currency;
+	// rateLimit the gauges' sets by kind, as /metrics labels them
+	// (profile, endpoint and kind alone).
+	cost      metric.AddOption
+	currency  string
+	rateLimit [ratelimit.NumKinds]metric.RecordOption
 }
 
 // New starts a meter provider that pushes with cfg.
@@ -342,11 +353,20 @@ func newInstruments(p *sdkmetric.MeterProvider) (*Exporter, error) {
 	var err11 error
 	e.checks, err11 = m.Int64Counter("tokenprobe.answer.checks", metric.WithUnit("{request}"),
 		metric.WithDescription("Answers judged by each answer check (tokenprobe.check), tokenprobe.check.result pass or fail; a failure makes the request a wrong_answer."))
+	var err12, err13, err14, err15 error
+	e.cost, err12 = m.Float64Counter("tokenprobe.cost", metric.WithUnit("{currency}"),
+		metric.WithDescription("What the probe's answered requests cost at the endpoint's price, in tokenprobe.currency: the probe's own spend."))
+	e.rateLimit[ratelimit.Limit], err13 = m.Float64Gauge("tokenprobe.rate_limit.limit", metric.WithUnit("{request_or_token}"),
+		metric.WithDescription("The provider's rate limit in its window, by tokenprobe.rate_limit.kind, as the endpoint's last answer that said it."))
+	e.rateLimit[ratelimit.Remaining], err14 = m.Float64Gauge("tokenprobe.rate_limit.remaining", metric.WithUnit("{request_or_token}"),
+		metric.WithDescription("What remains of the rate limit in its window, by tokenprobe.rate_limit.kind, as the endpoint's last answer said."))
+	e.rateLimit[ratelimit.Reset], err15 = m.Float64Gauge("tokenprobe.rate_limit.reset", metric.WithUnit("s"),
+		metric.WithDescription("Seconds until the rate limit's window is full again, by tokenprobe.rate_limit.kind, at the endpoint's last answer that said it."))
 	inFlight, err9 := m.Int64ObservableGauge("tokenprobe.requests.in_flight", metric.WithUnit("{request}"),
 		metric.WithDescription("Requests sent and not yet finished."))
 	breakdown, err10 := m.Float64ObservableGauge("tokenprobe.ttft.breakdown", metric.WithUnit("s"),
 		metric.WithDescription("Where the last run's TTFT went, from the server's own metrics: its queue, its prefill, and elsewhere."))
-	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11} {
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15} {
 		if err != nil {
 			return nil, err
 		}
@@ -469,6 +489,31 @@ func (e *Exporter) Observe(r *result.Request, v slo.Verdict) {
 		e.tokenUsage.Record(ctx, int64(r.InputTokens), s.input)
 		e.tokenUsage.Record(ctx, int64(r.OutputTokens), s.output)
 	}
+	if r.Cost > 0 {
+		e.cost.Add(ctx, r.Cost, e.costAttrs(s, r))
+	}
+	if rl := r.RateLimit; rl != nil {
+		for _, k := range ratelimit.Kinds {
+			for f, g := range e.rateLimit {
+				if v, ok := rl.Get(k, ratelimit.Field(f), r.End); ok {
+					g.Record(ctx, v, s.rateLimit[k])
+				}
+			}
+		}
+	}
+}
+
+// costAttrs is the spend's attribute set of s in r's currency: made at
+// the first request with a cost, and again only if the currency changes
+// (a reload's new price).
+func (e *Exporter) costAttrs(s *series, r *result.Request) metric.AddOption {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s.cost == nil || s.currency != r.Currency {
+		s.cost, s.currency = metric.WithAttributes(attribute.String("tokenprobe.profile", r.Profile), attribute.String("tokenprobe.endpoint", r.Endpoint),
+			attribute.String("tokenprobe.currency", r.Currency)), r.Currency
+	}
+	return s.cost
 }
 
 func (e *Exporter) get(r *result.Request) *series {
@@ -525,6 +570,10 @@ func (e *Exporter) get(r *result.Request) *series {
 	for _, kind := range slo.Kinds {
 		s.met[kind] = set(attribute.String("tokenprobe.slo", kind.String()), attribute.String("tokenprobe.slo.result", "met"))
 		s.missed[kind] = set(attribute.String("tokenprobe.slo", kind.String()), attribute.String("tokenprobe.slo.result", "missed"))
+	}
+	for _, kind := range ratelimit.Kinds {
+		s.rateLimit[kind] = metric.WithAttributes(attribute.String("tokenprobe.profile", r.Profile), attribute.String("tokenprobe.endpoint", r.Endpoint),
+			attribute.String("tokenprobe.rate_limit.kind", kind.String()))
 	}
 	e.series[k] = s
 	return s

@@ -16,6 +16,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/internal/hostile"
 	"github.com/tokenprobe/tokenprobe/probe"
 	"github.com/tokenprobe/tokenprobe/probe/client"
+	"github.com/tokenprobe/tokenprobe/probe/ratelimit"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
@@ -33,8 +34,14 @@ func TestPushesGenAIInstruments(t *testing.T) {
 	ok := result.Request{Profile: "chat", Endpoint: "vllm", Model: "llama", API: "chat", URL: "http://vllm.internal:8000/v1", Level: 4,
 		Streaming: true, Outcome: result.Success, ContentChunks: 4, OutputTokens: 4, InputTokens: 100,
 		Scheduled: t0, Start: t0, TTFT: ms(100), E2E: ms(160), Gaps: []time.Duration{ms(20), ms(20), ms(20)}}
+	// A hosted API's answer: a price, and rate-limit headers.
+	ok.Cost, ok.Currency, ok.End = 0.25, "EUR", t0.Add(ms(160))
+	ok.RateLimit = &ratelimit.Reading{}
+	for name, value := range map[string]string{"x-ratelimit-limit-tokens": "1000", "x-ratelimit-remaining-tokens": "120", "x-ratelimit-reset-tokens": "6s"} {
+		ok.RateLimit.Header([]byte(name), []byte(value))
+	}
 	fail := ok
-	fail.Outcome, fail.Reason, fail.End = result.Error, result.ReasonServerError, t0.Add(ms(5))
+	fail.Outcome, fail.Reason, fail.End, fail.Cost, fail.RateLimit = result.Error, result.ReasonServerError, t0.Add(ms(5)), 0, nil
 	set := slo.Set{Thresholds: []slo.Threshold{{Kind: slo.TTFT, Max: ms(500)}}}
 	for range 3 {
 		e.Observe(&ok, set.Evaluate(&ok))
@@ -120,6 +127,23 @@ func TestPushesGenAIInstruments(t *testing.T) {
 			}
 		}
 		return n
+	}
+	// The spend, in its currency, and the rate-limit gauges by kind.
+	var cost float64
+	for _, dp := range got["tokenprobe.cost"].GetSum().GetDataPoints() {
+		if a := otlptest.Attrs(dp.Attributes); a["tokenprobe.currency"] != "EUR" || a["tokenprobe.profile"] != "chat" || a["tokenprobe.endpoint"] != "vllm" {
+			t.Errorf("tokenprobe.cost attributes %v", a)
+		}
+		cost += dp.GetAsDouble()
+	}
+	if cost != 0.75 {
+		t.Errorf("tokenprobe.cost %v, want 0.75 (3 answers at 0.25)", cost)
+	}
+	for name, want := range map[string]float64{"tokenprobe.rate_limit.limit": 1000, "tokenprobe.rate_limit.remaining": 120, "tokenprobe.rate_limit.reset": 6} {
+		dps := got[name].GetGauge().GetDataPoints()
+		if len(dps) != 1 || dps[0].GetAsDouble() != want || otlptest.Attrs(dps[0].Attributes)["tokenprobe.rate_limit.kind"] != "tokens" {
+			t.Errorf("%s: %v, want one point of %v for kind tokens", name, dps, want)
+		}
 	}
 	if sum("tokenprobe.requests.good", "", "") != 3 || sum("tokenprobe.requests", "tokenprobe.outcome", "success") != 3 ||
 		sum("tokenprobe.requests", "error.type", "server_error") != 1 || sum("tokenprobe.slo.requests", "tokenprobe.slo.result", "missed") != 1 {
