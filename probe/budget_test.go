@@ -14,6 +14,7 @@ import (
 
 	"github.com/tokenprobe/tokenprobe/internal/hostile"
 	"github.com/tokenprobe/tokenprobe/probe/check"
+	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 	"github.com/tokenprobe/tokenprobe/probe/workload"
@@ -138,5 +139,36 @@ func TestToolArgumentsReadWithinTheirBudget(t *testing.T) {
 	t.Logf("heap grew by %.1f MB at its peak for 4 x %d MB of arguments", float64(grew)/1e6, hostile.BigToolArgsBytes>>20)
 	if grew > 64<<20 {
 		t.Errorf("the heap grew by %.1f MB for four tool calls checked within %d bytes each", float64(grew)/1e6, check.DefaultMaxAnswerBytes)
+	}
+}
+
+// An embeddings answer of one 60 MB vector, at concurrency 4: each is
+// measured and its vector counted, and the heap grows by far less than
+// one answer: the vector is counted as it streams, not read whole (which
+// holds up to twice the body, 657 MB at this concurrency).
+func TestBigVectorsReadAsTheyStream(t *testing.T) {
+	h, err := hostile.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	run := runAgainst(t, h.URL(hostile.BigVector), Plan{Stages: []Stage{{Concurrency: 4, Requests: 4}}}, DefaultFailure())
+	run.Endpoint.API = openai.Embeddings
+	run.Endpoint.Timeout = 2 * time.Minute
+	rec := &recorder{}
+	run.Sinks = []Sink{rec}
+	var sum stats.Summary
+	grew := heapGrowth(func() { sum, err = run.Execute(context.Background()) })
+	if err != nil || sum.Success != 4 {
+		t.Fatalf("%v: %d successes of 4, %+v", err, sum.Success, sum.Failures)
+	}
+	for _, r := range rec.seen {
+		if r.Vectors != 1 || r.Dimensions != hostile.BigVectorDimensions || r.E2E == 0 {
+			t.Fatalf("%d vectors of %d dimensions in %v; want 1 of %d", r.Vectors, r.Dimensions, r.E2E, hostile.BigVectorDimensions)
+		}
+	}
+	t.Logf("heap grew by %.1f MB at its peak for 4 x %d MB of vectors", float64(grew)/1e6, hostile.BigVectorBytes>>20)
+	if grew > 16<<20 {
+		t.Errorf("the heap grew by %.1f MB for four vectors counted as they stream", float64(grew)/1e6)
 	}
 }

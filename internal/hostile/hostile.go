@@ -62,6 +62,10 @@ const (
 	// a tool check that held the arguments whole would hold 50 MB per
 	// request.
 	BigToolArgs = "big-tool-args"
+	// BigVector answers an embeddings request (any request) with one
+	// vector of BigVectorBytes of numbers, not streamed: a reader that
+	// holds the body whole holds it at up to twice its size.
+	BigVector = "big-vector"
 	// Silent reads the request and never answers, holding the connection
 	// open: a model server, or an OTLP collector, that accepts and hangs.
 	Silent = "silent"
@@ -73,6 +77,14 @@ const BigAnswerBytes = 20 << 20
 // BigToolArgsBytes is the size of BigToolArgs' arguments: under the
 // client's 64 MiB body limit, so that only the checks' bound holds them.
 const BigToolArgsBytes = 50 << 20
+
+// BigVectorBytes is the size of BigVector's vector: under the client's
+// 64 MiB body limit.
+const BigVectorBytes = 60 << 20
+
+// BigVectorDimensions is the length of BigVector's vector ("0.1," is 4
+// bytes).
+const BigVectorDimensions = BigVectorBytes / 4
 
 // toolDelta is a chat chunk carrying part of a tool call's arguments.
 func toolDelta(name, args string) string {
@@ -270,6 +282,17 @@ func answer(conn net.Conn, req *http.Request) bool {
 		}
 		end := `{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`
 		_, _ = io.WriteString(conn, Chunk("data: "+toolDelta("", "1]}")+"\n\ndata: "+end+"\n\ndata: [DONE]\n\n")+"0\r\n\r\n")
+		return true
+	case BigVector:
+		piece := strings.Repeat("0.1,", 16<<10)
+		_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"+
+			Chunk(`{"object":"list","data":[{"object":"embedding","index":0,"embedding":[`))
+		for sent := len(piece); sent < BigVectorBytes; sent += len(piece) {
+			if _, err := io.WriteString(conn, Chunk(piece)); err != nil {
+				return false
+			}
+		}
+		_, _ = io.WriteString(conn, Chunk(piece[:len(piece)-1]+`]}],"model":"m","usage":{"prompt_tokens":10,"total_tokens":10}}`)+"0\r\n\r\n")
 		return true
 	case Silent:
 		Hold(conn)

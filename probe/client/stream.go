@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"time"
 
@@ -153,13 +154,13 @@ func (c *Client) endStream(ctx context.Context, r *result.Request, last time.Tim
 }
 
 func (c *Client) readWhole(ctx context.Context, body io.Reader, r *result.Request, p Prompt) {
+	if r.API == string(openai.Embeddings) {
+		c.readEmbeddings(ctx, body, r, p)
+		return
+	}
 	data, err := io.ReadAll(body)
 	if err != nil {
-		reason := result.ReasonStream
-		if ctx.Err() != nil {
-			reason = c.classify(ctx, err)
-		}
-		c.fail(r, reason, err)
+		c.failRead(ctx, r, err)
 		return
 	}
 	r.End = time.Now()
@@ -168,20 +169,83 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, r *result.Reques
 		c.fail(r, result.ReasonStream, fmt.Errorf("%w: %s", err, c.secrets.Excerpt(data, 200)))
 		return
 	}
+	c.answeredWhole(r, p, &chunk, data)
+	if p.KeepText && r.Outcome == result.Success {
+		keep(r, data, p.KeepLimit)
+	}
+}
+
+// readEmbeddings reads an embeddings response as it arrives, keeping its
+// head alone: enough to quote in an error and to read an error body by,
+// or the answer itself up to its limit for the checks that read it. A
+// response of 60 MB of vectors costs the reader's 64 KiB window.
+func (c *Client) readEmbeddings(ctx context.Context, body io.Reader, r *result.Request, p Prompt) {
+	h := head{max: apierror.MaxBody}
+	if p.KeepText {
+		h.max = math.MaxInt // the body limit bounds it
+		if p.KeepLimit > 0 {
+			h.max = max(apierror.MaxBody, p.KeepLimit+1)
+		}
+	}
+	var chunk openai.Chunk
+	err := openai.ReadEmbeddings(io.TeeReader(body, &h), &chunk)
+	switch {
+	case errors.Is(err, openai.ErrMalformed) || errors.Is(err, openai.ErrTooDeep) || errors.Is(err, openai.ErrMemberTooLarge):
+		c.fail(r, result.ReasonStream, fmt.Errorf("%w: %s", err, c.secrets.Excerpt(h.b, 200)))
+		return
+	case err != nil:
+		c.failRead(ctx, r, err)
+		return
+	}
+	r.End = time.Now()
+	c.answeredWhole(r, p, &chunk, h.b)
+	switch {
+	case !p.KeepText || r.Outcome != result.Success:
+	case h.n <= len(h.b):
+		keep(r, h.b, p.KeepLimit)
+	default: // past KeepLimit: counted, not kept
+		r.AnswerBytes += h.n + 1
+		r.AnswerCut = true
+	}
+}
+
+// head keeps the first max bytes written to it, and counts them all.
+type head struct {
+	b      []byte
+	n, max int
+}
+
+func (h *head) Write(p []byte) (int, error) {
+	h.n += len(p)
+	if room := h.max - len(h.b); room > 0 {
+		h.b = append(h.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+// failRead fails a request whose body could not be read to its end.
+func (c *Client) failRead(ctx context.Context, r *result.Request, err error) {
+	reason := result.ReasonStream
+	if ctx.Err() != nil {
+		reason = c.classify(ctx, err)
+	}
+	c.fail(r, reason, err)
+}
+
+// answeredWhole settles a response read whole into chunk; data is its
+// body, or the body's head, to quote.
+func (c *Client) answeredWhole(r *result.Request, p Prompt, chunk *openai.Chunk, data []byte) {
 	if chunk.Error {
 		c.fail(r, apierror.Reason(0, data), fmt.Errorf("error in response: %s", c.secrets.Excerpt(data, 200)))
 		return
 	}
-	answered(r, &chunk)
+	answered(r, chunk)
 	if !chunk.Content && !chunk.Reasoning {
 		c.fail(r, result.ReasonEmpty, errors.New("response carried no content"))
 		return
 	}
 	r.ContentChunks = 1
-	if p.KeepText {
-		keep(r, data, p.KeepLimit)
-	}
-	c.tokens(r, chunk, p.MaxTokens)
+	c.tokens(r, *chunk, p.MaxTokens)
 	if r.API == string(openai.Embeddings) {
 		// Vectors, not tokens, come back: the check "embeddings" holds
 		// their count and length to the inputs sent.

@@ -46,3 +46,53 @@ func BenchmarkParseChunk(b *testing.B) {
 		_ = ParseChunk(data, &c)
 	}
 }
+
+// embeddingsBody is an OpenAI-shaped embeddings response: 8 vectors of
+// 1,536 dimensions (text-embedding-3-small's), about 170 KB.
+func embeddingsBody() []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"object":"list","data":[`)
+	for i := range 8 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"object":"embedding","index":0,"embedding":[`)
+		for j := range 1536 {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString("-0.0123456789")
+		}
+		b.WriteString(`]}`)
+	}
+	b.WriteString(`],"model":"text-embedding-3-small","usage":{"prompt_tokens":64,"total_tokens":64}}`)
+	return b.Bytes()
+}
+
+// BenchmarkEmbeddingsWhole and BenchmarkEmbeddingsStreamed read the same
+// response held whole and as it streams: the CPU per byte of each.
+func BenchmarkEmbeddingsWhole(b *testing.B) {
+	data := embeddingsBody()
+	var c Chunk
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := ParseWhole(Embeddings, data, &c); err != nil || c.Vectors != 8 {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkEmbeddingsStreamed(b *testing.B) {
+	data := embeddingsBody()
+	r := bytes.NewReader(data)
+	var c Chunk
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Reset(data)
+		if err := ReadEmbeddings(r, &c); err != nil || c.Vectors != 8 {
+			b.Fatal(err)
+		}
+	}
+}

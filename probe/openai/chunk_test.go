@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/tokenprobe/tokenprobe/probe/sse"
 )
@@ -629,12 +630,15 @@ func FuzzParseEvents(f *testing.F) {
 	f.Add([]byte(`{"type":"content_block_delta","delta":"x","content_block":null,"message":[1]}`))
 	f.Add([]byte(`{"type":"response.completed","response":{"status":"incomplete","incomplete_details":null,"usage":{"input_tokens":-1}},"delta":{"a":1}}`))
 	f.Add([]byte(`{"object":"list","data":[{"embedding":[0.1,-2e-3]},{"embedding":"AAAA"},null,{"embedding":[]}],"usage":{"prompt_tokens":3}}`))
+	f.Add([]byte(`{"object":"error","message":"bad \"input\"\u0001","data":[{"embedding":["NaN",null,true,{}],"x\\":[[{}]]}],"model":"m","error":{"code":"invalid_request_error"}}`))
+	f.Add([]byte(`{"` + strings.Repeat("k", 300) + `":1,"data":[{"embedding":[1e3,2]},{"embedding":[3]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, api := range []API{Messages, Responses, Embeddings} {
 			var c Chunk
 			err := Parse(api, data, &c)
 			if api == Embeddings {
 				err = ParseWhole(api, data, &c)
+				streamed(t, data, c, err)
 			} else {
 				_ = ParseWhole(api, data, &c)
 			}
@@ -645,6 +649,47 @@ func FuzzParseEvents(f *testing.F) {
 			}
 		}
 	})
+}
+
+// ReadEmbeddings refuses what it cannot hold: a member kept whole over
+// 64 KiB, nesting past MaxDepth in a vector of 8 MB of '['; and says where
+// the input was cut.
+func TestReadEmbeddingsBounds(t *testing.T) {
+	for name, c := range map[string]struct {
+		body string
+		want error
+	}{
+		"a 100 KiB model": {`{"model":"` + strings.Repeat("m", 100<<10) + `","data":[]}`, ErrMemberTooLarge},
+		"8 MB of [":       {`{"data":[{"embedding":[` + strings.Repeat("[", 8<<20), ErrTooDeep},
+		"cut":             {`{"data":[{"embedding":[1,2`, ErrMalformed},
+	} {
+		var ch Chunk
+		if err := ReadEmbeddings(strings.NewReader(c.body), &ch); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", name, err, c.want)
+		}
+	}
+	cut := errors.New("the body limit")
+	var ch Chunk
+	if err := ReadEmbeddings(io.MultiReader(strings.NewReader(`{"data":[[1,2`), iotest.ErrReader(cut)), &ch); !errors.Is(err, cut) {
+		t.Errorf("a read error: %v, want it returned", err)
+	}
+}
+
+// streamed holds ReadEmbeddings to ParseWhole's reading of data (c, err),
+// with the bytes given whole and one at a time: the same chunk, or the
+// same error, but where a member kept whole is over its 64 KiB.
+func streamed(t *testing.T, data []byte, c Chunk, err error) {
+	t.Helper()
+	for _, r := range []io.Reader{bytes.NewReader(data), iotest.OneByteReader(bytes.NewReader(data))} {
+		var got Chunk
+		gotErr := ReadEmbeddings(r, &got)
+		if errors.Is(gotErr, ErrMemberTooLarge) && len(data) > maxMember {
+			continue
+		}
+		if !errors.Is(gotErr, err) || err == nil && !reflect.DeepEqual(got, c) {
+			t.Fatalf("ReadEmbeddings(%q): %+v, %v; ParseWhole: %+v, %v", data, got, gotErr, c, err)
+		}
+	}
 }
 
 // usageNotPlain reports token counts the scanners refuse (not plain

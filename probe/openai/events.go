@@ -465,6 +465,41 @@ func (s *scanner) responsesEvent(c *Chunk) error {
 	return nil
 }
 
+// vector is one item of an embeddings response's data, as it is read:
+// the elements of its embedding, and whether each began as a number.
+type vector struct {
+	dims       int
+	notNumbers bool
+}
+
+// element counts an element of the embedding, whose first byte is b. A
+// vector of strings, nulls or objects has a length but no dimensions:
+// ["NaN", null, true, {}] is no vector of 4.
+func (v *vector) element(b byte) {
+	if b != '-' && (b < '0' || b > '9') {
+		v.notNumbers = true
+	}
+	v.dims++
+}
+
+// add counts the vector in c: its dimensions where every vector so far
+// had as many, -1 where they differ, NotNumbers once one was not numbers.
+func (v *vector) add(c *Chunk) {
+	switch {
+	case c.Dimensions == NotNumbers:
+	case v.notNumbers && v.dims > 0:
+		c.Dimensions = NotNumbers
+	case c.Vectors == 0:
+		c.Dimensions = v.dims
+	case v.dims != c.Dimensions && c.Dimensions != 0:
+		c.Dimensions = -1
+	}
+	if v.dims == 0 {
+		c.Dimensions = 0
+	}
+	c.Vectors++
+}
+
 // embeddings reads an embeddings response: its vectors counted and
 // their dimensions, the prompt's usage, the model. A response with
 // vectors is content.
@@ -475,35 +510,17 @@ func (s *scanner) embeddings(c *Chunk) error {
 		switch string(k) {
 		case "data":
 			err = s.array(func() error {
-				dims, numbers := 0, true
+				var v vector
 				err := s.members(func(k []byte) error {
 					if string(k) != "embedding" || s.peek() != '[' {
 						return s.skip()
 					}
 					return s.array(func() error {
-						// A vector of strings, nulls or objects has a
-						// length but no dimensions: ["NaN", null, true,
-						// {}] is no vector of 4.
-						if b := s.peek(); b != '-' && (b < '0' || b > '9') {
-							numbers = false
-						}
-						dims++
+						v.element(s.peek())
 						return s.skip()
 					})
 				})
-				switch {
-				case c.Dimensions == NotNumbers:
-				case !numbers && dims > 0:
-					c.Dimensions = NotNumbers
-				case c.Vectors == 0:
-					c.Dimensions = dims
-				case dims != c.Dimensions && c.Dimensions != 0:
-					c.Dimensions = -1
-				}
-				if dims == 0 {
-					c.Dimensions = 0
-				}
-				c.Vectors++
+				v.add(c)
 				return err
 			})
 		case "model":
