@@ -5,7 +5,7 @@ LDFLAGS := -X github.com/prometheus/common/version.Version=$(VERSION) \
            -X github.com/prometheus/common/version.Revision=$(shell git rev-parse --short HEAD 2>/dev/null) \
            -X github.com/prometheus/common/version.Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
 
-.PHONY: real-servers screenshots gobench grafana-push dashboards test-deploy help build run demo-once e2e prometheus3 rules soak manifests test race lint bench fuzz docs clean
+.PHONY: reliability real-servers screenshots gobench grafana-push dashboards test-deploy help build run demo-once e2e prometheus3 rules soak manifests test race lint bench fuzz docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -81,6 +81,9 @@ manifests: rules dashboards ## copy the rules and dashboards into the Helm chart
 
 screenshots: ## regenerate docs/img from the current code with headless Chromium
 	$(GO) test ./web -run TestScreenshots -screenshots -count=1 -v
+
+reliability: ## measure the daemon's RSS against each hostile mode and write docs/RELIABILITY.md's table (about 8 minutes)
+	$(GO) run ./internal/hostile/cmd/rss -write docs/RELIABILITY.md
 
 docs: ## regenerate docs/METRICS.md from the metric catalog (the demo's series counted), the server table of docs/MEASUREMENT.md and docs/AIPERF.md
 	$(GO) test ./daemon -run TestDemoSeries -update

@@ -172,3 +172,32 @@ func TestBigVectorsReadAsTheyStream(t *testing.T) {
 		t.Errorf("the heap grew by %.1f MB for four vectors counted as they stream", float64(grew)/1e6)
 	}
 }
+
+// A 60 MB SSE stream in answer to an embeddings request (which is not
+// streamed) ends at its first byte, not "{": a stream error, nothing
+// held. Read whole first, it took the process to 938 MB.
+func TestAStreamAnsweringEmbeddingsIsNotHeld(t *testing.T) {
+	h, err := hostile.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	run := runAgainst(t, h.URL(hostile.ManyChunks), Plan{Stages: []Stage{{Concurrency: 4, Requests: 4}}}, Failure{})
+	run.Endpoint.API = openai.Embeddings
+	rec := &recorder{}
+	run.Sinks = []Sink{rec}
+	var sum stats.Summary
+	grew := heapGrowth(func() { sum, _ = run.Execute(context.Background()) })
+	if sum.ByReason["stream"] != 4 {
+		t.Fatalf("errors %v, want 4 stream errors", sum.ByReason)
+	}
+	for _, r := range rec.seen {
+		if !strings.Contains(r.Err, "malformed") {
+			t.Fatalf("error %q, want the answer called malformed", r.Err)
+		}
+	}
+	t.Logf("heap grew by %.1f MB at its peak", float64(grew)/1e6)
+	if grew > 16<<20 {
+		t.Errorf("the heap grew by %.1f MB for four streams refused at their first byte", float64(grew)/1e6)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/tokenprobe/tokenprobe/daemon"
+	"github.com/tokenprobe/tokenprobe/internal/memreturn"
 	"github.com/tokenprobe/tokenprobe/runonce"
 	"github.com/tokenprobe/tokenprobe/web"
 )
@@ -152,6 +153,11 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger, hup <-chan 
 	if o.checkInterval > 0 {
 		watchers.Go(func() { d.Watch(watchCtx, o.checkInterval) })
 	}
+	// After a burst (a hostile endpoint's 60 MB answers) the heap's
+	// pages go back to the system within a minute, not when a GC that
+	// an idle daemon does not need happens to lower the heap goal.
+	ret := &memreturn.Returner{Threshold: memreturn.DefaultThreshold, MinGap: memreturn.DefaultMinGap}
+	watchers.Go(func() { ret.Run(watchCtx, memreturn.DefaultEvery) })
 	code := runonce.ExitOK
 loop:
 	for {

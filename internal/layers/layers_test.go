@@ -24,7 +24,7 @@ var layer = map[string]int{
 	"probe/result": -1,
 	"config":       0, "scheduler": 0, "sim": 0, "probe/apierror": 0, "probe/cloudauth": 0, "probe/served": 0, "internal/realserver": 0, "probe/openai": 0, "probe/sse": 0, "probe/h1": 0, "probe/load": 0, "probe/tokenizer": 0,
 	"internal/hostile": 0, "internal/redact": 0, "internal/schedslice": 0, "internal/steal": 0,
-	"internal/syncbuf": 0, "internal/browsertest": 0, "internal/layers": 0, "exporter/otlp/otlptest": 0,
+	"internal/syncbuf": 0, "internal/memreturn": 0, "internal/browsertest": 0, "internal/layers": 0, "exporter/otlp/otlptest": 0,
 
 	"probe/slo": 1, "probe/client": 1, "probe/check": 1, "internal/timingtest": 1,
 	"probe/stats": 2, "probe/workload": 2,
@@ -34,7 +34,7 @@ var layer = map[string]int{
 	"runner": 6, "setup": 6, "rundir": 6,
 	"daemon": 7, "runonce": 7, "compare": 7, "merge": 7,
 	"web": 8, "alerts": 8, "dashboards": 8, "e2e": 8,
-	"cmd/tokenprobe": 9, "internal/hostile/cmd/hostile": 9,
+	"cmd/tokenprobe": 9, "internal/hostile/cmd/hostile": 9, "internal/hostile/cmd/rss": 9,
 }
 
 // readsConfig are the packages that may import config: setup turns it

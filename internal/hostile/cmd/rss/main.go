@@ -1,0 +1,392 @@
+// Command rss measures the daemon's resident size against each of
+// internal/hostile's modes and prints docs/RELIABILITY.md's table of them:
+//
+//	go run ./internal/hostile/cmd/rss -write docs/RELIABILITY.md   (make reliability)
+//
+// writes it between the file's markers (beginMarker, endMarker); without
+// -write it prints it.
+// For each mode it starts `tokenprobe serve` (built from this tree) with
+// one profile against the mode, reads the process's RSS from /proc before
+// the run, every 100 ms during it and for a minute after it (-idle), then
+// sends SIGTERM and times the exit. Linux only (it reads /proc).
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/daemon"
+	"github.com/tokenprobe/tokenprobe/internal/hostile"
+)
+
+// mode is one row: a profile against a hostile behaviour.
+type mode struct {
+	name, what string
+	// profile is the YAML of the endpoint and profile, with %[1]s the
+	// hostile server's base URL for the mode and %[2]s the folder of the
+	// files it names.
+	profile string
+	files   map[string]string
+	// otlp points the daemon's OTLP push at the mode's address.
+	otlp bool
+}
+
+// noPolicy keeps a run sending whatever fails: the failure policy's abort
+// and backoff off, so that the mode is met by every request.
+const noPolicy = `    failure: {abort: {error_ratio: 0}, max_error_ratio: 0, backoff: {base: 0s, max: 0s}}
+`
+
+var modes = []mode{
+	{name: hostile.ManyChunks, what: "60 MB of minimal chunks an answer, max_tokens 128, for 20 s",
+		profile: `endpoints: [{name: h, base_url: "%[1]s", model: m, timeout: 2m}]
+profiles:
+  - name: p
+    endpoints: [h]
+    load: {concurrency: 4, duration: 20s}
+    workload: {input_tokens: {mean: 10}, output_tokens: {mean: 128}}
+    schedule: {manual: true}
+` + noPolicy},
+	{name: hostile.BigAnswer, what: "a 20 MB JSON answer under json_schema, 8 requests",
+		files: map[string]string{"schema.json": `{"type": "array"}`},
+		profile: `endpoints: [{name: h, base_url: "%[1]s", model: m, timeout: 2m}]
+profiles:
+  - name: p
+    endpoints: [h]
+    load: {concurrency: 4, requests: 8}
+    workload: {input_tokens: {mean: 10}, output_tokens: {mean: 100}}
+    checks: {model: "off", json_schema: "%[2]s/schema.json"}
+    schedule: {manual: true}
+` + noPolicy},
+	{name: hostile.BigToolArgs, what: "50 MB of tool-call arguments under a tools check, 8 requests",
+		files: map[string]string{"tools.json": `[{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]`},
+		profile: `endpoints: [{name: h, base_url: "%[1]s", model: m, timeout: 2m}]
+profiles:
+  - name: p
+    endpoints: [h]
+    load: {concurrency: 4, requests: 8}
+    workload: {input_tokens: {mean: 10}, output_tokens: {mean: 100}}
+    checks: {model: "off", tools: "%[2]s/tools.json"}
+    schedule: {manual: true}
+` + noPolicy},
+	{name: hostile.BigVector, what: "a 60 MB embeddings vector, 8 requests",
+		profile: `endpoints: [{name: h, base_url: "%[1]s", model: m, api: embeddings, timeout: 2m}]
+profiles:
+  - name: p
+    endpoints: [h]
+    load: {concurrency: 4, requests: 8}
+    workload: {input_tokens: {mean: 10}}
+    checks: {model: "off"}
+    schedule: {manual: true}
+` + noPolicy},
+	{name: hostile.Nested, what: "4 MB of nested arrays, not streamed, 8 requests",
+		profile: `endpoints: [{name: h, base_url: "%[1]s", model: m, timeout: 2m}]
+profiles:
+  - name: p
+    endpoints: [h]
+    load: {concurrency: 4, requests: 8}
+    workload: {input_tokens: {mean: 10}, output_tokens: {mean: 10}, stream: false}
+    schedule: {manual: true}
+` + noPolicy},
+	{name: hostile.Silent + " (OTLP)", what: "an OTLP collector that accepts and never answers; the simulator answers, 10 s at concurrency 4",
+		otlp: true,
+		profile: `endpoints: [{name: s, simulator: {slots: 4}, model: m}]
+profiles:
+  - name: p
+    endpoints: [s]
+    load: {concurrency: 4, duration: 10s}
+    workload: {input_tokens: {mean: 10}, output_tokens: {mean: 16}}
+    schedule: {manual: true}
+otlp: {protocol: http, endpoint: "%[1]s", insecure: true, interval: 1s, timeout: 1s}
+tracing: {sample: 1}
+`},
+}
+
+func main() {
+	idle := flag.Duration("idle", time.Minute, "how long to read RSS after each run")
+	only := flag.String("mode", "", "measure this mode alone")
+	bin := flag.String("bin", "", "the tokenprobe binary (default: built from this tree)")
+	write := flag.String("write", "", "write the table into this file, between its markers")
+	flag.Parse()
+	if *write != "" {
+		if _, err := replaceTable(*write, ""); err != nil {
+			fail(err) // before minutes of measuring
+		}
+	}
+	dir, err := os.MkdirTemp("", "tokenprobe-rss-")
+	if err != nil {
+		fail(err)
+	}
+	defer os.RemoveAll(dir)
+	if *bin == "" {
+		*bin = filepath.Join(dir, "tokenprobe")
+		build := exec.Command("go", "build", "-o", *bin, "./cmd/tokenprobe")
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			fail(fmt.Errorf("building tokenprobe: %w", err))
+		}
+	}
+	h, err := hostile.Start()
+	if err != nil {
+		fail(err)
+	}
+	defer h.Close()
+	var table strings.Builder
+	out := io.MultiWriter(os.Stdout, &table)
+	fmt.Fprintf(out, "Measured %s by `go run ./internal/hostile/cmd/rss` (`make reliability`), %d cores, RSS read from /proc every 100 ms; idle: %v after the run.\n\n",
+		time.Now().UTC().Format("2006-01-02"), numCPU(), *idle)
+	fmt.Fprintln(out, "| mode | load | requests, outcome | RSS before | RSS peak | RSS after idle | SIGTERM to exit |")
+	fmt.Fprintln(out, "| --- | --- | --- | ---: | ---: | ---: | ---: |")
+	for _, m := range modes {
+		if *only != "" && !strings.HasPrefix(m.name, *only) {
+			continue
+		}
+		row, err := measure(*bin, dir, h, m, *idle)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", m.name, err)
+			row = "error: " + err.Error()
+		}
+		fmt.Fprintf(out, "| `%s` | %s | %s |\n", m.name, m.what, row)
+	}
+	if *write != "" {
+		if _, err := replaceTable(*write, table.String()); err != nil {
+			fail(err)
+		}
+	}
+}
+
+// The markers around the table in the file -write names.
+const (
+	beginMarker = "<!-- begin: make reliability -->"
+	endMarker   = "<!-- end: make reliability -->"
+)
+
+// replaceTable puts table between path's markers (with table empty, it
+// only checks that they are there).
+func replaceTable(path, table string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	head, rest, ok := bytes.Cut(b, []byte(beginMarker))
+	_, tail, ok2 := bytes.Cut(rest, []byte(endMarker))
+	if !ok || !ok2 {
+		return nil, fmt.Errorf("%s: no %q ... %q to write the table between", path, beginMarker, endMarker)
+	}
+	if table == "" {
+		return b, nil
+	}
+	out := slices.Concat(head, []byte(beginMarker+"\n"), []byte(table), []byte(endMarker), tail)
+	return out, os.WriteFile(path, out, 0o644)
+}
+
+func measure(bin, dir string, h *hostile.Server, m mode, idle time.Duration) (string, error) {
+	mdir := filepath.Join(dir, strings.Fields(m.name)[0])
+	if err := os.MkdirAll(mdir, 0o755); err != nil {
+		return "", err
+	}
+	for name, body := range m.files {
+		if err := os.WriteFile(filepath.Join(mdir, name), []byte(body), 0o644); err != nil {
+			return "", err
+		}
+	}
+	url := h.URL(strings.Fields(m.name)[0])
+	if m.otlp {
+		url = "http://" + h.Addr() + "/" + hostile.Silent
+	}
+	cfg := filepath.Join(mdir, "tokenprobe.yaml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, m.profile, url, mdir), 0o644); err != nil {
+		return "", err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return "", err
+	}
+	log, err := os.Create(filepath.Join(mdir, "serve.log"))
+	if err != nil {
+		return "", err
+	}
+	defer log.Close()
+	cmd := exec.Command(bin, "serve", "-c", cfg, "--web.listen-address="+addr, "--web.enable-lifecycle", "--shutdown.timeout=10s")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() { _ = cmd.Process.Kill() }()
+	base := "http://" + addr
+	if err := waitFor(30*time.Second, func() bool { return get(base+"/-/ready") == nil }); err != nil {
+		out, _ := os.ReadFile(filepath.Join(mdir, "serve.log"))
+		return "", fmt.Errorf("the daemon did not get ready: %w: %s", err, bytes.TrimSpace(out))
+	}
+	time.Sleep(2 * time.Second) // settled after start
+	before, err := rss(cmd.Process.Pid)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.Post(base+"/api/v1/runs?profile=p", "", nil)
+	if err != nil {
+		return "", err
+	}
+	resp.Body.Close()
+	peak := before
+	var run daemon.RunRecord
+	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if r, err := rss(cmd.Process.Pid); err == nil {
+			peak = max(peak, r)
+		}
+		if r, ok := lastRun(base); ok && r.Result != daemon.ResultRunning && r.Summary != nil {
+			run = r
+			break
+		}
+		if time.Now().After(deadline) {
+			return "", errors.New("the run did not end in 5 minutes")
+		}
+	}
+	for end := time.Now().Add(idle); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if r, err := rss(cmd.Process.Pid); err == nil {
+			peak = max(peak, r)
+		}
+	}
+	after, err := rss(cmd.Process.Pid)
+	if err != nil {
+		return "", err
+	}
+	dropped := metricSum(base, "tokenprobe_otlp_dropped_total")
+	sent := time.Now()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	var exit string
+	select {
+	case err := <-exited:
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
+		exit = fmt.Sprintf("%.1f s, exit %d", time.Since(sent).Seconds(), code)
+	case <-time.After(60 * time.Second):
+		exit = "over 60 s (killed)"
+	}
+	outcome := fmt.Sprintf("%d, %s", run.Summary.Requests, run.Result)
+	if len(run.Summary.ByReason) > 0 {
+		outcome += fmt.Sprintf(" (errors %v)", run.Summary.ByReason)
+	}
+	if run.Summary.WrongAnswers > 0 {
+		outcome += fmt.Sprintf(" (%d wrong answers)", run.Summary.WrongAnswers)
+	}
+	if m.otlp {
+		outcome += fmt.Sprintf("; %.0f spans and points dropped and counted", dropped)
+	}
+	return fmt.Sprintf("%s | %d MiB | %d MiB | %d MiB | %s", outcome, before>>20, peak>>20, after>>20, exit), nil
+}
+
+func lastRun(base string) (daemon.RunRecord, bool) {
+	resp, err := http.Get(base + "/api/v1/runs")
+	if err != nil {
+		return daemon.RunRecord{}, false
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Runs []daemon.RunRecord `json:"runs"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&out) != nil || len(out.Runs) == 0 {
+		return daemon.RunRecord{}, false
+	}
+	return out.Runs[0], true
+}
+
+// metricSum is the sum of a metric's samples on the daemon's /metrics.
+func metricSum(base, name string) float64 {
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var sum float64
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ") {
+			f := strings.Fields(line)
+			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+			sum += v
+		}
+	}
+	return sum
+}
+
+// rss is a process's resident set size, from /proc.
+func rss(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		if rest, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
+			f := strings.Fields(string(rest))
+			kb, err := strconv.ParseUint(f[0], 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmRSS")
+}
+
+func get(url string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return errors.New(resp.Status)
+	}
+	return nil
+}
+
+func waitFor(limit time.Duration, cond func() bool) error {
+	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if cond() {
+			return nil
+		}
+	}
+	return fmt.Errorf("not within %v", limit)
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func numCPU() int {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	return bytes.Count(b, []byte("\nprocessor")) + 1
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "rss:", err)
+	os.Exit(1)
+}
