@@ -41,16 +41,16 @@ bench: build ## the benchmark harness: tokenprobe beside a floor client and k6, 
 	bin/tokenprobe-bench $(BENCHFLAGS)
 
 gobench: ## Go benchmarks of the hot paths
-	$(GO) test -run '^$$' -bench . -benchmem ./probe/... ./sink/... ./exporter/...
+	$(GO) test -run '^$$' -bench . -benchmem ./probe/... ./internal/sink/... ./exporter/...
 
 fuzz: ## run each fuzz target for FUZZTIME (default 10s)
-	for t in FuzzParseChunk:./probe/openai FuzzParseEvents:./probe/openai FuzzReader:./probe/sse FuzzParse:./config \
+	for t in FuzzParseChunk:./probe/openai FuzzParseEvents:./probe/openai FuzzReader:./probe/sse FuzzParse:./internal/config \
 	         FuzzReadMooncake:./probe/workload FuzzReadSingleTurn:./probe/workload FuzzReadMultiTurn:./probe/workload FuzzResponse:./probe/h1 \
 	         FuzzWholeResponse:./probe/client; do \
 	  $(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $${FUZZTIME:-10s} "$${t#*:}" || exit 1; done
 
 soak: ## the daemon with faults and reloads for SOAK (default 10m); heap, goroutines, files and series must stay flat
-	$(GO) test -run Soak -v -timeout 3h ./daemon/ -args -soak.duration=$${SOAK:-10m}
+	$(GO) test -run Soak -v -timeout 3h ./internal/daemon/ -args -soak.duration=$${SOAK:-10m}
 
 e2e: prometheus3 ## the alert rules in real Prometheus servers (Debian's 2.42 and 3.16) scraping a real daemon (about 2 minutes)
 	TOKENPROBE_PROMETHEUS3=$$(tools/prometheus3.sh) $(GO) test -run E2E -v -timeout 5m ./e2e/
@@ -80,17 +80,17 @@ manifests: rules dashboards ## copy the rules and dashboards into the Helm chart
 	cd deploy && $(GO) run ./cmd/render
 
 screenshots: ## regenerate docs/img from the current code with headless Chromium
-	$(GO) test ./web -run TestScreenshots -screenshots -count=1 -v
+	$(GO) test ./internal/web -run TestScreenshots -screenshots -count=1 -v
 
 reliability: ## measure the daemon's RSS against each hostile mode and write docs/RELIABILITY.md's table (about 8 minutes)
 	$(GO) run ./internal/hostile/cmd/rss -write docs/RELIABILITY.md
 
 docs: ## regenerate docs/METRICS.md from the metric catalog (the demo's series counted), the server table of docs/MEASUREMENT.md and docs/AIPERF.md
-	$(GO) test ./daemon -run TestDemoSeries -update
-	$(GO) test ./catalog -run Docs -update
+	$(GO) test ./internal/daemon -run TestDemoSeries -update
+	$(GO) test ./internal/catalog -run Docs -update
 	$(GO) test ./cmd/tokenprobe -run AIPerfDocs -update
 	$(GO) test ./dashboards -run ReadmeCountsTheQueries -update
-	$(GO) test ./servermetrics -run Docs -update
+	$(GO) test ./internal/servermetrics -run Docs -update
 
 clean:
 	rm -rf bin artifacts

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tokenprobe/tokenprobe/catalog"
+	"github.com/tokenprobe/tokenprobe/internal/catalog"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated rule files")

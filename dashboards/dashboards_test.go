@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/tokenprobe/tokenprobe/alerts"
-	"github.com/tokenprobe/tokenprobe/catalog"
-	"github.com/tokenprobe/tokenprobe/gpu"
+	"github.com/tokenprobe/tokenprobe/internal/catalog"
+	"github.com/tokenprobe/tokenprobe/internal/gpu"
 )
 
 func TestCheckedInDashboardsAreGenerated(t *testing.T) {

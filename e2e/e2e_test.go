@@ -24,11 +24,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tokenprobe/tokenprobe/alerts"
-	"github.com/tokenprobe/tokenprobe/daemon"
 	"github.com/tokenprobe/tokenprobe/dashboards"
+	"github.com/tokenprobe/tokenprobe/internal/daemon"
+	"github.com/tokenprobe/tokenprobe/internal/sim"
+	"github.com/tokenprobe/tokenprobe/internal/web"
 	"github.com/tokenprobe/tokenprobe/probe"
-	"github.com/tokenprobe/tokenprobe/sim"
-	"github.com/tokenprobe/tokenprobe/web"
 )
 
 // scale compresses time: an hour of the rules' windows is a minute here.

@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tokenprobe/tokenprobe/alerts"
-	"github.com/tokenprobe/tokenprobe/daemon"
-	"github.com/tokenprobe/tokenprobe/web"
+	"github.com/tokenprobe/tokenprobe/internal/daemon"
+	"github.com/tokenprobe/tokenprobe/internal/web"
 )
 
 // locationProfile is one location's daemon: its own gateway, which at

@@ -21,14 +21,14 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/tokenprobe/tokenprobe/alerts"
-	"github.com/tokenprobe/tokenprobe/daemon"
+	"github.com/tokenprobe/tokenprobe/internal/daemon"
 	"github.com/tokenprobe/tokenprobe/internal/realserver"
+	"github.com/tokenprobe/tokenprobe/internal/runonce"
+	"github.com/tokenprobe/tokenprobe/internal/servermetrics"
+	"github.com/tokenprobe/tokenprobe/internal/sink/records"
 	"github.com/tokenprobe/tokenprobe/internal/timingtest"
+	"github.com/tokenprobe/tokenprobe/internal/web"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
-	"github.com/tokenprobe/tokenprobe/runonce"
-	"github.com/tokenprobe/tokenprobe/servermetrics"
-	"github.com/tokenprobe/tokenprobe/sink/records"
-	"github.com/tokenprobe/tokenprobe/web"
 )
 
 // runConfig runs every profile of a configuration once, as `tokenprobe

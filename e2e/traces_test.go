@@ -16,10 +16,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tokenprobe/tokenprobe/daemon"
 	"github.com/tokenprobe/tokenprobe/exporter/otlp"
-	"github.com/tokenprobe/tokenprobe/sim"
-	"github.com/tokenprobe/tokenprobe/web"
+	"github.com/tokenprobe/tokenprobe/internal/daemon"
+	"github.com/tokenprobe/tokenprobe/internal/sim"
+	"github.com/tokenprobe/tokenprobe/internal/web"
 )
 
 // jaegerConfig is a Jaeger v2 with in-memory storage, an OTLP/HTTP

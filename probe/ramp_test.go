@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tokenprobe/tokenprobe/internal/sim"
 	"github.com/tokenprobe/tokenprobe/internal/timingtest"
 	"github.com/tokenprobe/tokenprobe/probe/load"
-	"github.com/tokenprobe/tokenprobe/sim"
 )
 
 // The ramp's schedule solves integral(rate) = u: with constant arrivals a

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tokenprobe/tokenprobe/internal/sim"
 	"github.com/tokenprobe/tokenprobe/internal/timingtest"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
-	"github.com/tokenprobe/tokenprobe/sim"
 )
 
 // Against 4 slots and a fixed service time S (prefill and decode; no

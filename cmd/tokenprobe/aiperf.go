@@ -7,7 +7,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/tokenprobe/tokenprobe/runonce"
+	"github.com/tokenprobe/tokenprobe/internal/runonce"
 )
 
 // aiperfFlag is one of `aiperf profile`'s flags (its public source,

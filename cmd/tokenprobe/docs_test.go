@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/tokenprobe/tokenprobe/alerts"
-	"github.com/tokenprobe/tokenprobe/catalog"
+	"github.com/tokenprobe/tokenprobe/internal/catalog"
 )
 
 // TestHelpLong is not a test: run by TestDocsClaimsAreTrue in a process of

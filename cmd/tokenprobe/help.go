@@ -9,7 +9,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/tokenprobe/tokenprobe/config"
+	"github.com/tokenprobe/tokenprobe/internal/config"
 )
 
 // flagGroups are the headings `--help` lists flags under, in order, and

@@ -22,13 +22,13 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/tokenprobe/tokenprobe/alerts"
-	"github.com/tokenprobe/tokenprobe/compare"
 	"github.com/tokenprobe/tokenprobe/dashboards"
 	"github.com/tokenprobe/tokenprobe/exporter/otlp"
+	"github.com/tokenprobe/tokenprobe/internal/compare"
+	"github.com/tokenprobe/tokenprobe/internal/runonce"
 	"github.com/tokenprobe/tokenprobe/internal/schedslice"
-	"github.com/tokenprobe/tokenprobe/runonce"
-	"github.com/tokenprobe/tokenprobe/setup"
-	"github.com/tokenprobe/tokenprobe/sim"
+	"github.com/tokenprobe/tokenprobe/internal/setup"
+	"github.com/tokenprobe/tokenprobe/internal/sim"
 )
 
 func main() {
@@ -462,7 +462,7 @@ func run(args []string) int {
 				return runonce.ExitConfig
 			}
 			defer func() { _ = tp.Shutdown(context.Background()) }()
-			sc.Tracer = tp.Tracer("github.com/tokenprobe/tokenprobe/sim")
+			sc.Tracer = tp.Tracer("github.com/tokenprobe/tokenprobe/internal/sim")
 		}
 		var s *sim.Server
 		if *simShared {

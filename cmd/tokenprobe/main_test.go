@@ -21,17 +21,17 @@ import (
 	"github.com/tokenprobe/tokenprobe/internal/browsertest"
 	"github.com/tokenprobe/tokenprobe/internal/hostile"
 	"github.com/tokenprobe/tokenprobe/internal/schedslice"
+	"github.com/tokenprobe/tokenprobe/internal/sim"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
-	"github.com/tokenprobe/tokenprobe/sim"
 
-	"github.com/tokenprobe/tokenprobe/runonce"
+	"github.com/tokenprobe/tokenprobe/internal/runonce"
 )
 
 func TestCheckExitCodes(t *testing.T) {
 	if code := run([]string{"check", "-c", "../../configs/demo.yaml"}); code != 0 {
 		t.Errorf("valid config: exit %d", code)
 	}
-	if code := run([]string{"check", "-c", "../../config/testdata/invalid/unknown_field.yaml"}); code != runonce.ExitConfig {
+	if code := run([]string{"check", "-c", "../../internal/config/testdata/invalid/unknown_field.yaml"}); code != runonce.ExitConfig {
 		t.Errorf("invalid config: exit %d, want %d", code, runonce.ExitConfig)
 	}
 	if code := run([]string{"run"}); code != runonce.ExitConfig {
@@ -39,10 +39,10 @@ func TestCheckExitCodes(t *testing.T) {
 	}
 	// A CI job checks without the production secrets: an unset key
 	// variable is a warning for check, and an error for run.
-	if code := run([]string{"check", "-c", "../../config/testdata/invalid/missing_env.yaml"}); code != 0 {
+	if code := run([]string{"check", "-c", "../../internal/config/testdata/invalid/missing_env.yaml"}); code != 0 {
 		t.Errorf("check with a missing secret: exit %d, want 0", code)
 	}
-	if code := run([]string{"run", "-c", "../../config/testdata/invalid/missing_env.yaml", "--artifacts-dir", ""}); code != runonce.ExitConfig {
+	if code := run([]string{"run", "-c", "../../internal/config/testdata/invalid/missing_env.yaml", "--artifacts-dir", ""}); code != runonce.ExitConfig {
 		t.Errorf("run with a missing secret: exit %d, want %d", code, runonce.ExitConfig)
 	}
 }

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tokenprobe/tokenprobe/merge"
-	"github.com/tokenprobe/tokenprobe/report"
-	"github.com/tokenprobe/tokenprobe/runonce"
+	"github.com/tokenprobe/tokenprobe/internal/merge"
+	"github.com/tokenprobe/tokenprobe/internal/report"
+	"github.com/tokenprobe/tokenprobe/internal/runonce"
 )
 
 // shardFlags sets o's share of a study: index from the flag, else from

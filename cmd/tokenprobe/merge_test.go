@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tokenprobe/tokenprobe/runonce"
+	"github.com/tokenprobe/tokenprobe/internal/runonce"
 )
 
 // A study in two shards from the command line: the second takes its index

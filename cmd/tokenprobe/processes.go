@@ -14,9 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tokenprobe/tokenprobe/merge"
-	"github.com/tokenprobe/tokenprobe/rundir"
-	"github.com/tokenprobe/tokenprobe/runonce"
+	"github.com/tokenprobe/tokenprobe/internal/merge"
+	"github.com/tokenprobe/tokenprobe/internal/rundir"
+	"github.com/tokenprobe/tokenprobe/internal/runonce"
 )
 
 // processesStartDelay is how long after it starts its processes a run in

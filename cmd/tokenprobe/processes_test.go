@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tokenprobe/tokenprobe/merge"
+	"github.com/tokenprobe/tokenprobe/internal/merge"
+	"github.com/tokenprobe/tokenprobe/internal/runonce"
+	"github.com/tokenprobe/tokenprobe/internal/sim"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
-	"github.com/tokenprobe/tokenprobe/runonce"
-	"github.com/tokenprobe/tokenprobe/sim"
 )
 
 // asTokenprobe, set in a process's environment, makes this test binary

@@ -20,10 +20,10 @@ import (
 	toolkitweb "github.com/prometheus/exporter-toolkit/web"
 	"gopkg.in/yaml.v3"
 
-	"github.com/tokenprobe/tokenprobe/daemon"
+	"github.com/tokenprobe/tokenprobe/internal/daemon"
 	"github.com/tokenprobe/tokenprobe/internal/memreturn"
-	"github.com/tokenprobe/tokenprobe/runonce"
-	"github.com/tokenprobe/tokenprobe/web"
+	"github.com/tokenprobe/tokenprobe/internal/runonce"
+	"github.com/tokenprobe/tokenprobe/internal/web"
 )
 
 type serveOptions struct {

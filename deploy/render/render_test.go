@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tokenprobe/tokenprobe/alerts"
-	"github.com/tokenprobe/tokenprobe/config"
+	"github.com/tokenprobe/tokenprobe/internal/config"
 )
 
 // Minimal shapes of the Prometheus Operator resources: unknown fields are

@@ -232,7 +232,7 @@ func (e *Exporter) SimTracer() trace.Tracer {
 	if e == nil || e.sim == nil {
 		return nil
 	}
-	return e.sim.Tracer("github.com/tokenprobe/tokenprobe/sim")
+	return e.sim.Tracer("github.com/tokenprobe/tokenprobe/internal/sim")
 }
 
 // signalURL is an endpoint given as a URL, with a collector's bare

@@ -21,7 +21,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/tokenprobe/tokenprobe/catalog"
+	"github.com/tokenprobe/tokenprobe/internal/catalog"
+	"github.com/tokenprobe/tokenprobe/internal/runner"
+	"github.com/tokenprobe/tokenprobe/internal/sim"
 	"github.com/tokenprobe/tokenprobe/probe"
 	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/openai"
@@ -30,8 +32,6 @@ import (
 	"github.com/tokenprobe/tokenprobe/probe/slo"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 	"github.com/tokenprobe/tokenprobe/probe/workload"
-	"github.com/tokenprobe/tokenprobe/runner"
-	"github.com/tokenprobe/tokenprobe/sim"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")

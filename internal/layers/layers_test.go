@@ -21,26 +21,26 @@ const module = "github.com/tokenprobe/tokenprobe/"
 // (7), the HTTP surface and the generators (8), and the wiring (9).
 var layer = map[string]int{
 	"probe/ratelimit": -2, "internal/regexcost": -2,
-	"probe/result": -1,
-	"config":       0, "scheduler": 0, "sim": 0, "probe/apierror": 0, "probe/cloudauth": 0, "probe/served": 0, "internal/realserver": 0, "probe/openai": 0, "probe/sse": 0, "probe/h1": 0, "probe/load": 0, "probe/tokenizer": 0,
+	"probe/result":    -1,
+	"internal/config": 0, "internal/scheduler": 0, "internal/sim": 0, "probe/apierror": 0, "probe/cloudauth": 0, "probe/served": 0, "internal/realserver": 0, "probe/openai": 0, "probe/sse": 0, "probe/h1": 0, "probe/load": 0, "probe/tokenizer": 0,
 	"internal/hostile": 0, "internal/redact": 0, "internal/schedslice": 0, "internal/steal": 0,
 	"internal/syncbuf": 0, "internal/memreturn": 0, "internal/browsertest": 0, "internal/layers": 0, "exporter/otlp/otlptest": 0,
 
 	"probe/slo": 1, "probe/client": 1, "probe/check": 1, "internal/timingtest": 1,
 	"probe/stats": 2, "probe/workload": 2,
-	"probe": 3, "report": 3, "gpu": 3, "servermetrics": 3,
-	"catalog": 4,
-	"sink":    5, "exporter/prom": 5, "exporter/otlp": 5, "sink/records": 5,
-	"runner": 6, "setup": 6, "rundir": 6,
-	"daemon": 7, "runonce": 7, "compare": 7, "merge": 7,
-	"web": 8, "alerts": 8, "dashboards": 8, "e2e": 8,
+	"probe": 3, "internal/report": 3, "internal/gpu": 3, "internal/servermetrics": 3,
+	"internal/catalog": 4,
+	"internal/sink":    5, "exporter/prom": 5, "exporter/otlp": 5, "internal/sink/records": 5,
+	"internal/runner": 6, "internal/setup": 6, "internal/rundir": 6,
+	"internal/daemon": 7, "internal/runonce": 7, "internal/compare": 7, "internal/merge": 7,
+	"internal/web": 8, "alerts": 8, "dashboards": 8, "e2e": 8,
 	"cmd/tokenprobe": 9, "internal/hostile/cmd/hostile": 9, "internal/hostile/cmd/rss": 9,
 }
 
 // readsConfig are the packages that may import config: setup turns it
 // into running objects; the commands load it. The engine and the sinks
 // never see it.
-var readsConfig = map[string]bool{"setup": true, "daemon": true, "runonce": true, "web": true, "cmd/tokenprobe": true}
+var readsConfig = map[string]bool{"internal/setup": true, "internal/daemon": true, "internal/runonce": true, "internal/web": true, "cmd/tokenprobe": true}
 
 func TestImportsGoDownTheLayers(t *testing.T) {
 	root := filepath.Join("..", "..")
@@ -75,7 +75,7 @@ func TestImportsGoDownTheLayers(t *testing.T) {
 			if l, ok := layer[dep]; !ok || l >= own {
 				t.Errorf("%s (layer %d) imports %s (layer %d): imports go down the layers", rel, own, dep, l)
 			}
-			if dep == "config" && !readsConfig[rel] {
+			if dep == "internal/config" && !readsConfig[rel] {
 				t.Errorf("%s imports config: only setup and the commands read the configuration", rel)
 			}
 		}

@@ -15,15 +15,15 @@ import (
 
 	"github.com/tokenprobe/tokenprobe/exporter/otlp"
 	"github.com/tokenprobe/tokenprobe/exporter/prom"
+	"github.com/tokenprobe/tokenprobe/internal/runner"
+	"github.com/tokenprobe/tokenprobe/internal/sim"
+	"github.com/tokenprobe/tokenprobe/internal/sink"
 	"github.com/tokenprobe/tokenprobe/probe"
 	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
 	"github.com/tokenprobe/tokenprobe/probe/workload"
-	"github.com/tokenprobe/tokenprobe/runner"
-	"github.com/tokenprobe/tokenprobe/sim"
-	"github.com/tokenprobe/tokenprobe/sink"
 )
 
 // The clients a level is measured with.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tokenprobe/tokenprobe/sim"
+	"github.com/tokenprobe/tokenprobe/internal/sim"
 )
 
 func startBenchSim(t *testing.T, interval time.Duration) *sim.Server {

@@ -31,7 +31,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tokenprobe/tokenprobe/daemon"
+	"github.com/tokenprobe/tokenprobe/internal/daemon"
 	"github.com/tokenprobe/tokenprobe/internal/hostile"
 )
 

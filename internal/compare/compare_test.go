@@ -1,0 +1,165 @@
+package compare
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tokenprobe/tokenprobe/internal/sink/records"
+	"github.com/tokenprobe/tokenprobe/probe/stats"
+)
+
+// synthetic is a run of n requests whose TTFT is normal around mean ms,
+// a share good of them good, over duration seconds.
+func synthetic(seed uint64, n int, mean, good, duration float64) *Run {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	r := &Run{Dir: "synthetic", Summary: stats.Summary{Profile: "p", Endpoint: "e", DurationSeconds: duration}}
+	for i := range n {
+		ttft := mean * (1 + 0.1*rng.NormFloat64())
+		itl := 10 * (1 + 0.05*rng.NormFloat64())
+		r.Records = append(r.Records, records.Record{ID: uint64(i + 1), Outcome: "success", TTFTMs: &ttft, ITLMs: &itl,
+			Good: rng.Float64() < good})
+	}
+	return r
+}
+
+func row(t *testing.T, rows []Row, label string) Row {
+	t.Helper()
+	for _, r := range rows {
+		if r.Label() == label {
+			return r
+		}
+	}
+	t.Fatalf("no row %s", label)
+	return Row{}
+}
+
+// Two samples of one distribution differ by noise only; a 20% slower
+// TTFT and a goodput that fell from 90% to 60% of requests are beyond it.
+func TestNoiseAndKnownDifferences(t *testing.T) {
+	base := synthetic(1, 400, 100, 0.9, 40)
+	same := synthetic(2, 400, 100, 0.9, 40)
+	rows := Compare(base, same, Options{})
+	for _, label := range []string{"ttft.avg", "ttft.p50", "ttft.p95", "itl.p50", "goodput", "attainment"} {
+		if r := row(t, rows, label); r.Significant || !(r.Low < 0 && r.High > 0) {
+			t.Errorf("same distribution, %s: change %+.3f in [%+.3f, %+.3f] called significant", label, r.Change, r.Low, r.High)
+		}
+	}
+	worse := synthetic(3, 400, 120, 0.6, 40)
+	rows = Compare(base, worse, Options{})
+	for label, want := range map[string]float64{"ttft.avg": 0.2, "ttft.p50": 0.2, "ttft.p95": 0.2, "goodput": -1.0 / 3} {
+		r := row(t, rows, label)
+		if !r.Significant || math.Abs(r.Change-want) > 0.06 || r.Low > want || r.High < want {
+			t.Errorf("%s: change %+.3f in [%+.3f, %+.3f], want a significant %+.3f inside it", label, r.Change, r.Low, r.High, want)
+		}
+	}
+	if r := row(t, rows, "itl.p50"); r.Significant {
+		t.Errorf("ITL did not change, yet %+.3f in [%+.3f, %+.3f] is significant", r.Change, r.Low, r.High)
+	}
+	rules, err := ParseRules("ttft.p95>+10%, goodput<-5%, itl.p50>+1%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var broke []string
+	for _, tr := range Check("p on e", rows, rules) {
+		broke = append(broke, tr.Rule.Label)
+	}
+	if strings.Join(broke, " ") != "ttft.p95 goodput" {
+		t.Errorf("rules broken: %v, want ttft.p95 and goodput", broke)
+	}
+	if tr := Check("p on e", Compare(base, same, Options{}), rules); len(tr) != 0 {
+		t.Errorf("noise broke %v", tr)
+	}
+	// A threshold the change does not reach breaks nothing, however sure.
+	if tr := Check("p on e", rows, []Rule{{Label: "ttft.p95", Above: true, Threshold: 0.5}}); len(tr) != 0 {
+		t.Errorf("a +20%% change broke a +50%% rule: %v", tr)
+	}
+}
+
+func TestParseRules(t *testing.T) {
+	for in, want := range map[string]string{
+		"ttft.p96>+10%":  `no metric "ttft.p96"`,
+		"ttft.p95>+10":   "relative change in percent",
+		"ttft.p95=+10%":  "give METRIC>+N% or METRIC<-N%",
+		"goodput<-five%": "is not a percentage",
+		" , ":            "no rule",
+	} {
+		if _, err := ParseRules(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", in, err, want)
+		}
+	}
+	r, err := ParseRules("request_latency.p99>+12.5%,errors<-50%")
+	if err != nil || len(r) != 2 || r[0].Threshold != 0.125 || !r[0].Above || r[1].Above || r[1].Threshold != -0.5 {
+		t.Fatalf("%+v %v", r, err)
+	}
+}
+
+// The bootstrap's order statistics, read from counts, are those of the
+// resample sorted.
+func TestOrderStatisticsFromCounts(t *testing.T) {
+	sorted := []float64{1, 2, 3, 5, 8, 13}
+	counts := []int32{0, 2, 1, 0, 3, 1}
+	expanded := []float64{2, 2, 3, 8, 8, 8, 13}
+	for _, st := range Stats {
+		if got, want := ofCounts(sorted, counts, st), ofSorted(expanded, st); math.Abs(got-want) > 1e-12 {
+			t.Errorf("%s: %v, want %v", st, got, want)
+		}
+	}
+	var buf bytes.Buffer
+	Text(&buf, "p on e", synthetic(1, 10, 100, 1, 1), synthetic(2, 10, 100, 1, 1), Compare(synthetic(1, 10, 100, 1, 1), synthetic(2, 10, 100, 1, 1), Options{Resamples: 50}))
+	if !strings.Contains(buf.String(), "ttft.p95") {
+		t.Errorf("table:\n%s", buf.String())
+	}
+}
+
+// closedLoop is a closed-loop run of n requests at concurrency c that all
+// succeed, each lasting a lognormal time around mean ms: its duration is
+// what its requests' latencies add up to, as a real closed loop's is.
+func closedLoop(seed uint64, n, c int, mean float64) *Run {
+	rng := rand.New(rand.NewPCG(seed, 11))
+	r := &Run{Dir: "closed", Summary: stats.Summary{Profile: "p", Endpoint: "e"}}
+	start := time.Unix(0, 0)
+	busy := 0.0
+	for i := range n {
+		lat := mean * math.Exp(0.5*rng.NormFloat64()-0.125)
+		busy += lat
+		r.Records = append(r.Records, records.Record{ID: uint64(i + 1), Outcome: "success", RequestLatencyMs: &lat, Good: true,
+			Start: start.Add(time.Duration(busy / float64(c) * float64(time.Millisecond)))})
+	}
+	r.Summary.DurationSeconds = busy / float64(c) / 1000
+	return r
+}
+
+// Two identical closed loops whose every request succeeds differ in
+// throughput by how long their requests happened to take: 20 pairs fail
+// no gate of 5% on it, while a 20% slower server fails it. Resampling the
+// requests' outcomes alone gave such runs a zero-width interval, and
+// every difference of more than 5% failed the gate.
+func TestThroughputNoiseOfAClosedLoop(t *testing.T) {
+	rules, err := ParseRules("throughput<-5%,goodput<-5%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide := 0
+	for i := range uint64(20) {
+		a, b := closedLoop(2*i+1, 40, 2, 100), closedLoop(2*i+2, 40, 2, 100)
+		rows := Compare(a, b, Options{Resamples: 500})
+		if tr := Check("p on e", rows, rules); len(tr) != 0 {
+			r := tr[0].Row
+			t.Errorf("pair %d: identical runs failed %s: %+.1f%% in [%+.1f%%, %+.1f%%]", i+1, tr[0].Rule, 100*r.Change, 100*r.Low, 100*r.High)
+		}
+		if r := row(t, rows, "throughput"); r.Change < -0.05 {
+			wide++
+		}
+	}
+	if wide == 0 {
+		t.Errorf("no pair differed by more than 5%%: the test would pass without resampling the runs' time")
+	}
+	base, slower := closedLoop(100, 400, 2, 100), closedLoop(101, 400, 2, 120)
+	if tr := Check("p on e", Compare(base, slower, Options{Resamples: 500}), rules); len(tr) != 2 {
+		t.Errorf("a 20%% slower server broke %d of throughput and goodput <-5%%, want both", len(tr))
+	}
+}
