@@ -254,6 +254,29 @@ func (r *runner) loop() {
 	}
 }
 
+// serveDaemon starts a daemon with o, its metrics in reg (o.Registerer,
+// unless o names one that wraps reg), serving its web surface on addr
+// until the test ends.
+func serveDaemon(t *testing.T, addr string, o daemon.Options, reg *prometheus.Registry) *daemon.Daemon {
+	t.Helper()
+	if o.Registerer == nil {
+		o.Registerer = reg
+	}
+	d, err := daemon.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Addr: addr, Handler: web.Handler(d, web.Options{Gatherer: reg})}
+	go func() { _ = srv.ListenAndServe() }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = d.Shutdown(ctx)
+		_ = srv.Shutdown(ctx)
+	})
+	return d
+}
+
 // history is the run history of the daemon at addr.
 func history(addr string) ([]daemon.RunRecord, error) {
 	r, err := http.Get("http://" + addr + "/api/v1/runs")
@@ -703,6 +726,22 @@ func seriesLabel(t *testing.T, base, q, label string) []string {
 // seriesValues is an instant query's result now, by the value of label.
 func seriesValues(t *testing.T, base, q, label string) map[string]float64 {
 	t.Helper()
+	values := map[string]float64{}
+	for _, r := range instant(base, q) {
+		v, _ := strconv.ParseFloat(r.Value[1].(string), 64)
+		values[r.Metric[label]] = v
+	}
+	return values
+}
+
+// sample is one series of an instant query's result.
+type sample struct {
+	Metric map[string]string `json:"metric"`
+	Value  [2]any            `json:"value"`
+}
+
+// instant is an instant query's result now; nil when it fails.
+func instant(base, q string) []sample {
 	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(q))
 	if err != nil {
 		return nil
@@ -710,21 +749,13 @@ func seriesValues(t *testing.T, base, q, label string) map[string]float64 {
 	defer resp.Body.Close()
 	var out struct {
 		Data struct {
-			Result []struct {
-				Metric map[string]string `json:"metric"`
-				Value  [2]any            `json:"value"`
-			} `json:"result"`
+			Result []sample `json:"result"`
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return nil
 	}
-	values := map[string]float64{}
-	for _, r := range out.Data.Result {
-		v, _ := strconv.ParseFloat(r.Value[1].(string), 64)
-		values[r.Metric[label]] = v
-	}
-	return values
+	return out.Data.Result
 }
 
 // rulesHealthy checks that every rule evaluated without error: with two

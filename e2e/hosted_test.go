@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -19,7 +18,6 @@ import (
 	"github.com/tokenprobe/tokenprobe/alerts"
 	"github.com/tokenprobe/tokenprobe/internal/daemon"
 	"github.com/tokenprobe/tokenprobe/internal/sim"
-	"github.com/tokenprobe/tokenprobe/internal/web"
 )
 
 // hostedProfile is two keys of a hosted API. "quota" probes a provider
@@ -128,18 +126,7 @@ func TestE2EHostedAlertsInARealPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	d, err := daemon.New(daemon.Options{ConfigFile: cfg, Registerer: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Addr: probeAddr, Handler: web.Handler(d, web.Options{Gatherer: reg})}
-	go func() { _ = srv.ListenAndServe() }()
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = d.Shutdown(ctx)
-		_ = srv.Shutdown(ctx)
-	}()
+	serveDaemon(t, probeAddr, daemon.Options{ConfigFile: cfg}, reg)
 	for _, p := range proms {
 		waitUntil(t, 30*time.Second, p.name+" to scrape tokenprobe", func() bool {
 			v, ok := query(t, p.base, `up{job="tokenprobe"}`)
@@ -173,7 +160,7 @@ func TestE2EHostedAlertsInARealPrometheus(t *testing.T) {
 	}
 	firing := func(p *server, alert string) map[string]string {
 		out := map[string]string{}
-		for _, r := range seriesLabels(t, p.base, fmt.Sprintf(`ALERTS{alertname=%q,alertstate="firing"}`, alert)) {
+		for _, r := range seriesLabels(p.base, fmt.Sprintf(`ALERTS{alertname=%q,alertstate="firing"}`, alert)) {
 			out[r["profile"]+"/"+r["endpoint"]] = r["severity"]
 		}
 		return out
@@ -291,25 +278,9 @@ func spend(t *testing.T, addr string, tokens int) int {
 }
 
 // seriesLabels is the label sets of an instant query's result now.
-func seriesLabels(t *testing.T, base, q string) []map[string]string {
-	t.Helper()
-	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(q))
-	if err != nil {
-		return nil
-	}
-	defer resp.Body.Close()
-	var out struct {
-		Data struct {
-			Result []struct {
-				Metric map[string]string `json:"metric"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil
-	}
+func seriesLabels(base, q string) []map[string]string {
 	var labels []map[string]string
-	for _, r := range out.Data.Result {
+	for _, r := range instant(base, q) {
 		labels = append(labels, r.Metric)
 	}
 	return labels

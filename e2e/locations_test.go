@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"maps"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +14,6 @@ import (
 
 	"github.com/tokenprobe/tokenprobe/alerts"
 	"github.com/tokenprobe/tokenprobe/internal/daemon"
-	"github.com/tokenprobe/tokenprobe/internal/web"
 )
 
 // locationProfile is one location's daemon: its own gateway, which at
@@ -115,20 +112,9 @@ func TestE2EQuorumAcrossLocations(t *testing.T) {
 		}
 		// As `serve --probe.location` wires it: the registry adds the label.
 		reg := prometheus.NewRegistry()
-		d, err := daemon.New(daemon.Options{ConfigFile: cfg, Location: loc,
-			Registerer: prometheus.WrapRegistererWith(prometheus.Labels{"location": loc}, reg)})
-		if err != nil {
-			t.Fatal(err)
-		}
 		addr := freeAddr(t)
-		srv := &http.Server{Addr: addr, Handler: web.Handler(d, web.Options{Gatherer: reg})}
-		go func() { _ = srv.ListenAndServe() }()
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = d.Shutdown(ctx)
-			_ = srv.Shutdown(ctx)
-		})
+		serveDaemon(t, addr, daemon.Options{ConfigFile: cfg, Location: loc,
+			Registerer: prometheus.WrapRegistererWith(prometheus.Labels{"location": loc}, reg)}, reg)
 		// The location's own Prometheus: scrapes its probe, writes to the centre.
 		start("edge-"+loc, bin, global+fmt.Sprintf("scrape_configs:\n  - job_name: tokenprobe\n    static_configs: [{targets: [%q]}]\n"+
 			"remote_write:\n  - url: %q\n    queue_config: {batch_send_deadline: 1s}\n", addr, central+"/api/v1/write"), nil)

@@ -19,7 +19,6 @@ import (
 	"github.com/tokenprobe/tokenprobe/exporter/otlp"
 	"github.com/tokenprobe/tokenprobe/internal/daemon"
 	"github.com/tokenprobe/tokenprobe/internal/sim"
-	"github.com/tokenprobe/tokenprobe/internal/web"
 )
 
 // jaegerConfig is a Jaeger v2 with in-memory storage, an OTLP/HTTP
@@ -129,19 +128,7 @@ profiles:
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	d, err := daemon.New(daemon.Options{ConfigFile: conf, Registerer: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Addr: probeAddr, Handler: web.Handler(d, web.Options{Gatherer: reg})}
-	go func() { _ = srv.ListenAndServe() }()
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = d.Shutdown(ctx)
-		_ = srv.Shutdown(ctx)
-	}()
+	serveDaemon(t, probeAddr, daemon.Options{ConfigFile: conf}, prometheus.NewRegistry())
 
 	// A trace id from a TTFT exemplar, as Grafana would follow it: one of
 	// a request that queued (a request alone takes about 60 ms).

@@ -248,19 +248,7 @@ func (s *streamScanner) nested(out *[]byte, limit int) error {
 // key is longer than maxKey), which must read the key's value. A value
 // that is not an object is read and left.
 func (s *streamScanner) members(member func(k []byte) error) error {
-	if s.peek() != '{' {
-		return s.value(nil, 0)
-	}
-	if s.depth >= MaxDepth {
-		return ErrTooDeep
-	}
-	s.depth++
-	defer func() { s.depth-- }()
-	s.i++
-	if s.expect('}') {
-		return nil
-	}
-	for {
+	return s.each('{', '}', func() error {
 		if s.peek() != '"' {
 			return ErrMalformed
 		}
@@ -276,23 +264,18 @@ func (s *streamScanner) members(member func(k []byte) error) error {
 		if !s.expect(':') {
 			return ErrMalformed
 		}
-		if err := member(k); err != nil {
-			return err
-		}
-		switch {
-		case s.expect(','):
-		case s.expect('}'):
-			return nil
-		default:
-			return ErrMalformed
-		}
-	}
+		return member(k)
+	})
 }
 
 // array reads an array, calling elem for each element, which must read
 // it. A value that is not an array is read and left.
-func (s *streamScanner) array(elem func() error) error {
-	if s.peek() != '[' {
+func (s *streamScanner) array(elem func() error) error { return s.each('[', ']', elem) }
+
+// each reads an object or an array (open, closing), calling one for each
+// member or element; a value of another kind is read and left.
+func (s *streamScanner) each(open, closing byte, one func() error) error {
+	if s.peek() != open {
 		return s.value(nil, 0)
 	}
 	if s.depth >= MaxDepth {
@@ -301,16 +284,16 @@ func (s *streamScanner) array(elem func() error) error {
 	s.depth++
 	defer func() { s.depth-- }()
 	s.i++
-	if s.expect(']') {
+	if s.expect(closing) {
 		return nil
 	}
 	for {
-		if err := elem(); err != nil {
+		if err := one(); err != nil {
 			return err
 		}
 		switch {
 		case s.expect(','):
-		case s.expect(']'):
+		case s.expect(closing):
 			return nil
 		default:
 			return ErrMalformed
