@@ -19,9 +19,11 @@ import (
 	"github.com/tokenprobe/tokenprobe/exporter/otlp"
 	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
 	"github.com/tokenprobe/tokenprobe/internal/config"
+	"github.com/tokenprobe/tokenprobe/internal/hostile"
 	"github.com/tokenprobe/tokenprobe/internal/redact"
 	"github.com/tokenprobe/tokenprobe/internal/sim"
 	"github.com/tokenprobe/tokenprobe/probe/client"
+	"github.com/tokenprobe/tokenprobe/probe/cloudauth"
 	"github.com/tokenprobe/tokenprobe/probe/ratelimit"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 )
@@ -376,4 +378,53 @@ func openYAML(t *testing.T, yml string, secrets *redact.Set) *Target {
 		t.Fatal(err)
 	}
 	return tg
+}
+
+// A token endpoint that accepts and never answers: the request fails as
+// auth, "no access token", after one bounded fetch (cloudauth.TokenTimeout),
+// and nothing is sent to the model server. oauth2's token source takes no
+// context, so without the bound the request would wait forever (the guard
+// below fails the test at a minute).
+func TestATokenEndpointThatNeverAnswers(t *testing.T) {
+	h, err := hostile.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	model, err := sim.Start("127.0.0.1:0", sim.Config{Slots: 1, DecodeBase: time.Millisecond, Auth: sim.Auth{TokenLifetime: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	adc := filepath.Join(t.TempDir(), "adc.json")
+	if err := os.WriteFile(adc, []byte(fmt.Sprintf(`{"type":"authorized_user","client_id":"c","client_secret":"s","refresh_token":"r","token_uri":"http://%s/%s/token"}`, h.Addr(), hostile.Silent)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", adc)
+	cfg, err := config.Parse("tokenprobe.yaml", []byte(fmt.Sprintf("endpoints:\n  - {name: vertex, base_url: 'http://%s/v1', model: m, auth: {google: {}}}\nprofiles:\n  - name: p\n", model.Addr())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := OpenEndpoint(cfg.Endpoints[0], redact.New(), Tracing{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	done := make(chan result.Request, 1)
+	go func() {
+		var r result.Request
+		tg.Client.Do(context.Background(), tg.Endpoint, client.Prompt{Text: "x", Stream: true, MaxTokens: 4}, &r)
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		if r.Outcome != result.Error || r.Reason != result.ReasonAuth || !strings.Contains(r.Err, "no access token") {
+			t.Fatalf("%v/%v %q; want auth, no access token", r.Outcome, r.Reason, r.Err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the request still waits for a token a minute on (the fetch's bound is %v)", cloudauth.TokenTimeout)
+	}
+	if n := model.TokensIssued(); n != 0 {
+		t.Errorf("the model server issued %d tokens", n)
+	}
 }

@@ -28,14 +28,15 @@ func (c *Client) fail(r *result.Request, reason result.Reason, err error) {
 		r.Outcome = result.Cancelled
 	}
 	if err != nil {
-		// net/http quotes the request's URL, query and all.
+		// net/http quotes the request's URL, query and all, as %q. It is
+		// redacted where it stands: a url.Error inside another error (a
+		// token endpoint's, under "not signed: ...") keeps what wraps it.
+		msg := err.Error()
 		if ue := (*url.Error)(nil); errors.As(err, &ue) {
-			shown := *ue
-			shown.URL = redact.URL(ue.URL)
-			err = &shown
+			msg = strings.ReplaceAll(msg, strconv.Quote(ue.URL), strconv.Quote(redact.URL(ue.URL)))
 		}
 		// Errors of the transports quote what servers sent too.
-		r.Err = c.secrets.String(err.Error())
+		r.Err = c.secrets.String(msg)
 	}
 }
 
