@@ -655,6 +655,7 @@ func FuzzParseEvents(f *testing.F) {
 // 64 KiB, nesting past MaxDepth in a vector of 8 MB of '['; and says where
 // the input was cut.
 func TestReadEmbeddingsBounds(t *testing.T) {
+	var ch0 Chunk
 	for name, c := range map[string]struct {
 		body string
 		want error
@@ -668,12 +669,20 @@ func TestReadEmbeddingsBounds(t *testing.T) {
 			t.Errorf("%s: %v, want %v", name, err, c.want)
 		}
 	}
+	if err := ReadEmbeddings(io.MultiReader(strings.NewReader(`{"data":[`), emptyReader{}), &ch0); !errors.Is(err, io.ErrNoProgress) {
+		t.Errorf("a reader that returns nothing: %v, want io.ErrNoProgress", err)
+	}
 	cut := errors.New("the body limit")
 	var ch Chunk
 	if err := ReadEmbeddings(io.MultiReader(strings.NewReader(`{"data":[[1,2`), iotest.ErrReader(cut)), &ch); !errors.Is(err, cut) {
 		t.Errorf("a read error: %v, want it returned", err)
 	}
 }
+
+// emptyReader returns nothing, and no error, for ever.
+type emptyReader struct{}
+
+func (emptyReader) Read([]byte) (int, error) { return 0, nil }
 
 // streamed holds ReadEmbeddings to ParseWhole's reading of data (c, err),
 // with the bytes given whole and one at a time: the same chunk, or the

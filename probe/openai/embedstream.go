@@ -64,9 +64,15 @@ func (s *streamScanner) fail(err error) error {
 }
 
 // fill makes at least one byte available, and reports whether it could.
+// A reader that returns nothing and no error 100 times in a row ends the
+// input (io.ErrNoProgress), as bufio's does, rather than spin.
 func (s *streamScanner) fill() bool {
-	for s.i == s.n {
+	for empty := 0; s.i == s.n; empty++ {
 		if s.err != nil {
+			return false
+		}
+		if empty == 100 {
+			s.err = io.ErrNoProgress
 			return false
 		}
 		s.i = 0
