@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -149,7 +150,7 @@ func main() {
 	var table strings.Builder
 	out := io.MultiWriter(os.Stdout, &table)
 	fmt.Fprintf(out, "Measured %s by `go run ./internal/hostile/cmd/rss` (`make reliability`), %d cores, RSS read from /proc every 100 ms; idle: %v after the run.\n\n",
-		time.Now().UTC().Format("2006-01-02"), numCPU(), *idle)
+		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), *idle)
 	fmt.Fprintln(out, "| mode | load | requests, outcome | RSS before | RSS peak | RSS after idle | SIGTERM to exit |")
 	fmt.Fprintln(out, "| --- | --- | --- | ---: | ---: | ---: | ---: |")
 	for _, m := range modes {
@@ -379,11 +380,6 @@ func freeAddr() (string, error) {
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
-}
-
-func numCPU() int {
-	b, _ := os.ReadFile("/proc/cpuinfo")
-	return bytes.Count(b, []byte("\nprocessor")) + 1
 }
 
 func fail(err error) {
