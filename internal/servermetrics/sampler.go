@@ -35,6 +35,10 @@ type Sampler struct {
 	src    *Source
 	cancel context.CancelFunc
 	done   chan struct{}
+	// turn lets one reading at a time ask the server: a stage's reading
+	// (Mark) sent while the interval's is on its way could come back
+	// first, and a page appended after a later one reads as a restart.
+	turn chan struct{}
 
 	mu sync.Mutex
 	rd Readings
@@ -45,7 +49,7 @@ type Sampler struct {
 // interval until Stop.
 func Start(src *Source) *Sampler {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Sampler{src: src, cancel: cancel, done: make(chan struct{})}
+	s := &Sampler{src: src, cancel: cancel, done: make(chan struct{}), turn: make(chan struct{}, 1)}
 	first, stop := context.WithTimeout(ctx, 2*time.Second) // a server that does not answer delays no run by more
 	s.read(first)
 	stop()
@@ -68,6 +72,12 @@ func (s *Sampler) loop(ctx context.Context) {
 }
 
 func (s *Sampler) read(ctx context.Context) {
+	select {
+	case s.turn <- struct{}{}:
+		defer func() { <-s.turn }()
+	case <-ctx.Done():
+		return // a stage's reading that waited its second out: the interval's stands for it
+	}
 	s.mu.Lock()
 	gone := s.rd.gone
 	s.mu.Unlock()
@@ -101,8 +111,9 @@ func (s *Sampler) read(ctx context.Context) {
 }
 
 // Mark takes a reading now, between two stages of a run, so that each
-// stage's window starts and ends on a reading of its own. It waits for the
-// reading at most a second: a slow server delays no stage by more.
+// stage's window starts and ends on a reading of its own. It waits at most
+// a second, for an interval's reading still on its way too: a slow server
+// delays no stage by more.
 func (s *Sampler) Mark() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

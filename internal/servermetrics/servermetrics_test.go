@@ -3,6 +3,7 @@ package servermetrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -749,5 +750,52 @@ func TestARefusedReadingIsNoted(t *testing.T) {
 	rd := s.Stop()
 	if len(rd.Refused) == 0 || rd.Failed != len(rd.Refused) {
 		t.Fatalf("%d failed readings, %d noted as refused (%v)", rd.Failed, len(rd.Refused), rd.Err)
+	}
+}
+
+// A reading between two stages (Mark) while the interval's reading is
+// still on its way must not land out of order: a page served later holds
+// higher counts, and one appended before an older page reads as a restart
+// that never happened (a CI run under load lost a run's server figures
+// so). The server here holds the interval's second reading until the
+// next request comes in, or 300 ms pass.
+func TestReadingsNeverOverlap(t *testing.T) {
+	var asked atomic.Int64
+	next := make(chan struct{}, 8)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		n := asked.Add(1)
+		if n == 2 {
+			select {
+			case <-next:
+				time.Sleep(50 * time.Millisecond) // the later page is on its way back first
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+		// Each page counts one more finished request than the one before.
+		fmt.Fprintf(w, "# TYPE vllm:e2e_request_latency_seconds histogram\nvllm:e2e_request_latency_seconds_bucket{le=\"+Inf\"} %d\nvllm:e2e_request_latency_seconds_count %d\nvllm:e2e_request_latency_seconds_sum %d\n", n, n, n)
+		w.(http.Flusher).Flush()
+		if n > 2 {
+			select {
+			case next <- struct{}{}:
+			default:
+			}
+		}
+	}))
+	defer srv.Close()
+	smp := Start(New(Options{URL: srv.URL + "/metrics", Kind: VLLM, Interval: 50 * time.Millisecond}))
+	for asked.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	smp.Mark() // while the interval's reading is held
+	for asked.Load() < 4 {
+		time.Sleep(time.Millisecond) // the held reading is answered, the interval goes on
+	}
+	rd := smp.Stop()
+	if why := restart(rd.Snaps); why != "" {
+		counts := make([]float64, len(rd.Snaps))
+		for i, s := range rd.Snaps {
+			counts[i] = s.Hist[E2E].Count
+		}
+		t.Fatalf("readings out of order (%s): counts %v", why, counts)
 	}
 }
