@@ -72,6 +72,7 @@ func TestEveryAPIAgainstTheSimulator(t *testing.T) {
 					if api == openai.Completions && c.extra != nil {
 						continue // completions has no tools
 					}
+					extra := c.extra
 					name := string(api) + ", " + c.name
 					if !stream {
 						name += ", whole"
@@ -88,7 +89,7 @@ func TestEveryAPIAgainstTheSimulator(t *testing.T) {
 					run := &Run{Profile: "p", Plan: Plan{Stages: []Stage{{Concurrency: 2, Requests: 8}}},
 						Workload: workload.NewSynthetic(workload.Lengths{Mean: 8}, workload.Lengths{Mean: 12}, stream, 1),
 						Endpoint: &client.Endpoint{Name: "e", BaseURL: s.URL(), API: api, Model: "m", Timeout: 5 * time.Second, IncludeUsage: true},
-						Client:   client.New(client.Options{NetHTTP: netHTTP}), Checks: c.checks, Extra: c.extra,
+						Client:   client.New(client.Options{NetHTTP: netHTTP}), Checks: c.checks, Extra: extra,
 						Sinks: []Sink{sinkFunc(func(r *result.Request) { mu.Lock(); got = append(got, r); mu.Unlock() })}}
 					_, err = run.Execute(context.Background())
 					s.Close()

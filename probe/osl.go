@@ -47,7 +47,7 @@ func (r *Run) settleOSL(res *result.Request) {
 		if res.Answer == nil || res.AnswerCut || r.CountTokens == nil || (r.OSL == OSLAuto && res.OutputSource == result.SourceUsage) {
 			return
 		}
-		if n, err := r.CountTokens(openai.AnswerText(res.Answer)); err == nil && n > 0 {
+		if n, err := r.CountTokens(openai.AnswerText(openai.API(res.API), res.Answer)); err == nil && n > 0 {
 			res.OutputTokens, res.OutputSource = n, result.SourceTokenizer
 		}
 	}

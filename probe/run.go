@@ -378,7 +378,7 @@ func (r *Run) one(ctx context.Context, index int, st Stage, scheduled time.Time,
 	r.inFlight.Add(-1)
 	// Off the request's clock: its length, then its answer's checks.
 	r.settleOSL(res)
-	r.Checks.Run(res, func() openai.Answer { return openai.ParseAnswer(res.Answer) }, p.Expect)
+	r.Checks.Run(res, func() openai.Answer { return openai.ParseAnswer(openai.API(res.API), res.Answer) }, p.Expect)
 	res.Answer = nil
 	r.hold(res)
 	if !warmup {

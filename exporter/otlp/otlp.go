@@ -523,17 +523,10 @@ func (e *Exporter) get(r *result.Request) *series {
 	if s := e.series[k]; s != nil {
 		return s
 	}
-	// The Responses and Messages APIs are chat, as the conventions name
-	// the operation; the Messages API's provider is Anthropic's.
-	op, provider := semconv.GenAIOperationNameChat, semconv.GenAIProviderNameOpenAI
-	switch openai.API(r.API) {
-	case openai.Completions:
-		op = semconv.GenAIOperationNameTextCompletion
-	case openai.Embeddings:
-		op = semconv.GenAIOperationNameEmbeddings
-	case openai.Messages:
-		provider = semconv.GenAIProviderNameAnthropic
-	}
+	// The API's protocol names the operation and the provider as the
+	// conventions do (the Responses and Messages APIs are chat).
+	api := openai.Of(openai.API(r.API))
+	op, provider := semconv.GenAIOperationNameKey.String(api.Operation), semconv.GenAIProviderNameKey.String(api.Provider)
 	base := []attribute.KeyValue{
 		op, provider, semconv.GenAIRequestModel(r.Model),
 		attribute.String("tokenprobe.profile", r.Profile), attribute.String("tokenprobe.endpoint", r.Endpoint),

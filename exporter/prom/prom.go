@@ -270,7 +270,7 @@ func LevelLabel(level float64) string { return strconv.FormatFloat(level, 'g', -
 
 // timed reports whether an API's requests have a TTFT and gaps:
 // embeddings have a latency alone, and no TTFT or ITL series.
-func timed(api string) bool { return api != string(openai.Embeddings) }
+func timed(api string) bool { return !openai.Of(openai.API(api)).Vectors }
 
 // getWith returns k's series, making the met and missed series of slos
 // with a new series (before it is shared, as Observe reads them without

@@ -255,7 +255,9 @@ type Endpoint struct {
 	// Simulator starts tokenprobe's built-in simulator in-process and
 	// points the endpoint at it, instead of BaseURL.
 	Simulator *Simulator `yaml:"simulator"`
-	// API is "chat" (default) or "completions".
+	// API is the request shape: "chat" (default), "completions",
+	// "responses", "messages" or "embeddings" (probe/openai: one file
+	// each).
 	API   string `yaml:"api"`
 	Model string `yaml:"model"`
 	// Headers are sent with every request; their values are inline or read

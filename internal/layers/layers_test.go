@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -86,5 +87,46 @@ func TestImportsGoDownTheLayers(t *testing.T) {
 	}
 	if seen < len(layer)-1 {
 		t.Fatalf("found %d packages, the table has %d", seen, len(layer))
+	}
+}
+
+// askedByName is code that asks which API an endpoint speaks: a
+// comparison with one of probe/openai's APIs, or a case of a switch on
+// one.
+var askedByName = regexp.MustCompile(`[=!]=\s*(string\()?(openai\.)?(Chat|Completions|Responses|Messages|Embeddings)\b|\bopenai\.(Chat|Completions|Responses|Messages|Embeddings)\s*[=!]=|case\s+openai\.|\bapi\s*[=!]=\s*"`)
+
+// An API is one file: what it is lives in its Protocol (probe/openai) and
+// its simulator file (internal/sim); code elsewhere asks the protocol,
+// never which API it is, so that a new API touches no engine code.
+func TestNoAPIIsAskedByName(t *testing.T) {
+	root := filepath.Join("..", "..")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules" || rel == "probe/openai" || rel == "internal/sim") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if askedByName.MatchString(line) {
+				t.Errorf("%s:%d asks which API it is (%s): ask its openai.Protocol", rel, i+1, strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -197,7 +197,7 @@ func SLOSet(s *config.SLO) slo.Set {
 // check, an endpoint of api embeddings the check of its vectors.
 func ChecksOf(p *config.Profile, api openai.API) (check.Set, map[string]any, error) {
 	c := &p.Checks
-	s := check.Set{Expect: expects(&p.Workload), Embeddings: api == openai.Embeddings,
+	s := check.Set{Expect: expects(&p.Workload), Embeddings: openai.Of(api).Vectors,
 		Model: check.ModelModes[c.Model], FinishReasons: c.FinishReason,
 		MinOutputTokens: c.MinOutputTokens, MaxOutputTokens: c.MaxOutputTokens,
 		Contains: c.Contains, JSON: c.JSON, MaxAnswerBytes: c.MaxAnswerBytes,

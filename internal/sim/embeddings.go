@@ -6,6 +6,19 @@ import (
 	"strconv"
 )
 
+// embeddingsAPI is POST /v1/embeddings, as vLLM serves it: an input or a
+// list of them, answered with a vector each, never streamed.
+var embeddingsAPI = &api{
+	routes: []string{"/v1/embeddings"}, chat: true, vectors: true,
+	read: func(req *request, _ *http.Request) string {
+		if req.inputs = req.embeddingInputs(); req.inputs == 0 {
+			return "input: no text to embed"
+		}
+		req.MaxTokens = 1
+		return ""
+	},
+}
+
 // embeddingInputs reads an embeddings request's input (a string or a
 // list of them) into its messages, so that its prompt tokens count as a
 // chat prompt's do, and returns how many inputs it holds.

@@ -220,8 +220,10 @@ func NewHandler(cfg Config) (*Handler, error) {
 		h.limiter = &limiter{cfg: rl}
 	}
 	h.sm = newServerMetrics(h)
-	for path, api := range map[string]string{"/v1/chat/completions": apiChat, "/v1/completions": apiCompletions, "/v1/messages": apiMessages, "/v1/responses": apiResponses, "/v1/embeddings": apiEmbeddings} {
-		h.mux.HandleFunc("POST "+path, h.signedIn(func(w http.ResponseWriter, r *http.Request) { h.complete(w, r, api) }))
+	for _, api := range apis {
+		for _, route := range api.routes {
+			h.mux.HandleFunc("POST "+route, h.signedIn(func(w http.ResponseWriter, r *http.Request) { h.complete(w, r, api) }))
+		}
 	}
 	if cfg.Auth.TokenLifetime > 0 {
 		h.mux.HandleFunc("POST /token", h.token)
@@ -268,6 +270,11 @@ type request struct {
 	// Tools offered are answered with a call (tools.go).
 	Tools      []tool          `json:"tools"`
 	ToolChoice json.RawMessage `json:"tool_choice"`
+
+	// raw is the body, for an API's own fields (api.read); inputs an
+	// embeddings request's count of inputs.
+	raw    []byte
+	inputs int
 }
 
 type format struct {
@@ -334,34 +341,24 @@ func countFields(s string) int {
 	return n
 }
 
-func (h *Handler) complete(w http.ResponseWriter, r *http.Request, api string) {
+func (h *Handler) complete(w http.ResponseWriter, r *http.Request, api *api) {
 	h.requests.Add(1)
-	chat := api != apiCompletions
+	chat := api.chat
 	var req request
-	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<20)).Decode(&req); err != nil {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	if err == nil {
+		err = json.Unmarshal(body, &req)
+	}
+	if err != nil {
 		httpError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
 		return
 	}
-	if api == apiResponses {
-		var s string
-		if json.Unmarshal(req.Input, &s) == nil {
-			req.Messages = []chatMessage{{Role: "user", Content: req.Input}}
-		} else {
-			_ = json.Unmarshal(req.Input, &req.Messages)
-		}
-		req.MaxTokens = req.MaxOutputTokens
-	}
-	var inputs int
-	if api == apiEmbeddings {
-		if inputs = req.embeddingInputs(); inputs == 0 {
-			httpError(w, http.StatusBadRequest, "input: no text to embed")
+	req.raw = body
+	if api.read != nil {
+		if msg := api.read(&req, r); msg != "" {
+			httpError(w, http.StatusBadRequest, msg)
 			return
 		}
-		req.MaxTokens = 1
-	}
-	if api == apiMessages && req.MaxTokens <= 0 {
-		httpError(w, http.StatusBadRequest, "max_tokens: field required")
-		return
 	}
 	if chat && len(req.Messages) == 0 || !chat && len(req.Prompt) == 0 {
 		httpError(w, http.StatusBadRequest, "no messages or prompt")
@@ -438,7 +435,7 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, api string) {
 		model = h.cfg.Model
 	}
 	id := fmt.Sprintf("sim-%d", seq)
-	answer := streamArgs{api: api, chat: chat, id: id, model: model, maxTokens: maxTokens, inTokens: inTokens, finish: "length",
+	answer := streamArgs{chat: chat, id: id, model: model, maxTokens: maxTokens, inTokens: inTokens, finish: "length",
 		json: req.wantsJSON()}
 	if words := req.known(h.cfg.Answers); words != nil {
 		answer.known = words
@@ -457,10 +454,10 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, api string) {
 	if plan.wrongModel || plan.answer != answerRight {
 		h.faults.Add(1)
 	}
-	if api == apiEmbeddings {
+	if api.vectors {
 		life.tokens(1)
 		life.finish(true)
-		writeEmbeddings(w, answer, inputs, h.cfg.EmbeddingDimensions, plan.answer)
+		writeEmbeddings(w, answer, req.inputs, h.cfg.EmbeddingDimensions, plan.answer)
 		return
 	}
 	if !req.Stream {
@@ -472,14 +469,18 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, api string) {
 			life.tokens(1)
 		}
 		life.finish(true)
-		writeWhole(w, answer)
+		text := ""
+		if answer.maxTokens > 0 {
+			text = answer.piece(0, answer.maxTokens)
+		}
+		api.whole(w, answer, text)
 		return
 	}
 	answer.usage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-	if api != apiCompletions {
+	if api.thinks {
 		answer.thinking = h.cfg.ReasoningTokens
 	}
-	h.stream(ctx, w, rng, plan, life, answer)
+	h.stream(ctx, w, rng, plan, life, api, answer)
 }
 
 func (f Faults) errorRates() float64 {
@@ -588,7 +589,7 @@ func (h *Handler) jitter(rng *rand.Rand, d time.Duration) time.Duration {
 }
 
 type streamArgs struct {
-	api                 string
+	// chat: a chat answer, not a completion (its object names).
 	chat                bool
 	id, model, finish   string
 	maxTokens, inTokens int
@@ -603,6 +604,10 @@ type streamArgs struct {
 	// thinking is how many reasoning tokens come before the answer.
 	thinking int
 }
+
+// outTokens is the answer's tokens, its reasoning's included (as every
+// API counts them).
+func (a streamArgs) outTokens() int { return a.maxTokens + a.thinking }
 
 // toolAnswer is a tool call answered, its arguments' tokens toolBytes
 // bytes each.
@@ -649,7 +654,7 @@ func garbled(i, n int) string {
 	return b.String()
 }
 
-func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, rng *rand.Rand, p plan, life *lifecycle, a streamArgs) {
+func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, rng *rand.Rand, p plan, life *lifecycle, api *api, a streamArgs) {
 	fl, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -659,7 +664,7 @@ func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, rng *rand.R
 		if i > 0 && !sleep(ctx, h.jitter(rng, h.decodeStep())) {
 			return
 		}
-		buf = appendThinking(buf[:0], a, i, " hmm")
+		buf = api.thinking(buf[:0], a, i, " hmm")
 		life.tokens(1)
 		if _, err := w.Write(buf); err != nil {
 			return
@@ -691,11 +696,7 @@ func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, rng *rand.R
 			}
 		}
 		n := min(h.cfg.TokensPerChunk, a.maxTokens-sent)
-		if a.typed() {
-			buf = appendTyped(buf[:0], a, sent, a.piece(sent, n))
-		} else {
-			buf = appendChunk(buf[:0], a, sent, a.piece(sent, n), "")
-		}
+		buf = api.text(buf[:0], a, sent, a.piece(sent, n))
 		sent += n
 		life.tokens(n)
 		if _, err := w.Write(buf); err != nil {
@@ -705,87 +706,12 @@ func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, rng *rand.R
 			fl.Flush()
 		}
 	}
-	if a.typed() {
-		buf = appendTypedEnd(buf[:0], a)
-		life.finish(true)
-		_, _ = w.Write(buf)
-		if fl != nil {
-			fl.Flush()
-		}
-		return
-	}
-	buf = appendChunk(buf[:0], a, -1, "", a.finish)
-	if a.usage {
-		buf = fmt.Appendf(buf, "data: {\"id\":%q,\"object\":%q,\"model\":%q,\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\n",
-			a.id, object(a.chat, true), a.model, a.inTokens, a.outTokens(), a.inTokens+a.outTokens())
-	}
-	buf = append(buf, "data: [DONE]\n\n"...)
+	buf = api.end(buf[:0], a)
 	life.finish(true)
 	_, _ = w.Write(buf)
 	if fl != nil {
 		fl.Flush()
 	}
-}
-
-func object(chat, stream bool) string {
-	switch {
-	case chat && stream:
-		return "chat.completion.chunk"
-	case chat:
-		return "chat.completion"
-	}
-	return "text_completion"
-}
-
-// appendChunk appends the chunk of text, the answer's from token at (-1:
-// the last chunk, with finish).
-func appendChunk(buf []byte, a streamArgs, at int, text, finish string) []byte {
-	fin := "null"
-	if finish != "" {
-		fin = strconv.Quote(finish)
-	}
-	buf = fmt.Appendf(buf, "data: {\"id\":%q,\"object\":%q,\"model\":%q,\"choices\":[{\"index\":0,", a.id, object(a.chat, true), a.model)
-	switch {
-	case a.tool != nil && at < 0:
-		buf = append(buf, "\"delta\":{}"...)
-	case a.tool != nil && at == 0: // as vLLM streams a call: its name first, with the first arguments
-		buf = fmt.Appendf(buf, "\"delta\":{\"role\":\"assistant\",\"tool_calls\":[{\"index\":0,\"id\":\"call_%s\",\"type\":\"function\",\"function\":{\"name\":%q,\"arguments\":%q}}]}", a.id, a.tool.name, text)
-	case a.tool != nil:
-		buf = fmt.Appendf(buf, "\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":%q}}]}", text)
-	case a.chat:
-		buf = fmt.Appendf(buf, "\"delta\":{\"content\":%q}", text)
-	default:
-		buf = fmt.Appendf(buf, "\"text\":%q", text)
-	}
-	return fmt.Appendf(buf, ",\"finish_reason\":%s}]}\n\n", fin)
-}
-
-func writeWhole(w http.ResponseWriter, a streamArgs) {
-	chat, id, model, outTokens, inTokens := a.chat, a.id, a.model, a.maxTokens, a.inTokens
-	text := ""
-	if outTokens > 0 {
-		text = a.piece(0, outTokens)
-	}
-	if a.typed() {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(wholeTyped(a, text))
-		return
-	}
-	choice := map[string]any{"index": 0, "finish_reason": a.finish}
-	switch {
-	case a.tool != nil:
-		choice["message"] = map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
-			"id": "call_" + id, "type": "function", "function": map[string]any{"name": a.tool.name, "arguments": text}}}}
-	case chat:
-		choice["message"] = map[string]string{"role": "assistant", "content": text}
-	default:
-		choice["text"] = text
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"id": id, "object": object(chat, false), "model": model, "choices": []any{choice},
-		"usage": map[string]int{"prompt_tokens": inTokens, "completion_tokens": outTokens, "total_tokens": inTokens + outTokens},
-	})
 }
 
 var vocabulary = strings.Fields("the of and to in is that for it as with was on be by at this from or an are not have but were which one all their there been has more")

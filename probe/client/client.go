@@ -79,11 +79,13 @@ type Client struct {
 }
 
 type targetKey struct {
-	base string
-	api  openai.API
+	base, model string
+	api         *openai.Protocol
+	stream      bool
 }
 
-// target is where one base URL's requests for one API go, worked out once.
+// target is where one base URL's requests for one API go (for one model,
+// streamed or not, where the API's path names them), worked out once.
 type target struct {
 	url string
 	h1  *h1.Target // nil: through net/http
@@ -152,15 +154,15 @@ func (c *Client) CloseIdle() {
 }
 
 // target returns where requests to base for api go.
-func (c *Client) target(base string, api openai.API) (*target, error) {
-	k := targetKey{base, api}
+func (c *Client) target(base string, api *openai.Protocol, model string, stream bool) (*target, error) {
+	k := targetKey{base, model, api, stream}
 	c.mu.RLock()
 	t := c.targets[k]
 	c.mu.RUnlock()
 	if t != nil {
 		return t, nil
 	}
-	t = &target{url: api.URL(base)}
+	t = &target{url: api.URL(base, model, stream)}
 	u, err := url.Parse(t.url)
 	if err != nil {
 		return nil, err
@@ -201,7 +203,8 @@ var errRequestTimeout = errors.New("request timeout")
 // the request cancelled (the workload's doing); the endpoint's Timeout marks
 // it a timeout (the server's).
 func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Request) {
-	if ep.API == openai.Embeddings {
+	api := openai.Of(ep.API)
+	if api.Vectors {
 		p.Stream = false // the API streams nothing
 		r.Inputs = 1 + len(p.Inputs)
 	}
@@ -226,7 +229,7 @@ func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Reque
 		ctx, cancel = context.WithTimeoutCause(ctx, ep.Timeout, errRequestTimeout)
 		defer cancel()
 	}
-	tg, err := c.target(base, ep.API)
+	tg, err := c.target(base, api, ep.Model, p.Stream)
 	if err != nil {
 		r.Start = time.Now()
 		c.fail(r, result.ReasonConnect, err)
@@ -249,7 +252,7 @@ func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Reque
 	if !ph.FirstByte.IsZero() {
 		r.FirstByte = ph.FirstByte.Sub(r.Start)
 	}
-	c.readBody(ctx, resp, r, p)
+	c.readBody(ctx, api, resp, r, p)
 	if c.closeBody(resp.body, tg.h1 == nil) {
 		r.Anomaly = result.AnomalyDrain
 	}
@@ -261,7 +264,7 @@ func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Reque
 }
 
 // readBody reads and measures a response whose head has arrived.
-func (c *Client) readBody(ctx context.Context, resp response, r *result.Request, p Prompt) {
+func (c *Client) readBody(ctx context.Context, api *openai.Protocol, resp response, r *result.Request, p Prompt) {
 	switch {
 	case resp.status < 200 || resp.status > 299:
 		c.failStatus(r, resp)
@@ -276,9 +279,9 @@ func (c *Client) readBody(ctx context.Context, resp response, r *result.Request,
 			c.fail(r, result.ReasonStream, fmt.Errorf("content type %q is not text/event-stream", c.secrets.Excerpt(ct, 80)))
 			return
 		}
-		c.readStream(ctx, limited, r, p)
+		c.readStream(ctx, api, limited, r, p)
 	} else {
-		c.readWhole(ctx, limited, r, p)
+		c.readWhole(ctx, api, limited, r, p)
 	}
 	if r.Outcome == result.Success && filtered(r.FinishReason) {
 		// Answered, but a content policy cut the answer or refused the

@@ -92,24 +92,27 @@ func (c *Client) signed(ctx context.Context, ep *Endpoint, url string, header ht
 }
 
 // auth is the headers every request carries and the bearer token, as the
-// API wants them: the Messages API takes the key as x-api-key, with an
-// anthropic-version, where the others take a bearer token. Worked out
-// once per endpoint.
+// API wants them: the key in its own header where the API names one (the
+// Messages API's x-api-key, with an anthropic-version), a bearer token
+// elsewhere. Worked out once per endpoint.
 func (ep *Endpoint) auth() (http.Header, string) {
 	ep.wire.Do(func() {
 		ep.wireHead, ep.bearer = ep.Headers, ep.APIKey
-		if ep.API != openai.Messages {
+		api := openai.Of(ep.API)
+		if api.KeyHeader == "" {
 			return
 		}
 		h := ep.Headers.Clone()
 		if h == nil {
 			h = http.Header{}
 		}
-		if ep.APIKey != "" && h.Get("X-Api-Key") == "" {
-			h.Set("X-Api-Key", ep.APIKey)
+		if ep.APIKey != "" && h.Get(api.KeyHeader) == "" {
+			h.Set(api.KeyHeader, ep.APIKey)
 		}
-		if h.Get("Anthropic-Version") == "" {
-			h.Set("Anthropic-Version", openai.AnthropicVersion)
+		for _, kv := range api.Headers {
+			if h.Get(kv[0]) == "" {
+				h.Set(kv[0], kv[1])
+			}
 		}
 		ep.wireHead, ep.bearer = h, ""
 	})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tokenprobe/tokenprobe/internal/hostile"
 	"github.com/tokenprobe/tokenprobe/internal/redact"
+	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 )
 
@@ -294,7 +295,7 @@ func FuzzWholeResponse(f *testing.F) {
 	c := New(Options{})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r := result.Request{Start: time.Now()}
-		c.readWhole(context.Background(), bytes.NewReader(body), &r, Prompt{})
+		c.readWhole(context.Background(), openai.Of(openai.Chat), bytes.NewReader(body), &r, Prompt{})
 		switch r.Outcome {
 		case result.Success:
 			if r.ContentChunks != 1 || r.OutputTokens < 1 || r.Err != "" {

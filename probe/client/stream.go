@@ -16,7 +16,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/probe/sse"
 )
 
-func (c *Client) readStream(ctx context.Context, body io.Reader, r *result.Request, p Prompt) {
+func (c *Client) readStream(ctx context.Context, api *openai.Protocol, body io.Reader, r *result.Request, p Prompt) {
 	rd := c.readers.Get().(*sse.Reader)
 	rd.Reset(body)
 	defer func() { rd.Reset(nil); c.readers.Put(rd) }()
@@ -29,7 +29,6 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r *result.Reque
 		first, last    time.Time
 		done, finished bool
 		usage          openai.Chunk
-		api            = openai.API(r.API)
 		limit          = chunkLimit(p.MaxTokens)
 	)
 	for {
@@ -52,7 +51,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r *result.Reque
 			done = true
 			break
 		}
-		if perr := openai.Parse(api, ev.Data, &chunk); perr != nil {
+		if perr := api.Event(ev.Data, &chunk); perr != nil {
 			c.endStream(ctx, r, last, fmt.Errorf("%w: %s", perr, c.secrets.Excerpt(ev.Data, 200)))
 			return
 		}
@@ -153,9 +152,9 @@ func (c *Client) endStream(ctx context.Context, r *result.Request, last time.Tim
 	}
 }
 
-func (c *Client) readWhole(ctx context.Context, body io.Reader, r *result.Request, p Prompt) {
-	if r.API == string(openai.Embeddings) {
-		c.readEmbeddings(ctx, body, r, p)
+func (c *Client) readWhole(ctx context.Context, api *openai.Protocol, body io.Reader, r *result.Request, p Prompt) {
+	if api.Read != nil {
+		c.readAsItComes(ctx, api, body, r, p)
 		return
 	}
 	data, err := io.ReadAll(body)
@@ -165,21 +164,21 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, r *result.Reques
 	}
 	r.End = time.Now()
 	var chunk openai.Chunk
-	if err := openai.ParseWhole(openai.API(r.API), data, &chunk); err != nil {
+	if err := api.Whole(data, &chunk); err != nil {
 		c.fail(r, result.ReasonStream, fmt.Errorf("%w: %s", err, c.secrets.Excerpt(data, 200)))
 		return
 	}
-	c.answeredWhole(r, p, &chunk, data)
+	c.answeredWhole(api, r, p, &chunk, data)
 	if p.KeepText && r.Outcome == result.Success {
 		keep(r, data, p.KeepLimit)
 	}
 }
 
-// readEmbeddings reads an embeddings response as it arrives, keeping its
-// head alone: enough to quote in an error and to read an error body by,
+// readAsItComes reads a response as it arrives (an embeddings response),
+// keeping its head alone: enough to quote in an error and to read an error body by,
 // or the answer itself up to its limit for the checks that read it. A
 // response of 60 MB of vectors costs the reader's 64 KiB window.
-func (c *Client) readEmbeddings(ctx context.Context, body io.Reader, r *result.Request, p Prompt) {
+func (c *Client) readAsItComes(ctx context.Context, api *openai.Protocol, body io.Reader, r *result.Request, p Prompt) {
 	h := head{max: apierror.MaxBody}
 	if p.KeepText {
 		h.max = math.MaxInt // the body limit bounds it
@@ -188,7 +187,7 @@ func (c *Client) readEmbeddings(ctx context.Context, body io.Reader, r *result.R
 		}
 	}
 	var chunk openai.Chunk
-	err := openai.ReadEmbeddings(io.TeeReader(body, &h), &chunk)
+	err := api.Read(io.TeeReader(body, &h), &chunk)
 	switch {
 	case errors.Is(err, openai.ErrMalformed) || errors.Is(err, openai.ErrTooDeep) || errors.Is(err, openai.ErrMemberTooLarge):
 		c.fail(r, result.ReasonStream, fmt.Errorf("%w: %s", err, c.secrets.Excerpt(h.b, 200)))
@@ -198,7 +197,7 @@ func (c *Client) readEmbeddings(ctx context.Context, body io.Reader, r *result.R
 		return
 	}
 	r.End = time.Now()
-	c.answeredWhole(r, p, &chunk, h.b)
+	c.answeredWhole(api, r, p, &chunk, h.b)
 	switch {
 	case !p.KeepText || r.Outcome != result.Success:
 	case h.n <= len(h.b):
@@ -234,7 +233,7 @@ func (c *Client) failRead(ctx context.Context, r *result.Request, err error) {
 
 // answeredWhole settles a response read whole into chunk; data is its
 // body, or the body's head, to quote.
-func (c *Client) answeredWhole(r *result.Request, p Prompt, chunk *openai.Chunk, data []byte) {
+func (c *Client) answeredWhole(api *openai.Protocol, r *result.Request, p Prompt, chunk *openai.Chunk, data []byte) {
 	if chunk.Error {
 		c.fail(r, apierror.Reason(0, data), fmt.Errorf("error in response: %s", c.secrets.Excerpt(data, 200)))
 		return
@@ -246,7 +245,7 @@ func (c *Client) answeredWhole(r *result.Request, p Prompt, chunk *openai.Chunk,
 	}
 	r.ContentChunks = 1
 	c.tokens(r, *chunk, p.MaxTokens)
-	if r.API == string(openai.Embeddings) {
+	if api.Vectors {
 		// Vectors, not tokens, come back: the check "embeddings" holds
 		// their count and length to the inputs sent.
 		r.Vectors, r.Dimensions = chunk.Vectors, chunk.Dimensions

@@ -47,9 +47,9 @@ func BenchmarkParseChunk(b *testing.B) {
 	}
 }
 
-// embeddingsBody is an OpenAI-shaped embeddings response: 8 vectors of
+// vectorsBody is an OpenAI-shaped embeddings response: 8 vectors of
 // 1,536 dimensions (text-embedding-3-small's), about 170 KB.
-func embeddingsBody() []byte {
+func vectorsBody() []byte {
 	var b bytes.Buffer
 	b.WriteString(`{"object":"list","data":[`)
 	for i := range 8 {
@@ -72,7 +72,7 @@ func embeddingsBody() []byte {
 // BenchmarkEmbeddingsWhole and BenchmarkEmbeddingsStreamed read the same
 // response held whole and as it streams: the CPU per byte of each.
 func BenchmarkEmbeddingsWhole(b *testing.B) {
-	data := embeddingsBody()
+	data := vectorsBody()
 	var c Chunk
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
@@ -84,7 +84,7 @@ func BenchmarkEmbeddingsWhole(b *testing.B) {
 }
 
 func BenchmarkEmbeddingsStreamed(b *testing.B) {
-	data := embeddingsBody()
+	data := vectorsBody()
 	r := bytes.NewReader(data)
 	var c Chunk
 	b.SetBytes(int64(len(data)))
@@ -94,5 +94,31 @@ func BenchmarkEmbeddingsStreamed(b *testing.B) {
 		if err := ReadEmbeddings(r, &c); err != nil || c.Vectors != 8 {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkEvent is each API's streamed-event reader through its
+// Protocol, on a content event of the shape its servers send.
+func BenchmarkEvent(b *testing.B) {
+	for _, e := range []struct {
+		api  API
+		data string
+	}{
+		{Chat, strings.TrimSuffix(strings.TrimPrefix(benchChunk, "data: "), "\n\n")},
+		{Messages, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" token"}}`},
+		{Responses, `{"type":"response.output_text.delta","sequence_number":5,"item_id":"msg_67c","output_index":0,"content_index":0,"delta":" token","logprobs":[]}`},
+	} {
+		b.Run(string(e.api), func(b *testing.B) {
+			read := Lookup(e.api).Event
+			data := []byte(e.data)
+			var c Chunk
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := read(data, &c); err != nil || !c.Content {
+					b.Fatal("bad event")
+				}
+			}
+		})
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"strings"
 )
 
 // NotNumbers is Chunk.Dimensions for an embeddings response one of whose
@@ -75,21 +74,6 @@ const MaxDepth = 256
 
 // ErrTooDeep reports a payload nested deeper than MaxDepth.
 var ErrTooDeep = fmt.Errorf("%w: nested deeper than %d levels", ErrMalformed, MaxDepth)
-
-// ParseChunk reads one `data:` payload into c. Unknown members are skipped,
-// so servers that add their own fields (timings, logprobs) parse the same.
-func ParseChunk(data []byte, c *Chunk) error {
-	*c = Chunk{}
-	s := scanner{b: data}
-	if err := s.top(c); err != nil {
-		return err
-	}
-	s.ws()
-	if s.i != len(s.b) {
-		return ErrMalformed
-	}
-	return nil
-}
 
 type scanner struct {
 	b []byte
@@ -391,207 +375,81 @@ func (s *scanner) literal(lit string) error {
 	return ErrMalformed
 }
 
-func (s *scanner) top(c *Chunk) error {
-	empty, err := s.objectStart()
-	if err != nil || empty {
-		return err
-	}
-	for {
-		k := s.key()
-		if k == nil {
-			return ErrMalformed
-		}
-		var err error
-		switch string(k) {
-		case "choices":
-			err = s.choices(c)
-		case "usage":
-			err = s.usage(c)
-		case "error":
-			if !s.isNull() {
-				c.Error = true
-				err = s.skip()
-			}
-		case "model":
-			if s.peek() == '"' {
-				if c.Model = s.str(); c.Model == nil {
-					err = ErrMalformed
-				}
-			} else {
-				err = s.skip()
-			}
-		case "object":
-			if s.peek() == '"' {
-				v := s.str()
-				if v == nil {
-					err = ErrMalformed
-				} else if string(v) == "error" {
-					c.Error = true
-				}
-			} else {
-				err = s.skip()
-			}
-		default:
-			err = s.skip()
-		}
-		if err != nil {
-			return err
-		}
-		more, err := s.more('}')
-		if err != nil || !more {
-			return err
-		}
-	}
-}
-
-func (s *scanner) choices(c *Chunk) error {
-	if s.peek() != '[' {
-		return s.skip() // null, or a shape we do not know
-	}
-	s.i++
-	if s.expect(']') {
+// first opens an object and returns its first key, positioned at its
+// value; nil for an empty object, or for a value that is no object
+// (skipped, as a server's own shape is), or with *err set. The caller
+// reads the value, setting *err on a failure, then calls next:
+//
+//	var err error
+//	for k := s.first(&err); k != nil; k = s.next(&err) { ... }
+//	return err
+func (s *scanner) first(err *error) []byte {
+	if s.peek() != '{' {
+		*err = s.skip()
 		return nil
 	}
-	for {
-		if err := s.choice(c); err != nil {
-			return err
-		}
-		more, err := s.more(']')
-		if err != nil || !more {
-			return err
-		}
-	}
-}
-
-func (s *scanner) choice(c *Chunk) error {
-	if s.peek() != '{' {
-		return s.skip()
-	}
-	empty, err := s.objectStart()
-	if err != nil || empty {
-		return err
-	}
-	for {
-		k := s.key()
-		if k == nil {
-			return ErrMalformed
-		}
-		var err error
-		switch string(k) {
-		case "delta", "message":
-			err = s.delta(c)
-		case "text":
-			var n int
-			n, err = s.textLen()
-			if n > 0 {
-				c.Content = true
-				c.ContentBytes += n
-			}
-		case "finish_reason":
-			switch {
-			case s.isNull():
-			case s.peek() == '"':
-				c.Finished = true
-				if c.FinishReason = s.str(); c.FinishReason == nil {
-					err = ErrMalformed
-				}
-			default:
-				c.Finished = true
-				err = s.skip()
-			}
-		default:
-			err = s.skip()
-		}
-		if err != nil {
-			return err
-		}
-		more, err := s.more('}')
-		if err != nil || !more {
-			return err
-		}
-	}
-}
-
-func (s *scanner) delta(c *Chunk) error {
-	if s.peek() != '{' {
-		return s.skip()
-	}
-	empty, err := s.objectStart()
-	if err != nil || empty {
-		return err
-	}
-	for {
-		k := s.key()
-		if k == nil {
-			return ErrMalformed
-		}
-		var err error
-		var n int
-		switch string(k) {
-		case "content":
-			n, err = s.textLen()
-			if n > 0 {
-				c.Content = true
-				c.ContentBytes += n
-			}
-		case "reasoning_content", "reasoning":
-			n, err = s.textLen()
-			if n > 0 {
-				c.Reasoning = true
-				c.ContentBytes += n
-			}
-		case "tool_calls":
-			err = s.toolCalls(c)
-		default:
-			err = s.skip()
-		}
-		if err != nil {
-			return err
-		}
-		more, err := s.more('}')
-		if err != nil || !more {
-			return err
-		}
-	}
-}
-
-// toolCalls reads `tool_calls`: an array of calls, each with a function
-// whose name and arguments (a string, streamed in pieces) are output.
-func (s *scanner) toolCalls(c *Chunk) error {
-	if s.peek() != '[' {
-		return s.skip()
-	}
 	s.i++
-	if s.expect(']') {
+	if s.expect('}') {
 		return nil
 	}
-	for {
-		if err := s.members(func(k []byte) error {
-			if string(k) != "function" {
-				return s.skip()
-			}
-			return s.members(func(k []byte) error {
-				switch string(k) {
-				case "name", "arguments":
-					n, err := s.textLen()
-					if n > 0 {
-						c.Content, c.ToolCall = true, true
-						if string(k) == "arguments" {
-							c.ContentBytes += n
-						}
-					}
-					return err
-				}
-				return s.skip()
-			})
-		}); err != nil {
-			return err
-		}
-		more, err := s.more(']')
-		if err != nil || !more {
-			return err
-		}
+	return s.field(err)
+}
+
+// next returns the object's next key, nil at its end or once *err is set.
+// It inlines, and nextKey reads the comma and the key in one call, so a
+// key costs no more calls than when each reader wrote its own loop.
+func (s *scanner) next(err *error) []byte {
+	if *err != nil {
+		return nil
 	}
+	return s.nextKey(err)
+}
+
+func (s *scanner) nextKey(err *error) []byte {
+	switch s.peek() {
+	case ',':
+		s.i++
+	case '}':
+		s.i++
+		return nil
+	default:
+		*err = ErrMalformed
+		return nil
+	}
+	return s.field(err)
+}
+
+// comma consumes ',' (true) or the closing delimiter (false); anything
+// else sets *err.
+func (s *scanner) comma(closing byte, err *error) bool {
+	more, e := s.more(closing)
+	if e != nil {
+		*err = e
+	}
+	return more
+}
+
+func (s *scanner) field(err *error) []byte {
+	k := s.key()
+	if k == nil {
+		*err = ErrMalformed
+	}
+	return k
+}
+
+// firstElem and nextElem walk an array as first and next walk an object,
+// reporting whether an element is there to read.
+func (s *scanner) firstElem(err *error) bool {
+	if s.peek() != '[' {
+		*err = s.skip()
+		return false
+	}
+	s.i++
+	return !s.expect(']')
+}
+
+func (s *scanner) nextElem(err *error) bool {
+	return *err == nil && s.comma(']', err)
 }
 
 // members reads an object (anything else is skipped), calling member with
@@ -619,57 +477,6 @@ func (s *scanner) members(member func(k []byte) error) error {
 	}
 }
 
-func (s *scanner) usage(c *Chunk) error {
-	if s.peek() != '{' {
-		return s.skip()
-	}
-	empty, err := s.objectStart()
-	if err != nil || empty {
-		return err
-	}
-	for {
-		k := s.key()
-		if k == nil {
-			return ErrMalformed
-		}
-		var err error
-		switch string(k) {
-		case "prompt_tokens":
-			c.PromptTokens, err = s.int()
-			c.Usage = true
-		case "completion_tokens":
-			c.CompletionTokens, err = s.int()
-			c.Usage = true
-		case "prompt_tokens_details":
-			err = s.cached(c)
-		default:
-			err = s.skip()
-		}
-		if err != nil {
-			return err
-		}
-		more, err := s.more('}')
-		if err != nil || !more {
-			return err
-		}
-	}
-}
-
-// cached reads a {"cached_tokens": N} details object (or null).
-func (s *scanner) cached(c *Chunk) error {
-	if s.peek() != '{' {
-		return s.skip()
-	}
-	return s.members(func(k []byte) error {
-		if string(k) != "cached_tokens" {
-			return s.skip()
-		}
-		var err error
-		c.CachedTokens, err = s.int()
-		return err
-	})
-}
-
 // Unescape is a raw JSON string's bytes (Chunk.Model, Chunk.FinishReason)
 // as text; the raw bytes where they do not decode.
 func Unescape(raw []byte) string {
@@ -681,204 +488,4 @@ func Unescape(raw []byte) string {
 		return string(raw)
 	}
 	return s
-}
-
-// Answer is an answer read back from its chunks (client.Prompt.KeepText)
-// after the request: its output text, its reasoning apart, and its tool
-// calls with their streamed arguments joined.
-type Answer struct {
-	Text, Reasoning string
-	ToolCalls       []ToolCall
-}
-
-// ToolCall is one function call of an answer.
-type ToolCall struct {
-	Name, Arguments string
-}
-
-// ParseAnswer reads an answer kept as its chunks' JSON, each followed by a
-// 0 byte, in any API's shape: chat deltas (a tool call's pieces joined by
-// their index), whole messages, completions' text, Messages and Responses
-// events and whole responses. Chunks that do not parse add nothing. It
-// allocates, and is read after the request, never while it is measured.
-func ParseAnswer(chunks []byte) Answer {
-	var a answerBuilder
-	for raw := range bytes.SplitSeq(chunks, []byte{0}) {
-		if len(raw) > 0 {
-			a.add(raw)
-		}
-	}
-	return Answer{Text: a.text.String(), Reasoning: a.reasoning.String(), ToolCalls: a.calls}
-}
-
-type answerBuilder struct {
-	text, reasoning strings.Builder
-	calls           []ToolCall
-	// slots maps an event's block or output index to its call.
-	slots map[int]int
-}
-
-// call is the call at an event's index, a new one when fresh.
-func (a *answerBuilder) call(index *int, fresh bool) *ToolCall {
-	if a.slots == nil {
-		a.slots = map[int]int{}
-	}
-	i := -1
-	if index != nil {
-		if at, ok := a.slots[*index]; ok && !fresh {
-			i = at
-		}
-	}
-	if i < 0 {
-		a.calls = append(a.calls, ToolCall{})
-		i = len(a.calls) - 1
-		if index != nil {
-			a.slots[*index] = i
-		}
-	}
-	return &a.calls[i]
-}
-
-type chatCall struct {
-	Index    *int `json:"index"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-type chatMessage struct {
-	Content          string     `json:"content"`
-	ReasoningContent string     `json:"reasoning_content"`
-	Reasoning        string     `json:"reasoning"`
-	ToolCalls        []chatCall `json:"tool_calls"`
-}
-
-type contentBlock struct {
-	Type        string          `json:"type"`
-	Name        string          `json:"name"`
-	Text        string          `json:"text"`
-	Thinking    string          `json:"thinking"`
-	PartialJSON string          `json:"partial_json"`
-	Input       json.RawMessage `json:"input"`
-}
-
-type outputItem struct {
-	Type      string `json:"type"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-	Content   []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	} `json:"content"`
-	Summary []struct {
-		Text string `json:"text"`
-	} `json:"summary"`
-}
-
-func (a *answerBuilder) add(raw []byte) {
-	var e struct {
-		Choices []struct {
-			Text    string      `json:"text"`
-			Delta   chatMessage `json:"delta"`
-			Message chatMessage `json:"message"`
-		} `json:"choices"`
-		Type         string          `json:"type"`
-		Index        *int            `json:"index"`
-		OutputIndex  *int            `json:"output_index"`
-		Delta        json.RawMessage `json:"delta"`
-		ContentBlock *contentBlock   `json:"content_block"`
-		Item         *outputItem     `json:"item"`
-		Content      []contentBlock  `json:"content"` // a whole Messages response
-		Output       []outputItem    `json:"output"`  // a whole Responses response
-	}
-	if json.Unmarshal(raw, &e) != nil {
-		return
-	}
-	for _, ch := range e.Choices {
-		for _, m := range []*chatMessage{&ch.Delta, &ch.Message} {
-			a.reasoning.WriteString(m.ReasoningContent)
-			a.reasoning.WriteString(m.Reasoning)
-			a.text.WriteString(m.Content)
-			for _, tc := range m.ToolCalls {
-				var c *ToolCall
-				switch {
-				case tc.Index != nil:
-					c = a.call(tc.Index, false)
-				case m == &ch.Delta && tc.Function.Name == "" && len(a.calls) > 0:
-					c = &a.calls[len(a.calls)-1] // a piece of the call before, unnumbered
-				default:
-					c = a.call(nil, true)
-				}
-				c.Name += tc.Function.Name
-				c.Arguments += tc.Function.Arguments
-			}
-		}
-		a.text.WriteString(ch.Text)
-	}
-	var delta string
-	var block contentBlock
-	if json.Unmarshal(e.Delta, &delta) != nil {
-		_ = json.Unmarshal(e.Delta, &block)
-	}
-	switch e.Type {
-	case "content_block_start":
-		if b := e.ContentBlock; b != nil && b.Type == "tool_use" {
-			a.call(e.Index, true).Name = b.Name
-		}
-	case "content_block_delta":
-		a.text.WriteString(block.Text)
-		a.reasoning.WriteString(block.Thinking)
-		if block.PartialJSON != "" {
-			a.call(e.Index, false).Arguments += block.PartialJSON
-		}
-	case "message":
-		for _, b := range e.Content {
-			a.text.WriteString(b.Text)
-			a.reasoning.WriteString(b.Thinking)
-			if b.Type == "tool_use" {
-				a.calls = append(a.calls, ToolCall{Name: b.Name, Arguments: string(b.Input)})
-			}
-		}
-	case "response.output_text.delta", "response.refusal.delta":
-		a.text.WriteString(delta)
-	case "response.reasoning_text.delta", "response.reasoning_summary_text.delta":
-		a.reasoning.WriteString(delta)
-	case "response.output_item.added":
-		if it := e.Item; it != nil && it.Type == "function_call" {
-			c := a.call(e.OutputIndex, true)
-			c.Name, c.Arguments = it.Name, it.Arguments
-		}
-	case "response.function_call_arguments.delta":
-		a.call(e.OutputIndex, false).Arguments += delta
-	}
-	for _, it := range e.Output {
-		switch it.Type {
-		case "message":
-			for _, p := range it.Content {
-				a.text.WriteString(p.Text)
-			}
-		case "reasoning":
-			for _, p := range it.Content {
-				a.reasoning.WriteString(p.Text)
-			}
-			for _, p := range it.Summary {
-				a.reasoning.WriteString(p.Text)
-			}
-		case "function_call":
-			a.calls = append(a.calls, ToolCall{Name: it.Name, Arguments: it.Arguments})
-		}
-	}
-}
-
-// AnswerText is all that an answer kept as its chunks generated: its
-// reasoning, its text and its tool calls' arguments, what a tokenizer
-// counts as the answer (as AIPerf counts it).
-func AnswerText(chunks []byte) string {
-	a := ParseAnswer(chunks)
-	out := a.Reasoning + a.Text
-	for _, c := range a.ToolCalls {
-		out += c.Arguments
-	}
-	return out
 }

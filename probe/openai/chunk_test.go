@@ -485,7 +485,7 @@ func TestAnswerText(t *testing.T) {
 		"not json",
 	}
 	raw := []byte(strings.Join(chunks, "\x00") + "\x00")
-	if got, want := AnswerText(raw), `think the "answer" and more whole`; got != want {
+	if got, want := AnswerText(Chat, raw), `think the "answer" and more whole`; got != want {
 		t.Fatalf("%q, want %q", got, want)
 	}
 }
@@ -527,12 +527,12 @@ func TestToolCalls(t *testing.T) {
 		`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]}}]}`,
 		`{"choices":[{"delta":{"tool_calls":[{"index":99,"function":{"name":"far","arguments":"{}"}}]}}]}`,
 	}
-	a := ParseAnswer([]byte(strings.Join(chunks, "\x00") + "\x00"))
+	a := ParseAnswer(Chat, []byte(strings.Join(chunks, "\x00")+"\x00"))
 	want := []ToolCall{{"get_weather", `{"city":"Paris"}`}, {"get_time", "{}"}, {"far", "{}"}}
 	if a.Text != "" || a.Reasoning != "let me call" || !slices.Equal(a.ToolCalls, want) {
 		t.Errorf("%+v, want no text, the reasoning and calls %+v", a, want)
 	}
-	whole := ParseAnswer([]byte(`{"choices":[{"message":{"content":"ok","tool_calls":[{"function":{"name":"f","arguments":"{}"}},{"function":{"name":"g","arguments":"[]"}}]}}]}` + "\x00"))
+	whole := ParseAnswer(Chat, []byte(`{"choices":[{"message":{"content":"ok","tool_calls":[{"function":{"name":"f","arguments":"{}"}},{"function":{"name":"g","arguments":"[]"}}]}}]}`+"\x00"))
 	if want := []ToolCall{{"f", "{}"}, {"g", "[]"}}; whole.Text != "ok" || !slices.Equal(whole.ToolCalls, want) {
 		t.Errorf("a whole message: %+v, want text ok and calls %+v", whole, want)
 	}
@@ -569,9 +569,9 @@ func TestParseAnswerOfEveryAPI(t *testing.T) {
 		"anthropic_messages_tool_use.sse":   {Text: "Okay, let me check the weather.", ToolCalls: []ToolCall{{"get_weather", `{"location": "San Francisco, CA"}`}}},
 		"openai_responses.sse":              {Text: "Hi there!"},
 		"vllm_responses_reasoning_tool.sse": {Reasoning: "Need the weather tool.", ToolCalls: []ToolCall{{"get_weather", `{"city":"Paris"}`}}},
-		"vllm_reasoning.sse":                {Text: readAnswerText(t, "vllm_reasoning.sse"), Reasoning: ParseAnswer(keptAnswer(t, "testdata/vllm_reasoning.sse")).Reasoning},
+		"vllm_reasoning.sse":                {Text: readAnswerText(t, "vllm_reasoning.sse"), Reasoning: ParseAnswer(Chat, keptAnswer(t, "testdata/vllm_reasoning.sse")).Reasoning},
 	} {
-		got := ParseAnswer(keptAnswer(t, filepath.Join("testdata", name)))
+		got := ParseAnswer(apiOfFile(name), keptAnswer(t, filepath.Join("testdata", name)))
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: %+v, want %+v", name, got, want)
 		}
@@ -582,7 +582,7 @@ func TestParseAnswerOfEveryAPI(t *testing.T) {
 		Responses: `{"id":"r","object":"response","status":"completed","model":"m","output":[{"type":"reasoning","content":[{"type":"reasoning_text","text":"hm"}],"summary":[]},{"type":"message","content":[{"type":"output_text","text":"Paris."}]},{"type":"function_call","name":"f","arguments":"{\"a\":1}"}],"usage":{"input_tokens":5,"output_tokens":7}}`,
 	} {
 		want := Answer{Text: "Paris.", Reasoning: "hm", ToolCalls: []ToolCall{{"f", `{"a":1}`}}}
-		if got := ParseAnswer([]byte(body + "\x00")); !reflect.DeepEqual(got, want) {
+		if got := ParseAnswer(api, []byte(body+"\x00")); !reflect.DeepEqual(got, want) {
 			t.Errorf("a whole %s response: %+v, want %+v", api, got, want)
 		}
 		var c Chunk
@@ -594,7 +594,20 @@ func TestParseAnswerOfEveryAPI(t *testing.T) {
 }
 
 func readAnswerText(t *testing.T, name string) string {
-	return ParseAnswer(keptAnswer(t, filepath.Join("testdata", name))).Text
+	return ParseAnswer(apiOfFile(name), keptAnswer(t, filepath.Join("testdata", name))).Text
+}
+
+// apiOfFile is the API a recorded stream's file name says it is of.
+func apiOfFile(name string) API {
+	switch {
+	case strings.Contains(name, "messages"):
+		return Messages
+	case strings.Contains(name, "responses"):
+		return Responses
+	case strings.Contains(name, "completions"):
+		return Completions
+	}
+	return Chat
 }
 
 // The event readers allocate nothing, as the chat scanner does.
@@ -611,10 +624,11 @@ func TestEventReadersDoNotAllocate(t *testing.T) {
 	}
 }
 
-// FuzzParseEvents holds the Messages and Responses readers to what
-// encoding/json accepts: valid JSON objects (not nested past MaxDepth)
-// parse without error, whatever their members, and nothing panics, the
-// answer read back included.
+// FuzzParseEvents holds the Messages, Responses and embeddings readers
+// to what encoding/json accepts: valid JSON objects (not
+// nested past MaxDepth) parse without error, whatever their members (token
+// counts aside: a count that is no plain integer is refused), and nothing
+// panics, the answer read back included.
 func FuzzParseEvents(f *testing.F) {
 	for _, glob := range []string{"testdata/*messages*.sse", "testdata/anthropic*.sse", "testdata/*responses*.sse"} {
 		files, _ := filepath.Glob(glob)
@@ -642,7 +656,7 @@ func FuzzParseEvents(f *testing.F) {
 			} else {
 				_ = ParseWhole(api, data, &c)
 			}
-			_ = ParseAnswer(append(data, 0))
+			_ = ParseAnswer(api, append(data, 0))
 			valid := json.Valid(data) && bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) && depth(data) <= MaxDepth
 			if err != nil && valid && !usageNotPlain(data) {
 				t.Fatalf("%s: Parse(%q): %v; encoding/json accepts it", api, data, err)

@@ -6,63 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 )
-
-// API is the request shape an endpoint speaks.
-type API string
-
-const (
-	Chat        API = "chat"
-	Completions API = "completions"
-	// Responses is OpenAI's Responses API, streamed as typed events.
-	Responses API = "responses"
-	// Messages is the Anthropic Messages API, which vLLM, llama.cpp's
-	// server, Ollama and LiteLLM serve beside Anthropic.
-	Messages API = "messages"
-	// Embeddings is POST /embeddings: never streamed, answered with
-	// vectors.
-	Embeddings API = "embeddings"
-)
-
-// APIs lists the APIs, as the configuration names them.
-var APIs = []API{Chat, Completions, Responses, Messages, Embeddings}
-
-// Path returns the request path below the base URL (which, as with OpenAI
-// clients, normally ends in /v1).
-func (a API) Path() string {
-	switch a {
-	case Completions:
-		return "/completions"
-	case Responses:
-		return "/responses"
-	case Messages:
-		return "/messages"
-	case Embeddings:
-		return "/embeddings"
-	}
-	return "/chat/completions"
-}
-
-// DefaultMaxTokens is the max_tokens of a Messages request that sets
-// none: the API requires one.
-const DefaultMaxTokens = 4096
-
-// AnthropicVersion is the anthropic-version header sent when the
-// endpoint's headers set none.
-const AnthropicVersion = "2023-06-01"
-
-// URL is where base's requests for a go: the API's path after base's
-// path, base's query (Azure OpenAI's api-version) kept after it.
-func (a API) URL(base string) string {
-	b, query, ok := strings.Cut(base, "?")
-	u := strings.TrimSuffix(b, "/") + a.Path()
-	if ok {
-		u += "?" + query
-	}
-	return u
-}
 
 // RequestBody is the input to Body.
 type RequestBody struct {
@@ -93,16 +38,8 @@ type Message struct {
 	Content string `json:"content"`
 }
 
-// Body encodes the JSON request body. It writes the JSON itself rather
-// than through encoding/json's reflection: a body is encoded for every
-// request, and reflection's deep call chain and allocations showed in the
-// load generator's stacks and collections (docs/BENCHMARKS.md). Extra
-// fields are encoded with encoding/json, sorted by name, and cannot
-// override the fields above.
-func Body(b RequestBody) ([]byte, error) {
-	if !slices.Contains(APIs, b.API) {
-		return nil, fmt.Errorf("unknown API %q", b.API)
-	}
+// open starts b's body, {"model": ..., sized for the prompt and history.
+func (b *RequestBody) open() []byte {
 	size := len(b.Prompt) + 128
 	for _, p := range b.Parts {
 		size += len(p) + 1
@@ -112,51 +49,95 @@ func Body(b RequestBody) ([]byte, error) {
 	}
 	out := make([]byte, 0, size)
 	out = append(out, `{"model":`...)
-	out = appendString(out, b.Model)
-	if b.API == Embeddings {
-		return b.embeddings(out)
-	}
-	switch b.API {
-	case Responses:
-		out = append(out, `,"input":`...)
-		if len(b.History) == 0 {
-			out = b.appendPrompt(out, "")
-			break
-		}
-		out = b.appendMessages(append(out, '['))
-		out = append(out, ']')
-	case Chat, Messages:
-		out = append(out, `,"messages":[`...)
-		out = b.appendMessages(out)
-		out = append(out, ']')
-	default:
-		out = append(out, `,"prompt":`...)
-		var sb strings.Builder
-		for _, h := range b.History {
-			sb.WriteString(h.Content)
-			sb.WriteString("\n\n")
-		}
-		out = b.appendPrompt(out, sb.String())
-	}
-	maxTokens := b.MaxTokens
-	if b.API == Messages && maxTokens <= 0 {
-		maxTokens = DefaultMaxTokens
-	}
+	return appendString(out, b.Model)
+}
+
+// fixed are the fields a body of the generating APIs writes itself: an
+// extra field of the same name is not sent.
+var fixed = []string{"model", "messages", "prompt", "input", "max_tokens", "max_output_tokens", "stream", "stream_options"}
+
+// close ends a generating API's body: maxTokens under key where set, the
+// stream flag, stream_options asking for usage where usage is set, then
+// extra's fields.
+func (b *RequestBody) close(out []byte, key string, maxTokens int, usage bool, extra map[string]any) ([]byte, error) {
 	if maxTokens > 0 {
-		if b.API == Responses {
-			out = append(out, `,"max_output_tokens":`...)
-		} else {
-			out = append(out, `,"max_tokens":`...)
-		}
+		out = append(out, `,"`...)
+		out = append(out, key...)
+		out = append(out, `":`...)
 		out = strconv.AppendInt(out, int64(maxTokens), 10)
 	}
 	out = append(out, `,"stream":`...)
 	out = strconv.AppendBool(out, b.Stream)
-	// The Responses and Messages APIs report usage in every stream.
-	if b.Stream && b.IncludeUsage && (b.API == Chat || b.API == Completions) {
+	if usage && b.Stream && b.IncludeUsage {
 		out = append(out, `,"stream_options":{"include_usage":true}`...)
 	}
-	return appendExtra(out, formatFor(b.API, toolsFor(b.API, b.Extra)), "model", "messages", "prompt", "input", "max_tokens", "max_output_tokens", "stream", "stream_options")
+	return appendExtra(out, extra, fixed...)
+}
+
+// reshapeFormat is extra with chat's response_format (what json and
+// json_schema checks send) moved to key's format, shaped by fill from
+// the type and chat's json_schema (nil when none).
+func reshapeFormat(extra map[string]any, key string, fill func(format, js map[string]any)) map[string]any {
+	rf, ok := extra["response_format"].(map[string]any)
+	if !ok {
+		return extra
+	}
+	out := maps.Clone(extra)
+	delete(out, "response_format")
+	format := map[string]any{"type": rf["type"]}
+	if js, ok := rf["json_schema"].(map[string]any); ok {
+		fill(format, js)
+	}
+	out[key] = map[string]any{"format": format}
+	return out
+}
+
+// reshapeTools is extra with its chat-shaped tools and tool_choice (what
+// answer checks send) in another API's shape: def makes one tool of a
+// chat function (its name, and its description where it has one) and
+// its parameters; choice makes a tool_choice of chat's string, or of a
+// named function's name (named), nil leaving it as it is. Tools already
+// in another shape pass as they are.
+func reshapeTools(extra map[string]any, def func(d map[string]any, params any), choice func(c string, named bool) any) map[string]any {
+	tools, ok := extra["tools"].([]any)
+	if !ok {
+		return extra
+	}
+	out := maps.Clone(extra)
+	shaped := make([]any, 0, len(tools))
+	for _, t := range tools {
+		d, _ := t.(map[string]any)
+		fn, isChat := d["function"].(map[string]any)
+		if !isChat {
+			shaped = append(shaped, t)
+			continue
+		}
+		tool := map[string]any{"name": fn["name"]}
+		if v, ok := fn["description"]; ok {
+			tool["description"] = v
+		}
+		params, ok := fn["parameters"]
+		if !ok {
+			params = map[string]any{"type": "object"}
+		}
+		def(tool, params)
+		shaped = append(shaped, tool)
+	}
+	out["tools"] = shaped
+	var c any
+	switch tc := extra["tool_choice"].(type) {
+	case string:
+		c = choice(tc, false)
+	case map[string]any:
+		if fn, ok := tc["function"].(map[string]any); ok {
+			name, _ := fn["name"].(string)
+			c = choice(name, true)
+		}
+	}
+	if c != nil {
+		out["tool_choice"] = c
+	}
+	return out
 }
 
 // appendExtra appends extra's fields, sorted by name, less those named
@@ -180,102 +161,6 @@ func appendExtra(out []byte, extra map[string]any, fixed ...string) ([]byte, err
 		out = append(out, v...)
 	}
 	return append(out, '}'), nil
-}
-
-// embeddings ends an embeddings body: the prompt and the batch's other
-// inputs, as floats (the reader counts their dimensions).
-func (b *RequestBody) embeddings(out []byte) ([]byte, error) {
-	out = append(out, `,"input":[`...)
-	out = b.appendPrompt(out, "")
-	for _, in := range b.Inputs {
-		out = append(out, ',')
-		out = appendString(out, in)
-	}
-	out = append(out, `],"encoding_format":"float"`...)
-	return appendExtra(out, b.Extra, "model", "input", "encoding_format")
-}
-
-// formatFor is extra with chat's response_format (what json and
-// json_schema checks send) in api's own shape: the Responses API's
-// text.format, and for the Messages API the output_config.format vLLM
-// reads.
-func formatFor(api API, extra map[string]any) map[string]any {
-	rf, ok := extra["response_format"].(map[string]any)
-	if !ok || api != Responses && api != Messages {
-		return extra
-	}
-	out := maps.Clone(extra)
-	delete(out, "response_format")
-	format := map[string]any{"type": rf["type"]}
-	if js, ok := rf["json_schema"].(map[string]any); ok {
-		if api == Responses {
-			format["name"], format["schema"] = js["name"], js["schema"]
-		} else {
-			format["json_schema"] = js["schema"]
-		}
-	}
-	if api == Responses {
-		out["text"] = map[string]any{"format": format}
-	} else {
-		out["output_config"] = map[string]any{"format": format}
-	}
-	return out
-}
-
-// toolsFor is extra with its chat-shaped tools and tool_choice (what
-// answer checks send) in api's own shape: the Messages API's {name,
-// description, input_schema} and {"type": "any" | "auto" | "none" |
-// "tool"}, the Responses API's flat {"type": "function", name,
-// description, parameters}. Fields already in another shape pass as they
-// are.
-func toolsFor(api API, extra map[string]any) map[string]any {
-	tools, ok := extra["tools"].([]any)
-	if !ok || api == Chat || api == Completions {
-		return extra
-	}
-	out := maps.Clone(extra)
-	shaped := make([]any, 0, len(tools))
-	for _, t := range tools {
-		def, _ := t.(map[string]any)
-		fn, isChat := def["function"].(map[string]any)
-		if !isChat {
-			shaped = append(shaped, t)
-			continue
-		}
-		d := map[string]any{"name": fn["name"]}
-		if v, ok := fn["description"]; ok {
-			d["description"] = v
-		}
-		params, ok := fn["parameters"]
-		if !ok {
-			params = map[string]any{"type": "object"}
-		}
-		if api == Messages {
-			d["input_schema"] = params
-		} else {
-			d["type"], d["parameters"] = "function", params
-		}
-		shaped = append(shaped, d)
-	}
-	out["tools"] = shaped
-	switch c := extra["tool_choice"].(type) {
-	case string:
-		if api == Messages {
-			if c == "required" {
-				c = "any"
-			}
-			out["tool_choice"] = map[string]any{"type": c}
-		}
-	case map[string]any:
-		if fn, ok := c["function"].(map[string]any); ok {
-			if api == Messages {
-				out["tool_choice"] = map[string]any{"type": "tool", "name": fn["name"]}
-			} else {
-				out["tool_choice"] = map[string]any{"type": "function", "name": fn["name"]}
-			}
-		}
-	}
-	return out
 }
 
 // appendMessages appends the conversation, the prompt its last user

@@ -186,8 +186,10 @@ type Request struct {
 	Profile  string
 	Endpoint string
 	Model    string
-	// API is "chat" or "completions"; URL the endpoint's base URL. Sinks
-	// may describe the target with them; they are never metric labels.
+	// API is the endpoint's API (probe/openai: chat, completions,
+	// responses, messages, embeddings); URL the
+	// endpoint's base URL. Sinks may describe the target with them; they
+	// are never metric labels.
 	API string
 	URL string
 	// Stage is the index of the plan's stage the request belongs to.
