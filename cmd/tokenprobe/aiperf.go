@@ -34,7 +34,7 @@ var aiperfFlags = []aiperfFlag{
 	{[]string{"--model-names", "--model", "-m"}, "--model", "alias", "one model: a list is refused"},
 	{[]string{"--model-selection-strategy"}, "a profile per model in a configuration file", "refused", ""},
 	{[]string{"--custom-endpoint"}, "--url with the whole path's base (tokenprobe appends /chat/completions and the like)", "refused", "aiperf's other name for it, --endpoint, is tokenprobe's own flag: only run against the configuration's endpoint of that name"},
-	{[]string{"--endpoint-type"}, "--api", "alias", "chat, completions, embeddings; responses and messages are tokenprobe's too"},
+	{[]string{"--endpoint-type"}, "--api", "alias", "chat, completions, embeddings; responses, messages and kserve_generate (KServe v2 generate, Triton) are tokenprobe's too"},
 	{[]string{"--streaming"}, "--streaming", "differs", "tokenprobe streams by default (a streamed answer is what TTFT and ITL are measured on); --no-streaming asks for whole answers"},
 	{[]string{"--url", "-u"}, "--url", "same", "with or without /v1; without a scheme, http://"},
 	{[]string{"--request-timeout-seconds"}, "--request-timeout-seconds", "alias", "the endpoint's timeout (default 120 s); the failure policy's unreachable limit is separate"},

@@ -256,8 +256,8 @@ type Endpoint struct {
 	// points the endpoint at it, instead of BaseURL.
 	Simulator *Simulator `yaml:"simulator"`
 	// API is the request shape: "chat" (default), "completions",
-	// "responses", "messages" or "embeddings" (probe/openai: one file
-	// each).
+	// "responses", "messages", "embeddings" or "kserve_generate"
+	// (probe/openai: one file each).
 	API   string `yaml:"api"`
 	Model string `yaml:"model"`
 	// Headers are sent with every request; their values are inline or read
@@ -449,7 +449,7 @@ func (c *Config) Secrets() []string {
 }
 
 // APIs are the request shapes an endpoint may speak (api).
-var APIs = []string{"chat", "completions", "responses", "messages", "embeddings"}
+var APIs = []string{"chat", "completions", "responses", "messages", "embeddings", "kserve_generate"}
 
 // Simulator configures the built-in simulated server (see sim.Config).
 type Simulator struct {

@@ -93,7 +93,7 @@ func TestImportsGoDownTheLayers(t *testing.T) {
 // askedByName is code that asks which API an endpoint speaks: a
 // comparison with one of probe/openai's APIs, or a case of a switch on
 // one.
-var askedByName = regexp.MustCompile(`[=!]=\s*(string\()?(openai\.)?(Chat|Completions|Responses|Messages|Embeddings)\b|\bopenai\.(Chat|Completions|Responses|Messages|Embeddings)\s*[=!]=|case\s+openai\.|\bapi\s*[=!]=\s*"`)
+var askedByName = regexp.MustCompile(`[=!]=\s*(string\()?(openai\.)?(Chat|Completions|Responses|Messages|Embeddings|KServeGenerate)\b|\bopenai\.(Chat|Completions|Responses|Messages|Embeddings|KServeGenerate)\s*[=!]=|case\s+openai\.|\bapi\s*[=!]=\s*"`)
 
 // An API is one file: what it is lives in its Protocol (probe/openai) and
 // its simulator file (internal/sim); code elsewhere asks the protocol,

@@ -28,4 +28,4 @@ type api struct {
 }
 
 // apis are the APIs the simulator serves.
-var apis = []*api{chatAPI, completionsAPI, responsesAPI, messagesAPI, embeddingsAPI}
+var apis = []*api{chatAPI, completionsAPI, responsesAPI, messagesAPI, embeddingsAPI, kserveAPI}

@@ -275,6 +275,9 @@ type request struct {
 	// embeddings request's count of inputs.
 	raw    []byte
 	inputs int
+	// countTokens: the API's answers count their tokens when asked to
+	// (KServe's return_num_output_tokens).
+	countTokens bool
 }
 
 type format struct {
@@ -435,7 +438,7 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, api *api) {
 		model = h.cfg.Model
 	}
 	id := fmt.Sprintf("sim-%d", seq)
-	answer := streamArgs{chat: chat, id: id, model: model, maxTokens: maxTokens, inTokens: inTokens, finish: "length",
+	answer := streamArgs{chat: chat, chunkTokens: h.cfg.TokensPerChunk, countTokens: req.countTokens, id: id, model: model, maxTokens: maxTokens, inTokens: inTokens, finish: "length",
 		json: req.wantsJSON()}
 	if words := req.known(h.cfg.Answers); words != nil {
 		answer.known = words
@@ -603,6 +606,10 @@ type streamArgs struct {
 	known []string
 	// thinking is how many reasoning tokens come before the answer.
 	thinking int
+	// chunkTokens is how many tokens a streamed chunk holds; countTokens
+	// asks each answer object to say how many it holds.
+	chunkTokens int
+	countTokens bool
 }
 
 // outTokens is the answer's tokens, its reasoning's included (as every

@@ -62,13 +62,20 @@ func (c *Client) readStream(ctx context.Context, api *openai.Protocol, body io.R
 		}
 		if chunk.Usage {
 			// Merged: the Messages API counts the prompt in message_start
-			// and the answer in message_delta.
+			// and the answer in message_delta; an API whose counts add
+			// (CountsAdd) counts each event's own.
 			usage.Usage = true
-			if chunk.PromptTokens != 0 {
-				usage.PromptTokens = chunk.PromptTokens
-			}
-			if chunk.CompletionTokens != 0 {
-				usage.CompletionTokens = chunk.CompletionTokens
+			switch {
+			case api.CountsAdd:
+				usage.PromptTokens += chunk.PromptTokens
+				usage.CompletionTokens += chunk.CompletionTokens
+			default:
+				if chunk.PromptTokens != 0 {
+					usage.PromptTokens = chunk.PromptTokens
+				}
+				if chunk.CompletionTokens != 0 {
+					usage.CompletionTokens = chunk.CompletionTokens
+				}
 			}
 			if chunk.CachedTokens != 0 {
 				usage.CachedTokens = chunk.CachedTokens
@@ -111,7 +118,7 @@ func (c *Client) readStream(ctx context.Context, api *openai.Protocol, body io.R
 			c.onChunk(ev.Data, now)
 		}
 	}
-	if !done && !finished {
+	if !done && !finished && !api.EndsAtEOF {
 		c.endStream(ctx, r, last, errors.New("stream ended without [DONE] or finish_reason"))
 		return
 	}

@@ -107,6 +107,7 @@ func BenchmarkEvent(b *testing.B) {
 		{Chat, strings.TrimSuffix(strings.TrimPrefix(benchChunk, "data: "), "\n\n")},
 		{Messages, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" token"}}`},
 		{Responses, `{"type":"response.output_text.delta","sequence_number":5,"item_id":"msg_67c","output_index":0,"content_index":0,"delta":" token","logprobs":[]}`},
+		{KServeGenerate, `{"model_name":"ensemble","model_version":"1","sequence_end":false,"sequence_id":0,"sequence_start":false,"text_output":" token"}`},
 	} {
 		b.Run(string(e.api), func(b *testing.B) {
 			read := Lookup(e.api).Event

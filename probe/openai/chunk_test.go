@@ -613,8 +613,9 @@ func apiOfFile(name string) API {
 // The event readers allocate nothing, as the chat scanner does.
 func TestEventReadersDoNotAllocate(t *testing.T) {
 	for api, data := range map[API]string{
-		Messages:  `{"index":1,"type":"content_block_delta","delta":{"type":"text_delta","text":"Paris"}}`,
-		Responses: `{"type":"response.output_text.delta","sequence_number":5,"item_id":"msg_67c","output_index":0,"content_index":0,"delta":" there!","logprobs":[]}`,
+		Messages:       `{"index":1,"type":"content_block_delta","delta":{"type":"text_delta","text":"Paris"}}`,
+		Responses:      `{"type":"response.output_text.delta","sequence_number":5,"item_id":"msg_67c","output_index":0,"content_index":0,"delta":" there!","logprobs":[]}`,
+		KServeGenerate: `{"model_name":"ensemble","model_version":"1","text_output":" there","num_output_tokens":1,"finish_reason":["None"]}`,
 	} {
 		var c Chunk
 		b := []byte(data)
@@ -624,8 +625,8 @@ func TestEventReadersDoNotAllocate(t *testing.T) {
 	}
 }
 
-// FuzzParseEvents holds the Messages, Responses and embeddings readers
-// to what encoding/json accepts: valid JSON objects (not
+// FuzzParseEvents holds the Messages, Responses, embeddings and KServe
+// generate readers to what encoding/json accepts: valid JSON objects (not
 // nested past MaxDepth) parse without error, whatever their members (token
 // counts aside: a count that is no plain integer is refused), and nothing
 // panics, the answer read back included.
@@ -646,8 +647,10 @@ func FuzzParseEvents(f *testing.F) {
 	f.Add([]byte(`{"object":"list","data":[{"embedding":[0.1,-2e-3]},{"embedding":"AAAA"},null,{"embedding":[]}],"usage":{"prompt_tokens":3}}`))
 	f.Add([]byte(`{"object":"error","message":"bad \"input\"\u0001","data":[{"embedding":["NaN",null,true,{}],"x\\":[[{}]]}],"model":"m","error":{"code":"invalid_request_error"}}`))
 	f.Add([]byte(`{"` + strings.Repeat("k", 300) + `":1,"data":[{"embedding":[1e3,2]},{"embedding":[3]}]}`))
+	f.Add([]byte(`{"model_name":"m","model_version":"1","text_output":"a\"b","num_output_tokens":2,"finish_reason":["length"],"error":null}`))
+	f.Add([]byte(`{"error":"Executor failed","text_output":null,"finish_reason":"None","num_output_tokens":null}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, api := range []API{Messages, Responses, Embeddings} {
+		for _, api := range []API{Messages, Responses, Embeddings, KServeGenerate} {
 			var c Chunk
 			err := Parse(api, data, &c)
 			if api == Embeddings {
@@ -718,7 +721,7 @@ func streamed(t *testing.T, data []byte, c Chunk, err error) {
 // usageNotPlain reports token counts the scanners refuse (not plain
 // non-negative integers), where an error is right.
 func usageNotPlain(data []byte) bool {
-	for _, k := range []string{`"input_tokens"`, `"output_tokens"`, `"prompt_tokens"`, `"completion_tokens"`} {
+	for _, k := range []string{`"input_tokens"`, `"output_tokens"`, `"prompt_tokens"`, `"completion_tokens"`, `"num_output_tokens"`} {
 		if bytes.Contains(data, []byte(k)) {
 			return true
 		}

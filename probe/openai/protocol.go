@@ -45,11 +45,17 @@ type Protocol struct {
 	// Vectors: answered with vectors, never streamed; what comes back is
 	// counted in vectors, not tokens, and is not timed per token.
 	Vectors bool
+	// EndsAtEOF: the stream has no end marker ([DONE], a finish reason,
+	// a closing event); the body's end ends it.
+	EndsAtEOF bool
+	// CountsAdd: each streamed event's token counts are its own, added
+	// up over the stream, where other APIs' are totals so far.
+	CountsAdd bool
 }
 
 // protocols are the APIs, in the order the configuration lists them. A
 // new API is one file defining its Protocol and one entry here.
-var protocols = []*Protocol{chat, completions, responses, messages, embeddings}
+var protocols = []*Protocol{chat, completions, responses, messages, embeddings, kserveGenerate}
 
 // APIs lists the APIs, as the configuration names them.
 var APIs = func() []API {

@@ -187,7 +187,7 @@ type Request struct {
 	Endpoint string
 	Model    string
 	// API is the endpoint's API (probe/openai: chat, completions,
-	// responses, messages, embeddings); URL the
+	// responses, messages, embeddings, kserve_generate); URL the
 	// endpoint's base URL. Sinks may describe the target with them; they
 	// are never metric labels.
 	API string
