@@ -1,6 +1,8 @@
-// Package openai speaks the wire format of OpenAI-compatible inference
-// servers (vLLM, SGLang, TGI, NIM, Ollama, llama.cpp server): it builds
-// request bodies and reads streamed chunks.
+// Package openai speaks the wire formats of the APIs the probe drives:
+// OpenAI's (which vLLM, SGLang, TGI, NIM, Ollama and llama.cpp's server
+// serve), the Anthropic Messages API and KServe v2's generate extension.
+// Each API is one file defining its Protocol (protocol.go): its request
+// body, and readers of its stream over the allocation-free scanner here.
 package openai
 
 import (
