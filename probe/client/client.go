@@ -143,7 +143,7 @@ func New(o Options) *Client {
 		sample:  o.TraceSample,
 		targets: map[targetKey]*target{},
 	}
-	c.readers.New = func() any { return sse.NewReader(nil, c.maxLine) }
+	c.readers.New = func() any { return &streamReader{sse: sse.NewReader(nil, c.maxLine)} }
 	return c
 }
 

@@ -16,16 +16,25 @@ import (
 	"github.com/tokenprobe/tokenprobe/probe/sse"
 )
 
+// streamReader is what reading one stream reuses: the SSE reader, and the
+// chunk an API's reader fills. The chunk lives here, not on readStream's
+// stack: passed to a reader through its Protocol (a function value), it
+// would move to the heap, an allocation per request.
+type streamReader struct {
+	sse   *sse.Reader
+	chunk openai.Chunk
+}
+
 func (c *Client) readStream(ctx context.Context, api *openai.Protocol, body io.Reader, r *result.Request, p Prompt) {
-	rd := c.readers.Get().(*sse.Reader)
+	sr := c.readers.Get().(*streamReader)
+	rd, chunk := sr.sse, &sr.chunk
 	rd.Reset(body)
-	defer func() { rd.Reset(nil); c.readers.Put(rd) }()
+	defer func() { rd.Reset(nil); c.readers.Put(sr) }()
 
 	if p.MaxTokens > 0 && cap(r.Gaps) == 0 {
 		r.Gaps = make([]time.Duration, 0, min(p.MaxTokens, 8192))
 	}
 	var (
-		chunk          openai.Chunk
 		first, last    time.Time
 		done, finished bool
 		usage          openai.Chunk
@@ -51,7 +60,7 @@ func (c *Client) readStream(ctx context.Context, api *openai.Protocol, body io.R
 			done = true
 			break
 		}
-		if perr := api.Event(ev.Data, &chunk); perr != nil {
+		if perr := api.Event(ev.Data, chunk); perr != nil {
 			c.endStream(ctx, r, last, fmt.Errorf("%w: %s", perr, c.secrets.Excerpt(ev.Data, 200)))
 			return
 		}
@@ -65,11 +74,10 @@ func (c *Client) readStream(ctx context.Context, api *openai.Protocol, body io.R
 			// and the answer in message_delta; an API whose counts add
 			// (CountsAdd) counts each event's own.
 			usage.Usage = true
-			switch {
-			case api.CountsAdd:
+			if api.CountsAdd {
 				usage.PromptTokens += chunk.PromptTokens
 				usage.CompletionTokens += chunk.CompletionTokens
-			default:
+			} else {
 				if chunk.PromptTokens != 0 {
 					usage.PromptTokens = chunk.PromptTokens
 				}
@@ -81,7 +89,7 @@ func (c *Client) readStream(ctx context.Context, api *openai.Protocol, body io.R
 				usage.CachedTokens = chunk.CachedTokens
 			}
 		}
-		answered(r, &chunk)
+		answered(r, chunk)
 		finished = finished || chunk.Finished
 		if chunk.End { // message_delta's stop_reason, response.completed: the stream's [DONE]
 			done = true
