@@ -19,14 +19,13 @@ var kserveAPI = &api{
 	routes: []string{"/v2/models/{model}/generate", "/v2/models/{model}/generate_stream"},
 	read:   kserveRead,
 	text: func(buf []byte, a streamArgs, at int, text string) []byte {
-		buf = append(buf, "data: "...)
-		buf = append(buf, kserveObject(a, text, min(a.maxTokens-at, a.chunkTokens))...)
+		buf = kserveObject(append(buf, "data: "...), a, text, min(a.maxTokens-at, a.chunkTokens))
 		return append(buf, "\n\n"...)
 	},
 	end: func(buf []byte, _ streamArgs) []byte { return buf },
 	whole: func(w http.ResponseWriter, a streamArgs, text string) {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(kserveObject(a, text, a.maxTokens))
+		_, _ = w.Write(kserveObject(nil, a, text, a.maxTokens))
 	},
 }
 
@@ -52,10 +51,10 @@ func kserveRead(req *request, r *http.Request) string {
 	return ""
 }
 
-// kserveObject is one generate response: text and, when asked for, the
-// tokens it holds.
-func kserveObject(a streamArgs, text string, tokens int) []byte {
-	out := fmt.Appendf(nil, `{"model_name":%s,"model_version":"1","text_output":%s`, quoted(a.model), quoted(text))
+// kserveObject appends one generate response: text and, when asked for,
+// the tokens it holds.
+func kserveObject(out []byte, a streamArgs, text string, tokens int) []byte {
+	out = fmt.Appendf(out, `{"model_name":%s,"model_version":"1","text_output":%s`, quoted(a.model), quoted(text))
 	if a.countTokens {
 		out = fmt.Appendf(out, `,"num_output_tokens":%d`, tokens)
 	}
