@@ -457,26 +457,21 @@ func (s *scanner) nextElem(err *error) bool {
 // members reads an object (anything else is skipped), calling member with
 // each key, positioned at its value, which member must consume.
 func (s *scanner) members(member func(k []byte) error) error {
-	if s.peek() != '{' {
-		return s.skip()
+	var err error
+	for k := s.first(&err); k != nil; k = s.next(&err) {
+		err = member(k)
 	}
-	empty, err := s.objectStart()
-	if err != nil || empty {
-		return err
+	return err
+}
+
+// array reads an array (null or another value is skipped), calling elem
+// at each element, which elem must consume.
+func (s *scanner) array(elem func() error) error {
+	var err error
+	for ok := s.firstElem(&err); ok; ok = s.nextElem(&err) {
+		err = elem()
 	}
-	for {
-		k := s.key()
-		if k == nil {
-			return ErrMalformed
-		}
-		if err := member(k); err != nil {
-			return err
-		}
-		more, err := s.more('}')
-		if err != nil || !more {
-			return err
-		}
-	}
+	return err
 }
 
 // Unescape is a raw JSON string's bytes (Chunk.Model, Chunk.FinishReason)

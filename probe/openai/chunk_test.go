@@ -29,6 +29,12 @@ type transcript struct {
 }
 
 // apiOf is the API a recorded stream speaks, by its file's name.
+// Parse reads one streamed event's data of api into c, as the client does.
+func Parse(api API, data []byte, c *Chunk) error { return Of(api).Event(data, c) }
+
+// ParseWhole reads a whole response of api into c, as the client does.
+func ParseWhole(api API, data []byte, c *Chunk) error { return Of(api).Whole(data, c) }
+
 func apiOf(name string) API {
 	switch {
 	case strings.Contains(name, "messages"), strings.Contains(name, "anthropic"):

@@ -9,7 +9,7 @@ import (
 // vectors are counted and their elements checked without keeping them, so
 // a response of any size costs its window (64 KiB) and one member other
 // than data (its model, usage or error, up to 64 KiB). It fills c as
-// ParseWhole(Embeddings, ...) does on the same bytes, and refuses what
+// the embeddings protocol's Whole does on the same bytes, and refuses what
 // that refuses (FuzzParseEvents holds the two together). Time is linear
 // in the bytes read; nesting stops at MaxDepth.
 //

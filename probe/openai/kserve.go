@@ -56,11 +56,7 @@ var kserveGenerate = &Protocol{
 
 func kserveBody(b *RequestBody) ([]byte, error) {
 	out := append(make([]byte, 0, len(b.Prompt)+128), `{"text_input":`...)
-	prefix := ""
-	for _, h := range b.History {
-		prefix += h.Content + "\n\n"
-	}
-	out = b.appendPrompt(out, prefix)
+	out = b.appendPrompt(out, b.historyText())
 	out = append(out, `,"parameters":{`...)
 	if b.MaxTokens > 0 {
 		out = append(out, `"max_tokens":`...)

@@ -94,12 +94,6 @@ func Body(b RequestBody) ([]byte, error) {
 	return p.Body(&b)
 }
 
-// Parse reads one streamed event's data of api into c.
-func Parse(api API, data []byte, c *Chunk) error { return Of(api).Event(data, c) }
-
-// ParseWhole reads a whole (not streamed) response of api into c.
-func ParseWhole(api API, data []byte, c *Chunk) error { return Of(api).Whole(data, c) }
-
 // below is base's path with path after it, base's query (Azure OpenAI's
 // api-version) kept after that.
 func below(base, path string) string {
@@ -131,12 +125,9 @@ func (s *scanner) end(err error) error {
 	if err != nil {
 		return err
 	}
-	i := 0
-	for i < len(s.b) && (s.b[i] == ' ' || s.b[i] == '\t' || s.b[i] == '\n' || s.b[i] == '\r') {
-		i++
-	}
+	start := scanner{b: s.b}
 	s.ws()
-	if i == len(s.b) || s.b[i] != '{' || s.i != len(s.b) {
+	if start.peek() != '{' || s.i != len(s.b) {
 		return ErrMalformed
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -161,6 +162,18 @@ func appendExtra(out []byte, extra map[string]any, fixed ...string) ([]byte, err
 		out = append(out, v...)
 	}
 	return append(out, '}'), nil
+}
+
+// historyText is the conversation before the prompt as text, each
+// message followed by a blank line: how an API that takes one prompt
+// (completions, KServe's generate) is sent a session's later turns.
+func (b *RequestBody) historyText() string {
+	var sb strings.Builder
+	for _, h := range b.History {
+		sb.WriteString(h.Content)
+		sb.WriteString("\n\n")
+	}
+	return sb.String()
 }
 
 // appendMessages appends the conversation, the prompt its last user

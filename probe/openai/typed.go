@@ -125,24 +125,3 @@ func (b *block) output(c *Chunk) {
 		c.ContentBytes += b.json
 	}
 }
-
-// array reads an array (null or another value is skipped), calling elem
-// at each element, which elem must consume.
-func (s *scanner) array(elem func() error) error {
-	if s.peek() != '[' {
-		return s.skip()
-	}
-	s.i++
-	if s.expect(']') {
-		return nil
-	}
-	for {
-		if err := elem(); err != nil {
-			return err
-		}
-		more, err := s.more(']')
-		if err != nil || !more {
-			return err
-		}
-	}
-}
