@@ -125,11 +125,30 @@ func TestE2EHostedAlertsInARealPrometheus(t *testing.T) {
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, hostedProfile, provider.Addr()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Prometheus applies a new scrape target a few seconds after it
+	// starts (its scrape manager reloads at most every five seconds); a
+	// daemon started before that spends the first tokens unscraped, and
+	// the gauges below would miss the first of the values they fall
+	// through. A stand-in answers on the daemon's address until every
+	// server has scraped it.
+	standIn := &http.Server{Addr: probeAddr, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	})}
+	go func() { _ = standIn.ListenAndServe() }()
+	for _, p := range proms {
+		waitUntil(t, 30*time.Second, p.name+" to scrape the stand-in", func() bool {
+			v, ok := query(t, p.base, `up{job="tokenprobe"}`)
+			return ok && v == 1
+		})
+	}
+	if err := standIn.Close(); err != nil {
+		t.Fatal(err)
+	}
 	reg := prometheus.NewRegistry()
 	serveDaemon(t, probeAddr, daemon.Options{ConfigFile: cfg}, reg)
 	for _, p := range proms {
 		waitUntil(t, 30*time.Second, p.name+" to scrape tokenprobe", func() bool {
-			v, ok := query(t, p.base, `up{job="tokenprobe"}`)
+			v, ok := query(t, p.base, `tokenprobe_config_last_reload_successful{job="tokenprobe"}`)
 			return ok && v == 1
 		})
 	}
@@ -210,6 +229,7 @@ func TestE2EHostedAlertsInARealPrometheus(t *testing.T) {
 	// refilled), took at least five values, and reached 0.
 	for _, p := range proms {
 		vals := rangeValues(t, p.base, `tokenprobe_rate_limit_remaining{profile="quota",endpoint="provider",kind="tokens"}`, 2*time.Minute)
+		t.Logf("%s: tokens left, as scraped each second: %v", p.name, vals)
 		distinct := map[float64]bool{}
 		for i, v := range vals {
 			distinct[v] = true
