@@ -56,7 +56,7 @@ func (r *Run) openLoop(send, ctx context.Context, index int, st Stage, warmup bo
 		defer wake.close()
 	}
 	start := time.Now()
-	r.stageStart.Store(start.UnixNano())
+	r.markStage(start)
 	// stop is the stage's end for what may wait past it: a concurrency
 	// cap's slot and a session's later turns.
 	stop := send

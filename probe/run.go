@@ -75,7 +75,10 @@ type Run struct {
 	done      atomic.Int64
 	errors    atomic.Int64
 	started   atomic.Int64 // unix nanos of the measured phase's start
-	// stageStart is unix nanos of the running stage's (or warmup's) start.
+	// stageStart is the running stage's (or warmup's) start, in nanos
+	// after monoEpoch: on the monotonic clock, as the schedule is, so that
+	// a request's place in its stage is the schedule's own (a wall clock
+	// stepped during the stage moves neither).
 	stageStart atomic.Int64
 	waited     atomic.Int64 // nanos workers waited after failures
 	dropped    drops
@@ -99,13 +102,23 @@ func (r *Run) Progress() Progress {
 	p := Progress{Done: r.done.Load(), Errors: r.errors.Load(), InFlight: r.inFlight.Load(), StageIndex: int(r.stage.Load())}
 	if p.StageIndex < len(r.Plan.Stages) {
 		p.Stage = r.Plan.Stages[p.StageIndex]
-		p.Level = p.Stage.LevelAt(time.Since(time.Unix(0, r.stageStart.Load())))
+		p.Level = p.Stage.LevelAt(time.Since(r.stageAt()))
 	}
 	if s := r.started.Load(); s > 0 {
 		p.Elapsed = time.Since(time.Unix(0, s))
 	}
 	return p
 }
+
+// monoEpoch anchors stageStart: a time.Time with a monotonic reading,
+// which an atomic cannot hold.
+var monoEpoch = time.Now()
+
+// markStage records t, read from time.Now, as the running stage's start.
+func (r *Run) markStage(t time.Time) { r.stageStart.Store(int64(t.Sub(monoEpoch))) }
+
+// stageAt is the running stage's start, with its monotonic reading.
+func (r *Run) stageAt() time.Time { return monoEpoch.Add(time.Duration(r.stageStart.Load())) }
 
 // runSeqs numbers the runs of the process.
 var runSeqs atomic.Uint64
@@ -273,7 +286,7 @@ var ErrInterrupted = fmt.Errorf("interrupted: %w", context.Canceled)
 // duration ends run to completion (their own timeout bounds them); only
 // ctx cancels them.
 func (r *Run) phase(send, ctx context.Context, index int, st Stage, warmup bool, out chan<- *result.Request) error {
-	r.stageStart.Store(time.Now().UnixNano())
+	r.markStage(time.Now())
 	if st.Rate > 0 || st.Offsets != nil {
 		return r.openLoop(send, ctx, index, st, warmup, out)
 	}
@@ -287,7 +300,7 @@ func (r *Run) phase(send, ctx context.Context, index int, st Stage, warmup bool,
 		var stopPrompts func()
 		prompts, stopPrompts = r.prepare(send, st.Requests)
 		defer stopPrompts()
-		r.stageStart.Store(time.Now().UnixNano())
+		r.markStage(time.Now())
 	}
 	stop := send
 	if st.Duration > 0 {
@@ -359,9 +372,10 @@ func (r *Run) injectCancel() bool {
 }
 
 func (r *Run) one(ctx context.Context, index int, st Stage, scheduled time.Time, p client.Prompt, warmup bool) *result.Request {
+	inStage := scheduled.Sub(r.stageAt())
 	res := &result.Request{
-		ID: r.IDBase + r.nextID.Add(1), RunSeq: r.Seq(), Profile: r.Profile, Stage: index, Warmup: warmup, Scheduled: scheduled,
-		Level: st.reportedLevel(scheduled.Sub(time.Unix(0, r.stageStart.Load()))),
+		ID: r.IDBase + r.nextID.Add(1), RunSeq: r.Seq(), Profile: r.Profile, Stage: index, Warmup: warmup,
+		Scheduled: scheduled, ScheduledInStage: inStage, Level: st.reportedLevel(inStage),
 	}
 	if r.injectCancel() {
 		var cancel context.CancelFunc

@@ -223,7 +223,7 @@ func Request(rec *records.Record) (result.Request, slo.Verdict) {
 	}
 	r := result.Request{
 		ID: rec.ID, Profile: rec.Profile, Endpoint: rec.Endpoint, Model: rec.Model, Level: rec.Level,
-		Start: rec.Start, Scheduled: rec.Start.Add(-time.Duration(rec.DispatchLagMs * float64(time.Millisecond))),
+		Start: rec.Start, Scheduled: rec.Start.Add(-time.Duration(rec.DispatchLagMs * float64(time.Millisecond))), ScheduledInStage: d(&rec.ScheduledMs),
 		Err: rec.Error, HTTPStatus: rec.HTTPStatus, Retried: rec.Retried, ContentChunks: rec.ContentChunks,
 		InputTokens: rec.InputTokens, IntendedInputTokens: rec.IntendedInputTokens, CachedInputTokens: rec.CachedInputTokens, OutputTokens: rec.OutputTokens,
 		ServedModel: rec.ServedModel, FinishReason: rec.FinishReason, Checks: rec.Checks, Reused: rec.Reused,

@@ -20,7 +20,7 @@ import (
 // inter-chunk gaps and per-SLO verdicts left out (lists and maps do not
 // make columns; the JSON has them).
 var recordColumns = []string{"id", "x_request_id", "profile", "endpoint", "model", "level", "session_id", "turn", "start",
-	"dispatch_lag_ms", "outcome", "reason", "http_status", "ttft_ms", "ttst_ms", "time_to_first_output_token_ms", "itl_ms",
+	"scheduled_ms", "dispatch_lag_ms", "outcome", "reason", "http_status", "ttft_ms", "ttst_ms", "time_to_first_output_token_ms", "itl_ms",
 	"request_latency_ms", "content_chunks", "input_tokens", "input_tokens_source", "intended_input_tokens", "output_tokens",
 	"output_tokens_source", "good", "anomaly", "retried", "error"}
 
@@ -41,7 +41,8 @@ func recordRow(r *records.Record) []string {
 		status = strconv.Itoa(r.HTTPStatus)
 	}
 	return []string{strconv.FormatUint(r.ID, 10), r.RequestID, r.Profile, r.Endpoint, r.Model, strconv.FormatFloat(r.Level, 'f', -1, 64),
-		r.Session, turn, r.Start.Format(time.RFC3339Nano), strconv.FormatFloat(r.DispatchLagMs, 'f', -1, 64), r.Outcome, r.Reason, status,
+		r.Session, turn, r.Start.Format(time.RFC3339Nano),
+		strconv.FormatFloat(r.ScheduledMs, 'f', -1, 64), strconv.FormatFloat(r.DispatchLagMs, 'f', -1, 64), r.Outcome, r.Reason, status,
 		optional(r.TTFTMs), optional(r.TTSTMs), optional(r.TTFOMs), optional(r.ITLMs), optional(r.RequestLatencyMs),
 		strconv.Itoa(r.ContentChunks), strconv.Itoa(r.InputTokens), r.InputSource, strconv.Itoa(r.IntendedInputTokens),
 		strconv.Itoa(r.OutputTokens), r.OutputSource, strconv.FormatBool(r.Good), r.Anomaly, strconv.FormatBool(r.Retried), r.Error}

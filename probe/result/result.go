@@ -208,6 +208,9 @@ type Request struct {
 	Scheduled time.Time // when the load generator meant to send it
 	Start     time.Time // just before the HTTP request was issued
 	End       time.Time // last content chunk (success) or when it failed
+	// ScheduledInStage is Scheduled after its stage's start, on the
+	// monotonic clock: a trace's own offset over its speedup.
+	ScheduledInStage time.Duration
 
 	Streaming bool
 	Outcome   Outcome

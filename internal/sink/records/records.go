@@ -29,6 +29,7 @@ type Record struct {
 	Session       string    `json:"session_id,omitempty"`
 	Turn          *int      `json:"turn,omitempty"`
 	Start         time.Time `json:"start"`
+	ScheduledMs   float64   `json:"scheduled_ms"`
 	DispatchLagMs float64   `json:"dispatch_lag_ms"`
 	Outcome       string    `json:"outcome"`
 	Reason        string    `json:"reason,omitempty"`
@@ -78,7 +79,7 @@ func NewRecord(r *result.Request, v slo.Verdict) Record {
 	ms := func(d time.Duration) *float64 { f := float64(d) / float64(time.Millisecond); return &f }
 	rec := Record{
 		ID: r.ID, RequestID: r.XRequestID(), Profile: r.Profile, Endpoint: r.Endpoint, Model: r.Model, Level: r.Level,
-		Start: r.Start, DispatchLagMs: *ms(r.DispatchLag()), Outcome: r.Outcome.String(), Reason: r.Reason.String(),
+		Start: r.Start, ScheduledMs: *ms(r.ScheduledInStage), DispatchLagMs: *ms(r.DispatchLag()), Outcome: r.Outcome.String(), Reason: r.Reason.String(),
 		Error: r.Err, HTTPStatus: r.HTTPStatus, Anomaly: r.Anomaly.String(), Retried: r.Retried, ContentChunks: r.ContentChunks,
 		InputTokens: r.InputTokens, InputSource: r.InputSource.String(), IntendedInputTokens: r.IntendedInputTokens, CachedInputTokens: r.CachedInputTokens,
 		OutputTokens: r.OutputTokens, Good: v.Good,
