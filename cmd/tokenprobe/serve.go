@@ -131,11 +131,17 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger, hup <-chan 
 		logger.Error("--web.config.file", "err", err)
 		return runonce.ExitConfig
 	}
+	// After a burst (a hostile endpoint's 60 MB answers) the heap's
+	// pages go back to the system within a minute, not when a GC that
+	// an idle daemon does not need happens to lower the heap goal; and
+	// when the last run ends, what it allocated goes back at once.
+	ret := &memreturn.Returner{Threshold: memreturn.DefaultThreshold, MinGap: memreturn.DefaultMinGap, SettleGap: memreturn.DefaultSettleGap}
 	d, err := daemon.New(daemon.Options{
 		ConfigFile: o.configFile, Logger: logger, Registerer: registerer, Location: o.location,
 		MaxConcurrentRuns: o.maxConcurrentRuns, Version: v,
 		ShardIndex: max(o.shardIndex, 0), ShardCount: o.shardCount,
 		ArtifactsDir: o.artifactsDir, ArtifactsRetain: o.artifactsRetain,
+		OnIdle: ret.Settle,
 	})
 	if err != nil {
 		logger.Error("cannot start", "err", err)
@@ -153,10 +159,6 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger, hup <-chan 
 	if o.checkInterval > 0 {
 		watchers.Go(func() { d.Watch(watchCtx, o.checkInterval) })
 	}
-	// After a burst (a hostile endpoint's 60 MB answers) the heap's
-	// pages go back to the system within a minute, not when a GC that
-	// an idle daemon does not need happens to lower the heap goal.
-	ret := &memreturn.Returner{Threshold: memreturn.DefaultThreshold, MinGap: memreturn.DefaultMinGap}
 	watchers.Go(func() { ret.Run(watchCtx, memreturn.DefaultEvery) })
 	code := runonce.ExitOK
 loop:

@@ -58,6 +58,10 @@ type Options struct {
 	// summary's location. The Prometheus label is the Registerer's to
 	// add (cmd/tokenprobe wraps it).
 	Location string
+	// OnIdle, when set, is called as a run ends with no other run in
+	// progress: what the runs allocated is garbage then (cmd/tokenprobe
+	// gives the heap's free pages back to the system there).
+	OnIdle func()
 }
 
 // RequestIDsPerRun spaces the daemon's request ids: request n of run r is
@@ -80,6 +84,7 @@ type Daemon struct {
 	gpuC        *gpu.Collector
 	gpuInterval time.Duration
 	ready       atomic.Bool
+	running     atomic.Int64 // runs in progress, for OnIdle
 	// secrets are every secret of every configuration loaded, taken out
 	// of log lines, run records and request errors.
 	secrets *redact.Set
@@ -372,6 +377,12 @@ func (d *Daemon) execute(ctx context.Context, j *job, t scheduler.Trigger) sched
 	if t.Manual {
 		trigger = "manual"
 	}
+	d.running.Add(1)
+	defer func() {
+		if d.running.Add(-1) == 0 && d.o.OnIdle != nil {
+			d.o.OnIdle()
+		}
+	}()
 	rec := d.history.start(t.Ref, j.profile.Name, j.endpoint, trigger)
 	log := slog.New(redact.Handler(&runLog{next: d.log.Handler(), h: d.history, r: rec}, d.secrets)).With("profile", j.profile.Name, "endpoint", j.endpoint, "run", rec.ID)
 	sinks := []probe.Sink{d.prom, &failureLog{log: log, limit: 10}}

@@ -456,3 +456,55 @@ func TestConfigIsRenderedOnceALoad(t *testing.T) {
 		t.Fatalf("after a reload:\n%s", after)
 	}
 }
+
+// OnIdle comes once the last run in progress ends, not as each run does:
+// a short run that ends while a long one goes on leaves the daemon busy.
+func TestOnIdleWhenTheLastRunEnds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokenprobe.yaml")
+	writeFile(t, path, endpoints+"profiles:\n"+profile("long", "{concurrency: 1, requests: 40}")+profile("short", "{concurrency: 1, requests: 1}"))
+	idle := make(chan []string, 4)
+	var d *Daemon
+	d, err := New(Options{ConfigFile: path, Registerer: prometheus.NewRegistry(), OnIdle: func() {
+		recent, _ := d.History().Runs()
+		var results []string
+		for _, r := range recent {
+			results = append(results, r.Profile+":"+r.Result)
+		}
+		idle <- results
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := d.Shutdown(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	if _, err := d.RunNow("long", ""); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the long run to start", func() bool { r, ok := run(d, "long")(); return ok && r.Result == ResultRunning })
+	if _, err := d.RunNow("short", ""); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the short run to end", func() bool { r, ok := run(d, "short")(); return ok && r.Result != ResultRunning })
+	var results []string
+	select {
+	case results = <-idle:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no OnIdle 10 s after the short run ended")
+	}
+	for _, r := range results {
+		if strings.HasSuffix(r, ":"+ResultRunning) {
+			t.Fatalf("OnIdle with a run in progress: %v", results)
+		}
+	}
+	if len(results) != 2 {
+		t.Fatalf("OnIdle after %v, want both runs", results)
+	}
+	if len(idle) != 0 {
+		t.Fatalf("OnIdle twice: %v, then %v", results, <-idle)
+	}
+}
