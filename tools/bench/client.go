@@ -117,7 +117,8 @@ type ClientResult struct {
 	// streams were still being opened (settleTime), kept apart because a
 	// thousand connections opening at once say nothing of steady timing.
 	StartupTimingError *Quantiles `json:"startup_timing_error,omitempty"`
-	// DispatchLag is send time minus scheduled time (open loop, tokenprobe).
+	// DispatchLag is send time minus scheduled time (open loop; tokenprobe
+	// and the floor).
 	DispatchLag *Quantiles `json:"dispatch_lag,omitempty"`
 	// SchedWait is how long the process waited to be run (open loop,
 	// tokenprobe): where its dispatch lag was spent.

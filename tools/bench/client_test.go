@@ -78,6 +78,22 @@ func TestOpenLoopReportsDispatchLag(t *testing.T) {
 	}
 }
 
+// The floor's open loop reports its dispatch lag too: beside tokenprobe's,
+// the machine's limit.
+func TestFloorReportsDispatchLag(t *testing.T) {
+	s := startBenchSim(t, time.Millisecond)
+	res, err := RunClient(context.Background(), KindFloor, Load{URL: s.URL(), Rate: 200, Duration: 500 * time.Millisecond, Tokens: 4}, func() {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.DispatchLag == nil || res.Requests < 50 {
+		t.Fatalf("%+v: want about 100 requests and a dispatch lag", res)
+	}
+	if q := res.DispatchLag; q.P50 < 0 || q.P99 < q.P50 || q.Max < q.P99 {
+		t.Errorf("dispatch lag %+v: want ordered, non-negative quantiles", q)
+	}
+}
+
 // A simulator not in bench mode sends no stamps: the tokenprobe client
 // must refuse to report a timing error it could not measure.
 func TestTimingErrorNeedsStamps(t *testing.T) {

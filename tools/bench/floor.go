@@ -38,6 +38,7 @@ func runFloor(ctx context.Context, l Load, ready func()) (ClientResult, error) {
 		f.dialer = h1.Dialers([]net.IP{net.ParseIP(l.Source)}, 0)[0]
 	}
 	var requests, errs, events, inFlight, peak atomic.Int64
+	lag := NewHistogram()
 	one := func() {
 		if n := inFlight.Add(1); n > peak.Load() {
 			peak.Store(n) // racy maximum, close enough for a peak
@@ -68,6 +69,10 @@ func runFloor(ctx context.Context, l Load, ready func()) (ClientResult, error) {
 		if err != nil {
 			return ClientResult{}, err
 		}
+		// The floor's dispatch lag is taken where tokenprobe's is, as the
+		// request's goroutine starts to send: beside tokenprobe's at the
+		// same rate it says what the machine allows a plain Go dispatcher
+		// (a runtime timer, a goroutine per arrival).
 		next := time.Now()
 		for stop.Err() == nil {
 			next = next.Add(gaps.Next())
@@ -78,7 +83,11 @@ func runFloor(ctx context.Context, l Load, ready func()) (ClientResult, error) {
 				}
 			}
 			if stop.Err() == nil {
-				wg.Go(one)
+				at := next
+				wg.Go(func() {
+					lag.Observe(time.Since(at))
+					one()
+				})
 			}
 		}
 	}
@@ -88,7 +97,7 @@ func runFloor(ctx context.Context, l Load, ready func()) (ClientResult, error) {
 	done := requests.Load() - errs.Load()
 	return ClientResult{
 		Kind: KindFloor, Requests: requests.Load(), Errors: errs.Load(), Chunks: events.Load() - 2*done,
-		Seconds: time.Since(start).Seconds(), PeakInFlight: peak.Load(),
+		Seconds: time.Since(start).Seconds(), PeakInFlight: peak.Load(), DispatchLag: quantilesOf(lag),
 	}, ctx.Err()
 }
 

@@ -117,6 +117,25 @@ func (m Measurement) ChunksPerSecond() float64 {
 	return float64(m.Client.Chunks) / m.Client.Seconds
 }
 
+// Achieved is the requests sent per second of the load's duration (the
+// seconds arrivals were sent in; the client's own seconds add the last
+// answers' drain).
+func (m Measurement) Achieved() float64 {
+	if m.Load.Duration <= 0 {
+		return 0
+	}
+	return float64(m.Client.Requests) / m.Load.Duration.Seconds()
+}
+
+// SimCoreShare is the simulator's CPU during the level, in percent of one
+// core.
+func (m Measurement) SimCoreShare() float64 {
+	if m.Client.Seconds <= 0 {
+		return 0
+	}
+	return 100 * m.SimCPUSeconds / m.Client.Seconds
+}
+
 // CPUPerMillionChunks is client CPU seconds per million content chunks.
 func (m Measurement) CPUPerMillionChunks() float64 {
 	if m.Client.Chunks == 0 {

@@ -160,6 +160,42 @@ func TestBarsJudgeTheFigures(t *testing.T) {
 	}
 }
 
+// Issue 48's pace: a level holds it only with the rate achieved within
+// 1%, lag p99 under 1 ms and max under 5 ms and no error; the highest
+// rate held is said for each client.
+func TestPaceBars(t *testing.T) {
+	open := func(kind string, rate float64, requests int64, p99, maxLag float64, errs int64) Measurement {
+		return Measurement{Load: Load{Rate: rate, Duration: 10 * time.Second},
+			Client: ClientResult{Kind: kind, Requests: requests, Errors: errs, Seconds: 10.5, DispatchLag: &Quantiles{P50: 100, P99: p99, Max: maxLag}}}
+	}
+	rep := &Report{Results: []Measurement{
+		open(KindFloor, 1000, 10000, 900, 4000, 0),
+		open(KindTokenprobe, 1000, 10000, 800, 3000, 0),
+		open(KindFloor, 2000, 20000, 950, 4900, 0),
+		open(KindTokenprobe, 2000, 20000, 800, 5200, 0), // max over 5 ms
+		open(KindFloor, 5000, 49400, 900, 4000, 0),      // 1.2% short
+		open(KindTokenprobe, 5000, 50000, 700, 3000, 1), // an error
+	}}
+	got := map[string]BarRow{}
+	for _, row := range rep.Bars() {
+		got[row.Bar] = row
+	}
+	five := got["issue 48: 5,000 requests/s open loop: achieved within 1%, dispatch lag p99 under 1 ms and max under 5 ms, 0 errors"]
+	if five.Verdict != "**missed**" || !strings.Contains(five.Measured, "5000/s") || !strings.Contains(five.Measured, "1 errors") {
+		t.Errorf("the 5,000/s bar: %+v", five)
+	}
+	held := got["issue 48: the highest rate measured at which each client holds the pace (within 1%, lag p99 under 1 ms and max under 5 ms, no error)"]
+	if held.Measured != "floor: 2000/s; tokenprobe: 1000/s" {
+		t.Errorf("the highest rates held: %q", held.Measured)
+	}
+	rep.Results[5].Client.Errors = 0
+	for _, row := range rep.Bars() {
+		if strings.HasPrefix(row.Bar, "issue 48: 5,000") && row.Verdict != "met" {
+			t.Errorf("the 5,000/s bar with no error: %+v", row)
+		}
+	}
+}
+
 // A figure measured while the hypervisor took much of the CPU says so,
 // and a level measured twice shows both steals.
 func TestStealIsShownBesideTheFigures(t *testing.T) {

@@ -33,7 +33,7 @@ func run(args []string) int {
 	all.Flag("k6.wide-max-streams", "Leave k6 out of the wide levels above this (0: none): one process, it fails past the open-file limit, and tens of thousands of VUs take gigabytes.").Default("25000").IntVar(&o.K6WideMaxStreams)
 	clients := all.Flag("clients", "Clients to measure, comma-separated: floor, tokenprobe, k6, and tokenprobe-otlp and tokenprobe-traced (OTLP push with tracing off and on, to a collector that discards).").Default("floor,tokenprobe,k6").String()
 	streams := all.Flag("streams", "Closed-loop levels: streams held open.").Default("100,1000,5000,10000").String()
-	rates := all.Flag("rates", "Open-loop levels: requests per second (Poisson).").Default("500,1000,2000").String()
+	rates := all.Flag("rates", "Open-loop levels: requests per second (Poisson).").Default("500,1000,2000,5000").String()
 	all.Flag("duration", "Load per level and client.").Default("15s").DurationVar(&o.Duration)
 	all.Flag("steal.retry", "Measure a level again (once) when the hypervisor took more than this percentage of the CPU during it, and keep the less disturbed measurement (0: never).").Default("5").Float64Var(&o.RetrySteal)
 	all.Flag("interval", "Time between one stream's chunks.").Default("100ms").DurationVar(&o.Interval)
