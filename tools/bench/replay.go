@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,7 +46,22 @@ type Replay struct {
 	DispatchLag   Quantiles `json:"dispatch_lag"`
 	CPUSeconds    float64   `json:"cpu_seconds"`
 	SimCPUSeconds float64   `json:"sim_cpu_seconds"`
+	// SleepBeside is how late a 1 ms sleep in the harness woke while the
+	// replay ran, and Latest the replay's latest request beside what the
+	// harness's sleep did in the same moment: where the two were late
+	// together, the machine held the probe up.
+	SleepBeside *Quantiles `json:"sleep_beside,omitempty"`
+	Latest      *Latest    `json:"latest,omitempty"`
 	Disturbance
+}
+
+// Latest is a replay's latest request: when it was due on the wall clock,
+// how late it was sent, and the most a 1 ms sleep in the harness woke late
+// while it waited (0: none a millisecond late).
+type Latest struct {
+	Due         time.Time     `json:"due"`
+	Lag         time.Duration `json:"lag_ns"`
+	HarnessLate time.Duration `json:"harness_late_ns"`
 }
 
 // replaySim is the simulator the replays run against: every request gets
@@ -121,10 +137,13 @@ func replayOnce(ctx context.Context, tokenprobe, cfg, artifacts string, slice ti
 	simBefore, _ := cpuOf(simPid)
 	runSteal := steal.Start()
 	cmd := exec.CommandContext(ctx, tokenprobe, "run", "-c", cfg, "--artifacts-dir", artifacts, "--progress-interval", "0", "--sched.slice", slice.String())
-	if out, err := cmd.CombinedOutput(); err != nil {
+	beside := startCanary()
+	out, err := cmd.CombinedOutput()
+	sleep := beside.end()
+	if err != nil {
 		return Replay{}, fmt.Errorf("tokenprobe run: %w\n%s", err, out)
 	}
-	r := Replay{Disturbance: Disturbance{StealPercent: runSteal.Percent()}}
+	r := Replay{Disturbance: Disturbance{StealPercent: runSteal.Percent()}, SleepBeside: sleep}
 	simAfter, _ := cpuOf(simPid)
 	r.SimCPUSeconds = (simAfter - simBefore).Seconds()
 	r.CPUSeconds = rusageCPU(cmd.ProcessState.SysUsage().(*syscall.Rusage)).Seconds()
@@ -150,5 +169,38 @@ func replayOnce(ctx context.Context, tokenprobe, cfg, artifacts string, slice ti
 	if r.Requests == 0 {
 		return r, fmt.Errorf("the trace window held no request")
 	}
+	records := filepath.Join(filepath.Dir(files[0]), "replay-sim", "records.jsonl")
+	latest, err := latestRequest(records)
+	if err != nil {
+		return r, err
+	}
+	latest.HarnessLate = beside.lateDuring(latest.Due, latest.Due.Add(latest.Lag))
+	r.Latest = &latest
 	return r, nil
+}
+
+// latestRequest reads a run's records for its latest request.
+func latestRequest(path string) (Latest, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Latest{}, err
+	}
+	defer f.Close()
+	var worst Latest
+	dec := json.NewDecoder(f)
+	for {
+		var rec struct {
+			Start time.Time `json:"start"`
+			Lag   float64   `json:"dispatch_lag_ms"`
+		}
+		if err := dec.Decode(&rec); err == io.EOF {
+			break
+		} else if err != nil {
+			return worst, fmt.Errorf("%s: %w", path, err)
+		}
+		if lag := time.Duration(rec.Lag * float64(time.Millisecond)); lag > worst.Lag {
+			worst = Latest{Due: rec.Start.Add(-lag), Lag: lag}
+		}
+	}
+	return worst, nil
 }
