@@ -117,6 +117,20 @@ func (m Measurement) ChunksPerSecond() float64 {
 	return float64(m.Client.Chunks) / m.Client.Seconds
 }
 
+// ReadReport reads the raw figures a run wrote (--json), to report them
+// again.
+func ReadReport(path string) (*Report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}
+
 // Achieved is the requests sent per second of the load's duration (the
 // seconds arrivals were sent in; the client's own seconds add the last
 // answers' drain).

@@ -289,10 +289,13 @@ func (r *Report) Bars() []BarRow {
 			if l := p.Latest; p.DispatchLag.P99 >= 5000 && l != nil {
 				// Over the bar: say whether the machine held the harness up
 				// in the same moment.
-				if l.HarnessLate > 0 {
-					lag += fmt.Sprintf(" (its latest request %.1f ms late while a 1 ms sleep in the harness woke %.1f ms late: the machine)", float64(l.Lag)/1e6, float64(l.HarnessLate)/1e6)
-				} else {
-					lag += fmt.Sprintf(" (its latest request %.1f ms late while the harness's 1 ms sleeps woke on time: the probe's own)", float64(l.Lag)/1e6)
+				switch late, harness := float64(l.Lag)/1e6, float64(l.HarnessLate)/1e6; {
+				case l.HarnessLate >= l.Lag/2:
+					lag += fmt.Sprintf(" (its latest request %.1f ms late while a 1 ms sleep in the harness woke %.1f ms late: the machine)", late, harness)
+				case l.HarnessLate > 0:
+					lag += fmt.Sprintf(" (its latest request %.1f ms late while a 1 ms sleep in the harness woke %.1f ms late: the machine in part)", late, harness)
+				default:
+					lag += fmt.Sprintf(" (its latest request %.1f ms late while the harness's 1 ms sleeps woke on time: the probe's own)", late)
 				}
 			}
 			lags = append(lags, lag)

@@ -55,6 +55,7 @@ func run(args []string) int {
 	gobench := all.Flag("gobench", "Run the per-chunk parsing Go benchmark in this module.").Default("true").Bool()
 	out := all.Flag("out", "Markdown file whose 'make bench' section is replaced ('' prints only).").Default("docs/BENCHMARKS.md").String()
 	jsonOut := all.Flag("json", "Where the raw figures go ('' for nowhere).").Default("docs/bench/latest.json").String()
+	fromJSON := all.Flag("from-json", "Measure nothing: write the report again from these raw figures (after a change to how they are reported).").String()
 
 	cl := app.Command("client", "Run one client's load in this process (the harness starts these).").Hidden()
 	kind := cl.Flag("kind", "floor, tokenprobe, tokenprobe-otlp or tokenprobe-traced.").Required().String()
@@ -113,17 +114,21 @@ func run(args []string) int {
 	if *gobench {
 		o.ModuleDir = "."
 	}
-	rep, err := bench.Run(ctx, o)
-	if err == nil {
+	var rep *bench.Report
+	if *fromJSON != "" {
+		// The figures keep the command they were measured with.
+		rep, err = bench.ReadReport(*fromJSON)
+		*jsonOut = ""
+	} else if rep, err = bench.Run(ctx, o); err == nil {
 		err = rep.Check()
+		rep.Command = strings.TrimSpace("make bench BENCHFLAGS='" + strings.Join(args, " ") + "'")
+		if len(args) == 0 {
+			rep.Command = "make bench"
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "tokenprobe-bench: %v\n", err)
 		return 1
-	}
-	rep.Command = strings.TrimSpace("make bench BENCHFLAGS='" + strings.Join(args, " ") + "'")
-	if len(args) == 0 {
-		rep.Command = "make bench"
 	}
 	md := rep.Markdown()
 	fmt.Println(md)
