@@ -45,14 +45,21 @@ func apiOf(name string) API {
 	return Chat
 }
 
-func readTranscript(t *testing.T, path string) transcript {
+// openEvents reads a recorded stream's events; the file closes with the
+// test.
+func openEvents(t *testing.T, path string) *sse.Reader {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	r := sse.NewReader(f, 0)
+	t.Cleanup(func() { f.Close() })
+	return sse.NewReader(f, 0)
+}
+
+func readTranscript(t *testing.T, path string) transcript {
+	t.Helper()
+	r := openEvents(t, path)
 	var sum transcript
 	var c Chunk
 	for {
@@ -548,12 +555,7 @@ func TestToolCalls(t *testing.T) {
 // event's data followed by a 0 byte.
 func keptAnswer(t *testing.T, path string) []byte {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r := sse.NewReader(f, 0)
+	r := openEvents(t, path)
 	var kept []byte
 	for {
 		ev, err := r.Next()

@@ -85,22 +85,40 @@ func (s *scanner) embeddings(c *Chunk) error {
 				v.add(c)
 				return err
 			})
-		case "model":
-			c.Model, err = s.strOrSkip()
-		case "usage":
-			err = s.usage(c)
-		case "error":
-			err = s.errorMember(c)
-		case "object":
-			typ, err = s.strOrSkip()
 		default:
-			err = s.skip()
+			err = s.embeddingsMember(c, k, &typ)
 		}
 		return err
 	})
+	embeddingsEnd(c, typ)
+	return err
+}
+
+// embeddingsMember reads an embeddings response's members besides its
+// data: the model, usage, an error, the object's type. The stream
+// scanner reads these through it too.
+func (s *scanner) embeddingsMember(c *Chunk, k []byte, typ *[]byte) error {
+	var err error
+	switch string(k) {
+	case "model":
+		c.Model, err = s.strOrSkip()
+	case "usage":
+		err = s.usage(c)
+	case "error":
+		err = s.errorMember(c)
+	case "object":
+		*typ, err = s.strOrSkip()
+	default:
+		err = s.skip()
+	}
+	return err
+}
+
+// embeddingsEnd says what a whole embeddings response was: an error by
+// its object's type, content when it held a vector.
+func embeddingsEnd(c *Chunk, typ []byte) {
 	if string(typ) == "error" {
 		c.Error = true
 	}
 	c.Content = c.Vectors > 0
-	return err
 }

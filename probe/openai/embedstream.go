@@ -334,24 +334,10 @@ func (s *streamScanner) embeddings(c *Chunk) error {
 				return err
 			}
 			m := scanner{b: raw}
-			var err error
-			switch string(k) {
-			case "model":
-				c.Model, err = m.strOrSkip()
-			case "usage":
-				err = m.usage(c)
-			case "error":
-				err = m.errorMember(c)
-			default:
-				typ, err = m.strOrSkip()
-			}
-			return err
+			return m.embeddingsMember(c, k, &typ)
 		}
 		return s.value(nil, 0)
 	})
-	if string(typ) == "error" {
-		c.Error = true
-	}
-	c.Content = c.Vectors > 0
+	embeddingsEnd(c, typ)
 	return err
 }

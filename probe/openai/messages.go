@@ -199,18 +199,18 @@ func messagesAnswer(raw []byte, a *answerBuilder) {
 	if json.Unmarshal(raw, &e) != nil {
 		return
 	}
-	var block contentBlock
-	_ = json.Unmarshal(e.Delta, &block)
 	switch e.Type {
 	case "content_block_start":
 		if b := e.ContentBlock; b != nil && b.Type == "tool_use" {
 			a.call(e.Index, true).Name = b.Name
 		}
-	case "content_block_delta":
-		a.text.WriteString(block.Text)
-		a.reasoning.WriteString(block.Thinking)
-		if block.PartialJSON != "" {
-			a.call(e.Index, false).Arguments += block.PartialJSON
+	case "content_block_delta": // its delta: text, thinking or a tool's input
+		var d contentBlock
+		_ = json.Unmarshal(e.Delta, &d)
+		a.text.WriteString(d.Text)
+		a.reasoning.WriteString(d.Thinking)
+		if d.PartialJSON != "" {
+			a.call(e.Index, false).Arguments += d.PartialJSON
 		}
 	case "message":
 		for _, b := range e.Content {
