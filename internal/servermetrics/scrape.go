@@ -59,6 +59,12 @@ func New(o Options) *Source {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = o.TLS
 	tr.MaxIdleConnsPerHost = 1
+	// The page is asked for uncompressed: gzip would cost the measured
+	// server CPU on every read of a run (vLLM's and SGLang's /metrics are
+	// served by the process that streams the tokens), and a compressor's
+	// state (about 1 MB) on each read of the in-process simulator. A page
+	// is a few hundred KiB, read once a second at most.
+	tr.DisableCompression = true
 	s := &Source{o: o, client: &http.Client{Transport: tr, Timeout: min(5*time.Second, max(o.Interval, time.Second))}}
 	if o.Kind != Auto {
 		s.kind = o.Kind

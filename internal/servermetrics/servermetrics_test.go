@@ -281,9 +281,9 @@ func TestScrapeBothFormats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var gotAuth, gotAccept string
+	var gotAuth, gotAccept, gotEncoding string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotAuth, gotAccept = r.Header.Get("Authorization"), r.Header.Get("Accept")
+		gotAuth, gotAccept, gotEncoding = r.Header.Get("Authorization"), r.Header.Get("Accept"), r.Header.Get("Accept-Encoding")
 		if r.URL.Path == "/refuse" {
 			http.Error(w, "no", http.StatusUnauthorized)
 			return
@@ -299,6 +299,10 @@ func TestScrapeBothFormats(t *testing.T) {
 	}
 	if gotAuth != "Bearer s3cret" || !strings.HasPrefix(gotAccept, "application/vnd.google.protobuf") {
 		t.Fatalf("sent Authorization %q, Accept %q", gotAuth, gotAccept)
+	}
+	// Compressing the page costs the measured server CPU at every read.
+	if gotEncoding != "" {
+		t.Fatalf("sent Accept-Encoding %q: the page is asked for uncompressed", gotEncoding)
 	}
 	_, err = New(Options{URL: srv.URL + "/refuse"}).Scrape(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "HTTP 401") {
