@@ -460,8 +460,9 @@ const readyLine = "ready"
 // and prints readyLine, then the result as one JSON line.
 //
 // With TOKENPROBE_BENCH_PROFILE=DIR set it writes a CPU profile of the
-// whole load and a heap profile at its middle into DIR: the profiles
-// docs/BENCHMARKS.md explains its figures with.
+// whole load and a heap profile at its middle into DIR, named by the
+// client, the level and, at the wide levels, the process's source
+// address: the profiles docs/BENCHMARKS.md explains its figures with.
 //
 // slice is the scheduling slice the process asks for (0: the kernel's).
 func ClientMain(ctx context.Context, kind string, l Load, slice time.Duration, stdout io.Writer) error {
@@ -590,6 +591,9 @@ func profile(dir, kind string, l Load) (stop func(), err error) {
 	level := fmt.Sprintf("streams%d", l.Streams)
 	if l.Streams == 0 {
 		level = fmt.Sprintf("rate%g", l.Rate)
+	}
+	if l.Source != "" { // the wide levels' processes, one per source address
+		level += "-" + l.Source
 	}
 	name := filepath.Join(dir, kind+"-"+level)
 	f, err := os.Create(name + ".cpu.pprof")
