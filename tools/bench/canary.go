@@ -35,15 +35,13 @@ func startCanary() *canary {
 				return
 			default:
 			}
-			start := time.Now()
-			time.Sleep(time.Millisecond)
-			woke := time.Now()
-			over := woke.Sub(start) - time.Millisecond
+			due, woke := sleepOnce()
+			over := woke.Sub(due)
 			c.h.Observe(over)
 			if over >= time.Millisecond {
 				c.mu.Lock()
 				if len(c.late) < maxLateWakes {
-					c.late = append(c.late, lateWake{due: start.Add(time.Millisecond), woke: woke})
+					c.late = append(c.late, lateWake{due: due, woke: woke})
 				}
 				c.mu.Unlock()
 			}

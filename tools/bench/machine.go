@@ -71,11 +71,17 @@ func lessDisturbed[T any, P interface {
 func sleepOvershoot(n int) *Quantiles {
 	h := NewHistogram()
 	for range n {
-		start := time.Now()
-		time.Sleep(time.Millisecond)
-		h.Observe(time.Since(start) - time.Millisecond)
+		due, woke := sleepOnce()
+		h.Observe(woke.Sub(due))
 	}
 	return quantilesOf(h)
+}
+
+// sleepOnce sleeps 1 ms: when it was due to wake, and when it woke.
+func sleepOnce() (due, woke time.Time) {
+	start := time.Now()
+	time.Sleep(time.Millisecond)
+	return start.Add(time.Millisecond), time.Now()
 }
 
 // String says how quiet the machine was, in a sentence, or nothing if

@@ -289,14 +289,16 @@ func (r *Report) Bars() []BarRow {
 			if l := p.Latest; p.DispatchLag.P99 >= 5000 && l != nil {
 				// Over the bar: say whether the machine held the harness up
 				// in the same moment.
-				switch late, harness := float64(l.Lag)/1e6, float64(l.HarnessLate)/1e6; {
+				harness := fmt.Sprintf("a 1 ms sleep in the harness woke %.1f ms late", float64(l.HarnessLate)/1e6)
+				switch {
 				case l.HarnessLate >= l.Lag/2:
-					lag += fmt.Sprintf(" (its latest request %.1f ms late while a 1 ms sleep in the harness woke %.1f ms late: the machine)", late, harness)
+					harness += ": the machine"
 				case l.HarnessLate > 0:
-					lag += fmt.Sprintf(" (its latest request %.1f ms late while a 1 ms sleep in the harness woke %.1f ms late: the machine in part)", late, harness)
+					harness += ": the machine in part"
 				default:
-					lag += fmt.Sprintf(" (its latest request %.1f ms late while the harness's 1 ms sleeps woke on time: the probe's own)", late)
+					harness = "the harness's 1 ms sleeps woke on time: the probe's own"
 				}
+				lag += fmt.Sprintf(" (its latest request %.1f ms late while %s)", float64(l.Lag)/1e6, harness)
 			}
 			lags = append(lags, lag)
 			met = met && p.DispatchLag.P99 < 5000 && p.Errors == 0
