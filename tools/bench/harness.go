@@ -194,8 +194,14 @@ type Idle struct {
 	Observed float64 `json:"observed_seconds"`
 	// CPUFraction is CPU time per wall time while idle (1 = a whole core).
 	CPUFraction float64 `json:"cpu_fraction"`
-	// RSS is the largest RSS seen while idle.
-	RSS int64 `json:"rss_bytes"`
+	// RSS is the largest RSS seen while idle; RSSAnon and RSSFile are its
+	// anonymous and file-backed parts at that moment (VmRSS also counts
+	// shared memory, which the daemon has none of).
+	RSS     int64 `json:"rss_bytes"`
+	RSSAnon int64 `json:"rss_anon_bytes,omitempty"`
+	RSSFile int64 `json:"rss_file_bytes,omitempty"`
+	// Binary is the size of the executable measured, in bytes.
+	Binary int64 `json:"binary_bytes,omitempty"`
 }
 
 // Report is everything one harness run measured.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -13,7 +14,8 @@ import (
 )
 
 // MeasureIdle runs the daemon on config for d and measures it while no
-// run is in progress: CPU per wall second and RSS. A two-second interval
+// run is in progress: CPU per wall second and RSS, split into the
+// daemon's own pages and its binary's. A two-second interval
 // counts as idle when, at both of its ends, no request is in flight, no
 // run's target load is exported, and the run counter has not moved.
 // Reading /metrics costs the daemon a little CPU; that is counted against
@@ -37,7 +39,7 @@ func MeasureIdle(ctx context.Context, tokenprobe, config string, d time.Duration
 	type sample struct {
 		at     time.Time
 		cpu    time.Duration
-		rss    int64
+		mem    mem
 		active bool
 		runs   float64
 	}
@@ -50,10 +52,13 @@ func MeasureIdle(ctx context.Context, tokenprobe, config string, d time.Duration
 		if s.cpu, err = cpuOf(pid); err != nil {
 			return s, err
 		}
-		s.rss, err = rssOf(pid)
+		s.mem, err = memOf(pid)
 		return s, err
 	}
 	idle := &Idle{Config: config}
+	if fi, err := os.Stat(tokenprobe); err == nil {
+		idle.Binary = fi.Size()
+	}
 	prev, err := take()
 	if err != nil {
 		return nil, err
@@ -73,7 +78,11 @@ func MeasureIdle(ctx context.Context, tokenprobe, config string, d time.Duration
 		if !prev.active && !cur.active && prev.runs == cur.runs {
 			idle.Seconds += cur.at.Sub(prev.at).Seconds()
 			idleCPU += cur.cpu - prev.cpu
-			idle.RSS = max(idle.RSS, cur.rss, prev.rss)
+			for _, m := range []mem{prev.mem, cur.mem} {
+				if m.rss > idle.RSS {
+					idle.RSS, idle.RSSAnon, idle.RSSFile = m.rss, m.anon, m.file
+				}
+			}
 		}
 		idle.Observed += cur.at.Sub(prev.at).Seconds()
 		prev = cur

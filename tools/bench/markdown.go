@@ -308,10 +308,28 @@ func (r *Report) Bars() []BarRow {
 	}
 	if id := r.Idle; id != nil {
 		rows = append(rows, BarRow{"idle daemon (demo config, between runs): under 40 MiB RSS and 1% of a core",
-			fmt.Sprintf("%.1f MiB, %.2f%% of a core (%.0f s idle of %.0f s)", float64(id.RSS)/(1<<20), 100*id.CPUFraction, id.Seconds, id.Observed),
+			fmt.Sprintf("%.1f MiB, %.2f%% of a core (%.0f s idle of %.0f s)%s", mib(id.RSS), 100*id.CPUFraction, id.Seconds, id.Observed, id.split()),
 			verdict(id.RSS < 40<<20 && id.CPUFraction < 0.01)})
 	}
 	return rows
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// split says what the idle RSS is made of: the daemon's own pages, and
+// its executable's, which shrink only with the binary.
+func (id *Idle) split() string {
+	if id.RSSAnon == 0 && id.RSSFile == 0 {
+		return "" // a report from before the split was measured
+	}
+	s := fmt.Sprintf("; of it %.1f MiB the daemon's own (anonymous) and %.1f MiB file pages", mib(id.RSSAnon), mib(id.RSSFile))
+	if id.Binary > 0 {
+		s += fmt.Sprintf(", mostly of its %.1f MiB binary", mib(id.Binary))
+	}
+	if id.RSS >= 40<<20 && id.RSSAnon < 40<<20 {
+		s += ": over the bar by the binary's pages"
+	}
+	return s
 }
 
 // holdsPace is issue 48's bar for one open-loop level: the rate achieved
@@ -328,10 +346,20 @@ func holdsPace(m *Measurement) bool {
 func (r *Report) paceBars() []BarRow {
 	var rows []BarRow
 	if tp := r.find(KindTokenprobe, 0, 5000); tp != nil && tp.Client.DispatchLag != nil {
+		measured := fmt.Sprintf("%.0f/s, dispatch lag p99 %s ms and max %s ms, %d errors; the simulator %.0f%% of a core, the machine %.0f%% busy%s",
+			tp.Achieved(), ms(tp.Client.DispatchLag.P99), ms(tp.Client.DispatchLag.Max), tp.Client.Errors, tp.SimCoreShare(), tp.BusyPercent, stealNote(tp.StealPercent))
+		// The floor at the same rate says whether the host could hold the
+		// pace at all: where it cannot either, the miss is not ours alone.
+		if fl := r.find(KindFloor, 0, 5000); fl != nil && fl.Client.DispatchLag != nil && !holdsPace(tp) {
+			measured += fmt.Sprintf("; the floor at the same rate %.0f/s, lag p99 %s ms and max %s ms", fl.Achieved(), ms(fl.Client.DispatchLag.P99), ms(fl.Client.DispatchLag.Max))
+			if !holdsPace(fl) {
+				measured += ": it misses the bar too, the host's limit"
+			} else {
+				measured += ": it holds the bar, the miss is tokenprobe's"
+			}
+		}
 		rows = append(rows, BarRow{"issue 48: 5,000 requests/s open loop: achieved within 1%, dispatch lag p99 under 1 ms and max under 5 ms, 0 errors",
-			fmt.Sprintf("%.0f/s, dispatch lag p99 %s ms and max %s ms, %d errors; the simulator %.0f%% of a core, the machine %.0f%% busy%s",
-				tp.Achieved(), ms(tp.Client.DispatchLag.P99), ms(tp.Client.DispatchLag.Max), tp.Client.Errors, tp.SimCoreShare(), tp.BusyPercent, stealNote(tp.StealPercent)),
-			verdict(holdsPace(tp))})
+			measured, verdict(holdsPace(tp))})
 	}
 	var held []string
 	for _, kind := range []string{KindFloor, KindTokenprobe} {

@@ -15,17 +15,50 @@ import (
 
 // rssOf reads a process's resident set size in bytes from /proc.
 func rssOf(pid int) (int64, error) {
+	m, err := memOf(pid)
+	return m.rss, err
+}
+
+// mem is a process's resident set from /proc/PID/status: all of it, and
+// the two parts that matter here. Anonymous pages are the process's own
+// (heap, stacks, what it wrote). File pages are mostly its executable's,
+// which the kernel maps in 64 KiB windows around each page touched and
+// can drop and read again at will.
+type mem struct{ rss, anon, file int64 }
+
+func memOf(pid int) (mem, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, err
+		return mem{}, err
 	}
+	var m mem
+	found := false
 	for line := range bytes.Lines(data) {
-		if rest, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(string(rest)), " kB"), 10, 64)
-			return kb << 10, err
+		var dst *int64
+		name, rest, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
 		}
+		switch string(name) {
+		case "VmRSS":
+			dst, found = &m.rss, true
+		case "RssAnon":
+			dst = &m.anon
+		case "RssFile":
+			dst = &m.file
+		default:
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(string(rest)), " kB"), 10, 64)
+		if err != nil {
+			return mem{}, fmt.Errorf("/proc/%d/status: %s: %w", pid, name, err)
+		}
+		*dst = kb << 10
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	if !found {
+		return mem{}, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	}
+	return m, nil
 }
 
 // clockTicks is USER_HZ, the unit of /proc/PID/stat's CPU times; 100 on
