@@ -200,6 +200,9 @@ type Idle struct {
 	RSS     int64 `json:"rss_bytes"`
 	RSSAnon int64 `json:"rss_anon_bytes,omitempty"`
 	RSSFile int64 `json:"rss_file_bytes,omitempty"`
+	// RSSFilePMD is the part of RSSFile mapped whole as 2 MiB folios
+	// (FilePmdMapped): a binary the linker has just written.
+	RSSFilePMD int64 `json:"rss_file_pmd_bytes,omitempty"`
 	// Binary is the size of the executable measured, in bytes.
 	Binary int64 `json:"binary_bytes,omitempty"`
 }

@@ -52,7 +52,7 @@ func MeasureIdle(ctx context.Context, tokenprobe, config string, d time.Duration
 		if s.cpu, err = cpuOf(pid); err != nil {
 			return s, err
 		}
-		s.mem, err = memOf(pid)
+		s.mem, err = memPMDOf(pid)
 		return s, err
 	}
 	idle := &Idle{Config: config}
@@ -80,7 +80,7 @@ func MeasureIdle(ctx context.Context, tokenprobe, config string, d time.Duration
 			idleCPU += cur.cpu - prev.cpu
 			for _, m := range []mem{prev.mem, cur.mem} {
 				if m.rss > idle.RSS {
-					idle.RSS, idle.RSSAnon, idle.RSSFile = m.rss, m.anon, m.file
+					idle.RSS, idle.RSSAnon, idle.RSSFile, idle.RSSFilePMD = m.rss, m.anon, m.file, m.filePMD
 				}
 			}
 		}

@@ -326,6 +326,9 @@ func (id *Idle) split() string {
 	if id.Binary > 0 {
 		s += fmt.Sprintf(", mostly of its %.1f MiB binary", mib(id.Binary))
 	}
+	if id.RSSFilePMD > 0 {
+		s += fmt.Sprintf(" (%.1f MiB of them in 2 MiB folios the kernel maps whole, as it does a binary just written)", mib(id.RSSFilePMD))
+	}
 	if id.RSS >= 40<<20 && id.RSSAnon < 40<<20 {
 		s += ": over the bar by the binary's pages"
 	}
@@ -354,6 +357,9 @@ func (r *Report) paceBars() []BarRow {
 			measured += fmt.Sprintf("; the floor at the same rate %.0f/s, lag p99 %s ms and max %s ms", fl.Achieved(), ms(fl.Client.DispatchLag.P99), ms(fl.Client.DispatchLag.Max))
 			if !holdsPace(fl) {
 				measured += ": it misses the bar too, the host's limit"
+				if fl.Client.DispatchLag.P99 > 0 {
+					measured += fmt.Sprintf(" (tokenprobe's p99 %.1fx the floor's)", tp.Client.DispatchLag.P99/fl.Client.DispatchLag.P99)
+				}
 			} else {
 				measured += ": it holds the bar, the miss is tokenprobe's"
 			}

@@ -24,41 +24,55 @@ func rssOf(pid int) (int64, error) {
 // (heap, stacks, what it wrote). File pages are mostly its executable's,
 // which the kernel maps in 64 KiB windows around each page touched and
 // can drop and read again at will.
-type mem struct{ rss, anon, file int64 }
+// filePMD, read only where asked (smaps_rollup walks the page tables), is
+// the part of the file pages mapped whole as 2 MiB folios: a binary just
+// written by the linker sits in the page cache in such folios on Linux
+// 6.18's ext4, and every one the process touches counts 2 MiB to it.
+type mem struct{ rss, anon, file, filePMD int64 }
 
 func memOf(pid int) (mem, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return mem{}, err
-	}
 	var m mem
-	found := false
+	err := readKB(fmt.Sprintf("/proc/%d/status", pid), map[string]*int64{"VmRSS": &m.rss, "RssAnon": &m.anon, "RssFile": &m.file}, "VmRSS")
+	return m, err
+}
+
+// memPMDOf is memOf with the file pages mapped as 2 MiB folios, 0 where
+// the kernel has no smaps_rollup (before 4.14) or hides it: the split is
+// a reason shown beside the figure, not the figure.
+func memPMDOf(pid int) (mem, error) {
+	m, err := memOf(pid)
+	if err != nil {
+		return m, err
+	}
+	_ = readKB(fmt.Sprintf("/proc/%d/smaps_rollup", pid), map[string]*int64{"FilePmdMapped": &m.filePMD}, "")
+	return m, nil
+}
+
+// readKB reads the "Name: N kB" lines of a /proc file into fields, in
+// bytes; must is a field the file has to hold.
+func readKB(path string, fields map[string]*int64, must string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	found := must == ""
 	for line := range bytes.Lines(data) {
-		var dst *int64
 		name, rest, ok := bytes.Cut(line, []byte(":"))
-		if !ok {
-			continue
-		}
-		switch string(name) {
-		case "VmRSS":
-			dst, found = &m.rss, true
-		case "RssAnon":
-			dst = &m.anon
-		case "RssFile":
-			dst = &m.file
-		default:
+		dst := fields[string(name)]
+		if !ok || dst == nil {
 			continue
 		}
 		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(string(rest)), " kB"), 10, 64)
 		if err != nil {
-			return mem{}, fmt.Errorf("/proc/%d/status: %s: %w", pid, name, err)
+			return fmt.Errorf("%s: %s: %w", path, name, err)
 		}
 		*dst = kb << 10
+		found = found || string(name) == must
 	}
 	if !found {
-		return mem{}, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+		return fmt.Errorf("no %s in %s", must, path)
 	}
-	return m, nil
+	return nil
 }
 
 // clockTicks is USER_HZ, the unit of /proc/PID/stat's CPU times; 100 on
