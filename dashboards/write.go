@@ -3,8 +3,9 @@
 // dashboards/gen with the grafana-foundation-sdk. The binary carries the
 // files, not the generator: `tokenprobe generate dashboards` takes no
 // option that would change them, and the SDK was 1.1 MB of the mapped
-// binary of a daemon that never draws a dashboard. Tests here check every query's metrics against
-// the catalog and every query against Prometheus' own parser.
+// binary of a daemon that never draws a dashboard. Tests here check every
+// query's metrics against the catalog and every query against
+// Prometheus' own parser.
 package dashboards
 
 import (

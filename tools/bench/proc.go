@@ -24,6 +24,7 @@ func rssOf(pid int) (int64, error) {
 // (heap, stacks, what it wrote). File pages are mostly its executable's,
 // which the kernel maps in 64 KiB windows around each page touched and
 // can drop and read again at will.
+//
 // filePMD, read only where asked (smaps_rollup walks the page tables), is
 // the part of the file pages mapped whole as 2 MiB folios: a binary just
 // written by the linker sits in the page cache in such folios on Linux
