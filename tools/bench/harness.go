@@ -341,7 +341,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		} else {
 			rep.Idle = idle
 			fmt.Fprintf(o.Progress, "bench:   idle %.0f of %.0f s: %.2f%% of a core, %.1f MiB\n",
-				idle.Seconds, idle.Observed, 100*idle.CPUFraction, float64(idle.RSS)/(1<<20))
+				idle.Seconds, idle.Observed, 100*idle.CPUFraction, mib(idle.RSS))
 		}
 	}
 	return rep, nil

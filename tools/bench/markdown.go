@@ -309,10 +309,13 @@ func (r *Report) Bars() []BarRow {
 	if id := r.Idle; id != nil {
 		rows = append(rows, BarRow{"idle daemon (demo config, between runs): under 40 MiB RSS and 1% of a core",
 			fmt.Sprintf("%.1f MiB, %.2f%% of a core (%.0f s idle of %.0f s)%s", mib(id.RSS), 100*id.CPUFraction, id.Seconds, id.Observed, id.split()),
-			verdict(id.RSS < 40<<20 && id.CPUFraction < 0.01)})
+			verdict(id.RSS < idleRSSBar && id.CPUFraction < 0.01)})
 	}
 	return rows
 }
+
+// idleRSSBar is the idle daemon's RSS bar (issue 48's item 4).
+const idleRSSBar = 40 << 20
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
@@ -329,7 +332,7 @@ func (id *Idle) split() string {
 	if id.RSSFilePMD > 0 {
 		s += fmt.Sprintf(" (%.1f MiB of them in 2 MiB folios the kernel maps whole, as it does a binary just written)", mib(id.RSSFilePMD))
 	}
-	if id.RSS >= 40<<20 && id.RSSAnon < 40<<20 {
+	if id.RSS >= idleRSSBar && id.RSSAnon < idleRSSBar {
 		s += ": over the bar by the binary's pages"
 	}
 	return s

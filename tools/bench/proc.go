@@ -165,14 +165,9 @@ func Machine() string {
 		f.Close()
 	}
 	mem := ""
-	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for line := range strings.Lines(string(data)) {
-			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-				if kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64); err == nil {
-					mem = fmt.Sprintf(", %.0f GiB", float64(kb)/(1<<20))
-				}
-			}
-		}
+	var total int64
+	if readKB("/proc/meminfo", map[string]*int64{"MemTotal": &total}, "MemTotal") == nil {
+		mem = fmt.Sprintf(", %.0f GiB", float64(total)/(1<<30))
 	}
 	return fmt.Sprintf("%d x %s%s", cores, model, mem)
 }
