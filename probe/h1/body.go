@@ -94,6 +94,74 @@ func (b *Body) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// View returns the body's next bytes, at most max (max > 0), without
+// copying them: a view into the connection's read buffer, valid until the
+// next call on the body. It waits for the socket only when nothing of the
+// body is buffered. It ends the body as Read does: io.EOF after its last
+// byte, its error after a failed read.
+//
+// A stream's reader takes its lines from here, so a chunk's bytes are not
+// copied into a buffer of the reader's own: at 50,000 streams, each woken
+// once every few seconds, every buffer a chunk passes through is a cache
+// miss (docs/BENCHMARKS.md, issue 48), and each reader's buffer was 1 KiB
+// of heap per stream.
+func (b *Body) View(max int) ([]byte, error) {
+	switch {
+	case b.closed:
+		return nil, ErrBodyClosed
+	case b.err != nil:
+		return nil, b.err
+	case b.eof:
+		return nil, io.EOF
+	}
+	br := b.cn.br
+	if b.mode == modeChunked && b.left == 0 {
+		if err := b.nextChunk(); err != nil {
+			b.err = err
+			return nil, err
+		}
+		if b.eof {
+			return nil, io.EOF
+		}
+	}
+	if br.Buffered() == 0 {
+		if _, err := br.Peek(1); err != nil {
+			switch {
+			case err == io.EOF && b.mode == modeClose: //nolint:errorlint // bufio passes the conn's io.EOF as it is
+				b.eof = true
+			case err == io.EOF: //nolint:errorlint // as above
+				b.err = io.ErrUnexpectedEOF
+			default:
+				b.err = err
+			}
+			if b.eof {
+				return nil, io.EOF
+			}
+			return nil, b.err
+		}
+	}
+	n := min(br.Buffered(), max)
+	if b.mode != modeClose && int64(n) > b.left {
+		n = int(b.left)
+	}
+	// Peek of buffered bytes neither reads nor fails; Discard only moves
+	// the buffer's read position, so the view stays whole until the next
+	// read fills the buffer.
+	v, _ := br.Peek(n)
+	_, _ = br.Discard(n)
+	if b.mode != modeClose {
+		b.left -= int64(n)
+		if b.left == 0 {
+			if b.mode == modeLength {
+				b.eof = true
+			} else {
+				b.crlf = true
+			}
+		}
+	}
+	return v, nil
+}
+
 // nextChunk reads the line ending of the chunk before, the next chunk's
 // size line and, for the last chunk, the trailer.
 func (b *Body) nextChunk() error {

@@ -34,6 +34,17 @@ func FuzzResponse(f *testing.F) {
 		if err == nil {
 			ours, err = io.ReadAll(&cn.body)
 		}
+		// The body read in views, as the SSE reader reads it: the same
+		// bytes, and an error where Read found one.
+		vn := &conn{h: &host{c: New(Options{})}, br: bufio.NewReaderSize(bytes.NewReader(data), 64)}
+		vn.body.cn = vn
+		vn.resp.Body = &vn.body
+		if _, verr := vn.readHead(); verr == nil {
+			viewed, verr := readViews(&vn.body, 1+len(data)%5)
+			if (verr == nil) != (err == nil) || !bytes.Equal(viewed, ours) {
+				t.Fatalf("read: %q, %v; in views: %q, %v", ours, err, viewed, verr)
+			}
+		}
 		theirs, err2 := http.ReadResponse(bufio.NewReader(bytes.NewReader(data)), &http.Request{Method: http.MethodPost})
 		if err != nil || err2 != nil || theirs.StatusCode < 200 {
 			return

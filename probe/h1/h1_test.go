@@ -54,6 +54,25 @@ func roundTrip(ctx context.Context, c *Client, req *Request) (int, string, error
 	return resp.StatusCode, string(b), err
 }
 
+// readViews reads b to its end through View, at most max bytes a view,
+// as the SSE reader does.
+func readViews(b *Body, max int) ([]byte, error) {
+	var out []byte
+	for {
+		v, err := b.View(max)
+		if len(v) > max {
+			return out, fmt.Errorf("a view of %d bytes, over its max %d", len(v), max)
+		}
+		out = append(out, v...)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+}
+
 func TestBodiesAndReuse(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -93,8 +112,21 @@ func TestBodiesAndReuse(t *testing.T) {
 					t.Fatalf("request %d: body %q, want %q", i, body, tc.want)
 				}
 			}
+			// Read in views, whole or a few bytes at a time, the bodies
+			// are the same and the connection is still reused.
+			for _, max := range []int{64 << 10, 7} {
+				resp, err := c.Do(t.Context(), &Request{Target: tg})
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, err := readViews(resp.Body, max)
+				resp.Body.Close()
+				if err != nil || string(body) != tc.want {
+					t.Fatalf("views of %d bytes: body %q, %v; want %q", max, body, err, tc.want)
+				}
+			}
 			if n := conns.Load(); n != 1 {
-				t.Errorf("three requests opened %d connections, want 1 reused", n)
+				t.Errorf("five requests opened %d connections, want 1 reused", n)
 			}
 		})
 	}
@@ -232,35 +264,44 @@ func TestRawResponses(t *testing.T) {
 		{name: "conflicting lengths", resp: "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", err: "bad Content-Length"},
 		{name: "head cut short", resp: "HTTP/1.1 200 OK\r\nContent-", err: "unexpected EOF"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			url := rawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
-				if readRequest(br) == nil {
-					_, _ = io.WriteString(c, tc.resp)
+		// Read through Read, and through View as the SSE reader does.
+		for _, read := range []struct {
+			name string
+			all  func(*Body) ([]byte, error)
+		}{
+			{"read", func(b *Body) ([]byte, error) { return io.ReadAll(b) }},
+			{"views", func(b *Body) ([]byte, error) { return readViews(b, 3) }},
+		} {
+			t.Run(tc.name+"/"+read.name, func(t *testing.T) {
+				url := rawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
+					if readRequest(br) == nil {
+						_, _ = io.WriteString(c, tc.resp)
+					}
+				})
+				c := New(Options{})
+				resp, err := c.Do(t.Context(), &Request{Target: target(t, c, url)})
+				var body []byte
+				if err == nil {
+					if resp.StatusCode != tc.status {
+						t.Errorf("status %d, want %d", resp.StatusCode, tc.status)
+					}
+					if tc.status == 429 && string(resp.RetryAfter) != "7" {
+						t.Errorf("Retry-After %q, want 7", resp.RetryAfter)
+					}
+					body, err = read.all(resp.Body)
+					resp.Body.Close()
+				}
+				if string(body) != tc.want {
+					t.Errorf("body %q, want %q", body, tc.want)
+				}
+				switch {
+				case tc.err == "" && err != nil:
+					t.Errorf("error %v", err)
+				case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+					t.Errorf("error %v, want %q", err, tc.err)
 				}
 			})
-			c := New(Options{})
-			resp, err := c.Do(t.Context(), &Request{Target: target(t, c, url)})
-			var body []byte
-			if err == nil {
-				if resp.StatusCode != tc.status {
-					t.Errorf("status %d, want %d", resp.StatusCode, tc.status)
-				}
-				if tc.status == 429 && string(resp.RetryAfter) != "7" {
-					t.Errorf("Retry-After %q, want 7", resp.RetryAfter)
-				}
-				body, err = io.ReadAll(resp.Body)
-				resp.Body.Close()
-			}
-			if string(body) != tc.want {
-				t.Errorf("body %q, want %q", body, tc.want)
-			}
-			switch {
-			case tc.err == "" && err != nil:
-				t.Errorf("error %v", err)
-			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-				t.Errorf("error %v, want %q", err, tc.err)
-			}
-		})
+		}
 	}
 }
 
