@@ -2,6 +2,7 @@ package sse
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -10,9 +11,69 @@ import (
 
 type ev struct{ name, data string }
 
+// sources are the ways a stream reaches the reader: an io.Reader, read
+// through the reader's buffer, and a Viewer, read in its views, one view
+// a whole read or a few bytes at a time.
+var sources = []struct {
+	name string
+	of   func(string) io.Reader
+}{
+	{"reader", func(in string) io.Reader { return strings.NewReader(in) }},
+	{"views", func(in string) io.Reader { return newViewer(in, 4096) }},
+	{"views of 3 bytes", func(in string) io.Reader { return newViewer(in, 3) }},
+}
+
+// viewer lends in at most size bytes at a time, as probe/h1's body lends
+// its connection's buffer: each view is written over the last, so a
+// reader that kept a view past the next call reads what came after it.
+type viewer struct {
+	in   string
+	size int
+	buf  []byte
+	err  error // returned once in is read, io.EOF when nil
+}
+
+func newViewer(in string, size int) *viewer {
+	return &viewer{in: in, size: size, buf: make([]byte, size)}
+}
+
+func (v *viewer) View(max int) ([]byte, error) {
+	for i := range v.buf {
+		v.buf[i] = '#'
+	}
+	if len(v.in) == 0 {
+		if v.err != nil {
+			return nil, v.err
+		}
+		return nil, io.EOF
+	}
+	n := copy(v.buf[:min(v.size, max)], v.in)
+	v.in = v.in[n:]
+	return v.buf[:n], nil
+}
+
+// Read makes a viewer an io.Reader, as probe/h1's body is; the Reader
+// must not call it.
+func (v *viewer) Read([]byte) (int, error) { panic("sse: a Viewer read through Read") }
+
 func readAll(t *testing.T, in string, limit int) ([]ev, error) {
 	t.Helper()
-	r := NewReader(strings.NewReader(in), limit)
+	var out []ev
+	var first error
+	for i, src := range sources {
+		got, err := readFrom(NewReader(src.of(in), limit))
+		if i == 0 {
+			out, first = got, err
+			continue
+		}
+		if !errors.Is(err, first) && !(err != nil && first != nil && err.Error() == first.Error()) || fmt.Sprint(got) != fmt.Sprint(out) {
+			t.Fatalf("%s: %q, %v; %s: %q, %v", sources[0].name, out, first, src.name, got, err)
+		}
+	}
+	return out, first
+}
+
+func readFrom(r *Reader) ([]ev, error) {
 	var out []ev
 	for {
 		e, err := r.Next()
@@ -97,7 +158,33 @@ func TestReaderLineLimit(t *testing.T) {
 	if _, err := r.Next(); !errors.Is(err, ErrLineTooLong) {
 		t.Fatalf("endless line: got %v", err)
 	}
+	// Read in views, it holds the limit and at most one view.
+	views := &endlessViews{buf: make([]byte, 4096)}
+	r = NewReader(views, 10000)
+	if _, err := r.Next(); !errors.Is(err, ErrLineTooLong) {
+		t.Fatalf("endless line in views: got %v", err)
+	}
+	if views.lent > 10000+4096 || cap(r.long) > 2*(10000+4096) {
+		t.Fatalf("endless line in views: %d bytes lent, %d held, for a limit of 10000", views.lent, cap(r.long))
+	}
 }
+
+// endlessViews lends a line that never ends.
+type endlessViews struct {
+	buf  []byte
+	lent int
+}
+
+func (e *endlessViews) View(max int) ([]byte, error) {
+	v := e.buf[:min(len(e.buf), max)]
+	for i := range v {
+		v[i] = 'z'
+	}
+	e.lent += len(v)
+	return v, nil
+}
+
+func (e *endlessViews) Read([]byte) (int, error) { panic("read") }
 
 type infinite struct{}
 
@@ -111,12 +198,18 @@ func (infinite) Read(p []byte) (int, error) {
 // A reader error other than EOF (a reset connection) reaches the caller.
 func TestReaderPropagatesErrors(t *testing.T) {
 	boom := errors.New("connection reset by peer")
-	r := NewReader(io.MultiReader(strings.NewReader("data: a\n\ndata: b"), errReader{boom}), 0)
-	if e, err := r.Next(); err != nil || string(e.Data) != "a" {
-		t.Fatalf("first event: %q %v", e.Data, err)
-	}
-	if _, err := r.Next(); !errors.Is(err, boom) {
-		t.Fatalf("got %v, want %v", err, boom)
+	views := newViewer("data: a\n\ndata: b", 4096)
+	views.err = boom
+	for _, r := range []*Reader{
+		NewReader(io.MultiReader(strings.NewReader("data: a\n\ndata: b"), errReader{boom}), 0),
+		NewReader(views, 0),
+	} {
+		if e, err := r.Next(); err != nil || string(e.Data) != "a" {
+			t.Fatalf("first event: %q %v", e.Data, err)
+		}
+		if _, err := r.Next(); !errors.Is(err, boom) {
+			t.Fatalf("got %v, want %v", err, boom)
+		}
 	}
 }
 
@@ -141,6 +234,41 @@ func TestReaderDoesNotAllocatePerEvent(t *testing.T) {
 	if allocs != 0 {
 		t.Fatalf("%v allocations per 200 events, want 0", allocs)
 	}
+	views := newViewer(body, 4096)
+	allocs = testing.AllocsPerRun(20, func() {
+		views.in = body
+		r.Reset(views)
+		for {
+			if _, err := r.Next(); err != nil {
+				break
+			}
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("in views: %v allocations per 200 events, want 0", allocs)
+	}
+}
+
+// A Reader that reads only views holds no read buffer of its own: a
+// probe's pooled readers, one per stream in flight, read probe/h1's views.
+func TestReaderOfViewsHoldsNoBuffer(t *testing.T) {
+	r := NewReader(nil, 0)
+	r.Reset(newViewer("data: a\n\n", 4096))
+	if e, err := r.Next(); err != nil || string(e.Data) != "a" {
+		t.Fatalf("got %q, %v", e.Data, err)
+	}
+	if r.br != nil {
+		t.Fatal("a Reader of views made a read buffer")
+	}
+	// An io.Reader after views, and views again, each read whole.
+	r.Reset(strings.NewReader("data: b\n\n"))
+	if e, err := r.Next(); err != nil || string(e.Data) != "b" {
+		t.Fatalf("reader after views: %q, %v", e.Data, err)
+	}
+	r.Reset(newViewer("data: c\n\n", 2))
+	if e, err := r.Next(); err != nil || string(e.Data) != "c" {
+		t.Fatalf("views after a reader: %q, %v", e.Data, err)
+	}
 }
 
 // Any input ends in io.EOF or an error, never a panic or an endless loop,
@@ -157,13 +285,21 @@ func FuzzReader(f *testing.F) {
 		// The same bytes arriving one at a time never leave an event's end
 		// buffered, so they take the general path where whole reads take
 		// the single-line one: both must see the same events.
+		// Read in views, whole or a few bytes at a time, they are the
+		// same events again.
 		r := NewReader(strings.NewReader(string(data)), limit)
-		slow := NewReader(iotest.OneByteReader(strings.NewReader(string(data))), limit)
+		others := []*Reader{
+			NewReader(iotest.OneByteReader(strings.NewReader(string(data))), limit),
+			NewReader(newViewer(string(data), 4096), limit),
+			NewReader(newViewer(string(data), 1+len(data)%7), limit),
+		}
 		for i := 0; i <= len(data)+1; i++ {
 			ev, err := r.Next()
-			sev, serr := slow.Next()
-			if !errors.Is(err, serr) || string(ev.Name) != string(sev.Name) || string(ev.Data) != string(sev.Data) {
-				t.Fatalf("event %d: read whole %q %q %v, byte by byte %q %q %v", i, ev.Name, ev.Data, err, sev.Name, sev.Data, serr)
+			for j, slow := range others {
+				sev, serr := slow.Next()
+				if !errors.Is(err, serr) || string(ev.Name) != string(sev.Name) || string(ev.Data) != string(sev.Data) {
+					t.Fatalf("event %d: read whole %q %q %v, source %d %q %q %v", i, ev.Name, ev.Data, err, j, sev.Name, sev.Data, serr)
+				}
 			}
 			if err != nil {
 				return
