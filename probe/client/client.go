@@ -273,15 +273,16 @@ func (c *Client) readBody(ctx context.Context, api *openai.Protocol, resp respon
 		c.fail(r, result.ReasonStream, fmt.Errorf("the response is Content-Encoding %q, which tokenprobe does not decode: it asks for Accept-Encoding: identity, so a proxy in between is compressing", c.secrets.Excerpt(resp.encoding, 80)))
 		return
 	}
-	limited := &limitReader{r: resp.body, n: c.maxBody}
-	if p.Stream {
-		if ct := resp.contentType; !isEventStream(ct) {
-			c.fail(r, result.ReasonStream, fmt.Errorf("content type %q is not text/event-stream", c.secrets.Excerpt(ct, 80)))
-			return
-		}
-		c.readStream(ctx, api, limited, r, p)
-	} else {
-		c.readWhole(ctx, api, limited, r, p)
+	switch v, view := resp.body.(sse.Viewer); {
+	case !p.Stream:
+		c.readWhole(ctx, api, &limitReader{r: resp.body, n: c.maxBody}, r, p)
+	case !isEventStream(resp.contentType):
+		c.fail(r, result.ReasonStream, fmt.Errorf("content type %q is not text/event-stream", c.secrets.Excerpt(resp.contentType, 80)))
+		return
+	case view: // probe/h1's body: its lines are read in the connection's buffer
+		c.readStream(ctx, api, &limitViewer{limitReader{r: resp.body, n: c.maxBody}, v}, r, p)
+	default:
+		c.readStream(ctx, api, &limitReader{r: resp.body, n: c.maxBody}, r, p)
 	}
 	if r.Outcome == result.Success && filtered(r.FinishReason) {
 		// Answered, but a content policy cut the answer or refused the

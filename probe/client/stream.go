@@ -345,6 +345,25 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// limitViewer is limitReader for a body that lends its bytes (sse.Viewer):
+// the same bound, counted over the views.
+type limitViewer struct {
+	limitReader
+	v sse.Viewer
+}
+
+func (l *limitViewer) View(max int) ([]byte, error) {
+	if l.n <= 0 {
+		return nil, errBodyTooLarge
+	}
+	if int64(max) > l.n {
+		max = int(l.n)
+	}
+	v, err := l.v.View(max)
+	l.n -= int64(len(v))
+	return v, err
+}
+
 // answered keeps what a chunk says of the answer: the model that served it
 // and its finish reason. The usual values cost no allocation: the model
 // asked for, and the finish reasons servers send.
