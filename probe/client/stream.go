@@ -352,14 +352,14 @@ type limitViewer struct {
 	v sse.Viewer
 }
 
-func (l *limitViewer) View(max int) ([]byte, error) {
+func (l *limitViewer) View(most int) ([]byte, error) {
 	if l.n <= 0 {
 		return nil, errBodyTooLarge
 	}
-	if int64(max) > l.n {
-		max = int(l.n)
+	if int64(most) > l.n {
+		most = int(l.n)
 	}
-	v, err := l.v.View(max)
+	v, err := l.v.View(most)
 	l.n -= int64(len(v))
 	return v, err
 }

@@ -94,18 +94,17 @@ func (b *Body) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// View returns the body's next bytes, at most max (max > 0), without
+// View returns the body's next bytes, no more than most (most > 0), without
 // copying them: a view into the connection's read buffer, valid until the
 // next call on the body. It waits for the socket only when nothing of the
 // body is buffered. It ends the body as Read does: io.EOF after its last
 // byte, its error after a failed read.
 //
-// A stream's reader takes its lines from here, so a chunk's bytes are not
-// copied into a buffer of the reader's own: at 50,000 streams, each woken
-// once every few seconds, every buffer a chunk passes through is a cache
-// miss (docs/BENCHMARKS.md, issue 48), and each reader's buffer was 1 KiB
-// of heap per stream.
-func (b *Body) View(max int) ([]byte, error) {
+// A stream's SSE reader takes its lines from here, so a chunk's bytes are
+// not copied into a buffer of the reader's own: that buffer was 1 KiB of
+// heap per stream in flight, 0.7 KiB of RSS per stream at 25,000 and
+// 50,000 streams (docs/BENCHMARKS.md, issue 48's fourth round).
+func (b *Body) View(most int) ([]byte, error) {
 	switch {
 	case b.closed:
 		return nil, ErrBodyClosed
@@ -127,9 +126,9 @@ func (b *Body) View(max int) ([]byte, error) {
 	if br.Buffered() == 0 {
 		if _, err := br.Peek(1); err != nil {
 			switch {
-			case err == io.EOF && b.mode == modeClose: //nolint:errorlint // bufio passes the conn's io.EOF as it is
+			case err == io.EOF && b.mode == modeClose:
 				b.eof = true
-			case err == io.EOF: //nolint:errorlint // as above
+			case err == io.EOF:
 				b.err = io.ErrUnexpectedEOF
 			default:
 				b.err = err
@@ -140,7 +139,7 @@ func (b *Body) View(max int) ([]byte, error) {
 			return nil, b.err
 		}
 	}
-	n := min(br.Buffered(), max)
+	n := min(br.Buffered(), most)
 	if b.mode != modeClose && int64(n) > b.left {
 		n = int(b.left)
 	}

@@ -54,14 +54,14 @@ func roundTrip(ctx context.Context, c *Client, req *Request) (int, string, error
 	return resp.StatusCode, string(b), err
 }
 
-// readViews reads b to its end through View, at most max bytes a view,
+// readViews reads b to its end through View, no more than most bytes a view,
 // as the SSE reader does.
-func readViews(b *Body, max int) ([]byte, error) {
+func readViews(b *Body, most int) ([]byte, error) {
 	var out []byte
 	for {
-		v, err := b.View(max)
-		if len(v) > max {
-			return out, fmt.Errorf("a view of %d bytes, over its max %d", len(v), max)
+		v, err := b.View(most)
+		if len(v) > most {
+			return out, fmt.Errorf("a view of %d bytes, over its most %d", len(v), most)
 		}
 		out = append(out, v...)
 		if errors.Is(err, io.EOF) {
@@ -114,15 +114,15 @@ func TestBodiesAndReuse(t *testing.T) {
 			}
 			// Read in views, whole or a few bytes at a time, the bodies
 			// are the same and the connection is still reused.
-			for _, max := range []int{64 << 10, 7} {
+			for _, most := range []int{64 << 10, 7} {
 				resp, err := c.Do(t.Context(), &Request{Target: tg})
 				if err != nil {
 					t.Fatal(err)
 				}
-				body, err := readViews(resp.Body, max)
+				body, err := readViews(resp.Body, most)
 				resp.Body.Close()
 				if err != nil || string(body) != tc.want {
-					t.Fatalf("views of %d bytes: body %q, %v; want %q", max, body, err, tc.want)
+					t.Fatalf("views of %d bytes: body %q, %v; want %q", most, body, err, tc.want)
 				}
 			}
 			if n := conns.Load(); n != 1 {

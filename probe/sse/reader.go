@@ -47,11 +47,11 @@ type Event struct {
 }
 
 // Viewer is a source that lends its bytes rather than copying them out:
-// View returns the stream's next bytes, at most max (max > 0), valid until
-// the next call, or an error (io.EOF at the end). probe/h1's response body
-// is one: its views are the connection's read buffer.
+// View returns the stream's next bytes, no more than most (most > 0),
+// valid until the next call, or an error (io.EOF at the end). probe/h1's
+// response body is one: its views are the connection's read buffer.
 type Viewer interface {
-	View(max int) ([]byte, error)
+	View(most int) ([]byte, error)
 }
 
 // viewMax bounds one view: the connection's buffer (4 KiB) bounds it
