@@ -315,7 +315,7 @@ func cliffRun(addr string, id int64) (daemon.RunRecord, bool) {
 // runs (the test logs the share). Answers of 200 tokens made the wait 9 s:
 // a run then took 20 s, and a level could miss its page before the cliff
 // became its baseline (see the wait for the page).
-// The answers are not streamed: 24 streams of chunks, read in this
+// The answers are not streamed: 24 users' streams of chunks, read in this
 // race-instrumented process, slowed the simulator's tokens enough to lift
 // ITL over the rule's bound.
 func outsideLoad(addr string, n int, stop <-chan struct{}) *sync.WaitGroup {

@@ -2,8 +2,9 @@
 // servers send them.
 //
 // The reader is on the measuring hot path: it allocates nothing per event,
-// hands out views into its own buffers, and bounds the length of a line so a
-// hostile or broken endpoint cannot make the probe buffer without limit.
+// hands out views into its own buffers or its source's (a Viewer), and
+// bounds the length of a line so a hostile or broken endpoint cannot make
+// the probe buffer without limit.
 package sse
 
 import (
