@@ -16,6 +16,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/probe/check"
 	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/probe/sse"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 	"github.com/tokenprobe/tokenprobe/probe/workload"
 )
@@ -170,6 +171,36 @@ func TestBigVectorsReadAsTheyStream(t *testing.T) {
 	t.Logf("heap grew by %.1f MB at its peak for 4 x %d MB of vectors", float64(grew)/1e6, hostile.BigVectorBytes>>20)
 	if grew > 16<<20 {
 		t.Errorf("the heap grew by %.1f MB for four vectors counted as they stream", float64(grew)/1e6)
+	}
+}
+
+// An SSE line that never ends, at concurrency 4: each request is a
+// stream error at the line limit (1 MiB), and the heap grows by the
+// lines held to it, not by what the server goes on sending. The reader
+// gathers such a line from the connection's buffer, one view at a time.
+func TestAnEndlessLineIsCutAtTheLimit(t *testing.T) {
+	h, err := hostile.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	run := runAgainst(t, h.URL(hostile.EndlessLine), Plan{Stages: []Stage{{Concurrency: 4, Requests: 4}}}, Failure{})
+	run.Endpoint.Timeout = 2 * time.Minute
+	rec := &recorder{}
+	run.Sinks = []Sink{rec}
+	var sum stats.Summary
+	grew := heapGrowth(func() { sum, _ = run.Execute(context.Background()) })
+	if sum.ByReason["stream"] != 4 {
+		t.Fatalf("errors %v, want 4 stream errors", sum.ByReason)
+	}
+	for _, r := range rec.seen {
+		if !strings.Contains(r.Err, sse.ErrLineTooLong.Error()) {
+			t.Fatalf("error %q, want the line over its limit", r.Err)
+		}
+	}
+	t.Logf("heap grew by %.1f MB at its peak", float64(grew)/1e6)
+	if grew > 16<<20 {
+		t.Errorf("the heap grew by %.1f MB for four lines cut at %d bytes", float64(grew)/1e6, sse.DefaultMaxLineBytes)
 	}
 }
 

@@ -69,6 +69,10 @@ const (
 	// Silent reads the request and never answers, holding the connection
 	// open: a model server, or an OTLP collector, that accepts and hangs.
 	Silent = "silent"
+	// EndlessLine streams one SSE line that never ends: "data: " and then
+	// bytes without a newline, in chunks of 64 KiB, until the client
+	// hangs up. A reader must cut it at its line limit, holding no more.
+	EndlessLine = "endless-line"
 )
 
 // BigAnswerBytes is the size of BigAnswer's content.
@@ -239,6 +243,14 @@ func answer(conn net.Conn, req *http.Request) bool {
 		body := "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03"
 		fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 		return true
+	case EndlessLine:
+		chunk := Chunk(strings.Repeat("z", 64<<10)) // built once: see BigVector
+		_, _ = io.WriteString(conn, SSEHead+Chunk("data: "))
+		for {
+			if _, err := io.WriteString(conn, chunk); err != nil {
+				return false // the client ended it
+			}
+		}
 	case ManyChunks:
 		event := "data: " + `{"choices":[{"index":0,"delta":{"content":"a"}}]}` + "\n\n"
 		piece := Chunk(strings.Repeat(event, 64<<10/len(event)))
