@@ -33,6 +33,9 @@ type conn struct {
 	// ends any read or write in progress. abortFn is cn.abort, made once.
 	abortFn func()
 	stop    func() bool
+	// deadline is the one set (Request.Deadline), kept so that a
+	// connection whose requests have none is not set each time.
+	deadline time.Time
 
 	resp Response
 	body Body
@@ -57,6 +60,16 @@ func newConn(h *host, raw, nc net.Conn) *conn {
 var aLongTimeAgo = time.Unix(1, 0)
 
 func (cn *conn) abort() { _ = cn.nc.SetDeadline(aLongTimeAgo) }
+
+// setDeadline bounds the connection's reads and writes by a request's
+// deadline, or lifts the bound (t zero).
+func (cn *conn) setDeadline(t time.Time) {
+	if t.IsZero() && cn.deadline.IsZero() {
+		return
+	}
+	cn.deadline = t
+	_ = cn.nc.SetDeadline(t)
+}
 
 // arm makes cancelling ctx abort the connection's reads and writes.
 func (cn *conn) arm(ctx context.Context) {

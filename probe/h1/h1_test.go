@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -432,6 +433,68 @@ func TestCancelAbortsAStream(t *testing.T) {
 	}
 }
 
+// TestDeadlineEndsARequest holds Request.Deadline to its word: a head
+// that never comes and a body that stalls end at the deadline, with a
+// timeout; a connection that served a request with a deadline serves the
+// next one, which has none, past that deadline.
+func TestDeadlineEndsARequest(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	ts, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/head":
+		case "/body":
+			_, _ = io.WriteString(w, "data: first\n\n")
+			w.(http.Flusher).Flush()
+		default:
+			_, _ = io.WriteString(w, "ok")
+			return
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	c := New(Options{})
+	const wait = 100 * time.Millisecond
+	// Each stalled request gets the time a busy machine may take, and
+	// must not be ended by the server: it stalls until the test ends.
+	timeout := func(name string, err error, start time.Time) {
+		t.Helper()
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("%s: %v, want os.ErrDeadlineExceeded", name, err)
+		}
+		if took := time.Since(start); took < wait {
+			t.Errorf("%s: ended after %v, before its deadline", name, took)
+		}
+	}
+	start := time.Now()
+	_, err := c.Do(t.Context(), &Request{Target: target(t, c, ts.URL+"/head"), Deadline: start.Add(wait)})
+	timeout("a head that never comes", err, start)
+
+	start = time.Now()
+	resp, err := c.Do(t.Context(), &Request{Target: target(t, c, ts.URL+"/body"), Deadline: start.Add(wait)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = io.ReadAll(resp.Body)
+	timeout("a body that stalls", err, start)
+	resp.Body.Close()
+
+	before := conns.Load()
+	tg := target(t, c, ts.URL+"/ok")
+	if _, body, err := roundTrip(t.Context(), c, &Request{Target: tg, Method: "GET", Deadline: time.Now().Add(wait)}); err != nil || body != "ok" {
+		t.Fatalf("a request within its deadline: %q, %v", body, err)
+	}
+	time.Sleep(2 * wait)
+	if _, body, err := roundTrip(t.Context(), c, &Request{Target: tg, Method: "GET"}); err != nil || body != "ok" {
+		t.Fatalf("the next request, without a deadline, past the last one's: %q, %v", body, err)
+	}
+	if n := conns.Load() - before; n != 1 {
+		t.Errorf("%d connections for the two requests, want 1", n)
+	}
+}
+
 func TestDialErrors(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := ln.Addr().String()
@@ -539,6 +602,14 @@ func TestAllocationsPerRequest(t *testing.T) {
 	if n := testing.AllocsPerRun(200, func() { one(context.Background()) }); n != 0 {
 		t.Errorf("%v allocations per request on a kept-alive connection, want none", n)
 	}
+	// A deadline is the connection's: none for it either.
+	if n := testing.AllocsPerRun(200, func() {
+		req.Deadline = time.Now().Add(time.Minute)
+		one(context.Background())
+	}); n != 0 {
+		t.Errorf("%v allocations per request with a deadline, want none", n)
+	}
+	req.Deadline = time.Time{}
 	// The cancellation of a request on a cancellable context is
 	// context.AfterFunc's, which allocates twice.
 	if n := testing.AllocsPerRun(200, func() { one(ctx) }); n > 2 {
