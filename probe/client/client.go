@@ -198,6 +198,26 @@ type response struct {
 
 var errRequestTimeout = errors.New("request timeout")
 
+// call is a request's context and the end its endpoint's timeout sets
+// (zero: none). Through probe/h1 the deadline is the connection's, set
+// once a request, not a timer context: that costs a timer and two
+// registrations with the run's context each request, which at 50,000
+// streams was 3% of the client's CPU (docs/BENCHMARKS.md, issue 48's
+// fifth round). net/http's requests, and signing, still take a context
+// with the deadline.
+type call struct {
+	ctx      context.Context
+	deadline time.Time
+}
+
+// pastDeadline reports whether the request's deadline has passed.
+func (q call) pastDeadline() bool { return !q.deadline.IsZero() && !time.Now().Before(q.deadline) }
+
+// over reports whether the request was ended from outside what it read:
+// its context cancelled, or its deadline passed. An error then is that
+// end's, not the server's.
+func (q call) over() bool { return q.ctx.Err() != nil || q.pastDeadline() }
+
 // Do sends one request and fills r with its measurement. r.Scheduled must
 // already be set; Do sets everything else it measures. Cancelling ctx marks
 // the request cancelled (the workload's doing); the endpoint's Timeout marks
@@ -224,10 +244,9 @@ func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Reque
 			return
 		}
 	}
+	q := call{ctx: ctx}
 	if ep.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, ep.Timeout, errRequestTimeout)
-		defer cancel()
+		q.deadline = time.Now().Add(ep.Timeout)
 	}
 	tg, err := c.target(base, api, ep.Model, p.Stream)
 	if err != nil {
@@ -235,15 +254,21 @@ func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Reque
 		c.fail(r, result.ReasonConnect, err)
 		return
 	}
+	if !q.deadline.IsZero() && tg.h1 == nil {
+		// net/http knows no deadline but its request's context's.
+		var cancel context.CancelFunc
+		q.ctx, cancel = context.WithDeadlineCause(ctx, q.deadline, errRequestTimeout)
+		defer cancel()
+	}
 	r.Start = time.Now()
 	var resp response
 	if tg.h1 != nil {
-		resp, err = c.sendH1(ctx, ep, tg, p, r)
+		resp, err = c.sendH1(q, ep, tg, p, r)
 	} else {
-		resp, err = c.sendNetHTTP(ctx, ep, tg, p, r)
+		resp, err = c.sendNetHTTP(q.ctx, ep, tg, p, r)
 	}
 	if err != nil {
-		c.fail(r, c.classify(ctx, err), err)
+		c.fail(r, c.classify(q, err), err)
 		return
 	}
 	r.HTTPStatus, r.Retried, r.RateLimit = resp.status, resp.retried, resp.rateLimit
@@ -252,7 +277,7 @@ func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Reque
 	if !ph.FirstByte.IsZero() {
 		r.FirstByte = ph.FirstByte.Sub(r.Start)
 	}
-	c.readBody(ctx, api, resp, r, p)
+	c.readBody(q, api, resp, r, p)
 	if c.closeBody(resp.body, tg.h1 == nil) {
 		r.Anomaly = result.AnomalyDrain
 	}
@@ -264,10 +289,10 @@ func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Reque
 }
 
 // readBody reads and measures a response whose head has arrived.
-func (c *Client) readBody(ctx context.Context, api *openai.Protocol, resp response, r *result.Request, p Prompt) {
+func (c *Client) readBody(q call, api *openai.Protocol, resp response, r *result.Request, p Prompt) {
 	switch {
 	case resp.status < 200 || resp.status > 299:
-		c.failStatus(r, resp)
+		c.failStatus(q, r, resp)
 		return
 	case len(resp.encoding) > 0 && !strings.EqualFold(string(resp.encoding), "identity"):
 		c.fail(r, result.ReasonStream, fmt.Errorf("the response is Content-Encoding %q, which tokenprobe does not decode: it asks for Accept-Encoding: identity, so a proxy in between is compressing", c.secrets.Excerpt(resp.encoding, 80)))
@@ -275,14 +300,14 @@ func (c *Client) readBody(ctx context.Context, api *openai.Protocol, resp respon
 	}
 	switch v, view := resp.body.(sse.Viewer); {
 	case !p.Stream:
-		c.readWhole(ctx, api, &limitReader{r: resp.body, n: c.maxBody}, r, p)
+		c.readWhole(q, api, &limitReader{r: resp.body, n: c.maxBody}, r, p)
 	case !isEventStream(resp.contentType):
 		c.fail(r, result.ReasonStream, fmt.Errorf("content type %q is not text/event-stream", c.secrets.Excerpt(resp.contentType, 80)))
 		return
 	case view: // probe/h1's body: its lines are read in the connection's buffer
-		c.readStream(ctx, api, &limitViewer{limitReader{r: resp.body, n: c.maxBody}, v}, r, p)
+		c.readStream(q, api, &limitViewer{limitReader{r: resp.body, n: c.maxBody}, v}, r, p)
 	default:
-		c.readStream(ctx, api, &limitReader{r: resp.body, n: c.maxBody}, r, p)
+		c.readStream(q, api, &limitReader{r: resp.body, n: c.maxBody}, r, p)
 	}
 	if r.Outcome == result.Success && filtered(r.FinishReason) {
 		// Answered, but a content policy cut the answer or refused the
@@ -318,21 +343,30 @@ var (
 )
 
 // sendH1 sends p through tokenprobe's own HTTP/1.1 client.
-func (c *Client) sendH1(ctx context.Context, ep *Endpoint, tg *target, p Prompt, r *result.Request) (response, error) {
+func (c *Client) sendH1(q call, ep *Endpoint, tg *target, p Prompt, r *result.Request) (response, error) {
 	header, bearer := ep.auth()
 	if ep.Signer != nil {
+		// Signing may fetch credentials (a cloud's metadata service, a
+		// token endpoint): the request's deadline bounds it too.
+		sctx := q.ctx
+		if !q.deadline.IsZero() {
+			var cancel context.CancelFunc
+			sctx, cancel = context.WithDeadlineCause(q.ctx, q.deadline, errRequestTimeout)
+			defer cancel()
+		}
 		var err error
-		if header, err = c.signed(ctx, ep, tg.url, header, p.Body); err != nil {
+		if header, err = c.signed(sctx, ep, tg.url, header, p.Body); err != nil {
 			return response{}, &signError{err}
 		}
 		bearer = ""
 	}
 	req := h1.Request{Target: tg.h1, Header: header, ContentType: contentJSON, BearerToken: bearer, Body: p.Body,
-		RequestIDPrefix: result.RequestIDPrefix(), RequestID: r.ID, TraceID: r.Trace.TraceID, SpanID: r.Trace.SpanID, Sampled: r.Trace.Sampled}
+		RequestIDPrefix: result.RequestIDPrefix(), RequestID: r.ID, TraceID: r.Trace.TraceID, SpanID: r.Trace.SpanID, Sampled: r.Trace.Sampled,
+		Deadline: q.deadline}
 	if p.Stream {
 		req.Accept = acceptSSE
 	}
-	resp, err := c.h1.Do(ctx, &req)
+	resp, err := c.h1.Do(q.ctx, &req)
 	if err != nil {
 		return response{}, err
 	}

@@ -295,7 +295,7 @@ func FuzzWholeResponse(f *testing.F) {
 	c := New(Options{})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r := result.Request{Start: time.Now()}
-		c.readWhole(context.Background(), openai.Of(openai.Chat), bytes.NewReader(body), &r, Prompt{})
+		c.readWhole(call{ctx: context.Background()}, openai.Of(openai.Chat), bytes.NewReader(body), &r, Prompt{})
 		switch r.Outcome {
 		case result.Success:
 			if r.ContentChunks != 1 || r.OutputTokens < 1 || r.Err != "" {

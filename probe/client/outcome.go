@@ -48,15 +48,20 @@ const maxErrorBody = 512
 // hold the request, and its load slot, until the request's timeout.
 const errorBodyWait = time.Second
 
-func (c *Client) failStatus(r *result.Request, resp response) {
+func (c *Client) failStatus(q call, r *result.Request, resp response) {
 	// Read what the reason is read from (a provider's error body, 16 KiB
 	// at most), and past the excerpt by the longest secret, so that one
-	// crossing its edge is seen whole and redacted.
+	// crossing its edge is seen whole and redacted. The request's
+	// deadline bounds the wait too.
 	var body bytes.Buffer
-	stalled := readBounded(&body, resp.body, int64(max(apierror.MaxBody, maxErrorBody+c.secrets.Longest())), errorBodyWait)
+	wait := errorBodyWait
+	if !q.deadline.IsZero() {
+		wait = max(min(wait, time.Until(q.deadline)), time.Millisecond)
+	}
+	stalled := readBounded(&body, resp.body, int64(max(apierror.MaxBody, maxErrorBody+c.secrets.Longest())), wait)
 	snippet := c.secrets.Excerpt(bytes.TrimSpace(body.Bytes()), maxErrorBody)
 	if stalled {
-		snippet += " (the body did not end within " + errorBodyWait.String() + "; connection closed)"
+		snippet += " (the body did not end within " + wait.Round(time.Millisecond).String() + "; connection closed)"
 	}
 	reason := apierror.Reason(resp.status, body.Bytes())
 	msg := fmt.Sprintf("HTTP %d: %s", resp.status, snippet)
@@ -118,12 +123,15 @@ func (e *signError) Unwrap() error { return e.err }
 
 // classify maps a transport error to a reason. ReasonNone means the
 // workload cancelled the request.
-func (c *Client) classify(ctx context.Context, err error) result.Reason {
-	if ctx.Err() != nil {
-		if errors.Is(context.Cause(ctx), errRequestTimeout) {
+func (c *Client) classify(q call, err error) result.Reason {
+	if q.ctx.Err() != nil {
+		if errors.Is(context.Cause(q.ctx), errRequestTimeout) {
 			return result.ReasonTimeout
 		}
 		return result.ReasonNone
+	}
+	if q.pastDeadline() {
+		return result.ReasonTimeout
 	}
 	if se := (*signError)(nil); errors.As(err, &se) {
 		return result.ReasonAuth

@@ -2,7 +2,6 @@ package client
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -25,7 +24,7 @@ type streamReader struct {
 	chunk openai.Chunk
 }
 
-func (c *Client) readStream(ctx context.Context, api *openai.Protocol, body io.Reader, r *result.Request, p Prompt) {
+func (c *Client) readStream(q call, api *openai.Protocol, body io.Reader, r *result.Request, p Prompt) {
 	sr := c.readers.Get().(*streamReader)
 	rd, chunk := sr.sse, &sr.chunk
 	rd.Reset(body)
@@ -48,11 +47,11 @@ func (c *Client) readStream(ctx context.Context, api *openai.Protocol, body io.R
 			if errors.Is(err, io.EOF) {
 				break
 			}
-			c.endStream(ctx, r, last, err)
+			c.endStream(q, r, last, err)
 			return
 		}
 		if string(ev.Name) == "error" {
-			c.endStream(ctx, r, last, fmt.Errorf("error event in stream: %s", c.secrets.Excerpt(ev.Data, 200)))
+			c.endStream(q, r, last, fmt.Errorf("error event in stream: %s", c.secrets.Excerpt(ev.Data, 200)))
 			r.Reason = streamReason(r, ev.Data)
 			return
 		}
@@ -61,11 +60,11 @@ func (c *Client) readStream(ctx context.Context, api *openai.Protocol, body io.R
 			break
 		}
 		if perr := api.Event(ev.Data, chunk); perr != nil {
-			c.endStream(ctx, r, last, fmt.Errorf("%w: %s", perr, c.secrets.Excerpt(ev.Data, 200)))
+			c.endStream(q, r, last, fmt.Errorf("%w: %s", perr, c.secrets.Excerpt(ev.Data, 200)))
 			return
 		}
 		if chunk.Error {
-			c.endStream(ctx, r, last, fmt.Errorf("error in stream: %s", c.secrets.Excerpt(ev.Data, 200)))
+			c.endStream(q, r, last, fmt.Errorf("error in stream: %s", c.secrets.Excerpt(ev.Data, 200)))
 			r.Reason = streamReason(r, ev.Data)
 			return
 		}
@@ -116,7 +115,7 @@ func (c *Client) readStream(ctx context.Context, api *openai.Protocol, body io.R
 		if r.ContentChunks > limit {
 			// Far more than asked for: a server that streams without end
 			// would grow the gaps kept without bound.
-			c.endStream(ctx, r, last, fmt.Errorf("the server sent more than %d content chunks for max_tokens %d: the stream was ended", limit, p.MaxTokens))
+			c.endStream(q, r, last, fmt.Errorf("the server sent more than %d content chunks for max_tokens %d: the stream was ended", limit, p.MaxTokens))
 			return
 		}
 		if p.KeepText { // as it came: read as text after the request, off its clock
@@ -127,7 +126,7 @@ func (c *Client) readStream(ctx context.Context, api *openai.Protocol, body io.R
 		}
 	}
 	if !done && !finished && !api.EndsAtEOF {
-		c.endStream(ctx, r, last, errors.New("stream ended without [DONE] or finish_reason"))
+		c.endStream(q, r, last, errors.New("stream ended without [DONE] or finish_reason"))
 		return
 	}
 	c.tokens(r, usage, p.MaxTokens)
@@ -156,10 +155,10 @@ func streamReason(r *result.Request, data []byte) result.Reason {
 
 // endStream classifies a stream that broke off. What was measured before
 // the break stays in r for debugging, but the outcome is an error.
-func (c *Client) endStream(ctx context.Context, r *result.Request, last time.Time, err error) {
+func (c *Client) endStream(q call, r *result.Request, last time.Time, err error) {
 	reason := result.ReasonStream
-	if ctx.Err() != nil {
-		reason = c.classify(ctx, err)
+	if q.over() {
+		reason = c.classify(q, err)
 	}
 	c.fail(r, reason, err)
 	if r.ContentChunks > 0 {
@@ -167,14 +166,14 @@ func (c *Client) endStream(ctx context.Context, r *result.Request, last time.Tim
 	}
 }
 
-func (c *Client) readWhole(ctx context.Context, api *openai.Protocol, body io.Reader, r *result.Request, p Prompt) {
+func (c *Client) readWhole(q call, api *openai.Protocol, body io.Reader, r *result.Request, p Prompt) {
 	if api.Read != nil {
-		c.readAsItComes(ctx, api, body, r, p)
+		c.readAsItComes(q, api, body, r, p)
 		return
 	}
 	data, err := io.ReadAll(body)
 	if err != nil {
-		c.failRead(ctx, r, err)
+		c.failRead(q, r, err)
 		return
 	}
 	r.End = time.Now()
@@ -193,7 +192,7 @@ func (c *Client) readWhole(ctx context.Context, api *openai.Protocol, body io.Re
 // keeping its head alone: enough to quote in an error and to read an error body by,
 // or the answer itself up to its limit for the checks that read it. A
 // response of 60 MB of vectors costs the reader's 64 KiB window.
-func (c *Client) readAsItComes(ctx context.Context, api *openai.Protocol, body io.Reader, r *result.Request, p Prompt) {
+func (c *Client) readAsItComes(q call, api *openai.Protocol, body io.Reader, r *result.Request, p Prompt) {
 	h := head{max: apierror.MaxBody}
 	if p.KeepText {
 		h.max = math.MaxInt // the body limit bounds it
@@ -208,7 +207,7 @@ func (c *Client) readAsItComes(ctx context.Context, api *openai.Protocol, body i
 		c.fail(r, result.ReasonStream, fmt.Errorf("%w: %s", err, c.secrets.Excerpt(h.b, 200)))
 		return
 	case err != nil:
-		c.failRead(ctx, r, err)
+		c.failRead(q, r, err)
 		return
 	}
 	r.End = time.Now()
@@ -238,10 +237,10 @@ func (h *head) Write(p []byte) (int, error) {
 }
 
 // failRead fails a request whose body could not be read to its end.
-func (c *Client) failRead(ctx context.Context, r *result.Request, err error) {
+func (c *Client) failRead(q call, r *result.Request, err error) {
 	reason := result.ReasonStream
-	if ctx.Err() != nil {
-		reason = c.classify(ctx, err)
+	if q.over() {
+		reason = c.classify(q, err)
 	}
 	c.fail(r, reason, err)
 }
