@@ -34,10 +34,10 @@ func (c *Client) readStream(q call, api *openai.Protocol, body io.Reader, r *res
 		r.Gaps = make([]time.Duration, 0, min(p.MaxTokens, 8192))
 	}
 	var (
-		first, last    time.Time
-		done, finished bool
-		usage          openai.Chunk
-		limit          = chunkLimit(p.MaxTokens)
+		first, last            time.Time
+		done, finished, served bool
+		usage                  openai.Chunk
+		limit                  = chunkLimit(p.MaxTokens)
 	)
 	for {
 		ev, err := rd.Next()
@@ -88,7 +88,17 @@ func (c *Client) readStream(q call, api *openai.Protocol, body io.Reader, r *res
 				usage.CachedTokens = chunk.CachedTokens
 			}
 		}
-		answered(r, chunk)
+		// As answered does, with the model's first sight kept here: a
+		// look at r.ServedModel each chunk touches a cache line of the
+		// record that nothing else of a chunk does, and at wide levels
+		// the record has gone cold in the seconds between chunks.
+		if !served && len(chunk.Model) > 0 {
+			served = true
+			if r.ServedModel == "" {
+				servedModel(r, chunk.Model)
+			}
+		}
+		finishReason(r, chunk)
 		finished = finished || chunk.Finished
 		if chunk.End { // message_delta's stop_reason, response.completed: the stream's [DONE]
 			done = true
@@ -367,13 +377,23 @@ func (l *limitViewer) View(most int) ([]byte, error) {
 // and its finish reason. The usual values cost no allocation: the model
 // asked for, and the finish reasons servers send.
 func answered(r *result.Request, chunk *openai.Chunk) {
-	if m := chunk.Model; len(m) > 0 && r.ServedModel == "" {
-		if string(m) == r.Model {
-			r.ServedModel = r.Model
-		} else {
-			r.ServedModel = openai.Unescape(m)
-		}
+	if len(chunk.Model) > 0 && r.ServedModel == "" {
+		servedModel(r, chunk.Model)
 	}
+	finishReason(r, chunk)
+}
+
+// servedModel keeps the model a chunk names as the one that served r.
+func servedModel(r *result.Request, m []byte) {
+	if string(m) == r.Model {
+		r.ServedModel = r.Model
+	} else {
+		r.ServedModel = openai.Unescape(m)
+	}
+}
+
+// finishReason keeps the finish reason a chunk gives, if it gives one.
+func finishReason(r *result.Request, chunk *openai.Chunk) {
 	if fr := chunk.FinishReason; len(fr) > 0 {
 		switch string(fr) {
 		case "stop":
