@@ -63,6 +63,15 @@ profiles:
     workload: {input_tokens: {mean: 10}, output_tokens: {mean: 128}}
     schedule: {manual: true}
 ` + noPolicy},
+	{name: hostile.EndlessLine, what: "an SSE line that never ends, in 64 KiB pieces, for 20 s",
+		profile: `endpoints: [{name: h, base_url: "%[1]s", model: m, timeout: 2m}]
+profiles:
+  - name: p
+    endpoints: [h]
+    load: {concurrency: 4, duration: 20s}
+    workload: {input_tokens: {mean: 10}, output_tokens: {mean: 128}}
+    schedule: {manual: true}
+` + noPolicy},
 	{name: hostile.BigAnswer, what: "a 20 MB JSON answer under json_schema, 8 requests",
 		files: map[string]string{"schema.json": `{"type": "array"}`},
 		profile: `endpoints: [{name: h, base_url: "%[1]s", model: m, timeout: 2m}]
