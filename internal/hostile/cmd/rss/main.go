@@ -53,25 +53,21 @@ type mode struct {
 const noPolicy = `    failure: {abort: {error_ratio: 0}, max_error_ratio: 0, backoff: {base: 0s, max: 0s}}
 `
 
+// streamedFor20s streams answers of 128 tokens at concurrency 4 for 20 s.
+const streamedFor20s = `endpoints: [{name: h, base_url: "%[1]s", model: m, timeout: 2m}]
+profiles:
+  - name: p
+    endpoints: [h]
+    load: {concurrency: 4, duration: 20s}
+    workload: {input_tokens: {mean: 10}, output_tokens: {mean: 128}}
+    schedule: {manual: true}
+` + noPolicy
+
 var modes = []mode{
 	{name: hostile.ManyChunks, what: "60 MB of minimal chunks an answer, max_tokens 128, for 20 s",
-		profile: `endpoints: [{name: h, base_url: "%[1]s", model: m, timeout: 2m}]
-profiles:
-  - name: p
-    endpoints: [h]
-    load: {concurrency: 4, duration: 20s}
-    workload: {input_tokens: {mean: 10}, output_tokens: {mean: 128}}
-    schedule: {manual: true}
-` + noPolicy},
+		profile: streamedFor20s},
 	{name: hostile.EndlessLine, what: "an SSE line that never ends, in 64 KiB pieces, for 20 s",
-		profile: `endpoints: [{name: h, base_url: "%[1]s", model: m, timeout: 2m}]
-profiles:
-  - name: p
-    endpoints: [h]
-    load: {concurrency: 4, duration: 20s}
-    workload: {input_tokens: {mean: 10}, output_tokens: {mean: 128}}
-    schedule: {manual: true}
-` + noPolicy},
+		profile: streamedFor20s},
 	{name: hostile.BigAnswer, what: "a 20 MB JSON answer under json_schema, 8 requests",
 		files: map[string]string{"schema.json": `{"type": "array"}`},
 		profile: `endpoints: [{name: h, base_url: "%[1]s", model: m, timeout: 2m}]
