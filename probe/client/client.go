@@ -201,10 +201,10 @@ var errRequestTimeout = errors.New("request timeout")
 // call is a request's context and the end its endpoint's timeout sets
 // (zero: none). Through probe/h1 the deadline is the connection's, set
 // once a request, not a timer context: that costs a timer and two
-// registrations with the run's context each request, which at 50,000
-// streams was 3% of the client's CPU (docs/BENCHMARKS.md, issue 48's
-// fifth round). net/http's requests, and signing, still take a context
-// with the deadline.
+// registrations with the run's context each request, a cost that shows
+// at wide levels (docs/BENCHMARKS.md, issue 48's fifth round).
+// net/http's requests, and signing, still take a context with the
+// deadline.
 type call struct {
 	ctx      context.Context
 	deadline time.Time

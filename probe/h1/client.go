@@ -387,8 +387,8 @@ type Request struct {
 	// included: past it they fail with a timeout (os.ErrDeadlineExceeded).
 	// It is the connection's deadline, not a timer context of the
 	// request's own: a context timer costs a timer and two registrations
-	// with the caller's context each request, 3% of the client's CPU at
-	// 50,000 streams (docs/BENCHMARKS.md, issue 48's fifth round).
+	// with the caller's context each request (docs/BENCHMARKS.md, issue
+	// 48's fifth round).
 	Deadline time.Time
 }
 
