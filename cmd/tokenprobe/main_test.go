@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
 	"github.com/tokenprobe/tokenprobe/internal/browsertest"
 	"github.com/tokenprobe/tokenprobe/internal/hostile"
+	"github.com/tokenprobe/tokenprobe/internal/memreturn"
 	"github.com/tokenprobe/tokenprobe/internal/schedslice"
 	"github.com/tokenprobe/tokenprobe/internal/sim"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
@@ -118,6 +120,49 @@ profiles:
 	}
 	if !strings.Contains(runs, `"result": "running"`) {
 		t.Fatalf("the run was not in progress at SIGTERM: %s", runs)
+	}
+	http.DefaultClient.CloseIdleConnections()
+}
+
+// Between runs the daemon's GC percent is memreturn.DefaultIdlePercent, and
+// during one it is the process's own (100, GOGC unset); serve puts it back
+// as it returns.
+func TestServeLowersTheGCPercentWhileIdle(t *testing.T) {
+	if os.Getenv("GOGC") != "" {
+		t.Skip("GOGC is set: the daemon leaves it alone")
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tokenprobe.yaml")
+	writeFile(t, cfg, `
+endpoints:
+  - name: sim
+    simulator: {slots: 2, decode_base: 20ms}
+profiles:
+  - name: short
+    load: {concurrency: 2, duration: 2s}
+    schedule: {manual: true}
+`)
+	base, exit := startServe(t, cfg, "--shutdown.timeout=5s")
+	gogc := func(want int) func() bool {
+		line := fmt.Sprintf("\ngo_gc_gogc_percent %d\n", want)
+		return func() bool { return strings.Contains(body(base+"/metrics"), line) }
+	}
+	waitFor(t, "GOGC 50 before the first run", gogc(memreturn.DefaultIdlePercent))
+	resp, err := http.Post(base+"/api/v1/runs?profile=short", "", nil)
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("run now: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	waitFor(t, "GOGC 100 during the run", gogc(100))
+	waitFor(t, "GOGC 50 after the run", gogc(memreturn.DefaultIdlePercent))
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := <-exit; code != 0 {
+		t.Fatalf("exit code %d after SIGTERM", code)
+	}
+	if p := debug.SetGCPercent(100); p != 100 {
+		t.Fatalf("GC percent %d after serve returned, want 100", p)
 	}
 	http.DefaultClient.CloseIdleConnections()
 }

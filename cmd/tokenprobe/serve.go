@@ -136,12 +136,16 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger, hup <-chan 
 	// an idle daemon does not need happens to lower the heap goal; and
 	// when the last run ends, what it allocated goes back at once.
 	ret := &memreturn.Returner{Threshold: memreturn.DefaultThreshold, MinGap: memreturn.DefaultMinGap, SettleGap: memreturn.DefaultSettleGap}
+	// Between runs the heap keeps less headroom: the daemon starts idle.
+	idleGC := &memreturn.IdleGC{}
+	idleGC.Idle()
+	defer idleGC.Busy() // the process's own percent back as serve returns
 	d, err := daemon.New(daemon.Options{
 		ConfigFile: o.configFile, Logger: logger, Registerer: registerer, Location: o.location,
 		MaxConcurrentRuns: o.maxConcurrentRuns, Version: v,
 		ShardIndex: max(o.shardIndex, 0), ShardCount: o.shardCount,
 		ArtifactsDir: o.artifactsDir, ArtifactsRetain: o.artifactsRetain,
-		OnIdle: ret.Settle,
+		OnIdle: func() { idleGC.Idle(); ret.Settle() }, OnBusy: idleGC.Busy,
 	})
 	if err != nil {
 		logger.Error("cannot start", "err", err)

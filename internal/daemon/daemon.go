@@ -60,8 +60,10 @@ type Options struct {
 	Location string
 	// OnIdle, when set, is called as a run ends with no other run in
 	// progress: what the runs allocated is garbage then (cmd/tokenprobe
-	// gives the heap's free pages back to the system there).
-	OnIdle func()
+	// gives the heap's free pages back to the system there). OnBusy, when
+	// set, is called as a run starts with no other run in progress. The
+	// two alternate, never concurrently, OnBusy first.
+	OnIdle, OnBusy func()
 }
 
 // RequestIDsPerRun spaces the daemon's request ids: request n of run r is
@@ -84,7 +86,8 @@ type Daemon struct {
 	gpuC        *gpu.Collector
 	gpuInterval time.Duration
 	ready       atomic.Bool
-	running     atomic.Int64 // runs in progress, for OnIdle
+	runningMu   sync.Mutex // orders OnBusy and OnIdle
+	running     int        // runs in progress, for OnBusy and OnIdle
 	// secrets are every secret of every configuration loaded, taken out
 	// of log lines, run records and request errors.
 	secrets *redact.Set
@@ -371,18 +374,34 @@ func (d *Daemon) schedulerJob(j *job) scheduler.Job {
 	}}
 }
 
+// began and ended count the runs in progress, and call OnBusy as the
+// first starts and OnIdle as the last ends. The count and the call are
+// under one lock: a run that ends as another starts cannot call OnIdle
+// after the other's OnBusy.
+func (d *Daemon) began() {
+	d.runningMu.Lock()
+	defer d.runningMu.Unlock()
+	if d.running++; d.running == 1 && d.o.OnBusy != nil {
+		d.o.OnBusy()
+	}
+}
+
+func (d *Daemon) ended() {
+	d.runningMu.Lock()
+	defer d.runningMu.Unlock()
+	if d.running--; d.running == 0 && d.o.OnIdle != nil {
+		d.o.OnIdle()
+	}
+}
+
 // execute carries out one run of a job and records it everywhere.
 func (d *Daemon) execute(ctx context.Context, j *job, t scheduler.Trigger) scheduler.Ran {
 	trigger := "schedule"
 	if t.Manual {
 		trigger = "manual"
 	}
-	d.running.Add(1)
-	defer func() {
-		if d.running.Add(-1) == 0 && d.o.OnIdle != nil {
-			d.o.OnIdle()
-		}
-	}()
+	d.began()
+	defer d.ended()
 	rec := d.history.start(t.Ref, j.profile.Name, j.endpoint, trigger)
 	log := slog.New(redact.Handler(&runLog{next: d.log.Handler(), h: d.history, r: rec}, d.secrets)).With("profile", j.profile.Name, "endpoint", j.endpoint, "run", rec.ID)
 	sinks := []probe.Sink{d.prom, &failureLog{log: log, limit: 10}}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -506,5 +507,33 @@ func TestOnIdleWhenTheLastRunEnds(t *testing.T) {
 	}
 	if len(idle) != 0 {
 		t.Fatalf("OnIdle twice: %v, then %v", results, <-idle)
+	}
+}
+
+// OnBusy and OnIdle alternate whatever the runs' overlap: a run that ends
+// as another starts must not leave the daemon marked idle with a run in
+// progress (cmd/tokenprobe lowers the GC percent while idle).
+func TestOnBusyAndOnIdleAlternate(t *testing.T) {
+	var calls []string // under d.runningMu, as the callbacks are
+	d := &Daemon{}
+	d.o.OnBusy = func() { calls = append(calls, "busy") }
+	d.o.OnIdle = func() { calls = append(calls, "idle") }
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 2000 {
+				d.began()
+				d.ended()
+			}
+		})
+	}
+	wg.Wait()
+	if len(calls) == 0 || calls[0] != "busy" || calls[len(calls)-1] != "idle" {
+		t.Fatalf("%d calls, first %q, last %q; want busy first and idle last", len(calls), calls[0], calls[len(calls)-1])
+	}
+	for i := 1; i < len(calls); i++ {
+		if calls[i] == calls[i-1] {
+			t.Fatalf("call %d: %s twice in a row", i, calls[i])
+		}
 	}
 }
