@@ -8,48 +8,39 @@ type fakePercent struct{ p int }
 func (f *fakePercent) set(p int) int { old := f.p; f.p = p; return old }
 
 func TestIdleGC(t *testing.T) {
-	t.Setenv("GOGC", "") // as if unset: Getenv reads ""
-	f := &fakePercent{p: 100}
-	g := &IdleGC{set: f.set}
-	g.Idle()
-	if f.p != DefaultIdlePercent {
-		t.Fatalf("idle: percent %d, want %d", f.p, DefaultIdlePercent)
-	}
-	g.Idle() // again: must not save the lowered percent as the one to put back
-	g.Busy()
-	if f.p != 100 {
-		t.Fatalf("busy: percent %d, want the 100 from before", f.p)
-	}
-	g.Busy()
-	if f.p != 100 {
-		t.Fatalf("busy twice: percent %d", f.p)
-	}
-
-	// A percent already at or under the idle one is left as it is.
-	f.p = 20
-	g.Idle()
-	g.Busy()
-	if f.p != 20 {
-		t.Fatalf("from 20: percent %d after idle and busy", f.p)
-	}
-	f.p = 100
-	g = &IdleGC{Percent: 10, set: f.set}
-	g.Idle()
-	if f.p != 10 {
-		t.Fatalf("Percent 10: percent %d while idle", f.p)
-	}
-	g.Busy()
-
-	// GOGC set by the operator: never touched.
-	t.Setenv("GOGC", "200")
-	f.p = 200
-	g = &IdleGC{set: f.set}
-	g.Idle()
-	if f.p != 200 {
-		t.Fatalf("GOGC=200: percent %d while idle", f.p)
-	}
-	g.Busy()
-	if f.p != 200 {
-		t.Fatalf("GOGC=200: percent %d after busy", f.p)
+	for _, c := range []struct {
+		name             string
+		gogc             string // the environment's GOGC
+		from, percent    int    // the process's percent, IdleGC.Percent
+		wantIdle         int    // the percent while idle
+		idleTwice, twice bool   // Idle, Busy called twice
+	}{
+		{name: "default", from: 100, wantIdle: DefaultIdlePercent},
+		// Idle again must not save the lowered percent as the one to put back.
+		{name: "idle twice", from: 100, wantIdle: DefaultIdlePercent, idleTwice: true, twice: true},
+		{name: "a percent of its own", from: 100, percent: 10, wantIdle: 10},
+		{name: "already lower", from: 20, wantIdle: 20},
+		{name: "GOGC set", gogc: "200", from: 200, wantIdle: 200},
+		{name: "GOGC off", gogc: "off", from: -1, wantIdle: -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("GOGC", c.gogc) // "" reads as unset
+			f := &fakePercent{p: c.from}
+			g := &IdleGC{Percent: c.percent, set: f.set}
+			g.Idle()
+			if c.idleTwice {
+				g.Idle()
+			}
+			if f.p != c.wantIdle {
+				t.Fatalf("idle: percent %d, want %d", f.p, c.wantIdle)
+			}
+			g.Busy()
+			if c.twice {
+				g.Busy()
+			}
+			if f.p != c.from {
+				t.Fatalf("busy: percent %d, want the %d from before", f.p, c.from)
+			}
+		})
 	}
 }
