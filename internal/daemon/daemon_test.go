@@ -528,7 +528,10 @@ func TestOnBusyAndOnIdleAlternate(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if len(calls) == 0 || calls[0] != "busy" || calls[len(calls)-1] != "idle" {
+	if len(calls) == 0 {
+		t.Fatal("neither OnBusy nor OnIdle was called")
+	}
+	if calls[0] != "busy" || calls[len(calls)-1] != "idle" {
 		t.Fatalf("%d calls, first %q, last %q; want busy first and idle last", len(calls), calls[0], calls[len(calls)-1])
 	}
 	for i := 1; i < len(calls); i++ {

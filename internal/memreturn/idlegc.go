@@ -11,9 +11,9 @@ import (
 // leaves about 2 MB of garbage (client_golang's gathering and a gzip
 // writer): at GOGC=100 the heap climbs back to twice what lives within a
 // few scrapes and stays there. At 50 the idle demo daemon keeps about
-// 1.3 MiB less resident for a few hundredths of a percent of a core; at
-// 25, 2.6 MiB less for 0.3% of a core, more than the scrapes themselves
-// cost (docs/BENCHMARKS.md, issue 48's sixth round).
+// 1.3 MiB less resident for about 0.05% of a core more; at 25, 2.6 MiB
+// less for 0.3% more, over half again what the idle daemon spends
+// (docs/BENCHMARKS.md, issue 48's sixth round).
 const DefaultIdlePercent = 50
 
 // IdleGC lowers the garbage collector's percent while no run is in
