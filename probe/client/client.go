@@ -254,8 +254,10 @@ func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Reque
 		c.fail(r, result.ReasonConnect, err)
 		return
 	}
-	if !q.deadline.IsZero() && tg.h1 == nil {
-		// net/http knows no deadline but its request's context's.
+	if !q.deadline.IsZero() && (tg.h1 == nil || ep.Signer != nil) {
+		// net/http knows no deadline but its request's context's, and
+		// signing may fetch credentials (a cloud's metadata service, a
+		// token endpoint), which the deadline bounds too.
 		var cancel context.CancelFunc
 		q.ctx, cancel = context.WithDeadlineCause(ctx, q.deadline, errRequestTimeout)
 		defer cancel()
@@ -346,16 +348,8 @@ var (
 func (c *Client) sendH1(q call, ep *Endpoint, tg *target, p Prompt, r *result.Request) (response, error) {
 	header, bearer := ep.auth()
 	if ep.Signer != nil {
-		// Signing may fetch credentials (a cloud's metadata service, a
-		// token endpoint): the request's deadline bounds it too.
-		sctx := q.ctx
-		if !q.deadline.IsZero() {
-			var cancel context.CancelFunc
-			sctx, cancel = context.WithDeadlineCause(q.ctx, q.deadline, errRequestTimeout)
-			defer cancel()
-		}
 		var err error
-		if header, err = c.signed(sctx, ep, tg.url, header, p.Body); err != nil {
+		if header, err = c.signed(q.ctx, ep, tg.url, header, p.Body); err != nil {
 			return response{}, &signError{err}
 		}
 		bearer = ""
