@@ -189,10 +189,10 @@ type GPU struct {
 type Aggregator struct {
 	s                            Summary
 	rateLimits                   [ratelimit.NumKinds]rateLimitSeen // by ratelimit.Kind
-	ttft, ttst, ttfo, itl, e2e   []float64
+	ttft, ttst, ttfo, itl, e2e   samples
 	gaps                         gapSketch // one per chunk: bounded
-	isl, osl, tps, lag, inErr    []float64
-	dns, connect, tls, net, head []float64
+	isl, osl, tps, lag, inErr    samples
+	dns, connect, tls, net, head samples
 	first, last                  time.Time
 	good, counted                int
 	met                          map[slo.Kind]int
@@ -318,7 +318,7 @@ func (a *Aggregator) Add(r *result.Request, v slo.Verdict) {
 	if r.End.After(a.last) {
 		a.last = r.End
 	}
-	a.lag = append(a.lag, ms(r.DispatchLag()))
+	a.lag.add(ms(r.DispatchLag()))
 	switch r.Outcome {
 	case result.Cancelled:
 		a.s.Cancelled++
@@ -353,38 +353,40 @@ func (a *Aggregator) Add(r *result.Request, v slo.Verdict) {
 		return
 	}
 	if r.HasTTFT() {
-		a.ttft = append(a.ttft, ms(r.TTFT))
+		a.ttft.add(ms(r.TTFT))
 	}
 	if r.HasTTST() {
-		a.ttst = append(a.ttst, ms(r.TTST))
+		a.ttst.add(ms(r.TTST))
 	}
 	if r.HasTTFO {
-		a.ttfo = append(a.ttfo, ms(r.TTFO))
+		a.ttfo.add(ms(r.TTFO))
 	}
 	if itl, ok := r.ITL(); ok {
-		a.itl = append(a.itl, ms(itl))
+		a.itl.add(ms(itl))
 	}
 	for _, g := range r.Gaps {
 		a.gaps.add(ms(g))
 	}
-	a.e2e = append(a.e2e, ms(r.E2E))
+	a.e2e.add(ms(r.E2E))
 	if !r.Reused {
-		a.dns, a.connect, a.tls = append(a.dns, ms(r.DNS)), append(a.connect, ms(r.Connect)), append(a.tls, ms(r.TLS))
+		a.dns.add(ms(r.DNS))
+		a.connect.add(ms(r.Connect))
+		a.tls.add(ms(r.TLS))
 	}
-	a.net = append(a.net, ms(r.DNS+r.Connect+r.TLS))
+	a.net.add(ms(r.DNS + r.Connect + r.TLS))
 	if r.FirstByte > 0 {
-		a.head = append(a.head, ms(r.FirstByte))
+		a.head.add(ms(r.FirstByte))
 	}
-	a.isl = append(a.isl, float64(r.InputTokens))
-	a.osl = append(a.osl, float64(r.OutputTokens))
+	a.isl.add(float64(r.InputTokens))
+	a.osl.add(float64(r.OutputTokens))
 	a.outTokens += r.OutputTokens
 	a.inTokens += r.InputTokens
 	a.cached += r.CachedInputTokens
 	if tps, ok := r.OutputTokensPerSecond(); ok {
-		a.tps = append(a.tps, tps)
+		a.tps.add(tps)
 	}
 	if r.InputSource == result.SourceUsage && r.IntendedInputTokens > 0 {
-		a.inErr = append(a.inErr, float64(r.InputTokens-r.IntendedInputTokens))
+		a.inErr.add(float64(r.InputTokens - r.IntendedInputTokens))
 	}
 }
 
@@ -396,11 +398,11 @@ func (a *Aggregator) Good() (good, counted int) { return a.good, a.counted }
 // once, after the last Add.
 func (a *Aggregator) Summary() Summary {
 	s := a.s
-	s.TTFT, s.TTST, s.TTFO, s.ITL = Compute(a.ttft), Compute(a.ttst), Compute(a.ttfo), Compute(a.itl)
-	s.InterChunk, s.E2E = a.gaps.dist(), Compute(a.e2e)
-	s.ISL, s.OSL, s.UserTPS = Compute(a.isl), Compute(a.osl), Compute(a.tps)
-	s.DispatchLag, s.InputLengthError = Compute(a.lag), Compute(a.inErr)
-	s.DNS, s.Connect, s.TLS, s.Network, s.FirstByte = Compute(a.dns), Compute(a.connect), Compute(a.tls), Compute(a.net), Compute(a.head)
+	s.TTFT, s.TTST, s.TTFO, s.ITL = Compute(a.ttft.flat()), Compute(a.ttst.flat()), Compute(a.ttfo.flat()), Compute(a.itl.flat())
+	s.InterChunk, s.E2E = a.gaps.dist(), Compute(a.e2e.flat())
+	s.ISL, s.OSL, s.UserTPS = Compute(a.isl.flat()), Compute(a.osl.flat()), Compute(a.tps.flat())
+	s.DispatchLag, s.InputLengthError = Compute(a.lag.flat()), Compute(a.inErr.flat())
+	s.DNS, s.Connect, s.TLS, s.Network, s.FirstByte = Compute(a.dns.flat()), Compute(a.connect.flat()), Compute(a.tls.flat()), Compute(a.net.flat()), Compute(a.head.flat())
 	s.Start, s.End = a.first, a.last
 	if !a.first.IsZero() && a.last.After(a.first) {
 		s.DurationSeconds = a.last.Sub(a.first).Seconds()
