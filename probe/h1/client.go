@@ -34,7 +34,9 @@ import (
 type Options struct {
 	// ConnectTimeout bounds dialling and the TLS handshake (10s).
 	ConnectTimeout time.Duration
-	// IdleTimeout is how long an unused connection is kept (90s).
+	// IdleTimeout is how long an unused connection is kept (90s), with
+	// or without traffic: a timer closes those past it while none is
+	// used, so a daemon between runs holds no connection longer.
 	IdleTimeout time.Duration
 	// MaxIdlePerHost caps the connections kept for reuse per host (16384).
 	MaxIdlePerHost int
@@ -207,6 +209,10 @@ type host struct {
 	// restarted server may keep them).
 	closedInARow int
 	noReuseUntil time.Time
+	// reaper closes connections idle past the timeout when no request
+	// comes to find them; it is armed while any is kept.
+	reaper      *time.Timer
+	reaperArmed bool
 }
 
 // closesAfterEach is how many kept connections in a row found closed make
@@ -283,9 +289,42 @@ func (h *host) put(cn *conn) {
 		h.idle = h.idle[:len(h.idle)-1]
 	}
 	h.idle = append(h.idle, cn)
+	if !h.reaperArmed {
+		h.reaperArmed = true
+		if h.reaper == nil {
+			h.reaper = time.AfterFunc(h.c.o.IdleTimeout, h.reap)
+		} else {
+			h.reaper.Reset(h.c.o.IdleTimeout)
+		}
+	}
 	h.mu.Unlock()
 	if drop != nil {
 		drop.close()
+	}
+}
+
+// reap closes the connections idle past the timeout, the oldest first,
+// and arms itself again for the oldest one left.
+func (h *host) reap() {
+	now := time.Now()
+	h.mu.Lock()
+	n := 0
+	for n < len(h.idle) && now.Sub(h.idle[n].idleSince) >= h.c.o.IdleTimeout {
+		n++
+	}
+	stale := make([]*conn, n)
+	copy(stale, h.idle[:n])
+	rest := copy(h.idle, h.idle[n:])
+	clear(h.idle[rest:])
+	h.idle = h.idle[:rest]
+	if rest > 0 {
+		h.reaper.Reset(h.idle[0].idleSince.Add(h.c.o.IdleTimeout).Sub(now))
+	} else {
+		h.reaperArmed = false
+	}
+	h.mu.Unlock()
+	for _, cn := range stale {
+		cn.close()
 	}
 }
 

@@ -551,6 +551,91 @@ func TestIdleConnectionsExpire(t *testing.T) {
 	c.CloseIdle()
 }
 
+// TestIdleConnectionsCloseWithoutTraffic: connections kept for reuse are
+// closed past the idle timeout even when no request comes to find them,
+// as between a daemon's runs.
+func TestIdleConnectionsCloseWithoutTraffic(t *testing.T) {
+	const streams = 3
+	var closed atomic.Int64
+	arrived := make(chan struct{}, streams)
+	release := make(chan struct{})
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		arrived <- struct{}{}
+		<-release // every request on a connection of its own
+		_, _ = io.WriteString(w, "ok")
+	}))
+	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closed.Add(1)
+		}
+	}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	c := New(Options{IdleTimeout: 50 * time.Millisecond})
+	tg := target(t, c, ts.URL)
+	var wg sync.WaitGroup
+	for range streams {
+		wg.Go(func() {
+			if _, _, err := roundTrip(t.Context(), c, &Request{Target: tg}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	for range streams {
+		<-arrived
+	}
+	close(release)
+	wg.Wait()
+	// No request follows: only the reaper closes them. The wait is
+	// bounded by what the server sees, at most 10 s on a busy machine.
+	end := time.Now().Add(10 * time.Second)
+	for closed.Load() < streams && time.Now().Before(end) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := closed.Load(); n != streams {
+		t.Fatalf("the server saw %d of %d idle connections closed, 10 s past a 50 ms idle timeout", n, streams)
+	}
+	tg.h.mu.Lock()
+	defer tg.h.mu.Unlock()
+	if len(tg.h.idle) != 0 || tg.h.reaperArmed {
+		t.Errorf("%d connections kept, reaper armed %v: want none, disarmed", len(tg.h.idle), tg.h.reaperArmed)
+	}
+}
+
+func TestReapClosesOnlyTheStale(t *testing.T) {
+	c := New(Options{IdleTimeout: time.Minute})
+	h := &host{c: c}
+	now := time.Now()
+	var peers []net.Conn
+	for _, age := range []time.Duration{3 * time.Minute, 2 * time.Minute, time.Second} {
+		ours, theirs := net.Pipe()
+		t.Cleanup(func() { ours.Close(); theirs.Close() })
+		cn := newConn(h, ours, ours)
+		cn.idleSince = now.Add(-age)
+		h.idle = append(h.idle, cn)
+		peers = append(peers, theirs)
+	}
+	h.reaper = time.AfterFunc(time.Hour, func() {})
+	h.reaperArmed = true
+	h.reap()
+	for i, p := range peers {
+		_ = p.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		_, err := p.Read(make([]byte, 1))
+		if stale := i < 2; stale != errors.Is(err, io.EOF) {
+			t.Errorf("connection %d: read %v, want EOF %v (closed only when idle past the timeout)", i, err, stale)
+		}
+	}
+	if len(h.idle) != 1 || !h.reaperArmed {
+		t.Fatalf("%d kept, armed %v: want the fresh one kept and the reaper armed for it", len(h.idle), h.reaperArmed)
+	}
+	h.idle[0].idleSince = now.Add(-time.Hour)
+	h.reap()
+	if len(h.idle) != 0 || h.reaperArmed {
+		t.Errorf("%d kept, armed %v: want none, disarmed", len(h.idle), h.reaperArmed)
+	}
+	h.reaper.Stop()
+}
+
 // cannedServer answers every request on a connection with the same bytes,
 // allocating nothing itself, so that AllocsPerRun sees the client alone.
 func cannedServer(t testing.TB, resp string) string {
