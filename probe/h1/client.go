@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -267,26 +268,19 @@ func (h *host) get() *conn {
 	}
 }
 
-// put keeps cn for reuse, and lets go of the oldest connection if it has
-// been idle too long (the newest are reused first, so stale ones sink).
+// put keeps cn for reuse; the reaper lets go of it once it has been idle
+// too long (the newest are reused first, so stale ones sink to the front).
 func (h *host) put(cn *conn) {
 	// An idle connection keeps no request's deadline: alive's look at
 	// the socket, a read, would fail past it and the connection would be
 	// thrown away.
 	cn.setDeadline(time.Time{})
 	cn.idleSince = time.Now()
-	var drop *conn
 	h.mu.Lock()
 	if len(h.idle) >= h.c.o.MaxIdlePerHost || cn.idleSince.Before(h.noReuseUntil) {
 		h.mu.Unlock()
 		cn.close()
 		return
-	}
-	if len(h.idle) > 0 && cn.idleSince.Sub(h.idle[0].idleSince) >= h.c.o.IdleTimeout {
-		drop = h.idle[0]
-		copy(h.idle, h.idle[1:])
-		h.idle[len(h.idle)-1] = nil
-		h.idle = h.idle[:len(h.idle)-1]
 	}
 	h.idle = append(h.idle, cn)
 	if !h.reaperArmed {
@@ -298,9 +292,6 @@ func (h *host) put(cn *conn) {
 		}
 	}
 	h.mu.Unlock()
-	if drop != nil {
-		drop.close()
-	}
 }
 
 // reap closes the connections idle past the timeout, the oldest first,
@@ -312,12 +303,9 @@ func (h *host) reap() {
 	for n < len(h.idle) && now.Sub(h.idle[n].idleSince) >= h.c.o.IdleTimeout {
 		n++
 	}
-	stale := make([]*conn, n)
-	copy(stale, h.idle[:n])
-	rest := copy(h.idle, h.idle[n:])
-	clear(h.idle[rest:])
-	h.idle = h.idle[:rest]
-	if rest > 0 {
+	stale := slices.Clone(h.idle[:n])
+	h.idle = slices.Delete(h.idle, 0, n) // clears the tail it leaves
+	if len(h.idle) > 0 {
 		h.reaper.Reset(h.idle[0].idleSince.Add(h.c.o.IdleTimeout).Sub(now))
 	} else {
 		h.reaperArmed = false
