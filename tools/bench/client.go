@@ -129,6 +129,9 @@ type ClientResult struct {
 	// Dropped counts arrivals k6 could not start (k6), or results the
 	// OTLP sink's queue dropped (the OTLP kinds).
 	Dropped int64 `json:"dropped,omitempty"`
+	// Held is the process's CPU and chunks while its streams were open
+	// (closed loop, tokenprobe and the floor).
+	Held *Held `json:"held,omitempty"`
 }
 
 // RunClient drives l with the client named by kind and reports. ready is
@@ -225,9 +228,14 @@ func runTokenprobe(ctx context.Context, kind string, l Load, ready func()) (Clie
 	sched := takeSchedSnapshot()
 	start := time.Now()
 	settled.Store(start.Add(settleTime(l)).UnixNano())
+	var held *heldWindow
+	if l.Streams > 0 {
+		held = startHeld(settleTime(l), l.Duration, chunks.Load, func() int64 { return run.Progress().InFlight })
+	}
 	f := runner.Execute(ctx, run, runner.Options{})
 	sum, err := f.Summary, f.Err
 	secs := time.Since(start).Seconds()
+	heldRes := held.result()
 	wait := schedWaitSince(sched)
 	stopPeak()
 	if err != nil {
@@ -239,6 +247,7 @@ func runTokenprobe(ctx context.Context, kind string, l Load, ready func()) (Clie
 	res := ClientResult{
 		Kind: kind, Requests: int64(sum.Requests), Errors: int64(sum.Errors), Chunks: chunks.Load(),
 		Seconds: secs, PeakInFlight: peak.Load(), TimingError: quantilesOf(timing), Timing: timing.Data(), StartupTimingError: quantilesOf(startup),
+		Held: heldRes,
 	}
 	if l.Streams <= 0 {
 		res.DispatchLag, res.SchedWait = quantilesOf(lag.h), wait

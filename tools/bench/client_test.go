@@ -45,6 +45,11 @@ func TestClientsCountEveryChunk(t *testing.T) {
 			if res.PeakInFlight < 1 || res.PeakInFlight > 8 {
 				t.Errorf("peak in flight %d with 8 streams", res.PeakInFlight)
 			}
+			// From the settling (60 ms) to the load's end: some of the
+			// chunks, read while streams were open, for some CPU.
+			if h := res.Held; h == nil || h.Chunks <= 0 || h.Chunks > res.Chunks+2*res.Requests || h.OpenAtStart < 1 || h.OpenAtStart > 8 || h.CPUSeconds < 0 || h.Seconds < 0.2 {
+				t.Errorf("held window %+v of %d chunks: want some chunks, 1 to 8 streams open, 0.24 s", h, res.Chunks)
+			}
 			if kind == KindTokenprobe {
 				te := res.TimingError
 				if te == nil || te.P50 < 0 || te.P99 < te.P50 || te.Max < te.P99 {

@@ -37,7 +37,7 @@ func runFloor(ctx context.Context, l Load, ready func()) (ClientResult, error) {
 		// connect).
 		f.dialer = h1.Dialers([]net.IP{net.ParseIP(l.Source)}, 0)[0]
 	}
-	var requests, errs, events, inFlight, peak atomic.Int64
+	var requests, errs, inFlight, peak atomic.Int64
 	lag := NewHistogram()
 	one := func() {
 		if n := inFlight.Add(1); n > peak.Load() {
@@ -45,14 +45,18 @@ func runFloor(ctx context.Context, l Load, ready func()) (ClientResult, error) {
 		}
 		defer inFlight.Add(-1)
 		requests.Add(1)
-		n, err := f.request(ctx)
-		events.Add(n)
-		if err != nil {
+		if err := f.request(ctx); err != nil {
 			errs.Add(1)
 		}
 	}
 	ready()
 	start := time.Now()
+	var held *heldWindow
+	if l.Streams > 0 {
+		// Every event in the window is a content chunk where, as at the
+		// wide levels, no answer ends in it.
+		held = startHeld(settleTime(l), l.Duration, f.events.Load, inFlight.Load)
+	}
 	stop, cancel := context.WithTimeout(ctx, l.Duration)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -92,12 +96,14 @@ func runFloor(ctx context.Context, l Load, ready func()) (ClientResult, error) {
 		}
 	}
 	wg.Wait()
+	secs := time.Since(start).Seconds()
+	heldRes := held.result()
 	f.closeIdle()
 	// Every answer is Tokens content chunks, one finishing chunk and [DONE].
 	done := requests.Load() - errs.Load()
 	return ClientResult{
-		Kind: KindFloor, Requests: requests.Load(), Errors: errs.Load(), Chunks: events.Load() - 2*done,
-		Seconds: time.Since(start).Seconds(), PeakInFlight: peak.Load(), DispatchLag: quantilesOf(lag),
+		Kind: KindFloor, Requests: requests.Load(), Errors: errs.Load(), Chunks: f.events.Load() - 2*done,
+		Seconds: secs, PeakInFlight: peak.Load(), DispatchLag: quantilesOf(lag), Held: heldRes,
 	}, ctx.Err()
 }
 
@@ -108,6 +114,9 @@ type floor struct {
 	req    []byte
 	mu     sync.Mutex
 	idle   []*floorConn
+	// events counts the SSE events read, as they are read (an atomic add
+	// a read, as tokenprobe's harness counts its chunks).
+	events atomic.Int64
 }
 
 type floorConn struct {
@@ -151,16 +160,16 @@ func (f *floor) closeIdle() {
 var lastChunk = []byte("\r\n0\r\n\r\n")
 
 // request sends the prepared request and reads its response to the last
-// chunk, counting SSE events. The simulator answers 200 with a chunked
-// body and keeps the connection open.
-func (f *floor) request(ctx context.Context) (int64, error) {
+// chunk, counting SSE events into f.events. The simulator answers 200 with
+// a chunked body and keeps the connection open.
+func (f *floor) request(ctx context.Context) error {
 	fc, err := f.get()
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if _, err := fc.c.Write(f.req); err != nil {
 		fc.c.Close()
-		return 0, err
+		return err
 	}
 	var (
 		ec      eventCounter
@@ -173,22 +182,27 @@ func (f *floor) request(ctx context.Context) (int64, error) {
 			if !checked {
 				if !bytes.HasPrefix(b, []byte("HTTP/1.1 200 ")) {
 					fc.c.Close()
-					return ec.n, fmt.Errorf("unexpected response %.40q", b)
+					return fmt.Errorf("unexpected response %.40q", b)
 				}
 				checked = true
 			}
-			if ec.feed(b) {
+			before := ec.n
+			ended := ec.feed(b)
+			if ec.n > before {
+				f.events.Add(ec.n - before)
+			}
+			if ended {
 				f.put(fc)
-				return ec.n, nil
+				return nil
 			}
 		}
 		if err != nil {
 			fc.c.Close()
-			return ec.n, err
+			return err
 		}
 		if ctx.Err() != nil {
 			fc.c.Close()
-			return ec.n, ctx.Err()
+			return ctx.Err()
 		}
 	}
 }

@@ -158,6 +158,13 @@ func (m Measurement) CPUPerMillionChunks() float64 {
 	return m.CPUSeconds / float64(m.Client.Chunks) * 1e6
 }
 
+// HeldCPUPerMillionChunks is client CPU seconds per million content chunks
+// while the level's streams were open (Held): 0 where the client reports
+// no such window (k6, the open loop).
+func (m Measurement) HeldCPUPerMillionChunks() float64 {
+	return m.Client.Held.CPUPerMillionChunks()
+}
+
 // ChunksPerCoreSecond is the content chunks one core of the client's
 // CPU time read.
 func (m Measurement) ChunksPerCoreSecond() float64 {
@@ -418,6 +425,7 @@ func measureProcesses(ctx context.Context, o Options, kind string, l Load, sourc
 	m := Measurement{Load: l, Processes: n}
 	timing := NewHistogram()
 	var errs []error
+	held := &Held{} // the processes' held windows added up; nil once one has none
 	for i, p := range procs {
 		<-p.scanned
 		m.PeakRSS += p.rss.Stop()
@@ -447,9 +455,11 @@ func measureProcesses(ctx context.Context, o Options, kind string, l Load, sourc
 		}
 		m.Client.Seconds = max(m.Client.Seconds, c.Seconds)
 		timing.Add(c.Timing)
+		held = addHeld(held, c.Held)
 	}
 	if n > 1 {
 		m.Client.TimingError = quantilesOf(timing)
+		m.Client.Held = held
 	}
 	m.Client.Timing = nil // in the JSON of each process, not of the report
 	return m, errors.Join(errs...)

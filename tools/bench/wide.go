@@ -142,6 +142,9 @@ func runWide(ctx context.Context, o Options, rep *Report) {
 				rep.Problems = append(rep.Problems, fmt.Sprintf("k6 at %d streams: one process, as k6 runs a test, past the %d streams one process holds here: %d of %d requests failed", n, per, m.Client.Errors, m.Client.Requests))
 			}
 			rep.Wide = append(rep.Wide, m)
+			if p := heldProblem(n, kind, m.Client.Held, w); kind != KindK6 && p != "" {
+				rep.Problems = append(rep.Problems, p)
+			}
 			if m.Client.FirstError != "" {
 				rep.Problems = append(rep.Problems, fmt.Sprintf("%d streams, %s: %s", n, kind, m.Client.FirstError))
 			}
@@ -149,6 +152,23 @@ func runWide(ctx context.Context, o Options, rep *Report) {
 		}
 		stop()
 	}
+}
+
+// heldProblem says why a level's held window is not n streams all open
+// and streaming, or "": no window, streams still opening as it began, or
+// fewer chunks in it than n streams send at w.Interval (1% short).
+func heldProblem(n int, kind string, h *Held, w WideOptions) string {
+	if h == nil {
+		return fmt.Sprintf("%d streams, %s: no held window (the load ended before the window after %s did)", n, kind, w.Settle)
+	}
+	if h.OpenAtStart < int64(n) {
+		return fmt.Sprintf("%d streams, %s: %d of %d streams open %s in, as the held window began: it counts openings too", n, kind, h.OpenAtStart, n, w.Settle)
+	}
+	if want := float64(n) * h.Seconds / w.Interval.Seconds(); w.Interval > 0 && float64(h.Chunks) < 0.99*want {
+		return fmt.Sprintf("%d streams, %s: %d chunks in the held window of %.1f s, where %d streams %s apart send %.0f: not all of them were streaming",
+			n, kind, h.Chunks, h.Seconds, n, w.Interval, want)
+	}
+	return ""
 }
 
 // simCPU is the CPU time the simulators have spent so far.
