@@ -18,7 +18,11 @@ import (
 type Held struct {
 	Seconds    float64 `json:"seconds"`
 	CPUSeconds float64 `json:"cpu_seconds"`
-	Chunks     int64   `json:"chunks"`
+	// Chunks are the content chunks read in the window. The floor counts
+	// SSE events: the same at the wide levels, and at a level whose
+	// answers end in the window each answer's finishing chunk and [DONE]
+	// too (the report shows Held for the wide levels only).
+	Chunks int64 `json:"chunks"`
 	// OpenAtStart and OpenAtEnd are the streams open as the window began
 	// and as it ended: fewer than the level's at the start, and the
 	// window holds openings too.
