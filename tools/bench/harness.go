@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -481,7 +482,10 @@ const readyLine = "ready"
 // With TOKENPROBE_BENCH_PROFILE=DIR set it writes a CPU profile of the
 // whole load and a heap profile at its middle into DIR, named by the
 // client, the level and, at the wide levels, the process's source
-// address: the profiles docs/BENCHMARKS.md explains its figures with.
+// address: the profiles docs/BENCHMARKS.md explains its figures with. A
+// closed loop's CPU profile is three files, as Held splits its CPU time:
+// NAME-before, NAME-held and NAME-after.cpu.pprof (`go tool pprof` merges
+// the files it is given: a glob of them is the whole).
 //
 // slice is the scheduling slice the process asks for (0: the kernel's).
 func ClientMain(ctx context.Context, kind string, l Load, slice time.Duration, stdout io.Writer) error {
@@ -615,11 +619,17 @@ func profile(dir, kind string, l Load) (stop func(), err error) {
 		level += "-" + l.Source
 	}
 	name := filepath.Join(dir, kind+"-"+level)
-	f, err := os.Create(name + ".cpu.pprof")
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
+	cpu := &phasedProfile{name: name}
+	settle := settleTime(l)
+	var timers []*time.Timer
+	if l.Streams > 0 && settle < l.Duration {
+		// As Held splits the CPU time: before the settle instant, the
+		// window of open streams, and after the load's end.
+		if err := cpu.begin("-before"); err != nil {
+			return nil, err
+		}
+		timers = append(timers, time.AfterFunc(settle, func() { cpu.next("-held") }), time.AfterFunc(l.Duration, func() { cpu.next("-after") }))
+	} else if err := cpu.begin(""); err != nil {
 		return nil, err
 	}
 	heap := time.AfterFunc(l.Duration/2, func() {
@@ -633,5 +643,71 @@ func profile(dir, kind string, l Load) (stop func(), err error) {
 			h.Close()
 		}
 	})
-	return func() { heap.Stop(); pprof.StopCPUProfile(); f.Close() }, nil
+	return func() {
+		heap.Stop()
+		for _, t := range timers {
+			t.Stop()
+		}
+		cpu.end()
+	}, nil
+}
+
+// phasedProfile is a CPU profile written in phases, a file each: NAME
+// plus the phase's suffix, then ".cpu.pprof". `go tool pprof` merges
+// the files given together, so that a glob of them is the whole profile.
+type phasedProfile struct {
+	name string
+	mu   sync.Mutex
+	f    *os.File // the phase being written; nil once ended
+	done bool
+}
+
+func (p *phasedProfile) begin(suffix string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.startLocked(suffix)
+}
+
+func (p *phasedProfile) startLocked(suffix string) error {
+	f, err := os.Create(p.name + suffix + ".cpu.pprof")
+	if err != nil {
+		return err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	p.f = f
+	return nil
+}
+
+// next ends the phase being written and starts the one named by suffix;
+// after end, nothing. A phase that cannot start is said on stderr, and the
+// profile ends there.
+func (p *phasedProfile) next(suffix string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done {
+		return
+	}
+	p.stopLocked()
+	if err := p.startLocked(suffix); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: CPU profile %s: %v\n", suffix, err)
+		p.done = true
+	}
+}
+
+func (p *phasedProfile) end() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stopLocked()
+	p.done = true
+}
+
+func (p *phasedProfile) stopLocked() {
+	if p.f != nil {
+		pprof.StopCPUProfile()
+		p.f.Close()
+		p.f = nil
+	}
 }

@@ -1,6 +1,10 @@
 package bench
 
 import (
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -112,4 +116,33 @@ func TestWideBarSplitsHeldFromTheRest(t *testing.T) {
 			t.Errorf("%q does not say %q", row.Measured, want)
 		}
 	}
+}
+
+// A closed loop's CPU profile comes in three files, as Held splits its
+// CPU: before the settle instant, the window, after the load's end. A
+// phase after the end starts nothing.
+func TestPhasedProfileWritesAFileAPhase(t *testing.T) {
+	dir := t.TempDir()
+	p := &phasedProfile{name: filepath.Join(dir, "tokenprobe-streams8")}
+	if err := p.begin("-before"); err != nil {
+		t.Fatal(err)
+	}
+	p.next("-held")
+	p.next("-after")
+	p.end()
+	p.next("-late")
+	for _, phase := range []string{"-before", "-held", "-after"} {
+		fi, err := os.Stat(filepath.Join(dir, "tokenprobe-streams8"+phase+".cpu.pprof"))
+		if err != nil || fi.Size() == 0 {
+			t.Errorf("phase %s: %v, %v", phase, fi, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tokenprobe-streams8-late.cpu.pprof")); err == nil {
+		t.Error("a phase after the end wrote a profile")
+	}
+	// The profiler is free again for whoever is next.
+	if err := pprof.StartCPUProfile(io.Discard); err != nil {
+		t.Fatalf("the profile was left running: %v", err)
+	}
+	pprof.StopCPUProfile()
 }
