@@ -12,8 +12,9 @@ import (
 // wide levels every answer outlasts the load, so no stream opens or ends
 // in that window: it is the reading and stamping of chunks. The rest of a
 // stream's life is outside it: opening its connection (tens of thousands
-// of handshakes at once), sending its request, and its result's work at
-// its end (tokenprobe observes a request's gaps into its histograms then).
+// of handshakes at once), sending its request, its chunks before and after
+// the window, and its result's work at its end (tokenprobe observes a
+// request's gaps into its histograms then).
 // The whole process's CPU per chunk, which the bars judge, is both.
 type Held struct {
 	Seconds    float64 `json:"seconds"`

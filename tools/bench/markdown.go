@@ -190,7 +190,8 @@ func (r *Report) Markdown() string {
 		w("1M chunks and the bars are of each process's whole life. *Held* splits it: the CPU per 1M chunks from %s in to\n", wl.Settle)
 		w("the load's end, each process's own CPU time and chunks in that window, when its streams are all open and none\n")
 		w("ends: reading and stamping chunks. The rest of the streams' lives is outside it: opening the connections (tens\n")
-		w("of thousands of handshakes at once), sending the requests, and each result's work at its end.\n\n")
+		w("of thousands of handshakes at once), sending the requests, the chunks before and after the window, and each\n")
+		w("result's work at its end.\n\n")
 		w("| streams | client | processes (simulators) | chunks/s | chunks per core-second | streams per core | client CPU s per 1M chunks | vs floor | held: CPU s per 1M chunks | held: vs floor | RSS per stream | timing error p50 / p99 / max | requests (errors) | simulator CPU s | machine busy | steal |\n")
 		w("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n")
 		for i := range r.Wide {
@@ -445,7 +446,8 @@ func (r *Report) wideBars() []BarRow {
 			measured := fmt.Sprintf("%.2fx (%.2f vs %.2f CPU s per 1M chunks)%s", x, tp.CPUPerMillionChunks(), fl.CPUPerMillionChunks(), busy(tp))
 			if th, fh := tp.Client.Held, fl.Client.Held; th.CPUPerMillionChunks() > 0 && fh.CPUPerMillionChunks() > 0 {
 				// Where the difference is: holding the open streams, or
-				// the rest of their lives (opening, sending, a result's end).
+				// the rest of their lives (opening, sending, the chunks
+				// outside the window, a result's end).
 				measured += fmt.Sprintf("; held %.2fx (%.2f vs %.2f), the rest of the streams' lives %.1f vs %.1f CPU s",
 					th.CPUPerMillionChunks()/fh.CPUPerMillionChunks(), th.CPUPerMillionChunks(), fh.CPUPerMillionChunks(),
 					tp.CPUSeconds-th.CPUSeconds, fl.CPUSeconds-fh.CPUSeconds)
