@@ -142,8 +142,10 @@ func runWide(ctx context.Context, o Options, rep *Report) {
 				rep.Problems = append(rep.Problems, fmt.Sprintf("k6 at %d streams: one process, as k6 runs a test, past the %d streams one process holds here: %d of %d requests failed", n, per, m.Client.Errors, m.Client.Requests))
 			}
 			rep.Wide = append(rep.Wide, m)
-			if p := heldProblem(n, kind, m.Client.Held, w); kind != KindK6 && p != "" {
-				rep.Problems = append(rep.Problems, p)
+			if kind != KindK6 { // k6 reports no held window
+				if p := heldProblem(n, kind, m.Client.Held, w); p != "" {
+					rep.Problems = append(rep.Problems, p)
+				}
 			}
 			if m.Client.FirstError != "" {
 				rep.Problems = append(rep.Problems, fmt.Sprintf("%d streams, %s: %s", n, kind, m.Client.FirstError))
