@@ -45,11 +45,6 @@ func TestClientsCountEveryChunk(t *testing.T) {
 			if res.PeakInFlight < 1 || res.PeakInFlight > 8 {
 				t.Errorf("peak in flight %d with 8 streams", res.PeakInFlight)
 			}
-			// From the settling (60 ms) to the load's end: some of the
-			// chunks, read while streams were open, for some CPU.
-			if h := res.Held; h == nil || h.Chunks <= 0 || h.Chunks > res.Chunks+2*res.Requests || h.OpenAtStart < 1 || h.OpenAtStart > 8 || h.CPUSeconds < 0 || h.Seconds < 0.2 {
-				t.Errorf("held window %+v of %d chunks: want some chunks, 1 to 8 streams open, 0.24 s", h, res.Chunks)
-			}
 			if kind == KindTokenprobe {
 				te := res.TimingError
 				if te == nil || te.P50 < 0 || te.P99 < te.P50 || te.Max < te.P99 {
@@ -57,6 +52,28 @@ func TestClientsCountEveryChunk(t *testing.T) {
 				}
 			} else if res.TimingError != nil {
 				t.Error("the floor client measures nothing but must have reported a timing error")
+			}
+		})
+	}
+}
+
+// Both clients report the held window of a closed loop whose answers
+// outlast it, as at the wide levels: 1 s answers, a 300 ms load, the
+// window from 60 ms to 300 ms. What is asserted is counts, not how late
+// a busy machine's timers fired: the answers end 700 ms after the window
+// should have, so its end is marked before the load is over.
+func TestClientsReportTheHeldWindow(t *testing.T) {
+	s := startBenchSim(t, 50*time.Millisecond)
+	for _, kind := range []string{KindTokenprobe, KindFloor} {
+		t.Run(kind, func(t *testing.T) {
+			l := Load{URL: s.URL(), Streams: 8, Duration: 300 * time.Millisecond, Tokens: 20}
+			res, err := RunClient(context.Background(), kind, l, func() {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := res.Held
+			if h == nil || h.Chunks <= 0 || h.Chunks > res.Chunks || h.OpenAtStart < 1 || h.OpenAtStart > 8 || h.OpenAtEnd < 1 || h.OpenAtEnd > 8 || h.CPUSeconds < 0 || h.Seconds <= 0 {
+				t.Errorf("held window %+v of %d chunks: want some of them, 1 to 8 streams open at each end", h, res.Chunks)
 			}
 		})
 	}
