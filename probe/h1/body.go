@@ -52,7 +52,7 @@ func (b *Body) Read(p []byte) (int, error) {
 	case len(p) == 0:
 		return 0, nil
 	}
-	br := b.cn.br
+	br := &b.cn.br
 	switch b.mode {
 	case modeClose:
 		n, err := br.Read(p)
@@ -113,7 +113,7 @@ func (b *Body) View(most int) ([]byte, error) {
 	case b.eof:
 		return nil, io.EOF
 	}
-	br := b.cn.br
+	br := &b.cn.br
 	if b.mode == modeChunked && b.left == 0 {
 		if err := b.nextChunk(); err != nil {
 			b.err = err
@@ -292,7 +292,7 @@ var errNotDrained = errors.New("body left unread")
 // and comes within DrainTimeout, and returns nil when the body then ended
 // cleanly.
 func (b *Body) drain(budget int) error {
-	br := b.cn.br
+	br := &b.cn.br
 	nc := b.cn.nc
 	if err := nc.SetReadDeadline(time.Now().Add(DrainTimeout)); err != nil {
 		return err

@@ -26,7 +26,7 @@ func FuzzResponse(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cn := &conn{h: &host{c: New(Options{})}, br: bufio.NewReaderSize(bytes.NewReader(data), 64)}
+		cn := &conn{h: &host{c: New(Options{})}, br: *bufio.NewReaderSize(bytes.NewReader(data), 64)}
 		cn.body.cn = cn
 		cn.resp.Body = &cn.body
 		_, err := cn.readHead()
@@ -36,7 +36,7 @@ func FuzzResponse(f *testing.F) {
 		}
 		// The body read in views, as the SSE reader reads it: the same
 		// bytes, and an error where Read found one.
-		vn := &conn{h: &host{c: New(Options{})}, br: bufio.NewReaderSize(bytes.NewReader(data), 64)}
+		vn := &conn{h: &host{c: New(Options{})}, br: *bufio.NewReaderSize(bytes.NewReader(data), 64)}
 		vn.body.cn = vn
 		vn.resp.Body = &vn.body
 		if _, verr := vn.readHead(); verr == nil {
