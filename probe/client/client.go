@@ -143,7 +143,7 @@ func New(o Options) *Client {
 		sample:  o.TraceSample,
 		targets: map[targetKey]*target{},
 	}
-	c.readers.New = func() any { return &streamReader{sse: sse.NewReader(nil, c.maxLine)} }
+	c.readers.New = func() any { return &streamReader{sse: *sse.NewReader(nil, c.maxLine)} }
 	return c
 }
 
@@ -300,16 +300,14 @@ func (c *Client) readBody(q call, api *openai.Protocol, resp response, r *result
 		c.fail(r, result.ReasonStream, fmt.Errorf("the response is Content-Encoding %q, which tokenprobe does not decode: it asks for Accept-Encoding: identity, so a proxy in between is compressing", c.secrets.Excerpt(resp.encoding, 80)))
 		return
 	}
-	switch v, view := resp.body.(sse.Viewer); {
+	switch {
 	case !p.Stream:
 		c.readWhole(q, api, &limitReader{r: resp.body, n: c.maxBody}, r, p)
 	case !isEventStream(resp.contentType):
 		c.fail(r, result.ReasonStream, fmt.Errorf("content type %q is not text/event-stream", c.secrets.Excerpt(resp.contentType, 80)))
 		return
-	case view: // probe/h1's body: its lines are read in the connection's buffer
-		c.readStream(q, api, &limitViewer{limitReader{r: resp.body, n: c.maxBody}, v}, r, p)
-	default:
-		c.readStream(q, api, &limitReader{r: resp.body, n: c.maxBody}, r, p)
+	default: // bounded to c.maxBody there; probe/h1's body is read in the connection's buffer
+		c.readStream(q, api, resp.body, r, p)
 	}
 	if r.Outcome == result.Success && filtered(r.FinishReason) {
 		// Answered, but a content policy cut the answer or refused the

@@ -154,6 +154,38 @@ func testCleanEndIsNoAnomaly(t *testing.T, newClient func(Options) *Client) {
 	}
 }
 
+// A stream longer than MaxBodyBytes is ended at the bound and says why, on
+// both clients (probe/h1's body is bounded over its views, net/http's over
+// its reads), and the reader it went through is pooled holding no body.
+func TestStreamBodyIsBounded(t *testing.T) { bothClients(t, testStreamBodyIsBounded) }
+
+func testStreamBodyIsBounded(t *testing.T, newClient func(Options) *Client) {
+	event := fmt.Sprintf("data: %s\n\n", chunk("a"))
+	srv := newRawServer(t, func(conn net.Conn, _ *http.Request) bool {
+		_, _ = io.WriteString(conn, hostile.SSEHead)
+		for range 200 { // 200 events, far past the 1 KiB bound
+			if _, err := io.WriteString(conn, hostile.Chunk(event)); err != nil {
+				return false
+			}
+		}
+		_, _ = io.WriteString(conn, hostile.Chunk("data: [DONE]\n\n")+"0\r\n\r\n")
+		return false
+	})
+	c := newClient(Options{MaxBodyBytes: 1024})
+	var r result.Request
+	c.Do(context.Background(), endpoint(rawURL(srv)), Prompt{Text: "x", Stream: true}, &r)
+	if r.Outcome != result.Error || !strings.Contains(r.Err, errBodyTooLarge.Error()) {
+		t.Fatalf("outcome %v, error %q: want the size limit's error", r.Outcome, r.Err)
+	}
+	if max := 1024 / len(event); r.ContentChunks == 0 || r.ContentChunks > max {
+		t.Fatalf("%d content chunks read, want 1 to %d within 1 KiB", r.ContentChunks, max)
+	}
+	sr := c.readers.Get().(*streamReader)
+	if sr.lv.r != nil || sr.lv.v != nil || sr.lr.r != nil {
+		t.Fatal("the pooled stream reader still holds the last body")
+	}
+}
+
 // The client asks for no content coding and refuses one it cannot read,
 // saying so, instead of reporting the stream as cut.
 func TestContentEncodingIsRefused(t *testing.T) { bothClients(t, testContentEncodingIsRefused) }

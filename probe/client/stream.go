@@ -19,16 +19,40 @@ import (
 // chunk an API's reader fills. The chunk lives here, not on readStream's
 // stack: passed to a reader through its Protocol (a function value), it
 // would move to the heap, an allocation per request.
+//
+// The SSE reader and the body's bound live here by value as well: at wide
+// levels a stream's objects have gone cold in the seconds between its
+// chunks, and each separate one a chunk passes through is a cache and TLB
+// miss of its own (docs/BENCHMARKS.md, issue 48's ninth round).
 type streamReader struct {
-	sse   *sse.Reader
+	sse sse.Reader
+	// The body's bound, beside the SSE reader that reads through it: lv
+	// for a body that lends its bytes (probe/h1's), lr for any other.
+	lv    limitViewer
+	lr    limitReader
 	chunk openai.Chunk
 }
 
+// bound returns body bounded to n bytes, as the SSE reader is to read it.
+func (sr *streamReader) bound(body io.Reader, n int64) io.Reader {
+	if v, ok := body.(sse.Viewer); ok {
+		sr.lv = limitViewer{limitReader{r: body, n: n}, v}
+		return &sr.lv
+	}
+	sr.lr = limitReader{r: body, n: n}
+	return &sr.lr
+}
+
+// readStream reads a streamed answer from body, bounded to c.maxBody bytes.
 func (c *Client) readStream(q call, api *openai.Protocol, body io.Reader, r *result.Request, p Prompt) {
 	sr := c.readers.Get().(*streamReader)
-	rd, chunk := sr.sse, &sr.chunk
-	rd.Reset(body)
-	defer func() { rd.Reset(nil); c.readers.Put(sr) }()
+	rd, chunk := &sr.sse, &sr.chunk
+	rd.Reset(sr.bound(body, c.maxBody))
+	defer func() {
+		rd.Reset(nil)
+		sr.lv, sr.lr = limitViewer{}, limitReader{} // no body held by the pool
+		c.readers.Put(sr)
+	}()
 
 	if p.MaxTokens > 0 && cap(r.Gaps) == 0 {
 		r.Gaps = make([]time.Duration, 0, min(p.MaxTokens, 8192))
