@@ -177,8 +177,8 @@ func testStreamBodyIsBounded(t *testing.T, newClient func(Options) *Client) {
 	if r.Outcome != result.Error || !strings.Contains(r.Err, errBodyTooLarge.Error()) {
 		t.Fatalf("outcome %v, error %q: want the size limit's error", r.Outcome, r.Err)
 	}
-	if max := 1024 / len(event); r.ContentChunks == 0 || r.ContentChunks > max {
-		t.Fatalf("%d content chunks read, want 1 to %d within 1 KiB", r.ContentChunks, max)
+	if most := 1024 / len(event); r.ContentChunks == 0 || r.ContentChunks > most {
+		t.Fatalf("%d content chunks read, want 1 to %d within 1 KiB", r.ContentChunks, most)
 	}
 	sr := c.readers.Get().(*streamReader)
 	if sr.lv.r != nil || sr.lv.v != nil || sr.lr.r != nil {
