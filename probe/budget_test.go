@@ -199,7 +199,12 @@ func TestAnEndlessLineIsCutAtTheLimit(t *testing.T) {
 		}
 	}
 	t.Logf("heap grew by %.1f MB at its peak", float64(grew)/1e6)
-	if grew > 16<<20 {
+	// The peak counts garbage not yet swept (each line's buffer doubles
+	// its way to the limit), so it follows the collector's timing: 3.4 to
+	// 15.1 MB in 16 runs beside four busy loops, 19.9 MB once in .ci/run's
+	// busy pass. Without the line limit each request holds the 64 MiB
+	// body limit: 256 MiB.
+	if grew > 32<<20 {
 		t.Errorf("the heap grew by %.1f MB for four lines cut at %d bytes", float64(grew)/1e6, sse.DefaultMaxLineBytes)
 	}
 }
