@@ -156,7 +156,8 @@ func testCleanEndIsNoAnomaly(t *testing.T, newClient func(Options) *Client) {
 
 // A stream longer than MaxBodyBytes is ended at the bound and says why, on
 // both clients (probe/h1's body is bounded over its views, net/http's over
-// its reads), and the reader it went through is pooled holding no body.
+// its reads), keeping what it measured before, and the reader it went
+// through is pooled holding no body.
 func TestStreamBodyIsBounded(t *testing.T) { bothClients(t, testStreamBodyIsBounded) }
 
 func testStreamBodyIsBounded(t *testing.T, newClient func(Options) *Client) {
@@ -179,6 +180,9 @@ func testStreamBodyIsBounded(t *testing.T, newClient func(Options) *Client) {
 	}
 	if most := 1024 / len(event); r.ContentChunks == 0 || r.ContentChunks > most {
 		t.Fatalf("%d content chunks read, want 1 to %d within 1 KiB", r.ContentChunks, most)
+	}
+	if len(r.Gaps) != r.ContentChunks-1 || r.E2E <= 0 {
+		t.Fatalf("%d gaps and E2E %v for %d chunks: what was measured before the bound is kept", len(r.Gaps), r.E2E, r.ContentChunks)
 	}
 	sr := c.readers.Get().(*streamReader)
 	if sr.lv.r != nil || sr.lv.v != nil || sr.lr.r != nil {
