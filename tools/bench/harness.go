@@ -658,8 +658,7 @@ func profile(dir, kind string, l Load) (stop func(), err error) {
 type phasedProfile struct {
 	name string
 	mu   sync.Mutex
-	f    *os.File // the phase being written; nil once ended
-	done bool
+	f    *os.File // the phase being written; nil once ended or failed to start
 }
 
 func (p *phasedProfile) begin(suffix string) error {
@@ -687,13 +686,12 @@ func (p *phasedProfile) startLocked(suffix string) error {
 func (p *phasedProfile) next(suffix string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.done {
+	if p.f == nil {
 		return
 	}
 	p.stopLocked()
 	if err := p.startLocked(suffix); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: CPU profile %s: %v\n", suffix, err)
-		p.done = true
 	}
 }
 
@@ -701,7 +699,6 @@ func (p *phasedProfile) end() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stopLocked()
-	p.done = true
 }
 
 func (p *phasedProfile) stopLocked() {
