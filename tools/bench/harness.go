@@ -87,6 +87,9 @@ type Measurement struct {
 	Client ClientResult `json:"client"`
 	// CPUSeconds is the client process's user+system time (its rusage).
 	CPUSeconds float64 `json:"cpu_seconds"`
+	// SystemSeconds is the part of CPUSeconds the kernel spent for the
+	// process: the reads, connects and waits a floor client pays too.
+	SystemSeconds float64 `json:"system_seconds,omitempty"`
 	// IdleRSS is the client's RSS just before its load began (not known
 	// for k6); PeakRSS the largest seen during the run.
 	IdleRSS int64 `json:"idle_rss_bytes,omitempty"`
@@ -435,7 +438,9 @@ func measureProcesses(ctx context.Context, o Options, kind string, l Load, sourc
 			errs = append(errs, fmt.Errorf("%s client %d of %d: %w", kind, i+1, n, err))
 			continue
 		}
-		m.CPUSeconds += rusageCPU(p.cmd.ProcessState.SysUsage().(*syscall.Rusage)).Seconds()
+		ru := p.cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		m.CPUSeconds += rusageCPU(ru).Seconds()
+		m.SystemSeconds += rusageSystem(ru).Seconds()
 		var c ClientResult
 		if err := json.Unmarshal([]byte(p.last), &c); err != nil {
 			errs = append(errs, fmt.Errorf("%s client printed %.200q: %w", kind, p.last, err))

@@ -90,14 +90,14 @@ func TestHeldProblem(t *testing.T) {
 }
 
 // The bar judges the processes' whole CPU per chunk, and says how much of
-// the difference is in holding the streams.
+// the difference is in holding the streams, and how much is user time.
 func TestWideBarSplitsHeldFromTheRest(t *testing.T) {
-	level := func(kind string, cpu float64, held *Held) Measurement {
-		return Measurement{Load: Load{Streams: 25000}, Client: ClientResult{Kind: kind, Chunks: 375000, PeakInFlight: 25000, Held: held}, CPUSeconds: cpu, Processes: 2}
+	level := func(kind string, cpu, system float64, held *Held) Measurement {
+		return Measurement{Load: Load{Streams: 25000}, Client: ClientResult{Kind: kind, Chunks: 375000, PeakInFlight: 25000, Held: held}, CPUSeconds: cpu, SystemSeconds: system, Processes: 2}
 	}
 	rep := &Report{Wide: []Measurement{
-		level(KindFloor, 9.3, &Held{Seconds: 12, CPUSeconds: 2.8, Chunks: 150000}),
-		level(KindTokenprobe, 11.85, &Held{Seconds: 12, CPUSeconds: 3.0, Chunks: 150000}),
+		level(KindFloor, 9.3, 6.1, &Held{Seconds: 12, CPUSeconds: 2.8, Chunks: 150000}),
+		level(KindTokenprobe, 11.85, 6.25, &Held{Seconds: 12, CPUSeconds: 3.0, Chunks: 150000}),
 	}}
 	var row *BarRow
 	for _, r := range rep.Bars() {
@@ -111,7 +111,8 @@ func TestWideBarSplitsHeldFromTheRest(t *testing.T) {
 	if row.Verdict != "**missed**" { // 1.27x whole, though 1.07x held
 		t.Errorf("verdict %q: the bar judges the whole", row.Verdict)
 	}
-	for _, want := range []string{"1.27x (31.60 vs 24.80 CPU s per 1M chunks)", "held 1.07x (20.00 vs 18.67)", "the rest of the streams' lives 8.8 vs 6.5 CPU s"} {
+	for _, want := range []string{"1.27x (31.60 vs 24.80 CPU s per 1M chunks)", "held 1.07x (20.00 vs 18.67)", "the rest of the streams' lives 8.8 vs 6.5 CPU s",
+		"user time 5.6 vs 3.2 s, system 6.2 vs 6.1 s"} {
 		if !strings.Contains(row.Measured, want) {
 			t.Errorf("%q does not say %q", row.Measured, want)
 		}

@@ -94,7 +94,8 @@ func measureK6(ctx context.Context, k6 string, l Load) (Measurement, error) {
 	if err != nil {
 		return m, fmt.Errorf("k6: %w: %.500s", err, stderr.String())
 	}
-	m.CPUSeconds = rusageCPU(cmd.ProcessState.SysUsage().(*syscall.Rusage)).Seconds()
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	m.CPUSeconds, m.SystemSeconds = rusageCPU(ru).Seconds(), rusageSystem(ru).Seconds()
 	data, err := os.ReadFile(out)
 	if err != nil {
 		return m, fmt.Errorf("k6 wrote no summary: %w: %.500s", err, stderr.String())

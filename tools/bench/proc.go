@@ -113,6 +113,14 @@ func rusageCPU(ru *syscall.Rusage) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// rusageSystem is the system part of rusageCPU.
+func rusageSystem(ru *syscall.Rusage) time.Duration {
+	if ru == nil {
+		return 0
+	}
+	return time.Duration(ru.Stime.Nano())
+}
+
 // rssSampler follows a process's RSS every 50 ms and keeps the peak.
 type rssSampler struct {
 	peak atomic.Int64
