@@ -453,7 +453,7 @@ func (r *Report) wideBars() []BarRow {
 					tp.CPUSeconds-th.CPUSeconds, fl.CPUSeconds-fh.CPUSeconds)
 			}
 			if tp.SystemSeconds > 0 && fl.SystemSeconds > 0 {
-				// Whose the difference is: the kernel's (reads, connects,
+				// Whose CPU the difference is: the kernel's (reads, connects,
 				// the netpoller's waits: the floor's too) or the client's
 				// own code, its runtime and the memory they touch.
 				measured += fmt.Sprintf("; user time %.1f vs %.1f s, system %.1f vs %.1f s",
