@@ -438,9 +438,7 @@ func measureProcesses(ctx context.Context, o Options, kind string, l Load, sourc
 			errs = append(errs, fmt.Errorf("%s client %d of %d: %w", kind, i+1, n, err))
 			continue
 		}
-		ru := p.cmd.ProcessState.SysUsage().(*syscall.Rusage)
-		m.CPUSeconds += rusageCPU(ru).Seconds()
-		m.SystemSeconds += rusageSystem(ru).Seconds()
+		m.addRusage(p.cmd.ProcessState.SysUsage().(*syscall.Rusage))
 		var c ClientResult
 		if err := json.Unmarshal([]byte(p.last), &c); err != nil {
 			errs = append(errs, fmt.Errorf("%s client printed %.200q: %w", kind, p.last, err))

@@ -94,8 +94,7 @@ func measureK6(ctx context.Context, k6 string, l Load) (Measurement, error) {
 	if err != nil {
 		return m, fmt.Errorf("k6: %w: %.500s", err, stderr.String())
 	}
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	m.CPUSeconds, m.SystemSeconds = rusageCPU(ru).Seconds(), rusageSystem(ru).Seconds()
+	m.addRusage(cmd.ProcessState.SysUsage().(*syscall.Rusage))
 	data, err := os.ReadFile(out)
 	if err != nil {
 		return m, fmt.Errorf("k6 wrote no summary: %w: %.500s", err, stderr.String())

@@ -113,12 +113,14 @@ func rusageCPU(ru *syscall.Rusage) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// rusageSystem is the system part of rusageCPU.
-func rusageSystem(ru *syscall.Rusage) time.Duration {
+// addRusage adds a finished client process's CPU time to m, and the
+// system part of it.
+func (m *Measurement) addRusage(ru *syscall.Rusage) {
 	if ru == nil {
-		return 0
+		return
 	}
-	return time.Duration(ru.Stime.Nano())
+	m.CPUSeconds += rusageCPU(ru).Seconds()
+	m.SystemSeconds += time.Duration(ru.Stime.Nano()).Seconds()
 }
 
 // rssSampler follows a process's RSS every 50 ms and keeps the peak.
