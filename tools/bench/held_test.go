@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"testing"
@@ -92,12 +93,12 @@ func TestHeldProblem(t *testing.T) {
 // The bar judges the processes' whole CPU per chunk, and says how much of
 // the difference is in holding the streams, and how much is user time.
 func TestWideBarSplitsHeldFromTheRest(t *testing.T) {
-	level := func(kind string, cpu, system float64, held *Held) Measurement {
-		return Measurement{Load: Load{Streams: 25000}, Client: ClientResult{Kind: kind, Chunks: 375000, PeakInFlight: 25000, Held: held}, CPUSeconds: cpu, SystemSeconds: system, Processes: 2}
+	level := func(kind string, cpu, system, gc float64, held *Held) Measurement {
+		return Measurement{Load: Load{Streams: 25000}, Client: ClientResult{Kind: kind, Chunks: 375000, PeakInFlight: 25000, Held: held, GCSeconds: gc}, CPUSeconds: cpu, SystemSeconds: system, Processes: 2}
 	}
 	rep := &Report{Wide: []Measurement{
-		level(KindFloor, 9.3, 6.1, &Held{Seconds: 12, CPUSeconds: 2.8, Chunks: 150000}),
-		level(KindTokenprobe, 11.85, 6.25, &Held{Seconds: 12, CPUSeconds: 3.0, Chunks: 150000}),
+		level(KindFloor, 9.3, 6.1, 0.29, &Held{Seconds: 12, CPUSeconds: 2.8, Chunks: 150000}),
+		level(KindTokenprobe, 11.85, 6.25, 0.46, &Held{Seconds: 12, CPUSeconds: 3.0, Chunks: 150000}),
 	}}
 	var row *BarRow
 	for _, r := range rep.Bars() {
@@ -112,7 +113,7 @@ func TestWideBarSplitsHeldFromTheRest(t *testing.T) {
 		t.Errorf("verdict %q: the bar judges the whole", row.Verdict)
 	}
 	for _, want := range []string{"1.27x (31.60 vs 24.80 CPU s per 1M chunks)", "held 1.07x (20.00 vs 18.67)", "the rest of the streams' lives 8.8 vs 6.5 CPU s",
-		"user time 5.6 vs 3.2 s, system 6.2 vs 6.1 s"} {
+		"user time 5.6 vs 3.2 s, system 6.2 vs 6.1 s", "the garbage collector 0.46 vs 0.29 s (the runtime's estimate)"} {
 		if !strings.Contains(row.Measured, want) {
 			t.Errorf("%q does not say %q", row.Measured, want)
 		}
@@ -146,4 +147,17 @@ func TestPhasedProfileWritesAFileAPhase(t *testing.T) {
 		t.Fatalf("the profile was left running: %v", err)
 	}
 	pprof.StopCPUProfile()
+}
+
+// The collector's CPU is read from the runtime's own estimate: after a
+// collection it is more than nothing, and it only grows.
+func TestGCSecondsGrowsWithCollections(t *testing.T) {
+	before := gcSeconds()
+	for range 5 {
+		runtime.GC()
+	}
+	after := gcSeconds()
+	if after <= 0 || after < before {
+		t.Errorf("gc seconds %v, then %v after five collections", before, after)
+	}
 }

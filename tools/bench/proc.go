@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,6 +122,21 @@ func (m *Measurement) addRusage(ru *syscall.Rusage) {
 	}
 	m.CPUSeconds += rusageCPU(ru).Seconds()
 	m.SystemSeconds += time.Duration(ru.Stime.Nano()).Seconds()
+}
+
+// gcMetric is the runtime's estimate of its collector's CPU time: mark
+// workers, assists and pauses (a pause counted on every P).
+const gcMetric = "/cpu/classes/gc/total:cpu-seconds"
+
+// gcSeconds is this process's collector CPU time so far, by the
+// runtime's own estimate; 0 where the runtime does not keep it.
+func gcSeconds() float64 {
+	s := []metrics.Sample{{Name: gcMetric}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64 {
+		return 0
+	}
+	return s[0].Value.Float64()
 }
 
 // rssSampler follows a process's RSS every 50 ms and keeps the peak.
