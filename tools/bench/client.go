@@ -132,12 +132,6 @@ type ClientResult struct {
 	// Held is the process's CPU and chunks while its streams were open
 	// (closed loop, tokenprobe and the floor).
 	Held *Held `json:"held,omitempty"`
-	// GCSeconds is the CPU time the Go runtime estimates its garbage
-	// collector spent in the process (tokenprobe and the floor, both Go,
-	// the same runtime and estimator): at the wide levels, where the
-	// collector runs while the streams open, a part of the difference
-	// between the two that rusage alone does not name.
-	GCSeconds float64 `json:"gc_seconds,omitempty"`
 }
 
 // RunClient drives l with the client named by kind and reports. ready is

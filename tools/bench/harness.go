@@ -454,7 +454,6 @@ func measureProcesses(ctx context.Context, o Options, kind string, l Load, sourc
 		m.Client.Chunks += c.Chunks
 		m.Client.PeakInFlight += c.PeakInFlight // as PeakRSS: each process's peak, added (at least the whole's)
 		m.Client.Dropped += c.Dropped
-		m.Client.GCSeconds += c.GCSeconds
 		if m.Client.FirstError == "" && c.FirstError != "" {
 			m.Client.FirstError = fmt.Sprintf("process %d of %d: %s", i+1, n, c.FirstError)
 		}
@@ -507,7 +506,6 @@ func ClientMain(ctx context.Context, kind string, l Load, slice time.Duration, s
 	if err != nil {
 		return err
 	}
-	res.GCSeconds = gcSeconds()
 	return json.NewEncoder(stdout).Encode(res)
 }
 

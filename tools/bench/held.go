@@ -29,6 +29,14 @@ type Held struct {
 	// window holds openings too.
 	OpenAtStart int64 `json:"open_at_start"`
 	OpenAtEnd   int64 `json:"open_at_end"`
+	// GCCycles are the garbage collections before the window: at the
+	// wide levels, while the streams opened and the heap grew. StackBytes
+	// and ScanHeapBytes are what each collection walks as the window
+	// begins: the goroutines' stacks and the heap that holds pointers.
+	// The floor's are the least a Go client holding the streams walks.
+	GCCycles      uint64 `json:"gc_cycles"`
+	StackBytes    uint64 `json:"stack_bytes"`
+	ScanHeapBytes uint64 `json:"scan_heap_bytes"`
 }
 
 // CPUPerMillionChunks is the window's CPU seconds per million chunks.
@@ -47,7 +55,8 @@ func addHeld(sum, h *Held) *Held {
 		return nil
 	}
 	return &Held{Seconds: max(sum.Seconds, h.Seconds), CPUSeconds: sum.CPUSeconds + h.CPUSeconds, Chunks: sum.Chunks + h.Chunks,
-		OpenAtStart: sum.OpenAtStart + h.OpenAtStart, OpenAtEnd: sum.OpenAtEnd + h.OpenAtEnd}
+		OpenAtStart: sum.OpenAtStart + h.OpenAtStart, OpenAtEnd: sum.OpenAtEnd + h.OpenAtEnd,
+		GCCycles: sum.GCCycles + h.GCCycles, StackBytes: sum.StackBytes + h.StackBytes, ScanHeapBytes: sum.ScanHeapBytes + h.ScanHeapBytes}
 }
 
 // heldMark is one end of the window.
@@ -56,6 +65,8 @@ type heldMark struct {
 	cpu    time.Duration
 	chunks int64
 	open   int64
+	// the collector's, at the window's start
+	gcCycles, stackBytes, scanHeapBytes uint64
 }
 
 // heldWindow takes the two marks of a Held, each from a timer.
@@ -94,6 +105,7 @@ func (w *heldWindow) mark() heldMark {
 
 func (w *heldWindow) begin() {
 	m := w.mark()
+	m.gcCycles, m.stackBytes, m.scanHeapBytes = collectorWork()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.from = &m
@@ -109,7 +121,7 @@ func (w *heldWindow) end() {
 	}
 	f := w.from
 	w.held = &Held{Seconds: m.at.Sub(f.at).Seconds(), CPUSeconds: (m.cpu - f.cpu).Seconds(), Chunks: m.chunks - f.chunks,
-		OpenAtStart: f.open, OpenAtEnd: m.open}
+		OpenAtStart: f.open, OpenAtEnd: m.open, GCCycles: f.gcCycles, StackBytes: f.stackBytes, ScanHeapBytes: f.scanHeapBytes}
 }
 
 func (w *heldWindow) closeEnded() { w.once.Do(func() { close(w.ended) }) }

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -93,12 +94,12 @@ func TestHeldProblem(t *testing.T) {
 // The bar judges the processes' whole CPU per chunk, and says how much of
 // the difference is in holding the streams, and how much is user time.
 func TestWideBarSplitsHeldFromTheRest(t *testing.T) {
-	level := func(kind string, cpu, system, gc float64, held *Held) Measurement {
-		return Measurement{Load: Load{Streams: 25000}, Client: ClientResult{Kind: kind, Chunks: 375000, PeakInFlight: 25000, Held: held, GCSeconds: gc}, CPUSeconds: cpu, SystemSeconds: system, Processes: 2}
+	level := func(kind string, cpu, system float64, held *Held) Measurement {
+		return Measurement{Load: Load{Streams: 25000}, Client: ClientResult{Kind: kind, Chunks: 375000, PeakInFlight: 25000, Held: held}, CPUSeconds: cpu, SystemSeconds: system, Processes: 2}
 	}
 	rep := &Report{Wide: []Measurement{
-		level(KindFloor, 9.3, 6.1, 0.29, &Held{Seconds: 12, CPUSeconds: 2.8, Chunks: 150000}),
-		level(KindTokenprobe, 11.85, 6.25, 0.46, &Held{Seconds: 12, CPUSeconds: 3.0, Chunks: 150000}),
+		level(KindFloor, 9.3, 6.1, &Held{Seconds: 12, CPUSeconds: 2.8, Chunks: 150000, GCCycles: 10, StackBytes: 102_400_000, ScanHeapBytes: 12_300_000}),
+		level(KindTokenprobe, 11.85, 6.25, &Held{Seconds: 12, CPUSeconds: 3.0, Chunks: 150000, GCCycles: 12, StackBytes: 219_200_000, ScanHeapBytes: 81_700_000}),
 	}}
 	var row *BarRow
 	for _, r := range rep.Bars() {
@@ -113,7 +114,7 @@ func TestWideBarSplitsHeldFromTheRest(t *testing.T) {
 		t.Errorf("verdict %q: the bar judges the whole", row.Verdict)
 	}
 	for _, want := range []string{"1.27x (31.60 vs 24.80 CPU s per 1M chunks)", "held 1.07x (20.00 vs 18.67)", "the rest of the streams' lives 8.8 vs 6.5 CPU s",
-		"user time 5.6 vs 3.2 s, system 6.2 vs 6.1 s", "the garbage collector 0.46 vs 0.29 s (the runtime's estimate)"} {
+		"user time 5.6 vs 3.2 s, system 6.2 vs 6.1 s", "the collector ran 12 vs 10 times before the window, which began with 219 vs 102 MB of stacks and 82 vs 12 MB of heap holding pointers"} {
 		if !strings.Contains(row.Measured, want) {
 			t.Errorf("%q does not say %q", row.Measured, want)
 		}
@@ -149,15 +150,46 @@ func TestPhasedProfileWritesAFileAPhase(t *testing.T) {
 	pprof.StopCPUProfile()
 }
 
-// The collector's CPU is read from the runtime's own estimate: after a
-// collection it is more than nothing, and it only grows.
-func TestGCSecondsGrowsWithCollections(t *testing.T) {
-	before := gcSeconds()
-	for range 5 {
+// The collector's work is read from the runtime: collections counted,
+// the stacks of the goroutines alive, the heap that holds pointers.
+func TestCollectorWorkCountsWhatIsWalked(t *testing.T) {
+	c0, s0, _ := collectorWork()
+	for range 3 {
 		runtime.GC()
 	}
-	after := gcSeconds()
-	if after <= 0 || after < before {
-		t.Errorf("gc seconds %v, then %v after five collections", before, after)
+	// 200 goroutines parked under a 16 KiB frame each: their stacks are
+	// at least 200 * 16 KiB more than before.
+	const n, frame = 200, 16 << 10
+	release := make(chan struct{})
+	var parked sync.WaitGroup
+	for range n {
+		parked.Add(1)
+		go deepPark(&parked, release)
 	}
+	parked.Wait()
+	keep := make([]*[64]*int, 1000) // 512 KB of pointers on the heap
+	for i := range keep {
+		keep[i] = new([64]*int)
+	}
+	c1, s1, h1 := collectorWork()
+	close(release)
+	if c1 < c0+3 {
+		t.Errorf("collections %d, then %d after three", c0, c1)
+	}
+	if s1 < s0+n*frame {
+		t.Errorf("stacks %d, then %d with %d goroutines under %d bytes each", s0, s1, n, frame)
+	}
+	if h1 < 512_000 {
+		t.Errorf("heap holding pointers %d with 512 KB of pointers kept", h1)
+	}
+	runtime.KeepAlive(keep)
+}
+
+//go:noinline
+func deepPark(parked *sync.WaitGroup, release chan struct{}) {
+	var pad [16 << 10]byte
+	pad[len(release)] = 1
+	parked.Done()
+	<-release
+	runtime.KeepAlive(pad[len(release)])
 }

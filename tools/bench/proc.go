@@ -124,19 +124,22 @@ func (m *Measurement) addRusage(ru *syscall.Rusage) {
 	m.SystemSeconds += time.Duration(ru.Stime.Nano()).Seconds()
 }
 
-// gcMetric is the runtime's estimate of its collector's CPU time: mark
-// workers, assists and pauses (a pause counted on every P).
-const gcMetric = "/cpu/classes/gc/total:cpu-seconds"
-
-// gcSeconds is this process's collector CPU time so far, by the
-// runtime's own estimate; 0 where the runtime does not keep it.
-func gcSeconds() float64 {
-	s := []metrics.Sample{{Name: gcMetric}}
+// collectorWork is what this process's garbage collector has done and
+// has to walk: the collections so far, the goroutine stacks and the heap
+// that holds pointers. These are counts and sizes, exact; the runtime's
+// own CPU figure for its collector is a wall-clock estimate that its
+// documentation calls an overestimate, and on a machine shared by more
+// threads than cores it counts the time a worker waited for one.
+func collectorWork() (cycles, stackBytes, scanHeapBytes uint64) {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/memory/classes/heap/stacks:bytes"}, {Name: "/gc/scan/heap:bytes"}}
 	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindFloat64 {
-		return 0
+	v := func(i int) uint64 {
+		if s[i].Value.Kind() != metrics.KindUint64 {
+			return 0 // a runtime without it
+		}
+		return s[i].Value.Uint64()
 	}
-	return s[0].Value.Float64()
+	return v(0), v(1), v(2)
 }
 
 // rssSampler follows a process's RSS every 50 ms and keeps the peak.
