@@ -31,9 +31,10 @@ type Held struct {
 	OpenAtEnd   int64 `json:"open_at_end"`
 	// GCCycles are the garbage collections before the window: at the
 	// wide levels, while the streams opened and the heap grew. StackBytes
-	// and ScanHeapBytes are what each collection walks as the window
-	// begins: the goroutines' stacks and the heap that holds pointers.
-	// The floor's are the least a Go client holding the streams walks.
+	// and ScanHeapBytes are what a collection walks as the window begins:
+	// the memory held for goroutine stacks and the heap that holds
+	// pointers. The floor's are the least a Go client holding the streams
+	// walks.
 	GCCycles      uint64 `json:"gc_cycles"`
 	StackBytes    uint64 `json:"stack_bytes"`
 	ScanHeapBytes uint64 `json:"scan_heap_bytes"`
