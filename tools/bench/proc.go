@@ -125,8 +125,8 @@ func (m *Measurement) addRusage(ru *syscall.Rusage) {
 }
 
 // collectorWork is what this process's garbage collector has done and
-// has to walk: the collections so far, the goroutine stacks and the heap
-// that holds pointers. These are counts and sizes, exact; the runtime's
+// has to walk: the collections so far, the memory held for goroutine
+// stacks and the heap that holds pointers. These are counts and sizes, exact; the runtime's
 // own CPU figure for its collector is a wall-clock estimate that its
 // documentation calls an overestimate, and on a machine shared by more
 // threads than cores it counts the time a worker waited for one.
