@@ -106,6 +106,9 @@ type Measurement struct {
 	// Simulators is how many simulator processes served it, on one shared
 	// port (0: the harness's one).
 	Simulators int `json:"simulators,omitempty"`
+	// Pair is which of a wide level's measurements of each client this
+	// is, from 1 (WideOptions.Pairs; 0 at the other levels).
+	Pair int `json:"pair,omitempty"`
 	// BusyPercent is how much of the machine's CPU time its processes
 	// used during the level (all of them: clients, simulators, others).
 	BusyPercent float64 `json:"machine_busy_percent"`

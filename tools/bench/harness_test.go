@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,8 +45,9 @@ func TestHarnessEndToEnd(t *testing.T) {
 		Duration: time.Second, Interval: 20 * time.Millisecond, Tokens: 10, RateTokens: 3, Progress: &progress,
 		Replay: replay, SchedSlice: 100 * time.Microsecond,
 		// A wide level at a toy scale: 30 streams, 16 a process, so two
-		// client processes against two simulators on one shared port.
-		Wide: WideOptions{Streams: []int{30}, Interval: 20 * time.Millisecond, Tokens: 60, Duration: time.Second, Settle: 200 * time.Millisecond, PerProcess: 16},
+		// client processes against two simulators on one shared port;
+		// measured twice, in both orders.
+		Wide: WideOptions{Streams: []int{30}, Interval: 20 * time.Millisecond, Tokens: 60, Duration: time.Second, Settle: 200 * time.Millisecond, PerProcess: 16, Pairs: 2},
 	})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, progress.String())
@@ -75,8 +77,15 @@ func TestHarnessEndToEnd(t *testing.T) {
 			t.Errorf("%s: no dispatch lag for an open loop", m.Load)
 		}
 	}
-	if len(rep.Wide) != 2 {
-		t.Fatalf("%d wide results, want the floor's and tokenprobe's\n%s", len(rep.Wide), progress.String())
+	if len(rep.Wide) != 4 {
+		t.Fatalf("%d wide results, want the floor's and tokenprobe's, twice\n%s", len(rep.Wide), progress.String())
+	}
+	var order []string
+	for _, m := range rep.Wide {
+		order = append(order, fmt.Sprintf("%s %d", m.Client.Kind, m.Pair))
+	}
+	if got := strings.Join(order, ", "); got != "floor 1, tokenprobe 1, tokenprobe 2, floor 2" {
+		t.Errorf("wide levels run as %s: want the floor first, then tokenprobe first", got)
 	}
 	for _, m := range rep.Wide {
 		// Every stream's one answer (60 chunks, 1.2 s) outlasts the load.
@@ -90,7 +99,7 @@ func TestHarnessEndToEnd(t *testing.T) {
 			t.Errorf("wide, tokenprobe: timing error %+v (its processes' histograms added up, and not kept in the report: %v)", m.Client.TimingError, m.Client.Timing != nil)
 		}
 	}
-	wantMD := []string{"| 30 | tokenprobe | 2 (2) |", "### Many streams, in several processes", "| 20 | tokenprobe |", "| 40 | floor |", "| 20 | tokenprobe-traced |", "issue 31: tracing on (a span per request over OTLP) costs within 5% CPU per chunk of tracing off, at 20 streams", "vs floor", "1.00x", "Where tokenprobe's dispatch lag was spent: at 40 req/s its goroutines waited runnable"}
+	wantMD := []string{"| 30 | tokenprobe | 2 | 2 (2) |", "### Many streams, in several processes", "| 20 | tokenprobe |", "| 40 | floor |", "| 20 | tokenprobe-traced |", "issue 31: tracing on (a span per request over OTLP) costs within 5% CPU per chunk of tracing off, at 20 streams", "vs floor", "1.00x", "Where tokenprobe's dispatch lag was spent: at 40 req/s its goroutines waited runnable"}
 	if replay.Trace != "" {
 		if len(rep.Replays) != 1 {
 			t.Fatalf("%d replays, want 1\n%s", len(rep.Replays), progress.String())

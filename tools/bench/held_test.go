@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -118,6 +119,62 @@ func TestWideBarSplitsHeldFromTheRest(t *testing.T) {
 		if !strings.Contains(row.Measured, want) {
 			t.Errorf("%q does not say %q", row.Measured, want)
 		}
+	}
+}
+
+// Measured in pairs, the CPU bar judges the median pair's ratio (the
+// upper of the two middle ones of an even count), and the other bars
+// every run.
+func TestWideBarIsTheMedianPair(t *testing.T) {
+	level := func(kind string, pair int, cpu float64, errs int64) Measurement {
+		return Measurement{Load: Load{Streams: 50000}, Client: ClientResult{Kind: kind, Chunks: 1_000_000, PeakInFlight: 50000, Errors: errs, Requests: 50000},
+			CPUSeconds: cpu, Processes: 4, Pair: pair, PeakRSS: int64(pair) * 900 << 20, IdleRSS: 10 << 20}
+	}
+	bar := func(rep *Report, prefix string) BarRow {
+		t.Helper()
+		for _, r := range rep.Bars() {
+			if strings.HasPrefix(r.Bar, prefix) {
+				return r
+			}
+		}
+		t.Fatalf("no bar %q", prefix)
+		return BarRow{}
+	}
+	// Run order: floor, tokenprobe; tokenprobe, floor; floor, tokenprobe.
+	three := &Report{Wide: []Measurement{
+		level(KindFloor, 1, 20, 0), level(KindTokenprobe, 1, 26, 0), // 1.30x
+		level(KindTokenprobe, 2, 22, 0), level(KindFloor, 2, 20, 0), // 1.10x
+		level(KindFloor, 3, 20, 0), level(KindTokenprobe, 3, 23.6, 1), // 1.18x
+	}}
+	cpu := bar(three, "issue 34: client CPU per chunk within 1.2x of the floor at 50,000")
+	if cpu.Verdict != "met" || !strings.HasPrefix(cpu.Measured, "1.18x, the median of 3 pairs run in alternating order (1.30x, 1.10x, 1.18x); in pair 3, 23.60 vs 20.00 CPU s per 1M chunks") {
+		t.Errorf("CPU bar %q, %s: want the third pair's 1.18x, met", cpu.Measured, cpu.Verdict)
+	}
+	if e := bar(three, "issue 34: 50,000 streams from one host"); e.Verdict == "met" || !strings.Contains(e.Measured, "1 errors (the fewest of 3 runs; errors in all)") {
+		t.Errorf("no-error bar %q, %s: the third pair's error misses it", e.Measured, e.Verdict)
+	}
+	// The largest RSS per stream of the three: the third pair's.
+	if m := bar(three, "issue 34: RSS per stream under 24 KiB"); !strings.HasPrefix(m.Measured, kib(float64(3*900<<20-10<<20)/50000)+", the largest of 3 runs") {
+		t.Errorf("RSS bar %q: want the third pair's, the largest", m.Measured)
+	}
+	// Two pairs: the upper ratio.
+	two := &Report{Wide: three.Wide[:4]}
+	if cpu := bar(two, "issue 34: client CPU per chunk"); cpu.Verdict == "met" || !strings.HasPrefix(cpu.Measured, "1.30x, the median of 2 pairs") {
+		t.Errorf("two pairs: %q, %s: want the upper, 1.30x, missed", cpu.Measured, cpu.Verdict)
+	}
+}
+
+// The floor and tokenprobe swap places in every other pair; k6 runs in
+// the first only.
+func TestPairOrderAlternates(t *testing.T) {
+	clients := []string{KindFloor, KindTokenprobe, KindK6}
+	for pair, want := range map[int][]string{1: clients, 2: {KindTokenprobe, KindFloor}, 3: {KindFloor, KindTokenprobe}} {
+		if got := pairOrder(clients, pair); !slices.Equal(got, want) {
+			t.Errorf("pair %d: %v, want %v", pair, got, want)
+		}
+	}
+	if got := pairOrder([]string{KindTokenprobe}, 2); !slices.Equal(got, []string{KindTokenprobe}) {
+		t.Errorf("tokenprobe alone: %v", got)
 	}
 }
 

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"syscall"
 	"time"
 
@@ -31,6 +32,36 @@ type WideOptions struct {
 	// PerProcess is the most streams one client or simulator process
 	// holds; 0 is three quarters of this process's open-file limit.
 	PerProcess int
+	// Pairs is how many times each level measures the floor and
+	// tokenprobe, one after the other, the order swapped each time (0 is
+	// 1). One pair's CPU ratio spreads by up to a tenth either way between runs
+	// of the same two binaries on a quiet host, and the client run first
+	// reads higher: the bar takes the median pair's (Report.wideCPUBar).
+	Pairs int
+}
+
+// pairs is o.Pairs, at least 1.
+func (o WideOptions) pairs() int { return max(o.Pairs, 1) }
+
+// pairOrder is the order the clients run in at a level's pair-th
+// measurement (1-based): as given in odd ones, the floor and tokenprobe
+// swapped in even ones; k6, which has no ratio to judge, only in the
+// first.
+func pairOrder(clients []string, pair int) []string {
+	out := make([]string, 0, len(clients))
+	for _, k := range clients {
+		if k == KindK6 && pair > 1 {
+			continue
+		}
+		out = append(out, k)
+	}
+	if pair%2 == 0 {
+		fl, tp := slices.Index(out, KindFloor), slices.Index(out, KindTokenprobe)
+		if fl >= 0 && tp >= 0 {
+			out[fl], out[tp] = out[tp], out[fl]
+		}
+	}
+	return out
 }
 
 // perProcess is o.PerProcess, or three quarters of the open-file limit:
@@ -103,56 +134,86 @@ func runWide(ctx context.Context, o Options, rep *Report) {
 			sims = append(sims, s)
 		}
 		l := Load{URL: sims[0].base + "/v1", Streams: n, Duration: w.Duration, Tokens: w.Tokens, Interval: w.Interval, Settle: w.Settle}
-		for _, kind := range o.Clients {
-			if kind != KindTokenprobe && kind != KindFloor && kind != KindK6 || kind == KindK6 && o.K6 == "" {
-				continue
-			}
-			if kind == KindK6 && o.K6WideMaxStreams > 0 && n > o.K6WideMaxStreams {
-				// k6 runs a test in one process (spreading one takes its
-				// operator or its cloud): past the limit it fails, which
-				// the level below this one has shown.
-				rep.Problems = append(rep.Problems, fmt.Sprintf("k6 at %d streams: not run (--k6.wide-max-streams %d): k6 runs a test in one process, which may open %d files here; the levels it was run at show how it fails past that",
-					n, o.K6WideMaxStreams, openFileLimit()))
-				continue
-			}
-			inProcs := procs
-			if kind == KindK6 {
-				inProcs = 1
-			}
-			fmt.Fprintf(o.Progress, "bench: %d streams (%s apart) with %s in %d processes against %d simulators for %s ...\n", n, w.Interval, kind, inProcs, len(sims), w.Duration)
-			cpuBefore := simCPU(sims)
-			meter := steal.Start()
-			var m Measurement
-			if kind == KindK6 {
-				m, err = measureK6(ctx, o.K6, l)
-			} else {
-				m, err = measureProcesses(ctx, o, kind, l, sources(procs))
-			}
-			m.StealPercent, m.BusyPercent = meter.Percent(), meter.BusyPercent()
-			m.SimCPUSeconds = (simCPU(sims) - cpuBefore).Seconds()
-			m.Simulators = len(sims)
-			if err != nil {
-				rep.Problems = append(rep.Problems, fmt.Sprintf("%d streams, %s: %v", n, kind, err))
-				fmt.Fprintf(o.Progress, "bench:   failed: %v\n", err)
-				continue
-			}
-			fmt.Fprintf(o.Progress, "bench:   %.0f chunks/s, %.2f CPU s per 1M chunks, %.1f KiB per stream, timing error %s, %d errors, machine %.0f%% busy\n",
-				m.ChunksPerSecond(), m.CPUPerMillionChunks(), m.RSSPerStream()/1024, quants(m.Client.TimingError), m.Client.Errors, m.BusyPercent)
-			if kind == KindK6 && procs > 1 {
-				rep.Problems = append(rep.Problems, fmt.Sprintf("k6 at %d streams: one process, as k6 runs a test, past the %d streams one process holds here: %d of %d requests failed", n, per, m.Client.Errors, m.Client.Requests))
-			}
-			rep.Wide = append(rep.Wide, m)
-			if kind != KindK6 { // k6 reports no held window
-				if p := heldProblem(n, kind, m.Client.Held, w); p != "" {
-					rep.Problems = append(rep.Problems, p)
-				}
-			}
-			if m.Client.FirstError != "" {
-				rep.Problems = append(rep.Problems, fmt.Sprintf("%d streams, %s: %s", n, kind, m.Client.FirstError))
-			}
-			time.Sleep(2 * time.Second) // the closed connections' sockets leave TIME_WAIT's way
+		lv := &wideLevel{n: n, procs: procs, per: per, load: l, sims: sims, sources: sources}
+		for pair := 1; pair <= w.pairs(); pair++ {
+			lv.measurePair(ctx, o, rep, pair)
 		}
 		stop()
+	}
+}
+
+// wideLevel is one wide level as runWide set it up: n streams over
+// procs client processes of at most per streams, against sims.
+type wideLevel struct {
+	n, procs, per int
+	load          Load
+	sims          []*simulator
+	sources       func(k int) []string // k source addresses no process used before
+}
+
+// measurePair measures the level's clients once each, in pairOrder, into
+// rep.Wide.
+func (lv *wideLevel) measurePair(ctx context.Context, o Options, rep *Report, pair int) {
+	w, n := o.Wide, lv.n
+	of := ""
+	if w.pairs() > 1 {
+		of = fmt.Sprintf(" (pair %d of %d)", pair, w.pairs())
+	}
+	for _, kind := range pairOrder(o.Clients, pair) {
+		if ctx.Err() != nil {
+			return
+		}
+		if kind != KindTokenprobe && kind != KindFloor && kind != KindK6 || kind == KindK6 && o.K6 == "" {
+			continue
+		}
+		if kind == KindK6 && o.K6WideMaxStreams > 0 && n > o.K6WideMaxStreams {
+			// k6 runs a test in one process (spreading one takes its
+			// operator or its cloud): past the limit it fails, which
+			// the level below this one has shown.
+			rep.Problems = append(rep.Problems, fmt.Sprintf("k6 at %d streams: not run (--k6.wide-max-streams %d): k6 runs a test in one process, which may open %d files here; the levels it was run at show how it fails past that",
+				n, o.K6WideMaxStreams, openFileLimit()))
+			continue
+		}
+		inProcs := lv.procs
+		if kind == KindK6 {
+			inProcs = 1
+		}
+		fmt.Fprintf(o.Progress, "bench: %d streams (%s apart) with %s in %d processes against %d simulators for %s%s ...\n", n, w.Interval, kind, inProcs, len(lv.sims), w.Duration, of)
+		cpuBefore := simCPU(lv.sims)
+		meter := steal.Start()
+		var (
+			m   Measurement
+			err error
+		)
+		if kind == KindK6 {
+			m, err = measureK6(ctx, o.K6, lv.load)
+		} else {
+			m, err = measureProcesses(ctx, o, kind, lv.load, lv.sources(lv.procs))
+		}
+		m.StealPercent, m.BusyPercent = meter.Percent(), meter.BusyPercent()
+		m.SimCPUSeconds = (simCPU(lv.sims) - cpuBefore).Seconds()
+		m.Simulators = len(lv.sims)
+		m.Pair = pair
+		if err != nil {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%d streams, %s%s: %v", n, kind, of, err))
+			fmt.Fprintf(o.Progress, "bench:   failed: %v\n", err)
+			continue
+		}
+		fmt.Fprintf(o.Progress, "bench:   %.0f chunks/s, %.2f CPU s per 1M chunks, %.1f KiB per stream, timing error %s, %d errors, machine %.0f%% busy\n",
+			m.ChunksPerSecond(), m.CPUPerMillionChunks(), m.RSSPerStream()/1024, quants(m.Client.TimingError), m.Client.Errors, m.BusyPercent)
+		if kind == KindK6 && lv.procs > 1 {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("k6 at %d streams: one process, as k6 runs a test, past the %d streams one process holds here: %d of %d requests failed", n, lv.per, m.Client.Errors, m.Client.Requests))
+		}
+		rep.Wide = append(rep.Wide, m)
+		if kind != KindK6 { // k6 reports no held window
+			if p := heldProblem(n, kind, m.Client.Held, w); p != "" {
+				rep.Problems = append(rep.Problems, p+of)
+			}
+		}
+		if m.Client.FirstError != "" {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%d streams, %s%s: %s", n, kind, of, m.Client.FirstError))
+		}
+		time.Sleep(2 * time.Second) // the closed connections' sockets leave TIME_WAIT's way
 	}
 }
 

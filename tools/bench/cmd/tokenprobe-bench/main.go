@@ -44,6 +44,7 @@ func run(args []string) int {
 	all.Flag("wide.tokens", "Content chunks per answer at those levels: enough that an answer outlasts the load.").Default("15").IntVar(&o.Wide.Tokens)
 	all.Flag("wide.duration", "Load per wide level and client.").Default("20s").DurationVar(&o.Wide.Duration)
 	all.Flag("wide.settle", "How long the wide levels' streams have to open before their chunks count for timing.").Default("8s").DurationVar(&o.Wide.Settle)
+	all.Flag("wide.pairs", "Times each wide level measures the floor and tokenprobe, the order swapped each time: the CPU bars take the median pair's ratio.").Default("3").IntVar(&o.Wide.Pairs)
 	all.Flag("wide.per-process", "Most streams one process holds at the wide levels (0: three quarters of the open-file limit).").Default("0").IntVar(&o.Wide.PerProcess)
 	all.Flag("idle.config", "Daemon configuration for the idle measurement ('' skips it).").Default("configs/demo.yaml").StringVar(&o.IdleConfig)
 	all.Flag("idle.for", "How long to watch the idle daemon.").Default("150s").DurationVar(&o.IdleFor)
