@@ -150,12 +150,26 @@ func TestWideBarIsTheMedianPair(t *testing.T) {
 	if cpu.Verdict != "met" || !strings.HasPrefix(cpu.Measured, "1.18x, the median of 3 pairs run in alternating order (1.30x, 1.10x, 1.18x); in pair 3, 23.60 vs 20.00 CPU s per 1M chunks") {
 		t.Errorf("CPU bar %q, %s: want the third pair's 1.18x, met", cpu.Measured, cpu.Verdict)
 	}
-	if e := bar(three, "issue 34: 50,000 streams from one host"); e.Verdict == "met" || !strings.Contains(e.Measured, "1 errors (the fewest of 3 runs; errors in all)") {
+	if e := bar(three, "issue 34: 50,000 streams from one host"); e.Verdict == "met" || !strings.Contains(e.Measured, "50000 open at peak in 4 processes (the fewest of 3 runs), 1 errors in all") {
 		t.Errorf("no-error bar %q, %s: the third pair's error misses it", e.Measured, e.Verdict)
 	}
 	// The largest RSS per stream of the three: the third pair's.
 	if m := bar(three, "issue 34: RSS per stream under 24 KiB"); !strings.HasPrefix(m.Measured, kib(float64(3*900<<20-10<<20)/50000)+", the largest of 3 runs") {
 		t.Errorf("RSS bar %q: want the third pair's, the largest", m.Measured)
+	}
+	// The timing error bar at 10,000 streams: the worst run's, here the
+	// second one's (a run with no figure is not the worst).
+	timed := func(pair int, p99 float64) Measurement {
+		m := level(KindTokenprobe, pair, 10, 0)
+		m.Load.Streams = 10000
+		if p99 > 0 {
+			m.Client.TimingError = &Quantiles{P50: 100, P99: p99, Max: p99}
+		}
+		return m
+	}
+	tenK := &Report{Wide: []Measurement{timed(1, 900), timed(2, 6000), timed(3, 0)}}
+	if te := bar(tenK, "issue 34: timing error p99 under 5 ms at 10,000 streams"); te.Verdict == "met" || !strings.HasPrefix(te.Measured, "6.000 ms") || !strings.HasSuffix(te.Measured, ", the worst of 3 runs") {
+		t.Errorf("timing error bar %q, %s: want the second run's 6 ms, missed", te.Measured, te.Verdict)
 	}
 	// Two pairs: the upper ratio.
 	two := &Report{Wide: three.Wide[:4]}
