@@ -34,9 +34,10 @@ type WideOptions struct {
 	PerProcess int
 	// Pairs is how many times each level measures the floor and
 	// tokenprobe, one after the other, the order swapped each time (0 is
-	// 1). One pair's CPU ratio spreads by up to a tenth either way between runs
-	// of the same two binaries on a quiet host, and the client run first
-	// reads higher: the bar takes the median pair's (Report.wideCPUBar).
+	// 1). One pair's CPU ratio spreads by up to a tenth either way between
+	// runs of the same two binaries on a quiet host, and the order may
+	// weigh (docs/BENCHMARKS.md, the eighth round): the bar takes the
+	// median pair's (Report.wideCPUBar).
 	Pairs int
 }
 
