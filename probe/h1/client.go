@@ -218,14 +218,27 @@ type host struct {
 
 // closesAfterEach is how many kept connections in a row found closed make
 // a server one that closes after every response; recheckReuse how long
-// its connections are then not kept.
+// its connections are then not kept. Only a connection found closed
+// within closedSoon of its response counts: llama.cpp's server closes a
+// streamed answer's connection 0.1 ms after its last chunk, while the
+// servers that keep connections close them idle past a timeout, 5 s the
+// shortest met (uvicorn's, which vLLM and SGLang run on; llama.cpp's
+// for answers not streamed). A connection found closed past a timeout
+// says nothing of the next one: counted, every run of a daemon that
+// comes back after the timeout would stop keeping connections for
+// recheckReuse, its requests each paying a connection's setup.
 const (
 	closesAfterEach = 3
 	recheckReuse    = 5 * time.Minute
+	closedSoon      = time.Second
 )
 
-// reuseFailed notes a kept connection found closed by the server.
-func (h *host) reuseFailed() {
+// reuseFailed notes a kept connection found closed by the server, idle
+// kept for as long before.
+func (h *host) reuseFailed(idle time.Duration) {
+	if idle >= closedSoon {
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.closedInARow++
@@ -256,14 +269,15 @@ func (h *host) get() *conn {
 		h.idle[n-1] = nil
 		h.idle = h.idle[:n-1]
 		h.mu.Unlock()
-		if now.Sub(cn.idleSince) >= h.c.o.IdleTimeout {
+		cn.idleFor = now.Sub(cn.idleSince)
+		if cn.idleFor >= h.c.o.IdleTimeout {
 			cn.close()
 			continue
 		}
 		if cn.alive() {
 			return cn
 		}
-		h.reuseFailed()
+		h.reuseFailed(cn.idleFor)
 		cn.close()
 	}
 }
@@ -499,7 +513,7 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 		cn.disarm()
 		cn.close()
 		if ctx.Err() == nil && reused && !gotBytes && attempt == 0 && retryable(err) {
-			h.reuseFailed()
+			h.reuseFailed(cn.idleFor)
 			retried = true
 			continue
 		}
