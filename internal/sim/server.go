@@ -32,11 +32,23 @@ func Serve(ln net.Listener, cfg Config) (*Server, error) {
 		ln.Close()
 		return nil, err
 	}
-	s := &Server{Handler: h, ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
+	s := &Server{Handler: h, ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout(cfg)}}
 	// Serve only returns when the listener closes; an embedding daemon
 	// must not die with it, so the error goes nowhere.
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
+}
+
+// idleTimeout is cfg's keep-alive as net/http's IdleTimeout, where zero
+// (with no ReadTimeout) keeps a connection until the client closes it.
+func idleTimeout(cfg Config) time.Duration {
+	switch {
+	case cfg.Bench || cfg.KeepAlive < 0:
+		return 0
+	case cfg.KeepAlive == 0:
+		return DefaultKeepAlive
+	}
+	return cfg.KeepAlive
 }
 
 // URL is the OpenAI base URL of the server, ending in /v1.

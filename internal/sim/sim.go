@@ -83,7 +83,16 @@ type Config struct {
 	// client's timing error can be measured chunk by chunk. The simulator's
 	// own cost per chunk is kept to a copy and a write.
 	Bench bool
+	// KeepAlive is how long a connection is kept idle before the
+	// simulator closes it: DefaultKeepAlive when zero, never when
+	// negative or in Bench mode.
+	KeepAlive time.Duration
 }
+
+// DefaultKeepAlive is how long llama.cpp's server (measured, docs/
+// REAL-SERVERS.md) and uvicorn, which vLLM and SGLang run on, keep an idle
+// connection: a client's connections kept past it are found closed.
+const DefaultKeepAlive = 5 * time.Second
 
 // MetricsHabits imitate how some servers count, so that the reading of a
 // server's own metrics is tested against each way.

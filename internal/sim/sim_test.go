@@ -1,9 +1,14 @@
 package sim
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"slices"
 	"sort"
@@ -231,5 +236,47 @@ func BenchmarkCountFields(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		countFields(s)
+	}
+}
+
+// The simulator closes a connection kept idle past its keep-alive, as
+// llama.cpp's server and uvicorn (vLLM, SGLang) do after 5 s, so that a
+// client's handling of kept connections found closed is tested against
+// it; in bench mode it keeps them, as the benchmarks measure the client.
+func TestIdleConnectionsAreClosedAsRealServersDo(t *testing.T) {
+	if got := idleTimeout(Config{}); got != DefaultKeepAlive || DefaultKeepAlive != 5*time.Second {
+		t.Errorf("default keep-alive %v (DefaultKeepAlive %v), want 5s", got, DefaultKeepAlive)
+	}
+	// idleFor sends one request on a new connection and says how long
+	// the connection then stayed open, waiting at most wait.
+	idleFor := func(s *Server, wait time.Duration) (time.Duration, bool) {
+		t.Helper()
+		c, err := net.Dial("tcp", s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		body := `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`
+		fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != http.StatusOK || resp.Close {
+			t.Fatalf("status %d, close %v, %v", resp.StatusCode, resp.Close, err)
+		}
+		idle := time.Now()
+		_ = c.SetReadDeadline(idle.Add(wait))
+		_, err = c.Read(make([]byte, 1))
+		return time.Since(idle), errors.Is(err, io.EOF)
+	}
+	s := start(t, Config{Slots: 1, DecodeBase: time.Millisecond, KeepAlive: 100 * time.Millisecond})
+	if d, closed := idleFor(s, 10*time.Second); !closed || d < 90*time.Millisecond {
+		t.Errorf("closed %v after %v idle, want closed after about 100ms", closed, d)
+	}
+	for _, cfg := range []Config{{Bench: true, DecodeBase: time.Millisecond}, {Slots: 1, DecodeBase: time.Millisecond, KeepAlive: -1}} {
+		if d, closed := idleFor(start(t, cfg), 300*time.Millisecond); closed {
+			t.Errorf("bench %v, keep-alive %v: closed after %v idle, want kept", cfg.Bench, cfg.KeepAlive, d)
+		}
 	}
 }
