@@ -255,29 +255,31 @@ func (h *host) reuseWorked() {
 	h.mu.Unlock()
 }
 
-// get returns an idle connection that still looks open, or nil.
-func (h *host) get() *conn {
+// get returns an idle connection that still looks open and how long it
+// was kept, or nil. (The time is returned, not kept in the connection: 8
+// bytes more took a conn from the 768-byte size class to the 896.)
+func (h *host) get() (*conn, time.Duration) {
 	now := time.Now()
 	for {
 		h.mu.Lock()
 		n := len(h.idle)
 		if n == 0 {
 			h.mu.Unlock()
-			return nil
+			return nil, 0
 		}
 		cn := h.idle[n-1]
 		h.idle[n-1] = nil
 		h.idle = h.idle[:n-1]
 		h.mu.Unlock()
-		cn.idleFor = now.Sub(cn.idleSince)
-		if cn.idleFor >= h.c.o.IdleTimeout {
+		idle := now.Sub(cn.idleSince)
+		if idle >= h.c.o.IdleTimeout {
 			cn.close()
 			continue
 		}
 		if cn.alive() {
-			return cn
+			return cn, idle
 		}
-		h.reuseFailed(cn.idleFor)
+		h.reuseFailed(idle)
 		cn.close()
 	}
 }
@@ -480,8 +482,9 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 			return nil, err
 		}
 		var cn *conn
+		var idle time.Duration
 		if attempt == 0 {
-			cn = h.get() // the retry dials: other idle ones may be closed too
+			cn, idle = h.get() // the retry dials: other idle ones may be closed too
 		}
 		reused := cn != nil
 		var ph Phases
@@ -513,7 +516,7 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 		cn.disarm()
 		cn.close()
 		if ctx.Err() == nil && reused && !gotBytes && attempt == 0 && retryable(err) {
-			h.reuseFailed(cn.idleFor)
+			h.reuseFailed(idle)
 			retried = true
 			continue
 		}

@@ -32,8 +32,6 @@ type conn struct {
 	// liveness check of an idle connection (nil where unsupported).
 	peer      rawPeer
 	idleSince time.Time
-	// idleFor is how long it had been kept when it was taken for reuse.
-	idleFor time.Duration
 	// firstByte is when the current response's first byte came.
 	firstByte time.Time
 
