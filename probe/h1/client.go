@@ -234,7 +234,7 @@ const (
 )
 
 // reuseFailed notes a kept connection found closed by the server, idle
-// kept for as long before.
+// having passed since its last response.
 func (h *host) reuseFailed(idle time.Duration) {
 	if idle >= closedSoon {
 		return
