@@ -62,7 +62,14 @@ func (c *Client) readStream(q call, api *openai.Protocol, body io.Reader, r *res
 		done, finished, served bool
 		usage                  openai.Chunk
 		limit                  = chunkLimit(p.MaxTokens)
+		// What each chunk updates of the record, kept here and written
+		// back when the stream ends (flush): at wide levels the record
+		// has gone cold in the seconds between a stream's chunks, and
+		// the load of r.ContentChunks was the first cache miss of each
+		// chunk (docs/BENCHMARKS.md, issue 48's fifteenth round).
+		n, gaps, hasTTFO = r.ContentChunks, r.Gaps, r.HasTTFO
 	)
+	flush := func() { r.ContentChunks, r.Gaps = n, gaps }
 	for {
 		ev, err := rd.Next()
 		// Stamp before anything else: this is the moment the chunk reached us.
@@ -71,10 +78,12 @@ func (c *Client) readStream(q call, api *openai.Protocol, body io.Reader, r *res
 			if errors.Is(err, io.EOF) {
 				break
 			}
+			flush()
 			c.endStream(q, r, last, err)
 			return
 		}
 		if string(ev.Name) == "error" {
+			flush()
 			c.endStream(q, r, last, fmt.Errorf("error event in stream: %s", c.secrets.Excerpt(ev.Data, 200)))
 			r.Reason = streamReason(r, ev.Data)
 			return
@@ -84,10 +93,12 @@ func (c *Client) readStream(q call, api *openai.Protocol, body io.Reader, r *res
 			break
 		}
 		if perr := api.Event(ev.Data, chunk); perr != nil {
+			flush()
 			c.endStream(q, r, last, fmt.Errorf("%w: %s", perr, c.secrets.Excerpt(ev.Data, 200)))
 			return
 		}
 		if chunk.Error {
+			flush()
 			c.endStream(q, r, last, fmt.Errorf("error in stream: %s", c.secrets.Excerpt(ev.Data, 200)))
 			r.Reason = streamReason(r, ev.Data)
 			return
@@ -131,24 +142,26 @@ func (c *Client) readStream(q call, api *openai.Protocol, body io.Reader, r *res
 		if !chunk.Content && !chunk.Reasoning {
 			continue
 		}
-		switch r.ContentChunks {
+		switch n {
 		case 0:
 			first = now
 			r.TTFT = now.Sub(r.Start)
 		case 1:
 			r.TTST = now.Sub(first)
-			r.Gaps = append(r.Gaps, now.Sub(last))
+			gaps = append(gaps, now.Sub(last))
 		default:
-			r.Gaps = append(r.Gaps, now.Sub(last))
+			gaps = append(gaps, now.Sub(last))
 		}
-		if chunk.Content && !r.HasTTFO {
+		if chunk.Content && !hasTTFO {
+			hasTTFO = true
 			r.TTFO, r.HasTTFO = now.Sub(r.Start), true
 		}
 		last = now
-		r.ContentChunks++
-		if r.ContentChunks > limit {
+		n++
+		if n > limit {
 			// Far more than asked for: a server that streams without end
 			// would grow the gaps kept without bound.
+			flush()
 			c.endStream(q, r, last, fmt.Errorf("the server sent more than %d content chunks for max_tokens %d: the stream was ended", limit, p.MaxTokens))
 			return
 		}
@@ -159,6 +172,7 @@ func (c *Client) readStream(q call, api *openai.Protocol, body io.Reader, r *res
 			c.onChunk(ev.Data, now)
 		}
 	}
+	flush()
 	if !done && !finished && !api.EndsAtEOF {
 		c.endStream(q, r, last, errors.New("stream ended without [DONE] or finish_reason"))
 		return

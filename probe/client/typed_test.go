@@ -195,6 +195,44 @@ func testEndlessStream(t *testing.T, newClient func(Options) *Client) {
 	if r.Outcome != result.Error || r.Reason != result.ReasonStream || !strings.Contains(r.Err, "more than 104 content chunks for max_tokens 10") || len(r.Gaps) > 104 {
 		t.Fatalf("%v %v %q, %d gaps kept", r.Outcome, r.Reason, r.Err, len(r.Gaps))
 	}
+	// What was read before the end is kept, as for any broken stream.
+	if r.ContentChunks != 105 || len(r.Gaps) != 104 || r.E2E <= 0 {
+		t.Fatalf("%d content chunks, %d gaps, E2E %v kept; want 105, 104 and the time to the last", r.ContentChunks, len(r.Gaps), r.E2E)
+	}
+}
+
+// A stream that breaks off after three content chunks is an error that
+// keeps what was measured before the break, whichever way it broke: the
+// chunks counted, their gaps and the time to the last.
+func TestBrokenStreamKeepsWhatItMeasured(t *testing.T) {
+	bothClients(t, testBrokenStreamKeepsWhatItMeasured)
+}
+
+func testBrokenStreamKeepsWhatItMeasured(t *testing.T, newClient func(Options) *Client) {
+	three := []step{{0, chunk("a"), false}, {0, chunk("b"), false}, {0, chunk("c"), false}}
+	for _, tc := range []struct {
+		name string
+		brk  step
+	}{
+		{"cut before [DONE]", step{0, "", true}},
+		{"malformed chunk", step{0, `{"choices":[{"delta":`, false}},
+		{"error event", step{0, "event: error\ndata: {\"error\":\"boom\"}\n\n", true}},
+		{"error payload", step{0, `{"object":"error","message":"too long"}`, false}},
+		{"line too long", step{0, "data: " + strings.Repeat("x", 2<<20) + "\n\n", true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(&script{steps: append(three[:3:3], tc.brk)})
+			defer srv.Close()
+			var r result.Request
+			newClient(Options{}).Do(context.Background(), endpoint(srv.URL), Prompt{Text: "x", Stream: true}, &r)
+			if r.Outcome != result.Error {
+				t.Fatalf("outcome %v, want an error", r.Outcome)
+			}
+			if r.ContentChunks != 3 || len(r.Gaps) != 2 || !r.HasTTFO || r.E2E <= 0 {
+				t.Fatalf("%d content chunks, gaps %v, TTFO kept %v, E2E %v; want 3, 2 gaps, a TTFO and the time to the last", r.ContentChunks, r.Gaps, r.HasTTFO, r.E2E)
+			}
+		})
+	}
 }
 
 // A Messages stream that says its stop_reason (message_delta) and then
