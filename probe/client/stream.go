@@ -20,37 +20,24 @@ import (
 // stack: passed to a reader through its Protocol (a function value), it
 // would move to the heap, an allocation per request.
 //
-// The SSE reader and the body's bound live here by value as well: at wide
-// levels a stream's objects have gone cold in the seconds between its
-// chunks, and each separate one a chunk passes through is a cache and TLB
-// miss of its own (docs/BENCHMARKS.md, issue 48's ninth round).
+// The SSE reader lives here by value as well, and bounds the body itself
+// (sse.Reader.Bound): at wide levels a stream's objects and stack frames
+// have gone cold in the seconds between its chunks, and each separate one
+// a chunk passes through is a cache miss of its own (docs/BENCHMARKS.md,
+// issue 48's ninth and fifteenth rounds).
 type streamReader struct {
-	sse sse.Reader
-	// The body's bound, beside the SSE reader that reads through it: lv
-	// for a body that lends its bytes (probe/h1's), lr for any other.
-	lv    limitViewer
-	lr    limitReader
+	sse   sse.Reader
 	chunk openai.Chunk
-}
-
-// bound returns body bounded to n bytes, as the SSE reader is to read it.
-func (sr *streamReader) bound(body io.Reader, n int64) io.Reader {
-	if v, ok := body.(sse.Viewer); ok {
-		sr.lv = limitViewer{limitReader{r: body, n: n}, v}
-		return &sr.lv
-	}
-	sr.lr = limitReader{r: body, n: n}
-	return &sr.lr
 }
 
 // readStream reads a streamed answer from body, bounded to c.maxBody bytes.
 func (c *Client) readStream(q call, api *openai.Protocol, body io.Reader, r *result.Request, p Prompt) {
 	sr := c.readers.Get().(*streamReader)
 	rd, chunk := &sr.sse, &sr.chunk
-	rd.Reset(sr.bound(body, c.maxBody))
+	rd.Reset(body)
+	rd.Bound(c.maxBody, errBodyTooLarge)
 	defer func() {
-		rd.Reset(nil)
-		sr.lv, sr.lr = limitViewer{}, limitReader{} // no body held by the pool
+		rd.Reset(nil) // no body held by the pool
 		c.readers.Put(sr)
 	}()
 
@@ -390,25 +377,6 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
 	l.n -= int64(n)
 	return n, err
-}
-
-// limitViewer is limitReader for a body that lends its bytes (sse.Viewer):
-// the same bound, counted over the views.
-type limitViewer struct {
-	limitReader
-	v sse.Viewer
-}
-
-func (l *limitViewer) View(most int) ([]byte, error) {
-	if l.n <= 0 {
-		return nil, errBodyTooLarge
-	}
-	if int64(most) > l.n {
-		most = int(l.n)
-	}
-	v, err := l.v.View(most)
-	l.n -= int64(len(v))
-	return v, err
 }
 
 // answered keeps what a chunk says of the answer: the model that served it

@@ -71,6 +71,31 @@ type Reader struct {
 	data    []byte
 	name    []byte
 	hasData bool
+	// left is what remains of the stream's bound (Bound), in bytes of
+	// lines; it means nothing while bounded is false.
+	left     int64
+	bounded  bool
+	boundErr error
+}
+
+// ErrStreamTooLong is what Next returns past a Bound given no error of
+// its own.
+var ErrStreamTooLong = errors.New("sse: stream exceeds the length limit")
+
+// Bound ends the stream after n bytes of lines (line endings included):
+// Next fails with err (ErrStreamTooLong when nil) at the line that passes
+// them, and at each call after it. Reset lifts the bound.
+//
+// It is the reader's own, not a wrapper's around the source: a stream
+// waits for its next chunk at the bottom of the calls that read it, and
+// at wide levels each frame and object on the way back up after the wait
+// is a cold cache line (docs/BENCHMARKS.md, issue 48's fifteenth round);
+// a wrapper is one of each.
+func (r *Reader) Bound(n int64, err error) {
+	if err == nil {
+		err = ErrStreamTooLong
+	}
+	r.left, r.bounded, r.boundErr = n, true, err
 }
 
 // NewReader returns a Reader whose lines may be at most maxLine bytes long
@@ -103,6 +128,7 @@ func (r *Reader) Reset(src io.Reader) {
 	r.data = r.data[:0]
 	r.name = r.name[:0]
 	r.hasData = false
+	r.left, r.bounded, r.boundErr = 0, false, nil
 }
 
 // Next returns the next event, or io.EOF at the end of the stream.
@@ -112,9 +138,25 @@ func (r *Reader) Reset(src io.Reader) {
 // events said ([DONE], finish_reason), not for the framing layer.
 func (r *Reader) Next() (Event, error) {
 	for {
-		line, err := r.readLine()
+		// Each reader of a line is called from here, not through one
+		// that chooses: a stream waits for its next chunk at the bottom
+		// of the calls that read it, and at wide levels each frame on the
+		// way back up after the wait is a cold cache line
+		// (docs/BENCHMARKS.md, issue 48's fourteenth round).
+		var line []byte
+		var err error
+		if r.src != nil {
+			line, err = r.viewLine()
+		} else {
+			line, err = r.readLine()
+		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			return Event{}, err
+		}
+		if r.bounded {
+			if r.left -= int64(len(line)); r.left < 0 {
+				return Event{}, r.boundErr
+			}
 		}
 		eof := err == io.EOF //nolint:errorlint // the reader's own sentinel, never wrapped; this runs per line
 		line = trimEOL(line)
@@ -123,6 +165,9 @@ func (r *Reader) Next() (Event, error) {
 		}
 		if len(line) > 0 {
 			if ev, ok := r.single(line); ok {
+				if r.bounded && r.left < 0 { // its blank line passed the bound
+					return Event{}, r.boundErr
+				}
 				return ev, nil
 			}
 			if ferr := r.field(line); ferr != nil {
@@ -161,8 +206,10 @@ func (r *Reader) single(line []byte) (Event, bool) {
 		switch v := r.view; {
 		case len(v) > 0 && v[0] == '\n':
 			r.view = v[1:]
+			r.left--
 		case len(v) > 1 && v[0] == '\r' && v[1] == '\n':
 			r.view = v[2:]
+			r.left -= 2
 		default:
 			return Event{}, false
 		}
@@ -176,8 +223,10 @@ func (r *Reader) single(line []byte) (Event, bool) {
 	switch {
 	case next[0] == '\n':
 		_, _ = r.br.Discard(1)
+		r.left--
 	case len(next) == 2 && next[0] == '\r' && next[1] == '\n':
 		_, _ = r.br.Discard(2)
+		r.left -= 2
 	default:
 		return Event{}, false
 	}
@@ -195,12 +244,10 @@ func (r *Reader) dispatch(line []byte) Event {
 	return ev
 }
 
-// readLine returns the next line with its terminator, or what is left
-// before EOF. It never holds more than the line limit in memory.
+// readLine returns the next line of a source that is not a Viewer, with
+// its terminator, or what is left before EOF. It never holds more than
+// the line limit in memory.
 func (r *Reader) readLine() ([]byte, error) {
-	if r.src != nil {
-		return r.viewLine()
-	}
 	line, err := r.br.ReadSlice('\n')
 	if err != bufio.ErrBufferFull { //nolint:errorlint // bufio's sentinel, never wrapped; this runs per line
 		return line, err

@@ -311,3 +311,57 @@ func FuzzReader(f *testing.F) {
 		t.Fatalf("more events than input bytes")
 	})
 }
+
+// A bounded stream ends at the line that passes the bound, with the
+// bound's error, at every call after it too, from every source; the
+// events within the bound come whole. Reset lifts it.
+func TestReaderBound(t *testing.T) {
+	event := "data: {\"n\":1}\n\n" // two lines
+	in := strings.Repeat(event, 10)
+	n := int64(len(event))
+	tooLong := errors.New("body too long")
+	for _, tc := range []struct {
+		bound  int64
+		err    error
+		events int
+		want   error
+	}{
+		{bound: 10 * n, err: tooLong, events: 10},                   // exactly the stream
+		{bound: 10*n - 1, err: tooLong, events: 9, want: tooLong},   // its last blank line passes it
+		{bound: 3 * n, err: tooLong, events: 3, want: tooLong},      // three events
+		{bound: n + 5, err: nil, events: 1, want: ErrStreamTooLong}, // within the second event
+		{bound: 0, err: tooLong, events: 0, want: tooLong},
+	} {
+		for _, src := range sources {
+			r := NewReader(src.of(in), 0)
+			r.Bound(tc.bound, tc.err)
+			got, err := readFrom(r)
+			if len(got) != tc.events || !errors.Is(err, tc.want) {
+				t.Fatalf("%s, bound %d: %d events, %v; want %d, %v", src.name, tc.bound, len(got), err, tc.events, tc.want)
+			}
+			if tc.want != nil {
+				if _, err := r.Next(); !errors.Is(err, tc.want) {
+					t.Fatalf("%s, bound %d: the call after the bound returned %v, want %v", src.name, tc.bound, err, tc.want)
+				}
+			}
+			r.Reset(src.of(in))
+			if got, err := readFrom(r); len(got) != 10 || err != nil {
+				t.Fatalf("%s: after Reset, %d events, %v; want the 10 of an unbounded stream", src.name, len(got), err)
+			}
+		}
+	}
+}
+
+// A bounded stream of a line that never ends is ended by the line limit
+// or the bound, whichever comes first, having held no more than either.
+func TestReaderBoundOfAnEndlessLine(t *testing.T) {
+	e := &endlessViews{buf: make([]byte, 4096)}
+	r := NewReader(e, 1<<20)
+	r.Bound(64<<10, ErrStreamTooLong)
+	if _, err := r.Next(); !errors.Is(err, ErrLineTooLong) {
+		t.Fatalf("got %v, want the line limit's error", err)
+	}
+	if e.lent > 1<<20+4096 {
+		t.Fatalf("%d bytes lent for a 1 MiB line limit", e.lent)
+	}
+}
