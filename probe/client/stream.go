@@ -57,6 +57,11 @@ func (c *Client) readStream(q call, api *openai.Protocol, body io.Reader, r *res
 		n, gaps, hasTTFO = r.ContentChunks, r.Gaps, r.HasTTFO
 	)
 	flush := func() { r.ContentChunks, r.Gaps = n, gaps }
+	// end ends a stream that broke off, keeping what it measured before.
+	end := func(err error) {
+		flush()
+		c.endStream(q, r, last, err)
+	}
 	for {
 		ev, err := rd.Next()
 		// Stamp before anything else: this is the moment the chunk reached us.
@@ -65,13 +70,11 @@ func (c *Client) readStream(q call, api *openai.Protocol, body io.Reader, r *res
 			if errors.Is(err, io.EOF) {
 				break
 			}
-			flush()
-			c.endStream(q, r, last, err)
+			end(err)
 			return
 		}
 		if string(ev.Name) == "error" {
-			flush()
-			c.endStream(q, r, last, fmt.Errorf("error event in stream: %s", c.secrets.Excerpt(ev.Data, 200)))
+			end(fmt.Errorf("error event in stream: %s", c.secrets.Excerpt(ev.Data, 200)))
 			r.Reason = streamReason(r, ev.Data)
 			return
 		}
@@ -80,13 +83,11 @@ func (c *Client) readStream(q call, api *openai.Protocol, body io.Reader, r *res
 			break
 		}
 		if perr := api.Event(ev.Data, chunk); perr != nil {
-			flush()
-			c.endStream(q, r, last, fmt.Errorf("%w: %s", perr, c.secrets.Excerpt(ev.Data, 200)))
+			end(fmt.Errorf("%w: %s", perr, c.secrets.Excerpt(ev.Data, 200)))
 			return
 		}
 		if chunk.Error {
-			flush()
-			c.endStream(q, r, last, fmt.Errorf("error in stream: %s", c.secrets.Excerpt(ev.Data, 200)))
+			end(fmt.Errorf("error in stream: %s", c.secrets.Excerpt(ev.Data, 200)))
 			r.Reason = streamReason(r, ev.Data)
 			return
 		}
@@ -148,8 +149,7 @@ func (c *Client) readStream(q call, api *openai.Protocol, body io.Reader, r *res
 		if n > limit {
 			// Far more than asked for: a server that streams without end
 			// would grow the gaps kept without bound.
-			flush()
-			c.endStream(q, r, last, fmt.Errorf("the server sent more than %d content chunks for max_tokens %d: the stream was ended", limit, p.MaxTokens))
+			end(fmt.Errorf("the server sent more than %d content chunks for max_tokens %d: the stream was ended", limit, p.MaxTokens))
 			return
 		}
 		if p.KeepText { // as it came: read as text after the request, off its clock

@@ -72,9 +72,9 @@ type Reader struct {
 	name    []byte
 	hasData bool
 	// left is what remains of the stream's bound (Bound), in bytes of
-	// lines; it means nothing while bounded is false.
+	// lines; boundErr is what Next returns past it, nil while the stream
+	// is unbounded (left then means nothing).
 	left     int64
-	bounded  bool
 	boundErr error
 }
 
@@ -95,7 +95,7 @@ func (r *Reader) Bound(n int64, err error) {
 	if err == nil {
 		err = ErrStreamTooLong
 	}
-	r.left, r.bounded, r.boundErr = n, true, err
+	r.left, r.boundErr = n, err
 }
 
 // NewReader returns a Reader whose lines may be at most maxLine bytes long
@@ -128,7 +128,7 @@ func (r *Reader) Reset(src io.Reader) {
 	r.data = r.data[:0]
 	r.name = r.name[:0]
 	r.hasData = false
-	r.left, r.bounded, r.boundErr = 0, false, nil
+	r.left, r.boundErr = 0, nil
 }
 
 // Next returns the next event, or io.EOF at the end of the stream.
@@ -153,7 +153,7 @@ func (r *Reader) Next() (Event, error) {
 		if err != nil && !errors.Is(err, io.EOF) {
 			return Event{}, err
 		}
-		if r.bounded {
+		if r.boundErr != nil {
 			if r.left -= int64(len(line)); r.left < 0 {
 				return Event{}, r.boundErr
 			}
@@ -165,7 +165,7 @@ func (r *Reader) Next() (Event, error) {
 		}
 		if len(line) > 0 {
 			if ev, ok := r.single(line); ok {
-				if r.bounded && r.left < 0 { // its blank line passed the bound
+				if r.boundErr != nil && r.left < 0 { // its blank line passed the bound
 					return Event{}, r.boundErr
 				}
 				return ev, nil
