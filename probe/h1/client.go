@@ -41,9 +41,9 @@ type Options struct {
 	IdleTimeout time.Duration
 	// MaxIdlePerHost caps the connections kept for reuse per host (16384).
 	MaxIdlePerHost int
-	// ReadBufferSize is each connection's read buffer (4096). A response
-	// header line longer than it is skipped, not an error, unless it is
-	// the status line.
+	// ReadBufferSize is each connection's read buffer
+	// (DefaultReadBufferSize). A response header line longer than it is
+	// skipped, not an error, unless it is the status line.
 	ReadBufferSize int
 	// TLS configures https targets; nil uses the system roots.
 	TLS *tls.Config
@@ -68,6 +68,15 @@ type Client struct {
 	hosts   map[string]*host
 }
 
+// DefaultReadBufferSize is a connection's read buffer unless Options say
+// otherwise. A token chunk is a few hundred bytes, and so are the header
+// lines tokenprobe reads (a longer one is skipped); a longer SSE line is
+// gathered apart (probe/sse). A probe holds thousands of streams, and each buffer of 4 KiB
+// was a page of its own that the kernel's first copy into it faulted in:
+// 1 KiB puts four on a page (docs/BENCHMARKS.md, issue 48's sixteenth
+// round).
+const DefaultReadBufferSize = 1024
+
 // New returns a Client.
 func New(o Options) *Client {
 	if o.ConnectTimeout <= 0 {
@@ -80,7 +89,7 @@ func New(o Options) *Client {
 		o.MaxIdlePerHost = 16384
 	}
 	if o.ReadBufferSize <= 0 {
-		o.ReadBufferSize = 4096
+		o.ReadBufferSize = DefaultReadBufferSize
 	}
 	if o.UserAgent == "" {
 		o.UserAgent = "tokenprobe"
