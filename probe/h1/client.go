@@ -66,6 +66,11 @@ type Client struct {
 	next    atomic.Uint64
 	mu      sync.Mutex
 	hosts   map[string]*host
+	// wmu guards the watches of the contexts requests are under, and
+	// each connection's place on them (conn.arm).
+	wmu     sync.Mutex
+	watches map[context.Context]*watch
+	spare   *watch // an ended watch, for the next context
 }
 
 // DefaultReadBufferSize is a connection's read buffer unless Options say

@@ -36,9 +36,13 @@ type conn struct {
 	firstByte time.Time
 
 	// Cancelling the request's context sets a deadline in the past, which
-	// ends any read or write in progress. abortFn is cn.abort, made once.
-	abortFn func()
-	stop    func() bool
+	// ends any read or write in progress: w is the watch of that context
+	// the connection is on (Client.arm), wi its place there, and fired
+	// says the watch aborted it. armed is the owner's own.
+	w     *watch
+	wi    int
+	armed bool
+	fired bool
 	// deadline is the one set (Request.Deadline), kept so that a
 	// connection whose requests have none is not set each time.
 	deadline time.Time
@@ -55,7 +59,6 @@ type conn struct {
 // newConn wraps nc, which is raw or TLS over raw.
 func newConn(h *host, raw, nc net.Conn) *conn {
 	cn := &conn{h: h, nc: nc, br: *bufio.NewReaderSize(nc, h.c.o.ReadBufferSize)}
-	cn.abortFn = cn.abort
 	cn.peer = peerOf(raw)
 	cn.body.cn = cn
 	cn.resp.Body = &cn.body
@@ -78,21 +81,109 @@ func (cn *conn) setDeadline(t time.Time) {
 
 // arm makes cancelling ctx abort the connection's reads and writes.
 func (cn *conn) arm(ctx context.Context) {
-	cn.stop = nil
+	cn.armed = false
 	if ctx.Done() != nil {
-		cn.stop = context.AfterFunc(ctx, cn.abortFn)
+		cn.h.c.arm(ctx, cn)
+		cn.armed = true
 	}
 }
 
 // disarm undoes arm and reports whether the connection is still usable:
 // false when the context fired and the connection's deadline is spent.
 func (cn *conn) disarm() bool {
-	if cn.stop == nil {
+	if !cn.armed {
 		return true
 	}
-	ok := cn.stop()
-	cn.stop = nil
-	return ok
+	cn.armed = false
+	return cn.h.c.disarm(cn)
+}
+
+// watch is one context's hook, shared by the connections whose requests
+// are under that context: a probe's requests share their run's, and a
+// context.AfterFunc of each request's own is an entry in that context's
+// map of children, added and deleted under its lock once a request
+// (docs/BENCHMARKS.md, issue 48's sixteenth round). The watch lives while
+// a connection is on it.
+type watch struct {
+	c      *Client
+	ctx    context.Context
+	stop   func() bool
+	fireFn func() // w.fire, made once
+	conns  []*conn
+}
+
+// arm puts cn on ctx's watch, starting one if none is kept. The context's
+// hook runs fire in a goroutine of its own, so registering and stopping
+// it under wmu cannot deadlock.
+func (c *Client) arm(ctx context.Context, cn *conn) {
+	c.wmu.Lock()
+	w := c.watches[ctx]
+	if w == nil {
+		if w = c.spare; w != nil {
+			c.spare = nil
+		} else {
+			w = &watch{c: c}
+			w.fireFn = w.fire
+		}
+		if c.watches == nil {
+			c.watches = map[context.Context]*watch{}
+		}
+		w.ctx = ctx
+		c.watches[ctx] = w
+		w.stop = context.AfterFunc(ctx, w.fireFn)
+	}
+	cn.w, cn.wi, cn.fired = w, len(w.conns), false
+	w.conns = append(w.conns, cn)
+	c.wmu.Unlock()
+}
+
+// disarm takes cn off its watch, ending the watch when cn was its last,
+// and reports false when the watch had fired on cn.
+func (c *Client) disarm(cn *conn) bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if cn.fired {
+		return false
+	}
+	w := cn.w
+	last := len(w.conns) - 1
+	moved := w.conns[last]
+	w.conns[cn.wi], moved.wi = moved, cn.wi
+	w.conns[last] = nil
+	w.conns = w.conns[:last]
+	cn.w = nil
+	if last == 0 {
+		delete(c.watches, w.ctx)
+		// When stop says the hook has run or is running, fire finds w
+		// empty and out of the map; otherwise w serves the next context,
+		// so that one request after another allocates no watch.
+		if w.stop() && c.spare == nil {
+			w.ctx, w.stop = nil, nil
+			if cap(w.conns) > 64 {
+				w.conns = nil // what a wide run left
+			}
+			c.spare = w
+		}
+	}
+	return true
+}
+
+// fire aborts every connection on w: its context is done.
+func (w *watch) fire() {
+	c := w.c
+	c.wmu.Lock()
+	if c.watches[w.ctx] == w {
+		delete(c.watches, w.ctx)
+	}
+	conns := w.conns
+	w.conns = nil
+	for _, cn := range conns {
+		cn.w, cn.fired = nil, true
+	}
+	c.wmu.Unlock()
+	for _, cn := range conns {
+		cn.abort()
+	}
 }
 
 func (cn *conn) close() { _ = cn.nc.Close() }

@@ -436,6 +436,130 @@ func TestCancelAbortsAStream(t *testing.T) {
 	}
 }
 
+// TestCancelAbortsEveryStreamOfItsContext holds the watch that requests
+// under one context share to its word: cancelling the context aborts each
+// of its streams and no other context's, a request that ended before the
+// cancel keeps its connection, and no watch outlives its connections.
+func TestCancelAbortsEveryStreamOfItsContext(t *testing.T) {
+	releaseB := make(chan struct{})
+	ts, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			return
+		}
+		_, _ = io.WriteString(w, "data: first\n\n")
+		w.(http.Flusher).Flush()
+		if r.URL.Path == "/b" {
+			select {
+			case <-releaseB:
+				_, _ = io.WriteString(w, "data: second\n\n")
+			case <-r.Context().Done():
+			}
+			return
+		}
+		<-r.Context().Done()
+	})
+	c := New(Options{})
+	tgA, tgB := target(t, c, ts.URL+"/a"), target(t, c, ts.URL+"/b")
+	ctxA, cancelA := context.WithCancel(t.Context())
+	defer cancelA()
+	open := func(ctx context.Context, tg *Target) *Response {
+		t.Helper()
+		resp, err := c.Do(ctx, &Request{Target: tg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 64)
+		if n, err := resp.Body.Read(buf); err != nil || string(buf[:n]) != "data: first\n\n" {
+			t.Fatalf("first read %q, %v", buf[:n], err)
+		}
+		return resp
+	}
+	var a, b []*Response
+	for range 5 {
+		a = append(a, open(ctxA, tgA))
+	}
+	for range 2 {
+		b = append(b, open(t.Context(), tgB))
+	}
+	// A request under ctxA that ends before the cancel.
+	if _, _, err := roundTrip(ctxA, c, &Request{Target: tgA, Method: "GET"}); err != nil {
+		t.Fatal(err)
+	}
+	watching := func() (contexts, onA int) {
+		c.wmu.Lock()
+		defer c.wmu.Unlock()
+		if w := c.watches[ctxA]; w != nil {
+			onA = len(w.conns)
+		}
+		return len(c.watches), onA
+	}
+	if n, onA := watching(); n != 2 || onA != 5 {
+		t.Fatalf("%d contexts watched, %d connections on ctxA's: want 2 and 5", n, onA)
+	}
+	cancelA()
+	buf := make([]byte, 64)
+	for i, resp := range a {
+		start := time.Now()
+		if _, err := resp.Body.Read(buf); err == nil || time.Since(start) > 5*time.Second {
+			t.Errorf("stream %d under the cancelled context: %v after %v", i, err, time.Since(start))
+		}
+		resp.Body.Close()
+	}
+	close(releaseB)
+	for i, resp := range b {
+		got, err := io.ReadAll(resp.Body)
+		if err != nil || string(got) != "data: second\n\n" {
+			t.Errorf("stream %d under another context: %q, %v", i, got, err)
+		}
+		resp.Body.Close()
+	}
+	if n, _ := watching(); n != 0 {
+		t.Errorf("%d contexts still watched after every request ended", n)
+	}
+	// The connection of the request that ended before the cancel serves
+	// the next one: 5 + 2 + 1 opened, the aborted five closed.
+	if _, _, err := roundTrip(t.Context(), c, &Request{Target: tgA, Method: "GET"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := conns.Load(); n != 8 {
+		t.Errorf("%d connections, want 8 (the GET's kept)", n)
+	}
+}
+
+// TestCancelRacesRequestsEnding cancels a context while requests under it
+// start and end on many goroutines (run with -race): each ends, aborted or
+// not, and no watch is left.
+func TestCancelRacesRequestsEnding(t *testing.T) {
+	ts, _ := countingServer(t, func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	})
+	c := New(Options{})
+	tg := target(t, c, ts.URL)
+	for round := range 20 {
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					_, _, _ = roundTrip(ctx, c, &Request{Target: tg, Method: "GET"})
+				}
+			})
+		}
+		time.Sleep(time.Duration(round%5) * time.Millisecond)
+		cancel()
+		wg.Wait()
+		c.wmu.Lock()
+		n := len(c.watches)
+		c.wmu.Unlock()
+		if n != 0 {
+			t.Fatalf("round %d: %d contexts still watched", round, n)
+		}
+	}
+	if code, body, err := roundTrip(t.Context(), c, &Request{Target: tg, Method: "GET"}); err != nil || code != 200 || body != "ok" {
+		t.Errorf("after the rounds: %d %q %v", code, body, err)
+	}
+}
+
 // TestDeadlineEndsARequest holds Request.Deadline to its word: a head
 // that never comes and a body that stalls end at the deadline, with a
 // timeout; a connection that served a request with a deadline serves the
