@@ -76,10 +76,10 @@ type Client struct {
 // DefaultReadBufferSize is a connection's read buffer unless Options say
 // otherwise. A token chunk is a few hundred bytes, and so are the header
 // lines tokenprobe reads (a longer one is skipped); a longer SSE line is
-// gathered apart (probe/sse). A probe holds thousands of streams, and each buffer of 4 KiB
-// was a page of its own that the kernel's first copy into it faulted in:
-// 1 KiB puts four on a page (docs/BENCHMARKS.md, issue 48's sixteenth
-// round).
+// gathered apart (probe/sse). A probe holds thousands of streams, and
+// each buffer of 4 KiB was a page of its own that the kernel's first copy
+// into it faulted in: 1 KiB puts four on a page (docs/BENCHMARKS.md,
+// issue 48's sixteenth round).
 const DefaultReadBufferSize = 1024
 
 // New returns a Client.

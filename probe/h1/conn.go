@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -110,14 +111,22 @@ type watch struct {
 	stop   func() bool
 	fireFn func() // w.fire, made once
 	conns  []*conn
+	// keyed says the watch is in Client.watches: a context whose type
+	// cannot be a map key (a struct holding a slice, say) gets a watch
+	// of its own each request, as it got its own hook before.
+	keyed bool
 }
 
 // arm puts cn on ctx's watch, starting one if none is kept. The context's
 // hook runs fire in a goroutine of its own, so registering and stopping
 // it under wmu cannot deadlock.
 func (c *Client) arm(ctx context.Context, cn *conn) {
+	keyed := reflect.TypeOf(ctx).Comparable()
 	c.wmu.Lock()
-	w := c.watches[ctx]
+	var w *watch
+	if keyed {
+		w = c.watches[ctx]
+	}
 	if w == nil {
 		if w = c.spare; w != nil {
 			c.spare = nil
@@ -125,11 +134,13 @@ func (c *Client) arm(ctx context.Context, cn *conn) {
 			w = &watch{c: c}
 			w.fireFn = w.fire
 		}
-		if c.watches == nil {
-			c.watches = map[context.Context]*watch{}
+		w.ctx, w.keyed = ctx, keyed
+		if keyed {
+			if c.watches == nil {
+				c.watches = map[context.Context]*watch{}
+			}
+			c.watches[ctx] = w
 		}
-		w.ctx = ctx
-		c.watches[ctx] = w
 		w.stop = context.AfterFunc(ctx, w.fireFn)
 	}
 	cn.w, cn.wi, cn.fired = w, len(w.conns), false
@@ -153,7 +164,9 @@ func (c *Client) disarm(cn *conn) bool {
 	w.conns = w.conns[:last]
 	cn.w = nil
 	if last == 0 {
-		delete(c.watches, w.ctx)
+		if w.keyed {
+			delete(c.watches, w.ctx)
+		}
 		// When stop says the hook has run or is running, fire finds w
 		// empty and out of the map; otherwise w serves the next context,
 		// so that one request after another allocates no watch.
@@ -172,7 +185,7 @@ func (c *Client) disarm(cn *conn) bool {
 func (w *watch) fire() {
 	c := w.c
 	c.wmu.Lock()
-	if c.watches[w.ctx] == w {
+	if w.keyed && c.watches[w.ctx] == w {
 		delete(c.watches, w.ctx)
 	}
 	conns := w.conns

@@ -526,6 +526,53 @@ func TestCancelAbortsEveryStreamOfItsContext(t *testing.T) {
 	}
 }
 
+// tagCtx is a context whose type cannot be a map key.
+type tagCtx struct {
+	context.Context
+	tags []string
+}
+
+// TestCancelOfAContextThatIsNoMapKey aborts streams under a context whose
+// type cannot key the client's watches: each gets a watch of its own.
+func TestCancelOfAContextThatIsNoMapKey(t *testing.T) {
+	ts, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "data: first\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
+	c := New(Options{})
+	tg := target(t, c, ts.URL)
+	parent, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	ctx := tagCtx{Context: parent, tags: []string{"a"}}
+	var streams []*Response
+	for range 2 {
+		resp, err := c.Do(ctx, &Request{Target: tg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, resp)
+	}
+	cancel()
+	buf := make([]byte, 64)
+	for i, resp := range streams {
+		start := time.Now()
+		var err error
+		for err == nil && time.Since(start) < 5*time.Second {
+			_, err = resp.Body.Read(buf)
+		}
+		if err == nil {
+			t.Errorf("stream %d read on after its context was cancelled", i)
+		}
+		resp.Body.Close()
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if n := len(c.watches); n != 0 {
+		t.Errorf("%d contexts watched", n)
+	}
+}
+
 // TestCancelRacesRequestsEnding cancels a context while requests under it
 // start and end on many goroutines (run with -race): each ends, aborted or
 // not, and no watch is left.
