@@ -392,23 +392,27 @@ func TestNoRetryAfterResponseBegan(t *testing.T) {
 	}
 }
 
-func TestCancelAbortsAStream(t *testing.T) {
-	release := make(chan struct{})
-	ts, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+// heldStream answers a GET at once and any other request with one event,
+// then holds the stream until release(r) is closed (a nil channel: until
+// the client goes), then sends rest.
+func heldStream(release func(*http.Request) <-chan struct{}, rest string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
 			return
 		}
 		_, _ = io.WriteString(w, "data: first\n\n")
 		w.(http.Flusher).Flush()
 		select {
-		case <-release:
+		case <-release(r):
+			_, _ = io.WriteString(w, rest)
 		case <-r.Context().Done():
 		}
-	})
-	defer close(release)
-	c := New(Options{})
-	tg := target(t, c, ts.URL)
-	ctx, cancel := context.WithCancel(t.Context())
+	}
+}
+
+// openStream sends a request under ctx and reads heldStream's first event.
+func openStream(ctx context.Context, t *testing.T, c *Client, tg *Target) *Response {
+	t.Helper()
 	resp, err := c.Do(ctx, &Request{Target: tg})
 	if err != nil {
 		t.Fatal(err)
@@ -417,9 +421,21 @@ func TestCancelAbortsAStream(t *testing.T) {
 	if n, err := resp.Body.Read(buf); err != nil || string(buf[:n]) != "data: first\n\n" {
 		t.Fatalf("first read %q, %v", buf[:n], err)
 	}
+	return resp
+}
+
+func TestCancelAbortsAStream(t *testing.T) {
+	release := make(chan struct{})
+	ts, conns := countingServer(t, heldStream(func(*http.Request) <-chan struct{} { return release }, ""))
+	defer close(release)
+	c := New(Options{})
+	tg := target(t, c, ts.URL)
+	ctx, cancel := context.WithCancel(t.Context())
+	resp := openStream(ctx, t, c, tg)
+	buf := make([]byte, 64)
 	time.AfterFunc(50*time.Millisecond, cancel)
 	start := time.Now()
-	_, err = resp.Body.Read(buf)
+	_, err := resp.Body.Read(buf)
 	if err == nil || time.Since(start) > 5*time.Second {
 		t.Fatalf("read after cancel: %v after %v", err, time.Since(start))
 	}
@@ -442,44 +458,22 @@ func TestCancelAbortsAStream(t *testing.T) {
 // cancel keeps its connection, and no watch outlives its connections.
 func TestCancelAbortsEveryStreamOfItsContext(t *testing.T) {
 	releaseB := make(chan struct{})
-	ts, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			return
-		}
-		_, _ = io.WriteString(w, "data: first\n\n")
-		w.(http.Flusher).Flush()
+	ts, conns := countingServer(t, heldStream(func(r *http.Request) <-chan struct{} {
 		if r.URL.Path == "/b" {
-			select {
-			case <-releaseB:
-				_, _ = io.WriteString(w, "data: second\n\n")
-			case <-r.Context().Done():
-			}
-			return
+			return releaseB
 		}
-		<-r.Context().Done()
-	})
+		return nil
+	}, "data: second\n\n"))
 	c := New(Options{})
 	tgA, tgB := target(t, c, ts.URL+"/a"), target(t, c, ts.URL+"/b")
 	ctxA, cancelA := context.WithCancel(t.Context())
 	defer cancelA()
-	open := func(ctx context.Context, tg *Target) *Response {
-		t.Helper()
-		resp, err := c.Do(ctx, &Request{Target: tg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		buf := make([]byte, 64)
-		if n, err := resp.Body.Read(buf); err != nil || string(buf[:n]) != "data: first\n\n" {
-			t.Fatalf("first read %q, %v", buf[:n], err)
-		}
-		return resp
-	}
 	var a, b []*Response
 	for range 5 {
-		a = append(a, open(ctxA, tgA))
+		a = append(a, openStream(ctxA, t, c, tgA))
 	}
 	for range 2 {
-		b = append(b, open(t.Context(), tgB))
+		b = append(b, openStream(t.Context(), t, c, tgB))
 	}
 	// A request under ctxA that ends before the cancel.
 	if _, _, err := roundTrip(ctxA, c, &Request{Target: tgA, Method: "GET"}); err != nil {
@@ -535,11 +529,7 @@ type tagCtx struct {
 // TestCancelOfAContextThatIsNoMapKey aborts streams under a context whose
 // type cannot key the client's watches: each gets a watch of its own.
 func TestCancelOfAContextThatIsNoMapKey(t *testing.T) {
-	ts, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.WriteString(w, "data: first\n\n")
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	})
+	ts, _ := countingServer(t, heldStream(func(*http.Request) <-chan struct{} { return nil }, ""))
 	c := New(Options{})
 	tg := target(t, c, ts.URL)
 	parent, cancel := context.WithCancel(t.Context())
@@ -547,11 +537,7 @@ func TestCancelOfAContextThatIsNoMapKey(t *testing.T) {
 	ctx := tagCtx{Context: parent, tags: []string{"a"}}
 	var streams []*Response
 	for range 2 {
-		resp, err := c.Do(ctx, &Request{Target: tg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		streams = append(streams, resp)
+		streams = append(streams, openStream(ctx, t, c, tg))
 	}
 	cancel()
 	buf := make([]byte, 64)
