@@ -38,12 +38,12 @@ type conn struct {
 
 	// Cancelling the request's context sets a deadline in the past, which
 	// ends any read or write in progress: w is the watch of that context
-	// the connection is on (Client.arm), wi its place there, and fired
-	// says the watch aborted it. armed is the owner's own.
+	// the connection is on (Client.arm), nil once the watch fired on it,
+	// and wi its place there; both under Client.wmu. armed is the owner's
+	// own.
 	w     *watch
 	wi    int
 	armed bool
-	fired bool
 	// deadline is the one set (Request.Deadline), kept so that a
 	// connection whose requests have none is not set each time.
 	deadline time.Time
@@ -143,7 +143,7 @@ func (c *Client) arm(ctx context.Context, cn *conn) {
 		}
 		w.stop = context.AfterFunc(ctx, w.fireFn)
 	}
-	cn.w, cn.wi, cn.fired = w, len(w.conns), false
+	cn.w, cn.wi = w, len(w.conns)
 	w.conns = append(w.conns, cn)
 	c.wmu.Unlock()
 }
@@ -153,10 +153,10 @@ func (c *Client) arm(ctx context.Context, cn *conn) {
 func (c *Client) disarm(cn *conn) bool {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if cn.fired {
-		return false
-	}
 	w := cn.w
+	if w == nil {
+		return false // the watch fired on cn
+	}
 	last := len(w.conns) - 1
 	moved := w.conns[last]
 	w.conns[cn.wi], moved.wi = moved, cn.wi
@@ -191,7 +191,7 @@ func (w *watch) fire() {
 	conns := w.conns
 	w.conns = nil
 	for _, cn := range conns {
-		cn.w, cn.fired = nil, true
+		cn.w = nil
 	}
 	c.wmu.Unlock()
 	for _, cn := range conns {

@@ -56,7 +56,8 @@ type Viewer interface {
 }
 
 // viewMax bounds one view: the connection's buffer (1 KiB, probe/h1)
-// bounds it already; this bounds what a Viewer with a larger buffer lends at once.
+// bounds it already; this bounds what a Viewer with a larger buffer lends
+// at once.
 const viewMax = 64 << 10
 
 // Reader splits a byte stream into SSE events.
