@@ -15,6 +15,10 @@ import (
 type levelGroups struct {
 	r      *Run
 	groups []*levelGroup
+	// one is set for a plan of one fixed level: its group would be the
+	// run's own summary, each result added and each quantile sorted
+	// twice, so none is kept.
+	one bool
 }
 
 type levelGroup struct {
@@ -29,6 +33,10 @@ func newLevelGroups(r *Run) *levelGroups {
 	if r.Plan.Search != nil {
 		return g // a search's steps get their groups as they run
 	}
+	if len(r.Plan.Stages) == 1 && r.Plan.Stages[0].RampTo == 0 {
+		g.one = true
+		return g
+	}
 	for i, st := range r.Plan.Stages {
 		if st.RampTo == 0 { // a fixed level: its group exists even if no request finished
 			g.groups = append(g.groups, &levelGroup{stage: i, level: st.Level(), agg: g.newAgg(st.Level())})
@@ -42,6 +50,9 @@ func (g *levelGroups) newAgg(level float64) *stats.Aggregator {
 }
 
 func (g *levelGroups) add(res *result.Request, v slo.Verdict) {
+	if g.one {
+		return
+	}
 	var grp *levelGroup
 	for _, c := range g.groups {
 		if c.stage == res.Stage && (c.level == res.Level || g.r.Plan.Stages[res.Stage].RampTo == 0) {
@@ -76,7 +87,8 @@ func (g *levelGroups) attainment(stage int) (float64, int) {
 }
 
 // summaries returns one summary per group, in the order of the plan and,
-// within a ramp, of time.
+// within a ramp, of time; none for a plan of one fixed level, whose
+// summary is the run's.
 func (g *levelGroups) summaries() []stats.Summary {
 	slices.SortStableFunc(g.groups, func(a, b *levelGroup) int {
 		if a.stage != b.stage {
