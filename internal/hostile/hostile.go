@@ -10,6 +10,7 @@ package hostile
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -324,6 +325,10 @@ func answer(conn net.Conn, req *http.Request) bool {
 	_, _ = io.WriteString(conn, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
 	return true
 }
+
+// ErrAnswered is UnansweredAddr's error where connects to a full accept
+// queue are answered (or refused) rather than left waiting.
+var ErrAnswered = errors.New("connects to a full accept queue are answered here")
 
 // ClosedAddr is a local address where nothing listens (one was, a moment
 // ago): an endpoint that refuses every connection.

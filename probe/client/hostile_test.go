@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -456,5 +457,47 @@ func testQueryValuesAreNotShown(t *testing.T, newClient func(Options) *Client) {
 	}
 	if strings.Contains(r.Err, value) || strings.Contains(r.URL, value) || !strings.Contains(r.URL, "api-version="+redact.Marker) {
 		t.Errorf("URL %q, error %q: the query's value is shown", r.URL, r.Err)
+	}
+}
+
+// A connect that is never answered (a host that is down) fails as
+// connect at the connect timeout, through either client, and the
+// request's own timeout, when earlier, fails it as timeout.
+func TestUnansweredConnect(t *testing.T) { bothClients(t, testUnansweredConnect) }
+
+func testUnansweredConnect(t *testing.T, newClient func(Options) *Client) {
+	addr, closeAll, err := hostile.UnansweredAddr()
+	if errors.Is(err, hostile.ErrAnswered) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAll()
+	const connect = 100 * time.Millisecond
+	for _, tc := range []struct {
+		name             string
+		connect, request time.Duration // the connect timeout, the endpoint's request timeout
+		want             result.Reason
+	}{
+		{"the connect timeout first", connect, time.Minute, result.ReasonConnect},
+		{"the request's timeout first", time.Minute, connect, result.ReasonTimeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClient(Options{ConnectTimeout: tc.connect})
+			ep := endpoint("http://" + addr)
+			ep.Timeout = tc.request
+			var r result.Request
+			start := time.Now()
+			c.Do(t.Context(), ep, Prompt{Text: "x", Stream: true}, &r)
+			if r.Outcome != result.Error || r.Reason != tc.want {
+				t.Errorf("%v/%v %s, want error/%v", r.Outcome, r.Reason, r.Err, tc.want)
+			}
+			// Not ended before its bound; without one it would wait for
+			// the kernel's SYN retries, about two minutes.
+			if took := time.Since(start); took < connect || took > 30*time.Second {
+				t.Errorf("ended after %v", took)
+			}
+		})
 	}
 }

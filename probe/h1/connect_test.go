@@ -4,49 +4,24 @@ import (
 	"context"
 	"errors"
 	"net"
-	"strconv"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tokenprobe/tokenprobe/internal/hostile"
 )
 
-// unansweredAddr is a loopback address whose connects are never
-// answered: a listener that is never accepted from, its queue full. Linux
-// drops a SYN to a listener whose accept queue is full, so the connect
-// waits as it would for a host that is down.
+// unansweredAddr is hostile.UnansweredAddr, closed when the test ends.
 func unansweredAddr(t *testing.T) string {
 	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	addr, closeAll, err := hostile.UnansweredAddr()
+	if errors.Is(err, hostile.ErrAnswered) {
+		t.Skip(err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	// A backlog of 0 queues one connection.
-	if err := syscall.Listen(fd, 0); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
-	// Fill the queue until a connect goes unanswered.
-	for range 16 {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				return addr
-			}
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-	}
-	t.Skip("the listener's queue did not fill: connects to it are answered")
-	return ""
+	t.Cleanup(closeAll)
+	return addr
 }
 
 // A connect that is never answered ends at the connect timeout, whether
