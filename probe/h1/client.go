@@ -374,6 +374,9 @@ func (h *host) dial(ctx context.Context, deadline time.Time, ph *Phases) (*conn,
 	if !deadline.IsZero() && deadline.Before(end) {
 		end = deadline
 	}
+	if d, ok := ctx.Deadline(); ok && d.Before(end) {
+		end = d // connectCtx's deadline is never its parent's later one
+	}
 	start := time.Now()
 	addrs := []string{h.addr}
 	host, port, err := net.SplitHostPort(h.addr)
