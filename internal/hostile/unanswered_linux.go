@@ -25,11 +25,11 @@ func UnansweredAddr() (addr string, closeAll func(), err error) {
 		}
 		_ = syscall.Close(fd)
 	}
-	// A backlog of 0 queues one connection.
 	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 		closeAll()
 		return "", nil, err
 	}
+	// A backlog of 0 queues one connection.
 	if err := syscall.Listen(fd, 0); err != nil {
 		closeAll()
 		return "", nil, err
