@@ -69,8 +69,8 @@ type Client struct {
 	// wmu guards the watches of the contexts requests are under, and
 	// each connection's place on them (conn.arm).
 	wmu     sync.Mutex
-	watches map[context.Context]*watch
-	spare   *watch // an ended watch, for the next context
+	watches map[<-chan struct{}]*watch // by the context's Done
+	spare   *watch                     // an ended watch, for the next context
 }
 
 // DefaultReadBufferSize is a connection's read buffer unless Options say

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -83,8 +82,8 @@ func (cn *conn) setDeadline(t time.Time) {
 // arm makes cancelling ctx abort the connection's reads and writes.
 func (cn *conn) arm(ctx context.Context) {
 	cn.armed = false
-	if ctx.Done() != nil {
-		cn.h.c.arm(ctx, cn)
+	if done := ctx.Done(); done != nil {
+		cn.h.c.arm(ctx, done, cn)
 		cn.armed = true
 	}
 }
@@ -105,28 +104,25 @@ func (cn *conn) disarm() bool {
 // map of children, added and deleted under its lock once a request
 // (docs/BENCHMARKS.md, issue 48's sixteenth round). The watch lives while
 // a connection is on it.
+//
+// Watches are keyed by the context's Done channel, not by the context:
+// contexts that share the channel are cancelled together, and a channel
+// is a map key whatever the context's type, where a context struct that
+// holds a slice, or wraps one that does, panics a map lookup.
 type watch struct {
 	c      *Client
-	ctx    context.Context
+	done   <-chan struct{} // its key in Client.watches
 	stop   func() bool
 	fireFn func() // w.fire, made once
 	conns  []*conn
-	// keyed says the watch is in Client.watches: a context whose type
-	// cannot be a map key (a struct holding a slice, say) gets a watch
-	// of its own each request, as it got its own hook before.
-	keyed bool
 }
 
-// arm puts cn on ctx's watch, starting one if none is kept. The context's
-// hook runs fire in a goroutine of its own, so registering and stopping
-// it under wmu cannot deadlock.
-func (c *Client) arm(ctx context.Context, cn *conn) {
-	keyed := reflect.TypeOf(ctx).Comparable()
+// arm puts cn on the watch of ctx, whose Done is done, starting one if
+// none is kept. The context's hook runs fire in a goroutine of its own,
+// so registering and stopping it under wmu cannot deadlock.
+func (c *Client) arm(ctx context.Context, done <-chan struct{}, cn *conn) {
 	c.wmu.Lock()
-	var w *watch
-	if keyed {
-		w = c.watches[ctx]
-	}
+	w := c.watches[done]
 	if w == nil {
 		if w = c.spare; w != nil {
 			c.spare = nil
@@ -134,13 +130,11 @@ func (c *Client) arm(ctx context.Context, cn *conn) {
 			w = &watch{c: c}
 			w.fireFn = w.fire
 		}
-		w.ctx, w.keyed = ctx, keyed
-		if keyed {
-			if c.watches == nil {
-				c.watches = map[context.Context]*watch{}
-			}
-			c.watches[ctx] = w
+		if c.watches == nil {
+			c.watches = map[<-chan struct{}]*watch{}
 		}
+		w.done = done
+		c.watches[done] = w
 		w.stop = context.AfterFunc(ctx, w.fireFn)
 	}
 	cn.w, cn.wi = w, len(w.conns)
@@ -164,14 +158,12 @@ func (c *Client) disarm(cn *conn) bool {
 	w.conns = w.conns[:last]
 	cn.w = nil
 	if last == 0 {
-		if w.keyed {
-			delete(c.watches, w.ctx)
-		}
+		delete(c.watches, w.done)
 		// When stop says the hook has run or is running, fire finds w
 		// empty and out of the map; otherwise w serves the next context,
 		// so that one request after another allocates no watch.
 		if w.stop() && c.spare == nil {
-			w.ctx, w.stop = nil, nil
+			w.done, w.stop = nil, nil
 			if cap(w.conns) > 64 {
 				w.conns = nil // what a wide run left
 			}
@@ -185,8 +177,8 @@ func (c *Client) disarm(cn *conn) bool {
 func (w *watch) fire() {
 	c := w.c
 	c.wmu.Lock()
-	if w.keyed && c.watches[w.ctx] == w {
-		delete(c.watches, w.ctx)
+	if c.watches[w.done] == w {
+		delete(c.watches, w.done)
 	}
 	conns := w.conns
 	w.conns = nil

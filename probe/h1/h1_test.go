@@ -482,7 +482,7 @@ func TestCancelAbortsEveryStreamOfItsContext(t *testing.T) {
 	watching := func() (contexts, onA int) {
 		c.wmu.Lock()
 		defer c.wmu.Unlock()
-		if w := c.watches[ctxA]; w != nil {
+		if w := c.watches[ctxA.Done()]; w != nil {
 			onA = len(w.conns)
 		}
 		return len(c.watches), onA
@@ -526,36 +526,50 @@ type tagCtx struct {
 	tags []string
 }
 
-// TestCancelOfAContextThatIsNoMapKey aborts streams under a context whose
-// type cannot key the client's watches: each gets a watch of its own.
+// wrapCtx is a context whose type can be a map key, though a value that
+// holds a tagCtx cannot: the lookup panics ("hash of unhashable type").
+type wrapCtx struct{ context.Context }
+
+// TestCancelOfAContextThatIsNoMapKey aborts streams under contexts that
+// cannot key a map: the client's watches are keyed by Done's channel.
 func TestCancelOfAContextThatIsNoMapKey(t *testing.T) {
 	ts, _ := countingServer(t, heldStream(func(*http.Request) <-chan struct{} { return nil }, ""))
-	c := New(Options{})
-	tg := target(t, c, ts.URL)
-	parent, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	ctx := tagCtx{Context: parent, tags: []string{"a"}}
-	var streams []*Response
-	for range 2 {
-		streams = append(streams, openStream(ctx, t, c, tg))
-	}
-	cancel()
-	buf := make([]byte, 64)
-	for i, resp := range streams {
-		start := time.Now()
-		var err error
-		for err == nil && time.Since(start) < 5*time.Second {
-			_, err = resp.Body.Read(buf)
-		}
-		if err == nil {
-			t.Errorf("stream %d read on after its context was cancelled", i)
-		}
-		resp.Body.Close()
-	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if n := len(c.watches); n != 0 {
-		t.Errorf("%d contexts watched", n)
+	for _, tc := range []struct {
+		name string
+		wrap func(context.Context) context.Context
+	}{
+		{"a type that is no map key", func(p context.Context) context.Context { return tagCtx{Context: p, tags: []string{"a"}} }},
+		{"a value that is no map key", func(p context.Context) context.Context { return wrapCtx{tagCtx{Context: p, tags: []string{"a"}}} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(Options{})
+			tg := target(t, c, ts.URL)
+			parent, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			ctx := tc.wrap(parent)
+			var streams []*Response
+			for range 2 {
+				streams = append(streams, openStream(ctx, t, c, tg))
+			}
+			cancel()
+			buf := make([]byte, 64)
+			for i, resp := range streams {
+				start := time.Now()
+				var err error
+				for err == nil && time.Since(start) < 5*time.Second {
+					_, err = resp.Body.Read(buf)
+				}
+				if err == nil {
+					t.Errorf("stream %d read on after its context was cancelled", i)
+				}
+				resp.Body.Close()
+			}
+			c.wmu.Lock()
+			defer c.wmu.Unlock()
+			if n := len(c.watches); n != 0 {
+				t.Errorf("%d contexts watched", n)
+			}
+		})
 	}
 }
 
