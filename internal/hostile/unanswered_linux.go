@@ -40,9 +40,13 @@ func UnansweredAddr() (addr string, closeAll func(), err error) {
 		return "", nil, err
 	}
 	addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
-	// Fill the queue until a connect goes unanswered.
+	// Fill the queue until a connect goes unanswered. A loopback connect
+	// is answered by the kernel at once, but the dialling goroutine may
+	// wait its turn on a busy machine, and a deadline past by then reads
+	// as no answer: the wait is long enough not to mistake one for the
+	// other.
 	for range 16 {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
