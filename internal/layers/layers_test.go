@@ -27,7 +27,7 @@ var layer = map[string]int{
 	"internal/hostile": 0, "internal/redact": 0, "internal/schedslice": 0, "internal/steal": 0,
 	"internal/syncbuf": 0, "internal/memreturn": 0, "internal/browsertest": 0, "internal/layers": 0, "exporter/otlp/otlptest": 0,
 
-	"probe/slo": 1, "probe/client": 1, "probe/check": 1, "internal/timingtest": 1,
+	"probe/slo": 1, "internal/probehealth": 1, "probe/client": 1, "probe/check": 1, "internal/timingtest": 1,
 	"probe/stats": 2, "probe/workload": 2,
 	"probe": 3, "internal/report": 3, "internal/gpu": 3, "internal/servermetrics": 3,
 	"internal/catalog": 4,
