@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tokenprobe/tokenprobe/internal/probehealth"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
@@ -19,7 +20,27 @@ type levelGroups struct {
 	// run's own summary, each result added and each quantile sorted
 	// twice, so none is kept.
 	one bool
+	// probes are the probe's own delay over each stage, by stage.
+	probes map[int]stats.Probe
 }
+
+// setProbe records the probe's delay over a stage.
+func (g *levelGroups) setProbe(stage int, r probehealth.Reading) {
+	if g.probes == nil {
+		g.probes = map[int]stats.Probe{}
+	}
+	g.probes[stage] = probeOf(r)
+}
+
+// probeOf is a reading as a summary holds it.
+func probeOf(r probehealth.Reading) stats.Probe {
+	return stats.Probe{
+		DelayP50Ms: ms(r.P50), DelayP99Ms: ms(r.P99), DelayMaxMs: ms(r.Max),
+		Samples: r.Samples, StealPercent: r.StealPercent,
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 type levelGroup struct {
 	stage int
@@ -70,20 +91,21 @@ func (g *levelGroups) add(res *result.Request, v slo.Verdict) {
 	grp.agg.Add(res, v)
 }
 
-// attainment is the SLO attainment of a stage's requests so far, and how
-// many were counted.
-func (g *levelGroups) attainment(stage int) (float64, int) {
-	good, counted := 0, 0
+// evidence is the verdict on the objective of a stage's requests so
+// far, with the probe's delay over the stage, and their attainment.
+func (g *levelGroups) evidence(stage int) (stats.Evidence, float64) {
+	good, counted, explained := 0, 0, 0
 	for _, grp := range g.groups {
 		if grp.stage == stage {
-			gd, c := grp.agg.Good()
-			good, counted = good+gd, counted+c
+			gd, c, e := grp.agg.Counts(g.probes[stage].DelayP99Ms)
+			good, counted, explained = good+gd, counted+c, explained+e
 		}
 	}
-	if counted == 0 {
-		return 0, 0
+	att := 0.0
+	if counted > 0 {
+		att = float64(good) / float64(counted)
 	}
-	return float64(good) / float64(counted), counted
+	return stats.Judge(good, counted, explained, g.r.SLO.Objective), att
 }
 
 // summaries returns one summary per group, in the order of the plan and,
@@ -98,6 +120,9 @@ func (g *levelGroups) summaries() []stats.Summary {
 	})
 	out := make([]stats.Summary, len(g.groups))
 	for i, grp := range g.groups {
+		if p, ok := g.probes[grp.stage]; ok {
+			grp.agg.SetProbe(p)
+		}
 		out[i] = grp.agg.Summary()
 	}
 	return out

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tokenprobe/tokenprobe/internal/probehealth"
 	"github.com/tokenprobe/tokenprobe/probe/check"
 	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/openai"
@@ -146,6 +147,10 @@ func (r *Run) Execute(parent context.Context) (stats.Summary, error) {
 		r.Checks.Served = &r.Endpoint.Served
 	}
 	g := &guard{p: r.Failure, abort: abort}
+	// How promptly this process runs while the run goes: the delay any of
+	// its timestamps could have had, which the verdicts discount.
+	health := probehealth.Begin()
+	defer health.End()
 	all := stats.NewAggregator(r.Profile, r.Endpoint.Name, r.Endpoint.Model, r.Plan.Level(), r.SLO.Objective)
 	all.SetMaxWrongRatio(r.MaxWrongRatio)
 	levels := newLevelGroups(r)
@@ -198,10 +203,13 @@ func (r *Run) Execute(parent context.Context) (stats.Summary, error) {
 		}
 		r.stage.Store(int64(i))
 		r.onPhase()
+		w := probehealth.Begin()
 		err = r.phase(send, ctx, i, st, false, results)
+		levels.setProbe(i, w.End())
 	}
 	close(results)
 	<-collected
+	all.SetProbe(probeOf(health.End()))
 	var stopped *RunError
 	if err == nil && errors.As(context.Cause(ctx), &stopped) {
 		err = stopped
@@ -243,6 +251,9 @@ func (r *Run) Execute(parent context.Context) (stats.Summary, error) {
 		// is whether a level within its bounds met the objective, not the
 		// attainment pooled over every step.
 		s.Passed = found.Capacity > 0 && !s.WrongAnswersOver()
+		// No capacity because its lowest level had not enough evidence
+		// either way is no failure: more requests a step may show it.
+		s.Undecided = found.Capacity == 0 && !s.WrongAnswersOver() && len(found.Tried) > 0 && found.Tried[0].Evidence.Outcome == stats.Undecided
 	}
 	if name, _ := r.Checks.Served.Name(); name != "" && name != s.Model {
 		s.ServedModel = name
@@ -262,7 +273,7 @@ func (r *Run) Execute(parent context.Context) (stats.Summary, error) {
 	if err != nil {
 		// A run that could not be carried out passes nothing, whatever
 		// the requests it did make attained.
-		s.Passed = false
+		s.Passed, s.Undecided = false, false
 		if s.Error == "" && !s.Interrupted {
 			s.Error = err.Error()
 		}

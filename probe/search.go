@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/tokenprobe/tokenprobe/internal/probehealth"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 )
@@ -85,14 +86,18 @@ func (r *Run) search(send, ctx context.Context, results chan<- *result.Request, 
 		r.Plan.Stages[step] = st
 		r.stage.Store(int64(step))
 		r.onPhase()
+		w := probehealth.Begin()
 		err := r.phase(send, ctx, step, st, false, results)
+		levels.setProbe(step, w.End())
 		results <- barrier
 		<-counted
-		att, n := levels.attainment(step)
+		// A step passes when it is shown to meet the objective: one
+		// without enough evidence is no capacity the search may claim.
+		e, att := levels.evidence(step)
 		step++
 		out.Steps = step
-		pass := n > 0 && att >= r.SLO.Objective
-		out.Tried = append(out.Tried, stats.SearchStep{Level: level, Attainment: att, Passed: pass})
+		pass := e.Outcome == stats.Met
+		out.Tried = append(out.Tried, stats.SearchStep{Level: level, Attainment: att, Passed: pass, Evidence: e})
 		return pass, err
 	}
 	lo, hi := 0.0, math.Inf(1) // the highest level that passed, the lowest that missed

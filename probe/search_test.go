@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,7 +28,9 @@ func TestSearchFindsTheCapacity(t *testing.T) {
 	service := cfg.PrefillBase + (outTokens-1)*cfg.DecodeBase
 	sloTTFT := cfg.PrefillBase + service*3/2
 	want := 4 * (1 + math.Floor(float64(sloTTFT-cfg.PrefillBase)/float64(service)))
-	search := &Search{Min: 2, Max: 64, Precision: DefaultSearchPrecision, Steps: 8, Step: Stage{Requests: 32}}
+	// 40 requests a step: enough for a step whose every request is good
+	// to show a 90% objective met (35 would do).
+	search := &Search{Min: 2, Max: 64, Precision: DefaultSearchPrecision, Steps: 8, Step: Stage{Requests: 40}}
 	timingtest.Retry(t, 2, func(a *timingtest.Attempt) {
 		plan := Plan{Search: search}
 		plan.PrepareSearch()
@@ -63,25 +66,32 @@ func TestSearchFindsTheCapacity(t *testing.T) {
 
 // A budget too small to narrow the bracket ends the search with the best
 // level known and says it is not the answer; a first level that misses
-// finds no capacity.
+// finds no capacity; steps too short to show the objective find none
+// either, and say there was not enough evidence, not that it failed (the
+// finding: steps of eight requests "met" a 90% objective).
 func TestSearchBudgetAndNone(t *testing.T) {
 	cfg := sim.Config{Slots: 4, PrefillBase: 20 * time.Millisecond, DecodeBase: time.Millisecond, Seed: 1}
 	for _, c := range []struct {
-		ttft     time.Duration
-		steps    int
-		done     bool
-		capacity float64
-	}{{time.Second, 2, false, 4}, {time.Millisecond, 5, true, 0}} {
-		plan := Plan{Search: &Search{Min: 2, Max: 64, Precision: 0.1, Steps: c.steps, Step: Stage{Requests: 8}}}
+		ttft      time.Duration
+		steps     int
+		requests  int
+		done      bool
+		capacity  float64
+		undecided bool
+	}{{time.Second, 2, 40, false, 4, false}, {time.Millisecond, 5, 40, true, 0, false}, {time.Second, 5, 8, true, 0, true}} {
+		plan := Plan{Search: &Search{Min: 2, Max: 64, Precision: 0.1, Steps: c.steps, Step: Stage{Requests: c.requests}}}
 		plan.PrepareSearch()
 		run, _ := newRun(t, cfg, plan, 8, 4)
 		run.SLO = slo.Set{Thresholds: []slo.Threshold{{Kind: slo.TTFT, Max: c.ttft}}, Objective: 0.9}
 		s, err := run.Execute(context.Background())
 		if err != nil || s.Search == nil || s.Search.Done != c.done || s.Search.Capacity != c.capacity {
-			t.Errorf("SLO %v in %d steps: %v, %+v; want done %v, capacity %g", c.ttft, c.steps, err, s.Search, c.done, c.capacity)
+			t.Errorf("SLO %v in %d steps of %d: %v, %+v; want done %v, capacity %g", c.ttft, c.steps, c.requests, err, s.Search, c.done, c.capacity)
 		}
-		if s.Passed != (c.capacity > 0) {
-			t.Errorf("SLO %v: passed %v with capacity %g", c.ttft, s.Passed, c.capacity)
+		if s.Passed != (c.capacity > 0) || s.Undecided != c.undecided {
+			t.Errorf("SLO %v, steps of %d: passed %v, not enough evidence %v with capacity %g: %s", c.ttft, c.requests, s.Passed, s.Undecided, c.capacity, s.VerdictLine())
+		}
+		if c.undecided && !strings.Contains(s.VerdictLine(), "NOT ENOUGH EVIDENCE: no level the search tried was shown to meet the 90.0% objective, and level 2 had not enough evidence (about 35 requests a step would decide it)") {
+			t.Errorf("verdict: %s", s.VerdictLine())
 		}
 	}
 }

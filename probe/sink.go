@@ -37,10 +37,16 @@ type Finished struct {
 type Verdict string
 
 const (
-	// Passed: the run met its SLO objective, or had none.
+	// Passed: the run met its SLO objective with 95% confidence, or had
+	// none.
 	Passed Verdict = "passed"
-	// Failed: its SLO attainment fell below the objective.
+	// Failed: its SLO attainment fell below the objective, shown by its
+	// 95% interval, or its answers were wrong.
 	Failed Verdict = "failed"
+	// Undecided: not enough evidence to tell whether it met its objective
+	// (the attainment's interval holds it, or the probe's own delay could
+	// account for the misses): neither a pass nor a failure.
+	Undecided Verdict = "not_enough_evidence"
 	// Errored: the run could not be carried out.
 	Errored Verdict = "error"
 	// Cancelled: a reload or a shutdown stopped it.
@@ -54,6 +60,8 @@ func VerdictOf(s *stats.Summary, err error) Verdict {
 		return Cancelled
 	case err != nil:
 		return Errored
+	case s != nil && s.Undecided:
+		return Undecided
 	case s == nil || !s.Passed:
 		return Failed
 	}

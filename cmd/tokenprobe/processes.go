@@ -161,7 +161,12 @@ func runInProcesses(ctx context.Context, args []string, n int, o runonce.Options
 	wg.Wait()
 	code := runonce.ExitOK
 	for _, c := range codes {
-		code = worse(code, c)
+		// A shard's own verdict on the objective is over its share of the
+		// requests: the merged run's, below, is the study's. Its failure
+		// to run is the study's.
+		if c == runonce.ExitConfig || c == runonce.ExitRuntime {
+			code = runonce.Worse(code, c)
+		}
 	}
 	if code == runonce.ExitConfig {
 		fmt.Fprintf(os.Stderr, "tokenprobe run: a process refused the run; its shard's artifacts are in %s\n", shards)
@@ -185,9 +190,11 @@ func runInProcesses(ctx context.Context, args []string, n int, o runonce.Options
 		printMerged(os.Stdout, m)
 		switch {
 		case m.Summary.Interrupted:
-			code = worse(code, runonce.ExitRuntime)
+			code = runonce.Worse(code, runonce.ExitRuntime)
+		case m.Summary.Undecided:
+			code = runonce.Worse(code, o.Undecided.Code())
 		case !m.Summary.Passed:
-			code = worse(code, runonce.ExitSLOFailed)
+			code = runonce.Worse(code, runonce.ExitSLOFailed)
 		}
 	}
 	if o.ArtifactsDir == "" {
@@ -252,26 +259,6 @@ func exitCode(err error) int {
 		return exit.ExitCode()
 	}
 	return runonce.ExitRuntime
-}
-
-// worse is the exit code that outranks: a refused configuration, then a
-// broken run, then a missed SLO.
-func worse(a, b int) int {
-	rank := func(c int) int {
-		switch c {
-		case runonce.ExitOK:
-			return 0
-		case runonce.ExitSLOFailed:
-			return 1
-		case runonce.ExitRuntime:
-			return 2
-		}
-		return 3
-	}
-	if rank(b) > rank(a) {
-		return b
-	}
-	return a
 }
 
 // parentPoll is how often a child of run --processes looks for its

@@ -88,7 +88,9 @@ profiles:
 		cmds, outs = append(cmds, cmd), append(outs, &out)
 	}
 	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
+		// A shard's 30 requests may not show the 90% objective: exit 4
+		// is its verdict on its share; the merged study's is below.
+		if err := cmd.Wait(); err != nil && exitCode(err) != runonce.ExitUndecided {
 			t.Fatalf("shard %d: %v\n%s", i, err, outs[i])
 		}
 	}

@@ -33,7 +33,7 @@ type Exporter struct {
 	requests, errors, anomalies, good, sloReqs, inTok, cachedTok, outTok, runs, skipped *prometheus.CounterVec
 	lastTS, lastOK, lastPassed, lastDur, lastAtt, lastGood, lastThr                     *prometheus.GaugeVec
 	objective, info, next, aborts, capacity, cliff, breakdown, dominant, served         *prometheus.GaugeVec
-	serverRequests, serverKV                                                            *prometheus.GaugeVec
+	serverRequests, serverKV, attInterval, probeDelay, probeStarved                     *prometheus.GaugeVec
 	rateLimit                                                                           [3]*prometheus.GaugeVec // by ratelimit.Field
 	cost                                                                                *prometheus.CounterVec
 	checks                                                                              *prometheus.CounterVec
@@ -118,6 +118,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	e.breakdown, e.dominant = gauge(catalog.RunLastTTFTBreakdown), gauge(catalog.RunLastTTFTDominant)
 	e.served = gauge(catalog.RunLastServedModel)
 	e.serverRequests, e.serverKV = gauge(catalog.RunLastServerRequests), gauge(catalog.RunLastServerKVCache)
+	e.attInterval, e.probeDelay, e.probeStarved = gauge(catalog.RunLastAttainmentInterval), gauge(catalog.RunLastProbeDelay), gauge(catalog.RunLastProbeStarved)
 	e.rateLimit = [3]*prometheus.GaugeVec{ratelimit.Limit: gauge(catalog.RateLimitLimit), ratelimit.Remaining: gauge(catalog.RateLimitRemaining), ratelimit.Reset: gauge(catalog.RateLimitReset)}
 	e.dropped.WithLabelValues("otlp") // at 0 without an OTLP push too: nothing dropped
 	e.otlpDropped = counter(catalog.OTLPDropped)
@@ -130,7 +131,8 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.phases, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.cachedTok, e.outTok,
 		e.runs, e.skipped, e.dropped, e.otlpDropped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr,
 		e.objective, e.info, e.next, e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.served, e.serverRequests, e.serverKV, e.reloadOK, e.reloadTime, e.artifactFailures,
-		e.rateLimit[0], e.rateLimit[1], e.rateLimit[2], e.cost, (*liveCollector)(e),
+		e.attInterval, e.probeDelay, e.probeStarved,
+		e.rateLimit[0], e.rateLimit[1], e.rateLimit[2], e.cost, (*liveCollector)(e), probeDelayCollector{},
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -369,7 +371,7 @@ func (e *Exporter) Describe(d Description) {
 	for _, name := range d.Checks {
 		e.check(checkKey{profile, endpoint, d.Model, name})
 	}
-	for _, res := range []probe.Verdict{probe.Passed, probe.Failed, probe.Errored, probe.Cancelled} {
+	for _, res := range []probe.Verdict{probe.Passed, probe.Failed, probe.Undecided, probe.Errored, probe.Cancelled} {
 		e.runs.WithLabelValues(profile, endpoint, string(res))
 	}
 	// Counters of events that may never happen exist at 0, so a panel or
@@ -416,7 +418,26 @@ func (e *Exporter) RunFinished(run *probe.Run, f probe.Finished) {
 	passed := 0.0
 	if f.Verdict == probe.Passed {
 		passed = 1
+	}
+	if f.Verdict == probe.Passed || f.Verdict == probe.Undecided {
+		// A run without enough evidence did not fail: the age of the
+		// last success pages runs that keep failing, and the burn-rate
+		// rules weigh every request of every run together.
 		e.lastOK.WithLabelValues(lv...).Set(now)
+	}
+	if ev := s.Evidence; ev != nil && ev.Counted > 0 {
+		e.attInterval.WithLabelValues(plus(lv, "low")...).Set(ev.Attainment.Low)
+		e.attInterval.WithLabelValues(plus(lv, "high")...).Set(ev.Attainment.High)
+	} else {
+		e.attInterval.DeletePartialMatch(prometheus.Labels{"profile": k.profile, "endpoint": k.endpoint})
+	}
+	if p := s.Probe; p != nil {
+		e.probeDelay.WithLabelValues(lv...).Set(p.DelayP99Ms / 1000)
+		starved := 0.0
+		if p.Starved {
+			starved = 1
+		}
+		e.probeStarved.WithLabelValues(lv...).Set(starved)
 	}
 	e.lastPassed.WithLabelValues(lv...).Set(passed)
 	e.lastDur.WithLabelValues(lv...).Set(s.DurationSeconds)
@@ -571,6 +592,7 @@ func (e *Exporter) Forget(profile, endpoint string) {
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.phases, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.cachedTok, e.outTok,
 		e.runs, e.skipped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr, e.objective, e.info, e.next,
 		e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.served, e.serverRequests, e.serverKV, e.artifactFailures,
+		e.attInterval, e.probeDelay, e.probeStarved,
 		e.rateLimit[0], e.rateLimit[1], e.rateLimit[2], e.cost,
 	} {
 		v.DeletePartialMatch(match)

@@ -89,8 +89,10 @@ func TestGoldenExposition(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Timestamps are of the moment the test ran: checked apart.
+	// Timestamps are of the moment the test ran, and the probe's own
+	// delay of whatever ran before in this process: checked apart.
 	got := timestamps.ReplaceAllString(b.String(), "$1 <time>")
+	got = probeDelay.ReplaceAllString(got, "$1 <count>")
 	golden := "testdata/exposition.golden.txt"
 	if *update {
 		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
@@ -107,6 +109,8 @@ func TestGoldenExposition(t *testing.T) {
 }
 
 var timestamps = regexp.MustCompile(`(?m)^(tokenprobe_\w+_timestamp_seconds\{[^}]*\}) \S+$`)
+
+var probeDelay = regexp.MustCompile(`(?m)^(tokenprobe_probe_scheduling_delay_seconds_\w+(\{[^}]*\})?) \S+$`)
 
 // A job described and never passed has its last success at its start, so
 // that "no successful run for an hour" fires for a job that never passes.
@@ -474,8 +478,8 @@ func TestDescribeMakesEverySeriesAtZero(t *testing.T) {
 			t.Errorf("level %s: %d ITL SLO series for a profile without an ITL SLO", level, n)
 		}
 	}
-	if n := count(catalog.Runs.Name, map[string]string{"profile": "sweep"}); n != 4 {
-		t.Errorf("%d run result series, want 4", n)
+	if n := count(catalog.Runs.Name, map[string]string{"profile": "sweep"}); n != 5 {
+		t.Errorf("%d run result series, want 5", n)
 	}
 	// A reload that moves the endpoint's server leaves one info series.
 	e.Describe(Description{Profile: "sweep", Endpoint: "vllm", Model: "llama", API: "chat", ServerInstance: "vllm-2:8000", Levels: []float64{1, 8}, SLOs: []slo.Kind{slo.TTFT}})

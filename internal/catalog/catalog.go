@@ -62,7 +62,10 @@ var (
 	LagBuckets = []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1}
 	// PhaseBuckets span a local connection (tens of microseconds) to a
 	// slow head (seconds).
-	PhaseBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+	// ProbeDelayBuckets: the probe's own scheduling delay, from a timer's
+	// jitter on an idle host to a host that stalls it for seconds.
+	ProbeDelayBuckets = []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5}
+	PhaseBuckets      = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 )
 
 // fine adds to the round boundaries of a layout the points of a
@@ -160,7 +163,7 @@ var (
 // The run metrics, updated when a run ends.
 var (
 	Runs = Metric{Name: "tokenprobe_runs_total", Type: Counter, Unit: "runs", Labels: with(RunLabels, "result"),
-		Help: "Runs finished, by result: passed (met the SLO objective or had none), failed (missed it), error (could not run), cancelled (stopped by a reload or shutdown)."}
+		Help: "Runs finished, by result: passed (met the SLO objective, its attainment's 95% interval wholly at or above it, or had none), failed (missed it, the interval wholly under it, or answered wrongly), not_enough_evidence (the interval holds the objective, or the probe's own delay could account for the misses), error (could not run), cancelled (stopped by a reload or shutdown)."}
 	RunsSkipped = Metric{Name: "tokenprobe_runs_skipped_total", Type: Counter, Unit: "runs", Labels: with(RunLabels, "reason"),
 		Help: "Scheduled ticks that started no run, by reason: overlap (the previous run was still going), max_concurrent, exclusive (the endpoint was held), budget (the hourly budget was spent), backoff (the job backs off after aborted runs)."}
 	RunsAbortedInARow = Metric{Name: "tokenprobe_runs_aborted_in_a_row", Type: Gauge, Unit: "runs", Labels: RunLabels,
@@ -170,9 +173,9 @@ var (
 	RunLastTimestamp = Metric{Name: "tokenprobe_run_last_timestamp_seconds", Type: Gauge, Unit: "seconds", Labels: RunLabels,
 		Help: "Unix time the last run ended."}
 	RunLastSuccess = Metric{Name: "tokenprobe_run_last_success_timestamp_seconds", Type: Gauge, Unit: "seconds", Labels: RunLabels,
-		Help: "Unix time the last run that passed ended; until one has, the time the job was configured, so that an alert on its age fires for a job that never passes."}
+		Help: "Unix time the last run that did not fail ended (passed, or not enough evidence either way); until one has, the time the job was configured, so that an alert on its age fires for a job whose runs keep failing."}
 	RunLastPassed = Metric{Name: "tokenprobe_run_last_passed", Type: Gauge, Unit: "boolean", Labels: RunLabels,
-		Help: "1 when the last run met its SLO objective (or had none), 0 otherwise."}
+		Help: "1 when the last run was shown to meet its SLO objective (or had none), 0 otherwise (failed, error, or not enough evidence: tokenprobe_runs_total's result says which)."}
 	RunLastDuration = Metric{Name: "tokenprobe_run_last_duration_seconds", Type: Gauge, Unit: "seconds", Labels: RunLabels,
 		Help: "Benchmark duration of the last run: last end minus first start of its measured requests."}
 	RunLastAttainment = Metric{Name: "tokenprobe_run_last_slo_attainment_ratio", Type: Gauge, Unit: "ratio", Labels: RunLabels,
@@ -195,6 +198,12 @@ var (
 		Help: "The server's own running (state running) and waiting (state waiting) requests, averaged over each load level of the last run, from its metrics (server_metrics): waiting above 0 at the level where TTFT leaves its floor is the knee."}
 	RunLastServerKVCache = Metric{Name: "tokenprobe_run_last_server_kv_cache_usage_ratio", Type: Gauge, Unit: "ratio", Labels: with(RunLabels, "load_level"),
 		Help: "The server's KV cache usage averaged over each load level of the last run, from its metrics (server_metrics)."}
+	RunLastAttainmentInterval = Metric{Name: "tokenprobe_run_last_slo_attainment_interval_ratio", Type: Gauge, Unit: "ratio", Labels: with(RunLabels, "bound"),
+		Help: "The 95% interval of the last run's SLO attainment (Wilson's, from its counted requests), bound low or high: the run met its objective when low is at or above it, missed it when high is under it, and had not enough evidence otherwise. Absent for a profile without an objective."}
+	RunLastProbeDelay = Metric{Name: "tokenprobe_run_last_probe_delay_seconds", Type: Gauge, Unit: "seconds", Labels: RunLabels,
+		Help: "The probe's own delay p99 over the last run: how late its timer wake-ups came, the delay any timestamp it took could have had (tokenprobe_probe_scheduling_delay_seconds, over the run)."}
+	RunLastProbeStarved = Metric{Name: "tokenprobe_run_last_probe_starved", Type: Gauge, Unit: "boolean", Labels: RunLabels,
+		Help: "1 when the probe could not vouch for the last run's timing: its own delay p99 was over a tenth of the run's median TTFT (and over 2 ms), or the hypervisor took a tenth of the CPU; the run page says which. A miss within the probe's delay is not counted against the server."}
 	RunObjective = Metric{Name: "tokenprobe_slo_objective_ratio", Type: Gauge, Unit: "ratio", Labels: RunLabels,
 		Help: "The profile's SLO objective (fraction of requests that must be good); 0 when none."}
 	ProfileInfo = Metric{Name: "tokenprobe_profile_info", Type: Gauge, Unit: "info", Labels: []string{"profile", "endpoint", "model", "url", "api", "server_instance"},
@@ -213,6 +222,8 @@ var (
 		Help: "Requests the web server refused with 403 and no log line: reason cross_site (a state-changing request a browser sent from another site), host (a Host name --web.allowed-hosts does not list, or without it a browser's state-changing request under a name other than an address, localhost or the host's own: DNS rebinding) or lifecycle_disabled (POST /-/reload or /api/v1/runs without --web.enable-lifecycle)."}
 	Dropped = Metric{Name: "tokenprobe_observations_dropped_total", Type: Counter, Unit: "observations", Labels: []string{"sink"},
 		Help: "Request results a sink could not take because its queue was full; the load generator never waits for a sink."}
+	ProbeDelay = Metric{Name: "tokenprobe_probe_scheduling_delay_seconds", Type: Histogram, Unit: "seconds", Buckets: ProbeDelayBuckets,
+		Help: "How late the probe's own timer wake-ups came (one every 10 ms while any run goes): the delay any timestamp it took could have had, from a busy host, a CPU limit or a hypervisor. Over a tenth of a profile's median TTFT, the latency pages of that profile hold (TokenprobeProbeStarved)."}
 	OTLPDropped = Metric{Name: "tokenprobe_otlp_dropped_total", Type: Counter, Unit: "items", Labels: []string{"signal"},
 		Help: "Spans (signal traces) and metric data points (signal metrics) an OTLP export failed to deliver: the collector refused them, was down, or did not answer within the export's timeout and retries; and, at shutdown, what its deadline left unsent."}
 )
@@ -226,9 +237,9 @@ var All = []Metric{
 	InFlight, TargetConcurrency, TargetRate,
 	Runs, RunsSkipped, RunsAbortedInARow, RunNext, RunLastTimestamp, RunLastSuccess, RunLastPassed, RunLastDuration,
 	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunLastCapacity, RunLastCliff, RunLastTTFTBreakdown, RunLastTTFTDominant, RunLastServedModel,
-	RunLastServerRequests, RunLastServerKVCache,
+	RunLastServerRequests, RunLastServerKVCache, RunLastAttainmentInterval, RunLastProbeDelay, RunLastProbeStarved,
 	RunObjective, ProfileInfo,
-	ConfigReloadOK, ConfigReloadTime, ArtifactFailures, WebRefused, Dropped, OTLPDropped,
+	ConfigReloadOK, ConfigReloadTime, ArtifactFailures, WebRefused, Dropped, ProbeDelay, OTLPDropped,
 }
 
 // Extra names metrics registered outside this list (by client_golang's own

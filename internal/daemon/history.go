@@ -18,6 +18,7 @@ const (
 	ResultRunning   = "running"
 	ResultPassed    = string(probe.Passed)
 	ResultFailed    = string(probe.Failed)
+	ResultUndecided = string(probe.Undecided)
 	ResultError     = string(probe.Errored)
 	ResultCancelled = string(probe.Cancelled)
 )

@@ -169,14 +169,31 @@ func join(shards []*Run) Merged {
 	all := stats.NewAggregator(first.Profile, first.Endpoint, first.Model, 0, first.Objective)
 	all.SetMaxWrongRatio(first.MaxWrongRatio) // the shards' tolerance, as their runs had it
 	levels := map[float64]*stats.Aggregator{}
+	set := slo.FromValues(first.SLOThresholds, first.Objective)
 	for i := range m.Records {
 		rec := &m.Records[i]
 		r, v := Request(rec)
+		// By how much a miss missed: what the shards' probe delays may
+		// excuse (the record keeps the verdict, not the margin).
+		v.Miss = set.Evaluate(&r).Miss
+		if v.Good {
+			v.Miss = 0
+		}
 		all.Add(&r, v)
 		if levels[rec.Level] == nil {
 			levels[rec.Level] = stats.NewAggregator(first.Profile, first.Endpoint, first.Model, rec.Level, first.Objective)
 		}
 		levels[rec.Level].Add(&r, v)
+	}
+	// The study's timing is as good as its most starved shard's.
+	var worst *stats.Probe
+	for _, sh := range shards {
+		if p := sh.Summary.Probe; p != nil && (worst == nil || p.DelayP99Ms > worst.DelayP99Ms) {
+			worst = p
+		}
+	}
+	if worst != nil {
+		all.SetProbe(stats.Probe{DelayP50Ms: worst.DelayP50Ms, DelayP99Ms: worst.DelayP99Ms, DelayMaxMs: worst.DelayMaxMs, Samples: worst.Samples, StealPercent: worst.StealPercent})
 	}
 	s := all.Summary()
 	s.SLOThresholds, s.LevelName, s.Location = first.SLOThresholds, first.LevelName, first.Location
@@ -187,6 +204,9 @@ func join(shards []*Run) Merged {
 		}
 	} else {
 		for _, a := range levels {
+			if worst != nil {
+				a.SetProbe(stats.Probe{DelayP50Ms: worst.DelayP50Ms, DelayP99Ms: worst.DelayP99Ms, DelayMaxMs: worst.DelayMaxMs, Samples: worst.Samples, StealPercent: worst.StealPercent})
+			}
 			st := a.Summary()
 			st.SLOThresholds = s.SLOThresholds
 			s.Stages = append(s.Stages, st)
@@ -205,7 +225,7 @@ func join(shards []*Run) Merged {
 		s.Interrupted = s.Interrupted || sh.Summary.Interrupted
 	}
 	if s.Error != "" || s.Interrupted {
-		s.Passed = false
+		s.Passed, s.Undecided = false, false
 	}
 	s.Verdict = s.VerdictLine()
 	m.Summary = s

@@ -42,8 +42,20 @@ func HTML(w io.Writer, title string, runs []stats.Summary, levelNames []string, 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"rateLimitLine": RateLimitLine,
 	"mul100":        func(v float64) float64 { return v * 100 },
-	"msOf":          Millis,
-	"breakdown":     Breakdown,
+	// verdict is the class a run's verdict is drawn in: an attainment
+	// under its objective is never drawn as a pass, nor one without
+	// enough evidence as a failure.
+	"verdict": func(s stats.Summary) string {
+		switch {
+		case s.Passed:
+			return "passed"
+		case s.Undecided:
+			return "undecided"
+		}
+		return "failed"
+	},
+	"msOf":      Millis,
+	"breakdown": Breakdown,
 	// levels says what load a run ran at: one level, or a staged run's
 	// range, so that a staged run is never headed by its first level.
 	"levels": func(s stats.Summary, name string) string {
@@ -66,7 +78,7 @@ body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1200px}
 .chart{border:1px solid #ddd;border-radius:4px;background:#fff}
 pre{background:#f6f8fa;padding:1em;overflow:auto;font-size:12px}
 .kpi{display:flex;gap:2em;margin:.5em 0 1em}.kpi div{font-size:13px}.kpi b{display:block;font-size:20px}
-.failed,.error{color:#cf222e}.passed{color:#1a7f37}
+.failed,.error{color:#cf222e}.passed{color:#1a7f37}.undecided{color:#9a6700}
 .banner{background:#ffebe9;border:1px solid #cf222e;padding:.5em;margin:.5em 0}
 table{border-collapse:collapse}th,td{border-bottom:1px solid #ddd;padding:.3em .6em;text-align:left;font-size:13px}
 </style></head><body>
@@ -75,18 +87,19 @@ table{border-collapse:collapse}th,td{border-bottom:1px solid #ddd;padding:.3em .
 <table class="across"><tr><th>profile</th><th>endpoint</th><th>load</th><th>requests</th><th>error rate</th><th>TTFT p50</th><th>TTFT p95</th><th>ITL p50</th><th>throughput</th><th>goodput</th><th>SLO attainment</th></tr>
 {{range .Runs}}{{$level := .Level}}{{with .Summary}}<tr><td>{{.Profile}}</td><td>{{.Endpoint}}</td><td>{{levels . $level}}</td><td>{{.Requests}}</td><td class="{{if gt .Errors 0}}error{{end}}">{{errorRate .}}</td>
 <td>{{msOf .TTFT .TTFT.P50}}</td><td>{{msOf .TTFT .TTFT.P95}}</td><td>{{msOf .ITL .ITL.P50}}</td><td>{{printf "%.2f" .RequestThroughput}}/s</td><td>{{printf "%.2f" .Goodput}}/s</td>
-<td class="{{if .Passed}}passed{{else}}failed{{end}}">{{printf "%.1f" (mul100 .Attainment)}}%</td></tr>{{end}}{{end}}
+<td class="{{verdict .}}">{{printf "%.1f" (mul100 .Attainment)}}%</td></tr>{{end}}{{end}}
 </table>
 {{if .Across}}<div class="charts across">{{range .Across}}{{.}}{{end}}</div>{{end}}{{end}}
 {{range .Runs}}<section class="run" data-profile="{{.Summary.Profile}}">
 <h2>{{.Summary.Profile}} on {{.Summary.Endpoint}} <small>({{.Summary.Model}} · {{levels .Summary .Level}})</small></h2>
 {{if .Summary.Interrupted}}<p class="banner interrupted">Interrupted: the run was stopped before its end; these figures are of what it measured.</p>{{end}}
 {{with .Summary.Error}}<p class="banner error">Run error: {{.}}</p>{{end}}
-{{if .Summary.Verdict}}<p class="verdict {{if .Summary.Passed}}passed{{else}}failed{{end}}" data-verdict>{{.Summary.Verdict}}</p>{{end}}
+{{if .Summary.Verdict}}<p class="verdict {{verdict .Summary}}" data-verdict>{{.Summary.Verdict}}</p>{{end}}
+{{with .Summary.Probe}}{{if .Starved}}<p class="banner starved">The probe was starved, so it cannot vouch for this run's timing: {{.Why}}.</p>{{end}}{{end}}
 <div class="kpi">
 <div><b>{{printf "%.2f" .Summary.Goodput}}/s</b>goodput</div>
 <div><b>{{printf "%.2f" .Summary.RequestThroughput}}/s</b>throughput</div>
-<div><b class="{{if .Summary.Passed}}passed{{else}}failed{{end}}">{{printf "%.1f" (mul100 .Summary.Attainment)}}%</b>SLO attainment</div>
+<div><b class="{{verdict .Summary}}">{{printf "%.1f" (mul100 .Summary.Attainment)}}%</b>SLO attainment{{with .Summary.Evidence}}{{if .Counted}}<br>95% interval {{printf "%.1f" (mul100 .Attainment.Low)}} to {{printf "%.1f" (mul100 .Attainment.High)}}%{{end}}{{end}}</div>
 <div><b>{{msOf .Summary.TTFT .Summary.TTFT.P50}}</b>TTFT p50</div>
 <div><b>{{msOf .Summary.ITL .Summary.ITL.P50}}</b>ITL p50</div>
 </div>

@@ -87,7 +87,17 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 		// objective read as a contradiction. Its verdict is the capacity.
 		verdict = fmt.Sprintf(" over every step (objective %.1f%%: the search's verdict is its capacity, below)", s.Objective*100)
 	case s.Objective > 0:
-		verdict = fmt.Sprintf(" (objective %.1f%%: %s)", s.Objective*100, map[bool]string{true: "PASSED", false: "FAILED"}[s.Passed])
+		word := "FAILED"
+		switch {
+		case s.Passed:
+			word = "PASSED"
+		case s.Undecided:
+			word = "NOT ENOUGH EVIDENCE"
+		}
+		verdict = fmt.Sprintf(" (objective %.1f%%: %s)", s.Objective*100, word)
+		if e := s.Evidence; e != nil && e.Counted > 0 {
+			verdict = fmt.Sprintf(", 95%% interval %s to %s of %d requests", stats.Pct(e.Attainment.Low), stats.Pct(e.Attainment.High), e.Counted) + verdict
+		}
 	}
 	if len(s.SLOThresholds) == 0 && s.Objective == 0 {
 		// 100% of nothing reads as a pass: say there was nothing to meet.
@@ -124,6 +134,17 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 		kv("Arrivals not sent", "%s (retry_after: the server's Retry-After was in force)", reasons(s.Dropped))
 	}
 	kv("Dispatch lag p99", "%.3f ms", s.DispatchLag.P99)
+	if p := s.Probe; p != nil {
+		state := "ran promptly"
+		if p.Starved {
+			state = "STARVED, so it cannot vouch for this run's timing: " + p.Why + "; a miss within its delay is not counted against the server"
+		}
+		steal := ""
+		if p.StealPercent >= 0 {
+			steal = fmt.Sprintf(", CPU steal %.1f%%", p.StealPercent)
+		}
+		kv("Probe's own delay", "p50 %s, p99 %s, max %s over %d wake-ups%s: %s", stats.FormatMillis(p.DelayP50Ms), stats.FormatMillis(p.DelayP99Ms), stats.FormatMillis(p.DelayMaxMs), p.Samples, steal, state)
+	}
 	if s.InputLengthError.Count > 0 {
 		kv("Input length vs intended", "%+.1f tokens avg (server usage minus intended)", s.InputLengthError.Avg)
 	}
@@ -155,18 +176,25 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 		var tried []string
 		for _, st := range sr.Tried {
 			mark := "missed"
-			if st.Passed {
+			switch {
+			case st.Passed:
 				mark = "met"
+			case st.Evidence.Outcome == stats.Undecided:
+				mark = "not enough evidence"
 			}
-			tried = append(tried, fmt.Sprintf("%g %s (%.0f%%)", st.Level, mark, 100*st.Attainment))
+			tried = append(tried, fmt.Sprintf("%g %s (%.0f%% of %d, 95%% interval %s to %s)", st.Level, mark, 100*st.Attainment,
+				st.Evidence.Counted, stats.Pct(st.Evidence.Attainment.Low), stats.Pct(st.Evidence.Attainment.High)))
 		}
 		state := fmt.Sprintf("found in %d steps, within %g%%", sr.Steps, 100*sr.Precision)
 		if !sr.Done {
 			state = fmt.Sprintf("NOT FOUND: %d steps ran out (or the run stopped) before the bracket narrowed; the best level known", sr.Steps)
 		}
 		verdict := "FAILED: no level it tried met the objective"
-		if s.Passed {
-			verdict = "PASSED: a level met the objective"
+		switch {
+		case s.Passed:
+			verdict = "PASSED: a level was shown to meet the objective"
+		case s.Undecided:
+			verdict = "NOT ENOUGH EVIDENCE: no level it tried was shown to meet the objective, and some had too few requests to tell"
 		}
 		kv("Capacity search", "%s %g: %s (%s)", levelName, sr.Capacity, state, verdict)
 		kv("  steps, in order", "%s", strings.Join(tried, ", "))
@@ -176,17 +204,42 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 		switch {
 		case s.Objective == 0:
 			kv("Capacity at SLO", "n/a (no slo.objective)")
+		case k.CapacityAtSLO == 0 && k.StoppedBy == stats.Undecided:
+			kv("Capacity at SLO", "not shown: the first level had not enough evidence to tell (%s)", stageEvidence(s.Stages, k.StoppedAt))
 		case k.CapacityAtSLO == 0:
 			kv("Capacity at SLO", "none: the first level already misses the objective")
+		case k.StoppedBy == stats.Undecided:
+			kv("Capacity at SLO", "%s %g at least: %g had not enough evidence to tell (%s)", levelName, k.CapacityAtSLO, k.StoppedAt, stageEvidence(s.Stages, k.StoppedAt))
 		default:
 			kv("Capacity at SLO", "%s %g", levelName, k.CapacityAtSLO)
 		}
-		if k.CliffLevel > 0 {
-			kv("TTFT cliff", "at %s %g: TTFT p50 x%.1f, ITL p50 x%.2f (a queue, not a slower model)", levelName, k.CliffLevel, k.TTFTRatio, k.ITLRatio)
-		} else {
+		switch {
+		case k.CliffLevel > 0:
+			kv("TTFT cliff", "at %s %g: TTFT p50 x%.1f (95%% interval x%.1f to x%.1f), ITL p50 x%.2f (a queue, not a slower model)", levelName, k.CliffLevel, k.TTFTRatio, k.TTFTRatioInterval.Low, k.TTFTRatioInterval.High, k.ITLRatio)
+		case k.UnprovenCliff > 0:
+			kv("TTFT cliff", "not shown: at %s %g TTFT p50 reached x%g with ITL flat, but not at the low end of its interval (too few requests, or the probe's own delay)", levelName, k.UnprovenCliff, stats.CliffTTFT)
+		default:
 			kv("TTFT cliff", "none (no level had TTFT p50 x%g of the first's with ITL under x%g): %s", stats.CliffTTFT, stats.CliffITL, k.Reading())
 		}
 	}
+}
+
+// stageEvidence is the evidence of the stage at level, in words.
+func stageEvidence(stages []stats.Summary, level float64) string {
+	for _, st := range stages {
+		if st.Level != level || st.Evidence == nil {
+			continue
+		}
+		e := st.Evidence
+		out := fmt.Sprintf("%d requests, attainment 95%% interval %s to %s", e.Counted, stats.Pct(e.Attainment.Low), stats.Pct(e.Attainment.High))
+		if e.RequestsToDecide > 0 {
+			out += fmt.Sprintf("; about %d would decide it", e.RequestsToDecide)
+		} else if e.Why != "" {
+			out += "; " + e.Why
+		}
+		return out
+	}
+	return "no requests"
 }
 
 // Stages writes one line per stage: latency read against load, where a

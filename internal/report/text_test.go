@@ -16,7 +16,7 @@ func TestASearchSaysItsVerdictOnce(t *testing.T) {
 		passed   bool
 		want     string
 	}{
-		{8, true, "concurrency 8: found in 5 steps, within 10% (PASSED: a level met the objective)"},
+		{8, true, "concurrency 8: found in 5 steps, within 10% (PASSED: a level was shown to meet the objective)"},
 		{0, false, "concurrency 0: found in 5 steps, within 10% (FAILED: no level it tried met the objective)"},
 	} {
 		s := &stats.Summary{Profile: "p", Objective: 0.9, Attainment: 0.781, Passed: c.passed, SLOThresholds: map[string]float64{"ttft": 200},

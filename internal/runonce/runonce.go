@@ -41,7 +41,57 @@ const (
 	// by the failure policy, no request succeeded, more failed than the
 	// policy allows, or it was interrupted. It outranks ExitSLOFailed.
 	ExitRuntime = 3
+	// ExitUndecided: no run failed, but one had not enough evidence to
+	// tell whether it met its objective (too few requests for its
+	// interval to leave the objective, or misses the probe's own delay
+	// could account for). ExitSLOFailed and ExitRuntime outrank it;
+	// --not-enough-evidence=pass or =fail maps it to 0 or 1.
+	ExitUndecided = 4
 )
+
+// Undecided says what a run with not enough evidence exits with.
+type Undecided string
+
+const (
+	UndecidedOwn  Undecided = ""     // ExitUndecided
+	UndecidedPass Undecided = "pass" // ExitOK
+	UndecidedFail Undecided = "fail" // ExitSLOFailed
+)
+
+// Code is the exit code of a run with not enough evidence.
+func (u Undecided) Code() int {
+	switch u {
+	case UndecidedPass:
+		return ExitOK
+	case UndecidedFail:
+		return ExitSLOFailed
+	}
+	return ExitUndecided
+}
+
+// Worse is the exit code of two runs' codes together: runtime errors,
+// then failures, then not enough evidence, then success.
+func Worse(a, b int) int {
+	rank := func(c int) int {
+		switch c {
+		case ExitConfig:
+			return 5
+		case ExitRuntime:
+			return 4
+		case ExitSLOFailed:
+			return 3
+		case ExitUndecided:
+			return 2
+		case ExitOK:
+			return 1
+		}
+		return 0
+	}
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
+}
 
 // DefaultGrace is how long an interrupted run lets its requests in flight
 // finish before it cancels them.
@@ -73,6 +123,8 @@ type Options struct {
 	// StartAt, when set, is when the first profile starts sending: the
 	// same instant in every shard.
 	StartAt time.Time
+	// Undecided is what a run with not enough evidence exits with.
+	Undecided Undecided
 }
 
 // Run executes the selected profiles one after another and returns the exit
@@ -179,8 +231,10 @@ func Run(ctx context.Context, o Options) int {
 			case err != nil:
 				fmt.Fprintf(o.Progress, "profile %s on %s: %v\n", p.Name, name, secrets.Error(err))
 				code = ExitRuntime
-			case !s.Passed && code == ExitOK:
-				code = ExitSLOFailed
+			case s.Undecided:
+				code = Worse(code, o.Undecided.Code())
+			case !s.Passed:
+				code = Worse(code, ExitSLOFailed)
 			}
 		}
 	}

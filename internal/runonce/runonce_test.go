@@ -75,13 +75,17 @@ func TestExitCodes(t *testing.T) {
 	cfg := writeConfig(t, fastSim+`
 profiles:
   - name: easy
-    load: {concurrency: 2, requests: 10}
+    load: {concurrency: 2, requests: 40}
     workload: {output_tokens: {mean: 8}}
     slo: {ttft: 5s, objective: 0.9}
   - name: impossible
     load: {concurrency: 2, requests: 10}
     workload: {output_tokens: {mean: 8}}
     slo: {ttft: 1us, objective: 0.9}
+  - name: few
+    load: {concurrency: 2, requests: 10}
+    workload: {output_tokens: {mean: 8}}
+    slo: {ttft: 5s, objective: 0.9}
 `)
 	cases := []struct {
 		name     string
@@ -91,8 +95,14 @@ profiles:
 	}{
 		{"objective met", Options{ConfigFile: cfg, Profiles: []string{"easy"}}, ExitOK, "objective 90.0%: PASSED"},
 		{"objective missed", Options{ConfigFile: cfg, Profiles: []string{"impossible"}}, ExitSLOFailed, "objective 90.0%: FAILED"},
-		{"one of two missed", Options{ConfigFile: cfg}, ExitSLOFailed, "profile impossible"},
-		{"unknown profile", Options{ConfigFile: cfg, Profiles: []string{"nope"}}, ExitConfig, `no profile is named "nope" (profiles: easy, impossible)`},
+		{"one of three missed", Options{ConfigFile: cfg}, ExitSLOFailed, "profile impossible"},
+		// Ten good requests cannot show 90%: the run says so and exits 4,
+		// or as --not-enough-evidence says.
+		{"not enough evidence", Options{ConfigFile: cfg, Profiles: []string{"few"}}, ExitUndecided, "95% interval 72.2% to 100.0% of 10 requests (objective 90.0%: NOT ENOUGH EVIDENCE)"},
+		{"not enough evidence as a pass", Options{ConfigFile: cfg, Profiles: []string{"few"}, Undecided: UndecidedPass}, ExitOK, "about 35 requests would decide it"},
+		{"not enough evidence as a failure", Options{ConfigFile: cfg, Profiles: []string{"few"}, Undecided: UndecidedFail}, ExitSLOFailed, "NOT ENOUGH EVIDENCE"},
+		{"a failure outranks not enough evidence", Options{ConfigFile: cfg, Profiles: []string{"few", "impossible"}}, ExitSLOFailed, "profile impossible"},
+		{"unknown profile", Options{ConfigFile: cfg, Profiles: []string{"nope"}}, ExitConfig, `no profile is named "nope" (profiles: easy, impossible, few)`},
 		{"unknown endpoint", Options{ConfigFile: cfg, Endpoint: "vllm"}, ExitConfig, `no profile runs on endpoint "vllm"`},
 		{"invalid config", Options{ConfigFile: writeConfig(t, "endpoints: []\nprofiles: [{name: p, load: {rate: -1}}]\n")}, ExitConfig, "tokenprobe.yaml:2:"},
 		{"missing file", Options{ConfigFile: "/nonexistent/tokenprobe.yaml"}, ExitConfig, "no such file"},
@@ -485,7 +495,7 @@ endpoints:
 profiles:
   - name: sweep
     load:
-      sweep: {concurrency: [1, 2, 4, 8, 16], requests: 24}
+      sweep: {concurrency: [1, 2, 4, 8, 16], requests: 40}
     workload: {input_tokens: {mean: 100}, output_tokens: {mean: 16}}
     slo: {ttft: 60ms, objective: 0.9}
 `)
@@ -789,16 +799,18 @@ endpoints:
 		passed                bool
 		verdict               string
 	}{
-		{"all good", "", `{name: p, load: {concurrency: 2, requests: 8}, workload: {output_tokens: {mean: 4}}, slo: {ttft: 5s, objective: 0.9}}`,
-			ExitOK, true, "PASSED: SLO attainment 100.0% meets the 90.0% objective"},
+		{"all good", "", `{name: p, load: {concurrency: 2, requests: 40}, workload: {output_tokens: {mean: 4}}, slo: {ttft: 5s, objective: 0.9}}`,
+			ExitOK, true, "PASSED: SLO attainment 100.0% of 40 requests (95% interval 91.2% to 100.0%) meets the 90.0% objective"},
+		{"too few to tell", "", `{name: p, load: {concurrency: 2, requests: 8}, workload: {output_tokens: {mean: 4}}, slo: {ttft: 5s, objective: 0.9}}`,
+			ExitUndecided, false, "NOT ENOUGH EVIDENCE: SLO attainment 100.0% of 8 requests (95% interval 67.6% to 100.0%) holds the 90.0% objective: about 35 requests would decide it at this attainment"},
 		{"objective missed", "", `{name: p, load: {concurrency: 2, requests: 8}, workload: {output_tokens: {mean: 4}}, slo: {ttft: 1us, objective: 0.9}}`,
-			ExitSLOFailed, false, "FAILED: SLO attainment 0.0% is under the 90.0% objective"},
+			ExitSLOFailed, false, "FAILED: SLO attainment 0.0% of 8 requests (95% interval 0.0% to 32.4%) is under the 90.0% objective"},
 		{"every answer wrong, no SLO", ", faults: {garbage: 1}", `{name: p, load: {concurrency: 2, requests: 8}, workload: {output_tokens: {mean: 4}}, checks: {matches: ["\\bthe\\b"]}}`,
 			ExitSLOFailed, false, "FAILED: 100.0% wrong answers, over the 1.0% tolerated"},
 		{"aborted", "", `{name: p, endpoints: [dead], load: {concurrency: 4, duration: 30s}}`,
 			ExitRuntime, false, "ERROR: aborted by the failure policy: "},
-		{"search found", "", `{name: p, load: {search: {concurrency: [1, 4]}, requests: 6}, workload: {output_tokens: {mean: 4}}, slo: {ttft: 5s, objective: 0.9}}`,
-			ExitOK, true, "PASSED: the search found a capacity of 4 meeting the 90.0% objective"},
+		{"search found", "", `{name: p, load: {search: {concurrency: [1, 4]}, requests: 40}, workload: {output_tokens: {mean: 4}}, slo: {ttft: 5s, objective: 0.9}}`,
+			ExitOK, true, "PASSED: the search found a capacity of 4 shown to meet the 90.0% objective"},
 		{"search found nothing", "", `{name: p, load: {search: {concurrency: [1, 4]}, requests: 6}, workload: {output_tokens: {mean: 4}}, slo: {ttft: 1us, objective: 0.9}}`,
 			ExitSLOFailed, false, "FAILED: no level the search tried met the 90.0% objective"},
 	} {

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tokenprobe/tokenprobe/internal/steal"
 )
@@ -73,3 +74,30 @@ func Retry(t testing.TB, attempts int, f func(a *Attempt)) {
 // measureSteal starts measuring the machine's CPU steal and returns what
 // reads it, in percent (-1 where unknown); a variable for tests.
 var measureSteal = func() func() float64 { return steal.Start().Percent }
+
+// HangGuard is the last resort of a wait bounded by what it observes: a
+// test that sees nothing happen for this long has hung.
+const HangGuard = 10 * time.Minute
+
+// Until waits until cond holds, polling every 10 ms at first and less
+// often as the wait grows, and fails once enough has been seen that it
+// will not (seen, when not nil: a run ended, a state reached), never on
+// the clock alone: on a busy machine everything is slower, the code
+// under test and the test alike, and a fixed limit fails a test whose
+// code is right. Without seen it waits for what it waits for up to
+// HangGuard, which only a hang reaches.
+func Until(t testing.TB, what func() string, cond func() bool, seen func() bool) {
+	t.Helper()
+	poll := 10 * time.Millisecond
+	for deadline := time.Now().Add(HangGuard); time.Now().Before(deadline); time.Sleep(poll) {
+		done := seen != nil && seen()
+		if cond() {
+			return
+		}
+		if done {
+			t.Fatalf("%s, after what the wait allowed was seen", what())
+		}
+		poll = min(2*poll, 500*time.Millisecond)
+	}
+	t.Fatalf("timed out after %v (hung?) waiting for %s", HangGuard, what())
+}

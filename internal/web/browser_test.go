@@ -105,7 +105,7 @@ endpoints:
 profiles:
   - name: staged
     load:
-      sweep: {concurrency: [1, 2, 4, 8], requests: 16}
+      sweep: {concurrency: [1, 2, 4, 8], requests: 40}
     workload: {input_tokens: {mean: 8}, output_tokens: {mean: 20}}
     slo: {ttft: 100ms, objective: 0.9}
     schedule: {manual: true}

@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"html/template"
+	"strings"
 	"time"
 
 	"github.com/tokenprobe/tokenprobe/internal/report"
@@ -15,6 +16,27 @@ var funcs = template.FuncMap{
 	"human":     stats.FormatMillis,
 	"pct":       func(v float64) string { return fmt.Sprintf("%.1f%%", v*100) },
 	"rate":      func(v float64) string { return fmt.Sprintf("%.2f/s", v) },
+	// words is a result as a person reads it: not_enough_evidence is
+	// "not enough evidence".
+	"words": func(s string) string { return strings.ReplaceAll(s, "_", " ") },
+	// attainment is a run's attainment with its 95% interval, and the
+	// class its verdict draws it in: an attainment under its objective is
+	// never drawn as a pass.
+	"attainmentClass": func(s *stats.Summary) string {
+		switch {
+		case s.Undecided:
+			return "not_enough_evidence"
+		case !s.Passed:
+			return "failed"
+		}
+		return "passed"
+	},
+	"interval": func(s *stats.Summary) string {
+		if s.Evidence == nil || s.Evidence.Counted == 0 {
+			return ""
+		}
+		return fmt.Sprintf("95%% interval %s to %s of %d requests", stats.Pct(s.Evidence.Attainment.Low), stats.Pct(s.Evidence.Attainment.High), s.Evidence.Counted)
+	},
 	// attempted is requests per second that reached an outcome, failed or
 	// not: beside throughput (successes), a run with many errors cannot
 	// read as healthy.
@@ -60,6 +82,7 @@ table{border-collapse:collapse;margin-bottom:1.5em}
 th,td{border-bottom:1px solid #ddd;padding:.3em .6em;text-align:left;font-size:14px}
 th{background:#f4f4f4}
 .passed{color:#1a7f37}.failed,.error{color:#cf222e;font-weight:600}.running{color:#0969da}.cancelled{color:#777}
+.not_enough_evidence{color:#9a6700;font-weight:600}
 .num{text-align:right;font-variant-numeric:tabular-nums}
 pre{background:#f6f8fa;padding:1em;overflow:auto;font-size:13px}
 .warn{background:#fff8c5;padding:.5em}
@@ -82,8 +105,8 @@ var statusPage = template.Must(template.New("status").Funcs(funcs).Parse(`<!doct
 <td><b>{{.Profile}}</b> on {{.Endpoint}}<div class="sub">{{.Model}}</div></td><td class="plan">{{.Load}}<div class="sub">{{.Schedule}} · SLO {{.SLO}}</div></td>
 <td>{{if .State.Running}}<span class="running">running</span>{{else if .State.Paused}}paused: {{.State.Paused}}{{else if and .State.Aborts .Manual}}<span class="error">{{.State.Aborts}} aborted runs in a row</span>{{else if .State.Aborts}}<span class="error backoff">backing off: {{.State.Aborts}} aborted runs in a row; next run {{in .State.BackoffUntil}}</span>{{else}}idle{{end}}
 <div class="sub">next: {{if .Manual}}when asked{{else if .State.Aborts}}{{in .State.BackoffUntil}}{{else}}{{in .State.Next}}{{end}}</div></td>
-{{with .Last}}<td><a href="/runs/{{.ID}}">#{{.ID}}</a> {{ago .End}}</td><td class="{{.Result}}">{{.Result}}</td>
-{{with .Summary}}<td class="num goodput">{{rate .Goodput}}</td><td class="num throughput">{{rate .RequestThroughput}} ({{rate (attempted .)}})</td><td class="num{{if not .Passed}} failed{{end}}">{{pct .Attainment}}</td>
+{{with .Last}}<td><a href="/runs/{{.ID}}">#{{.ID}}</a> {{ago .End}}</td><td class="{{.Result}}">{{words .Result}}{{with .Summary}}{{with .Probe}}{{if .Starved}}<div class="sub probe-starved" title="{{.Why}}">probe starved</div>{{end}}{{end}}{{end}}</td>
+{{with .Summary}}<td class="num goodput">{{rate .Goodput}}</td><td class="num throughput">{{rate .RequestThroughput}} ({{rate (attempted .)}})</td><td class="num attainment {{attainmentClass .}}" title="{{interval .}}">{{pct .Attainment}}</td>
 <td class="num error-rate{{if gt .Errors 0}} error{{end}}">{{pct (errorRate .)}}</td>
 <td class="num">{{msOf .TTFT .TTFT.P50}} / {{msOf .TTFT .TTFT.P95}}</td><td class="num">{{msOf .ITL .ITL.P50}} / {{msOf .ITL .ITL.P95}}</td>
 <td class="ttft-went">{{with .Server}}{{with .Breakdown}}<span title="{{.Verdict}}">mostly {{.Dominant}}: queue {{human .Mean.Queue}}{{with .Mean.Prefill}} · prefill {{human .}}{{end}} · elsewhere {{if lt .Mean.Elsewhere 0.0}}not measurable{{else}}{{human .Mean.Elsewhere}}{{end}}</span>{{else}}<span title="{{.Note}}{{.Err}}">no split</span>{{end}}{{end}}</td>{{end}}
@@ -102,8 +125,8 @@ var statusPage = template.Must(template.New("status").Funcs(funcs).Parse(`<!doct
 <tr><th>run</th><th>profile</th><th>endpoint</th><th>trigger</th><th>started</th><th>took</th><th>result</th>
 <th class="num">requests</th><th class="num">errors</th><th class="num">goodput</th><th class="num">attainment</th><th class="num">TTFT p50</th><th class="num">TTFT p99</th><th class="num">ITL p50</th><th>error</th></tr>
 {{range .}}<tr><td><a href="/runs/{{.ID}}">#{{.ID}}</a></td><td>{{.Profile}}</td><td>{{.Endpoint}}</td><td>{{.Trigger}}</td><td>{{.Start.Format "2006-01-02 15:04:05"}}</td><td>{{dur .Start .End}}</td>
-<td class="{{.Result}}">{{.Result}}</td>
-{{with .Summary}}<td class="num">{{.Requests}}</td><td class="num">{{.Errors}}</td><td class="num">{{rate .Goodput}}</td><td class="num">{{pct .Attainment}}</td>
+<td class="{{.Result}}">{{words .Result}}</td>
+{{with .Summary}}<td class="num">{{.Requests}}</td><td class="num">{{.Errors}}</td><td class="num">{{rate .Goodput}}</td><td class="num attainment {{attainmentClass .}}" title="{{interval .}}">{{pct .Attainment}}</td>
 <td class="num">{{msOf .TTFT .TTFT.P50}}</td><td class="num">{{msOf .TTFT .TTFT.P99}}</td><td class="num">{{msOf .ITL .ITL.P50}}</td>{{else}}<td colspan="7"></td>{{end}}<td class="run-error">{{with .Error}}{{.}}{{end}}{{with .ArtifactsError}}<br>artifacts not written: {{.}}{{end}}{{with .Summary}}{{with .Failures}}{{with index . 0}}<br>{{.Reason}} ×{{.Count}}: {{.Message}}{{with .Hint}}<br><i>{{.}}</i>{{end}}{{end}}{{end}}{{range .Checks}}{{if .Fail}}<br>wrong answers: {{.Name}} ×{{.Fail}}: {{.FirstFailure}}{{end}}{{end}}{{end}}</td></tr>
 {{else}}<tr><td colspan="15">No runs yet.</td></tr>{{end}}
 </table>{{end}}`))
@@ -112,7 +135,7 @@ var runPage = template.Must(template.New("run").Funcs(funcs).Parse(`<!doctype ht
 <html><head><meta charset="utf-8"><title>tokenprobe run #{{.Run.ID}}</title>` + style + `</head><body>
 <p><a href="/">← status</a></p>
 {{with .Run}}<h1>Run #{{.ID}}: {{.Profile}} on {{.Endpoint}}</h1>
-<p>Started {{.Start.Format "2006-01-02 15:04:05 MST"}} by {{.Trigger}}, took {{dur .Start .End}}: <span class="{{.Result}}">{{.Result}}</span>{{with .Error}} ({{.}}){{end}}</p>{{with .Summary}}{{with .Verdict}}<p class="verdict" data-verdict>{{.}}</p>{{end}}{{end}}{{with .ArtifactsError}}<p class="error">Its artifacts were not written: {{.}}</p>{{end}}{{end}}
+<p>Started {{.Start.Format "2006-01-02 15:04:05 MST"}} by {{.Trigger}}, took {{dur .Start .End}}: <span class="{{.Result}}">{{words .Result}}</span>{{with .Error}} ({{.}}){{end}}</p>{{with .Summary}}{{with .Verdict}}<p class="verdict" data-verdict>{{.}}</p>{{end}}{{with .Probe}}<p class="probe{{if .Starved}} warn{{end}}" data-probe-starved="{{.Starved}}">{{if .Starved}}The probe was starved, so it cannot vouch for this run's timing: {{.Why}}. A miss its own delay could account for is not counted against the server, and the run feeds no baseline.{{else}}The probe ran promptly: its own delay p99 {{human .DelayP99Ms}} (max {{human .DelayMaxMs}}){{if ge .StealPercent 0.0}}, CPU steal {{printf "%.1f" .StealPercent}}%{{end}}.{{end}}</p>{{end}}{{end}}{{with .ArtifactsError}}<p class="error">Its artifacts were not written: {{.}}</p>{{end}}{{end}}
 {{with .Run.Summary}}{{if .Failures}}<h2>Failures</h2>
 <table id="failures"><tr><th>reason</th><th class="num">count</th><th>status codes</th><th>most frequent message</th><th>hint</th></tr>
 {{range .Failures}}<tr><td class="error">{{.Reason}}</td><td class="num">{{.Count}}</td><td>{{range $code, $n := .Statuses}}{{$code}} ×{{$n}} {{end}}</td><td>{{.Message}} ({{.MessageCount}} of {{.Count}})</td><td>{{.Hint}}</td></tr>{{end}}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tokenprobe/tokenprobe/internal/daemon"
 	"github.com/tokenprobe/tokenprobe/internal/hostile"
+	"github.com/tokenprobe/tokenprobe/internal/timingtest"
 )
 
 const plantedKey = "sk-planted-3f9a1c"
@@ -107,18 +108,25 @@ func (f *fixture) do(t *testing.T, method, path string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// waitForRun waits for a finished run of profile, for as long as it
+// takes: a busy machine makes a run slower, not wrong.
 func (f *fixture) waitForRun(t *testing.T, profile string) daemon.RunRecord {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	var found daemon.RunRecord
+	seen := ""
+	timingtest.Until(t, func() string { return "a finished run of " + profile + "; runs: " + seen }, func() bool {
 		recent, _ := f.d.History().Runs()
+		seen = ""
 		for _, r := range recent {
+			seen += fmt.Sprintf("%s %s; ", r.Profile, r.Result)
 			if r.Profile == profile && r.Result != daemon.ResultRunning {
-				return r
+				found = r
+				return true
 			}
 		}
-	}
-	t.Fatalf("no finished run of %s", profile)
-	return daemon.RunRecord{}
+		return false
+	}, nil)
+	return found
 }
 
 // waitForRunWithin returns the finished run of profile, or nil when it has

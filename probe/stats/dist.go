@@ -21,6 +21,11 @@ type Dist struct {
 	P90   float64 `json:"p90"`
 	P95   float64 `json:"p95"`
 	P99   float64 `json:"p99"`
+	// P50Interval and P95Interval are the 95% intervals of P50 and P95,
+	// from the values' order statistics (QuantileInterval); absent where
+	// too few values bound one (a p95's upper end needs 72).
+	P50Interval Interval `json:"p50_interval,omitzero"`
+	P95Interval Interval `json:"p95_interval,omitzero"`
 }
 
 // Compute summarises values; it sorts them in place.
@@ -39,12 +44,19 @@ func Compute(values []float64) Dist {
 	for _, v := range values {
 		sq += (v - mean) * (v - mean)
 	}
-	return Dist{
+	d := Dist{
 		Count: n, Avg: mean, Min: values[0], Max: values[n-1],
 		Std: math.Sqrt(sq / float64(n)), // population std, as numpy.std
 		P50: Percentile(values, 50), P75: Percentile(values, 75), P90: Percentile(values, 90),
 		P95: Percentile(values, 95), P99: Percentile(values, 99),
 	}
+	if iv, ok := QuantileInterval(values, 0.5); ok {
+		d.P50Interval = iv
+	}
+	if iv, ok := QuantileInterval(values, 0.95); ok {
+		d.P95Interval = iv
+	}
+	return d
 }
 
 // Percentile returns the p-th percentile of sorted values with linear

@@ -4,17 +4,35 @@ import "fmt"
 
 // Knee is what a run over several load levels says about capacity.
 type Knee struct {
-	// CapacityAtSLO is the highest level whose SLO attainment still meets
-	// the objective, with every level below it meeting it too; 0 when the
-	// first level already misses, or when there is no objective.
+	// CapacityAtSLO is the highest level shown to meet the objective
+	// (its attainment's 95% interval wholly at or above it), with every
+	// level below it shown too; 0 when the first level is not, or when
+	// there is no objective.
 	CapacityAtSLO float64 `json:"capacity_at_slo"`
-	// CliffLevel is the first level where TTFT p50 is at least CliffTTFT
-	// times the first level's while ITL p50 stays under CliffITL times:
-	// requests queue, the model is not slower. 0 when there is none.
+	// StoppedAt is the first level not shown to meet the objective, and
+	// StoppedBy why: missed, or not_enough_evidence (a level whose
+	// interval holds the objective: the capacity may be higher, and its
+	// Evidence says how many requests would tell).
+	StoppedAt float64 `json:"stopped_at,omitempty"`
+	StoppedBy Outcome `json:"stopped_by,omitempty"`
+	// CliffLevel is the first level where TTFT p50 is shown to be at
+	// least CliffTTFT times the first level's while ITL p50 stays under
+	// CliffITL times: requests queue, the model is not slower. Shown
+	// means the ratio holds at the conservative end of its interval: the
+	// level's p50 at the low end of its 95% interval less the probe's own
+	// delay p99 there, over the first level's at the high end of its
+	// own. 0 when there is none.
 	CliffLevel float64 `json:"cliff_level"`
-	// TTFTRatio and ITLRatio are that level's p50s over the first level's.
-	TTFTRatio float64 `json:"ttft_ratio,omitempty"`
-	ITLRatio  float64 `json:"itl_ratio,omitempty"`
+	// TTFTRatio and ITLRatio are that level's p50s over the first level's;
+	// TTFTRatioInterval the conservative and generous ends of TTFTRatio.
+	TTFTRatio         float64  `json:"ttft_ratio,omitempty"`
+	TTFTRatioInterval Interval `json:"ttft_ratio_interval,omitzero"`
+	ITLRatio          float64  `json:"itl_ratio,omitempty"`
+	// UnprovenCliff is the first level whose TTFT p50 ratio reached
+	// CliffTTFT with ITL flat but not at the conservative end of its
+	// interval: a cliff its samples cannot show (too few requests, or a
+	// starved probe), 0 when none.
+	UnprovenCliff float64 `json:"unproven_cliff_level,omitempty"`
 	// PeakLevel is the level where TTFT p50 rose most over the first
 	// level's, PeakTTFTRatio and PeakITLRatio its ratios: what did
 	// happen where there is no cliff.
@@ -52,7 +70,12 @@ func FindKnee(stages []Summary, objective float64) Knee {
 	}
 	if objective > 0 {
 		for _, s := range stages {
-			if s.Requests == 0 || s.Attainment < objective {
+			out := Undecided
+			if s.Evidence != nil && s.Requests > 0 {
+				out = s.Evidence.Outcome
+			}
+			if out != Met {
+				k.StoppedAt, k.StoppedBy = s.Level, out
 				break
 			}
 			k.CapacityAtSLO = s.Level
@@ -70,9 +93,36 @@ func FindKnee(stages []Summary, objective float64) Knee {
 		if tr > k.PeakTTFTRatio {
 			k.PeakLevel, k.PeakTTFTRatio, k.PeakITLRatio = s.Level, tr, ir
 		}
-		if tr >= CliffTTFT && ir < CliffITL && k.CliffLevel == 0 {
-			k.CliffLevel, k.TTFTRatio, k.ITLRatio = s.Level, tr, ir
+		if tr < CliffTTFT || ir >= CliffITL {
+			continue
+		}
+		iv := ratioInterval(s, base)
+		switch {
+		case iv.Low >= CliffTTFT && k.CliffLevel == 0:
+			k.CliffLevel, k.TTFTRatio, k.ITLRatio, k.TTFTRatioInterval = s.Level, tr, ir, iv
+		case iv.Low < CliffTTFT && k.CliffLevel == 0 && k.UnprovenCliff == 0:
+			k.UnprovenCliff = s.Level
 		}
 	}
 	return k
+}
+
+// ratioInterval bounds s's TTFT p50 over base's: the low end takes s's
+// p50 at the low end of its interval, less the probe's delay p99 during
+// s (a stall of the probe's lengthens a TTFT by its length at most), over
+// base's at the high end; the high end the other way round. A p50 too
+// few values bound is its point on that side.
+func ratioInterval(s, base Summary) Interval {
+	lo, hi := s.TTFT.P50, s.TTFT.P50
+	if iv := s.TTFT.P50Interval; iv != (Interval{}) {
+		lo, hi = iv.Low, iv.High
+	}
+	if s.Probe != nil {
+		lo -= s.Probe.DelayP99Ms
+	}
+	blo, bhi := base.TTFT.P50, base.TTFT.P50 // over 0: FindKnee checks
+	if iv := base.TTFT.P50Interval; iv.Low > 0 {
+		blo, bhi = iv.Low, iv.High
+	}
+	return Interval{Low: max(lo, 0) / bhi, High: hi / blo}
 }

@@ -1,5 +1,10 @@
 package stats
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Search is what a capacity search found: the highest level tried whose
 // SLO attainment met the objective, and each step it took, in order.
 type Search struct {
@@ -21,5 +26,26 @@ type Search struct {
 type SearchStep struct {
 	Level      float64 `json:"level"`
 	Attainment float64 `json:"slo_attainment"`
-	Passed     bool    `json:"passed"`
+	// Passed is true when the step was shown to meet the objective
+	// (Evidence.Outcome met); a step without enough evidence counts as
+	// not passed, so a capacity is only ever a level shown to hold.
+	Passed   bool     `json:"passed"`
+	Evidence Evidence `json:"evidence"`
+}
+
+// undecidedSteps names the steps without enough evidence.
+func (s *Search) undecidedSteps() string {
+	var levels []string
+	need := 0
+	for _, st := range s.Tried {
+		if st.Evidence.Outcome == Undecided {
+			levels = append(levels, fmt.Sprintf("%g", st.Level))
+			need = max(need, st.Evidence.RequestsToDecide)
+		}
+	}
+	out := fmt.Sprintf("level %s had not enough evidence", strings.Join(levels, ", "))
+	if need > 0 {
+		out += fmt.Sprintf(" (about %d requests a step would decide it)", need)
+	}
+	return out
 }

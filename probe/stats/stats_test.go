@@ -66,9 +66,13 @@ func TestSummaryArithmetic(t *testing.T) {
 	if s.Requests != 6 || s.Success != 4 || s.Errors != 1 || s.Cancelled != 1 || s.ByReason["server_error"] != 1 {
 		t.Fatalf("counts: %+v", s)
 	}
-	// Attainment: 3 good of 5 counted (the cancelled request is in neither).
-	if s.Good != 3 || !near(s.Attainment, 0.6) || !near(s.PerSLO["ttft"], 0.6) || !s.Passed {
-		t.Errorf("attainment %v per-SLO %v good %d passed %v", s.Attainment, s.PerSLO, s.Good, s.Passed)
+	// Attainment: 3 good of 5 counted (the cancelled request is in
+	// neither): over the 50% objective, but five requests cannot show it.
+	if s.Good != 3 || !near(s.Attainment, 0.6) || !near(s.PerSLO["ttft"], 0.6) || s.Passed || !s.Undecided {
+		t.Errorf("attainment %v per-SLO %v good %d passed %v undecided %v", s.Attainment, s.PerSLO, s.Good, s.Passed, s.Undecided)
+	}
+	if e := s.Evidence; e == nil || e.Counted != 5 || e.RequestsToDecide <= 5 || !strings.HasPrefix(s.VerdictLine(), "NOT ENOUGH EVIDENCE: SLO attainment 60.0% of 5 requests (95% interval 23.1% to 88.2%) holds the 50.0% objective: about ") {
+		t.Errorf("evidence %+v: %s", e, s.VerdictLine())
 	}
 	// Duration is max(end) - min(start) = 2300 ms.
 	if !near(s.DurationSeconds, 2.3) || !near(s.RequestThroughput, 4/2.3) || !near(s.Goodput, 3/2.3) || !near(s.OutputTokenThroughput, 44/2.3) {
@@ -82,6 +86,39 @@ func TestSummaryArithmetic(t *testing.T) {
 	agg2.Add(&r, set.Evaluate(&r))
 	if agg2.Summary().Passed {
 		t.Error("attainment 0 passed an objective of 0.9")
+	}
+}
+
+// A miss the probe's own delay could account for is not the server's:
+// forty requests that missed a 100 ms TTFT by 5 ms fail the run when the
+// probe ran promptly, and are not enough evidence when it was stalled
+// for 20 ms at p99. Forty that missed by 200 ms fail it either way.
+func TestProbeDelayExcusesOnlyItsOwnMisses(t *testing.T) {
+	set := slo.Set{Thresholds: []slo.Threshold{{Kind: slo.TTFT, Max: 100 * time.Millisecond}}, Objective: 0.9}
+	run := func(ttft time.Duration, delay float64) Summary {
+		agg := NewAggregator("p", "e", "m", 1, set.Objective)
+		t0 := time.Now()
+		for i := range 40 {
+			r := result.Request{Start: t0.Add(time.Duration(i) * time.Second), Outcome: result.Success, Streaming: true,
+				ContentChunks: 4, OutputTokens: 4, TTFT: ttft, E2E: ttft + 30*time.Millisecond}
+			r.End = r.Start.Add(r.E2E)
+			agg.Add(&r, set.Evaluate(&r))
+		}
+		agg.SetProbe(Probe{DelayP50Ms: 1, DelayP99Ms: delay, DelayMaxMs: delay, Samples: 4000, StealPercent: 0})
+		return agg.Summary()
+	}
+	if s := run(105*time.Millisecond, 0.5); s.Passed || s.Undecided || s.Probe.Starved {
+		t.Errorf("5 ms misses, a prompt probe: %s (probe %+v)", s.VerdictLine(), s.Probe)
+	}
+	s := run(105*time.Millisecond, 20)
+	if s.Passed || !s.Undecided || s.Evidence.ProbeExplains != 40 || !s.Probe.Starved {
+		t.Errorf("5 ms misses, a probe stalled 20 ms: %s (evidence %+v, probe %+v)", s.VerdictLine(), s.Evidence, s.Probe)
+	}
+	if !strings.Contains(s.VerdictLine(), "40 of the misses are within the probe's own delay (p99 20 ms; the probe was starved: its own delay p99 20 ms is 19% of the median TTFT 105 ms)") {
+		t.Errorf("verdict: %s", s.VerdictLine())
+	}
+	if s := run(300*time.Millisecond, 20); s.Passed || s.Undecided {
+		t.Errorf("200 ms misses, a probe stalled 20 ms: %s", s.VerdictLine())
 	}
 }
 

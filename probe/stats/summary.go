@@ -130,11 +130,23 @@ type Summary struct {
 	// SLOThresholds are the profile's SLO limits by kind: milliseconds,
 	// tokens per second for output_tokens_per_second.
 	SLOThresholds map[string]float64 `json:"slo_thresholds,omitempty"`
-	// Passed is false when Objective is set and Attainment is below it,
-	// or when wrong answers are more than MaxWrongRatio of the requests,
-	// SLO or not; for a capacity search, when no level it tried met the
-	// objective; and when the run could not be carried out (Error).
+	// Passed is true when the run met its objective with 95% confidence
+	// (Evidence), or had none; false when wrong answers are more than
+	// MaxWrongRatio of the requests, SLO or not; for a capacity search,
+	// when no level it tried was shown to meet the objective; and when the
+	// run could not be carried out (Error).
 	Passed bool `json:"passed"`
+	// Undecided is true when the run neither met nor missed its objective
+	// with 95% confidence: not enough evidence (Evidence says why and how
+	// many requests would decide it). Passed is false then.
+	Undecided bool `json:"not_enough_evidence,omitempty"`
+	// Evidence is how sure the verdict on the objective is: the
+	// attainment's 95% interval and the outcome it decides; absent
+	// without an objective.
+	Evidence *Evidence `json:"evidence,omitempty"`
+	// Probe is how promptly the probe's own process ran during the run:
+	// the delay its timestamps could have had.
+	Probe *Probe `json:"probe,omitempty"`
 	// Verdict is VerdictLine, written into summary.json.
 	Verdict string `json:"verdict,omitempty"`
 	// MaxWrongRatio is the share of wrong answers the run tolerates
@@ -200,6 +212,69 @@ type Aggregator struct {
 	inTokens, outTokens, cached  int
 	failures                     map[result.Reason]*failureGroup
 	checks                       []CheckStat
+	// misses are how much each request that missed only its timing
+	// thresholds missed them by (slo.Verdict.Miss), in milliseconds: the
+	// misses the probe's own delay could account for.
+	misses []float32
+	probe  *Probe
+}
+
+// Probe is how promptly the probe's own process ran over a run
+// (internal/probehealth): how late its timer wake-ups came, which is the
+// delay any timestamp it took could have had.
+type Probe struct {
+	DelayP50Ms float64 `json:"delay_p50_ms"`
+	DelayP99Ms float64 `json:"delay_p99_ms"`
+	DelayMaxMs float64 `json:"delay_max_ms"`
+	// Samples is the wake-ups measured (about 100 a second).
+	Samples int `json:"samples"`
+	// StealPercent is the CPU the hypervisor gave other tenants over the
+	// run; -1 where the kernel does not say.
+	StealPercent float64 `json:"steal_percent"`
+	// Starved is set when the probe cannot vouch for its timing: its
+	// delay p99 is over StarvedShare of the run's median TTFT (request
+	// latency without TTFT) and over StarvedFloorMs, or the hypervisor
+	// took StarvedStealPercent of the CPU. Why says which.
+	Starved bool   `json:"starved"`
+	Why     string `json:"why,omitempty"`
+}
+
+// The probe is starved when its delay p99 is over a tenth of the run's
+// median TTFT, and over 2 ms (a timer's own jitter on an idle machine
+// is a fraction of that), or when the hypervisor took a tenth of the CPU:
+// past that the probe's own stalls, not the server, can move the tail
+// figures by more than a tenth.
+const (
+	StarvedShare        = 0.1
+	StarvedFloorMs      = 2.0
+	StarvedStealPercent = 10.0
+)
+
+// SetProbe gives the aggregator the probe's delay over the requests it
+// holds: Summary judges the run with it.
+func (a *Aggregator) SetProbe(p Probe) { a.probe = &p }
+
+// explained counts the misses within delayMs.
+func (a *Aggregator) explained(delayMs float64) int {
+	n := 0
+	for _, m := range a.misses {
+		if float64(m) <= delayMs {
+			n++
+		}
+	}
+	return n
+}
+
+// Judge is the verdict on the objective of the requests added so far,
+// with the probe's delay p99 delayMs.
+func (a *Aggregator) Judge(delayMs float64) Evidence {
+	return Judge(a.good, a.counted, a.explained(delayMs), a.s.Objective)
+}
+
+// Counts are the good requests added so far, those counted against the
+// SLO, and the misses within delayMs.
+func (a *Aggregator) Counts(delayMs float64) (good, counted, explained int) {
+	return a.good, a.counted, a.explained(delayMs)
 }
 
 // CheckStat is one answer check over a run.
@@ -280,21 +355,52 @@ func (s *Summary) VerdictLine() string {
 	}
 	switch {
 	case s.Search != nil && s.Objective > 0 && s.Search.Capacity > 0:
-		why = append(why, fmt.Sprintf("the search found a capacity of %g meeting the %.1f%% objective", s.Search.Capacity, 100*s.Objective))
+		why = append(why, fmt.Sprintf("the search found a capacity of %g shown to meet the %.1f%% objective", s.Search.Capacity, 100*s.Objective))
+	case s.Search != nil && s.Objective > 0 && s.Undecided:
+		why = append(why, fmt.Sprintf("no level the search tried was shown to meet the %.1f%% objective, and %s", 100*s.Objective, s.Search.undecidedSteps()))
 	case s.Search != nil && s.Objective > 0:
 		why = append(why, fmt.Sprintf("no level the search tried met the %.1f%% objective", 100*s.Objective))
-	case s.Objective > 0 && s.Attainment >= s.Objective:
-		why = append(why, fmt.Sprintf("SLO attainment %.1f%% meets the %.1f%% objective", 100*s.Attainment, 100*s.Objective))
-	case s.Objective > 0:
-		why = append(why, fmt.Sprintf("SLO attainment %.1f%% is under the %.1f%% objective", 100*s.Attainment, 100*s.Objective))
+	case s.Objective > 0 && s.Evidence != nil:
+		why = append(why, s.Evidence.sentence(s.Attainment, s.Objective, s.Probe))
 	case !s.WrongAnswersOver():
 		why = append(why, "no SLO objective to meet, and the answers are right")
 	}
 	word := "PASSED"
-	if !s.Passed {
+	switch {
+	case s.Undecided && !s.WrongAnswersOver():
+		word = "NOT ENOUGH EVIDENCE"
+	case !s.Passed:
 		word = "FAILED"
 	}
 	return word + ": " + strings.Join(why, "; ")
+}
+
+// sentence says what the evidence decides, with its interval.
+func (e *Evidence) sentence(attainment, objective float64, p *Probe) string {
+	of := fmt.Sprintf("SLO attainment %s of %d requests (95%% interval %s to %s)", Pct(attainment), e.Counted, Pct(e.Attainment.Low), Pct(e.Attainment.High))
+	switch e.Outcome {
+	case Met:
+		return fmt.Sprintf("%s meets the %s objective", of, Pct(objective))
+	case Missed:
+		return fmt.Sprintf("%s is under the %s objective", of, Pct(objective))
+	}
+	switch {
+	case e.Counted == 0:
+		return "no request was counted against the objective"
+	case e.Attainment.High < objective && p != nil:
+		return fmt.Sprintf("%s is under the %s objective, but %d of the misses are within the probe's own delay (p99 %s%s): the probe, not the server, may have missed them; rerun where the probe has the CPU",
+			of, Pct(objective), e.ProbeExplains, FormatMillis(p.DelayP99Ms), starvedWhy(p))
+	case e.RequestsToDecide > 0:
+		return fmt.Sprintf("%s holds the %s objective: about %d requests would decide it at this attainment", of, Pct(objective), e.RequestsToDecide)
+	}
+	return fmt.Sprintf("%s holds the %s objective, on which no number of requests decides it", of, Pct(objective))
+}
+
+func starvedWhy(p *Probe) string {
+	if p.Starved {
+		return "; the probe was starved: " + p.Why
+	}
+	return ""
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -339,6 +445,8 @@ func (a *Aggregator) Add(r *result.Request, v slo.Verdict) {
 		a.counted++
 		if v.Good {
 			a.good++
+		} else if v.Miss != slo.Unexcused {
+			a.misses = append(a.misses, float32(ms(v.Miss)))
 		}
 		for _, k := range slo.Kinds {
 			if v.Checked[k] {
@@ -427,11 +535,41 @@ func (a *Aggregator) Summary() Summary {
 			s.PerSLO[k.String()] = float64(a.met[k]) / float64(a.counted)
 		}
 	}
-	s.Passed = s.Objective == 0 || (a.counted > 0 && s.Attainment >= s.Objective)
+	if a.probe != nil {
+		p := *a.probe
+		p.judge(&s)
+		s.Probe = &p
+	}
+	s.Passed = s.Objective == 0
+	if s.Objective > 0 {
+		delay := 0.0
+		if s.Probe != nil {
+			delay = s.Probe.DelayP99Ms
+		}
+		e := a.Judge(delay)
+		s.Evidence = &e
+		s.Passed, s.Undecided = e.Outcome == Met, e.Outcome == Undecided
+	}
 	if s.WrongAnswersOver() {
 		// Right answers are part of the verdict: a run whose answers are
 		// wrong fails a gate whether or not an SLO is set.
-		s.Passed = false
+		s.Passed, s.Undecided = false, false
 	}
 	return s
+}
+
+// judge decides whether the probe can vouch for s's timing.
+func (p *Probe) judge(s *Summary) {
+	typical, what := s.TTFT.P50, "TTFT"
+	if s.TTFT.Count == 0 {
+		typical, what = s.E2E.P50, "request latency"
+	}
+	switch {
+	case p.StealPercent >= StarvedStealPercent:
+		p.Starved = true
+		p.Why = fmt.Sprintf("the hypervisor took %.0f%% of the CPU", p.StealPercent)
+	case p.DelayP99Ms > StarvedFloorMs && typical > 0 && p.DelayP99Ms > StarvedShare*typical:
+		p.Starved = true
+		p.Why = fmt.Sprintf("its own delay p99 %s is %.0f%% of the median %s %s", FormatMillis(p.DelayP99Ms), 100*p.DelayP99Ms/typical, what, FormatMillis(typical))
+	}
 }
