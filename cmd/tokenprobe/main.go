@@ -199,7 +199,7 @@ func run(args []string) int {
 	serveSlice := schedSliceFlag(serveCmd)
 	serveCmd.Flag("shutdown.timeout", "How long to wait for runs to stop and metrics to flush on SIGTERM.").Default("30s").DurationVar(&so.shutdownTimeout)
 
-	runCmd := app.Command("run", "Run profiles once, print a report, write artifacts (records.jsonl, summary.json, their CSV and report.txt in a folder per run; summary.json and report.html of all the runs beside those folders) and exit: 0 passed, 1 an SLO objective missed, 2 bad configuration, 3 a run could not be carried out, was aborted or broken (no success, too many failures), or was interrupted.")
+	runCmd := app.Command("run", "Run profiles once, print a report, write artifacts (records.jsonl, summary.json, their CSV and report.txt in a folder per run; summary.json and report.html of all the runs beside those folders) and exit: 0 passed, 1 an SLO objective missed, 2 bad configuration, 3 a run could not be carried out, was aborted or broken (no success, too many failures), or was interrupted, 4 not enough evidence to tell whether an objective was met.")
 	runConfig := runCmd.Flag("config.file", "Configuration file (or describe one profile with the flags below, as aiperf profile takes them).").Short('c').String()
 	var adhoc runonce.AdHoc
 	runCmd.Flag("url", "From flags: the endpoint's OpenAI-compatible base URL, e.g. http://localhost:8000/v1.").Short('u').StringVar(&adhoc.URL)
@@ -233,6 +233,7 @@ func run(args []string) int {
 	runCmd.Flag("extra-body", "From flags: a JSON object merged into every request body.").StringVar(&adhoc.ExtraBody)
 	runCmd.Flag("server-metrics", "From flags: the server's own metrics page (http://host:8000/metrics), read during the run to split TTFT into its queue, its prefill and the rest.").StringVar(&adhoc.ServerMetrics)
 	runCmd.Flag("server-kind", "From flags: how that server names its series: vllm, sglang, tgi, llamacpp, nim, trtllm, dynamo or auto.").StringVar(&adhoc.ServerKind)
+	runUndecided := runCmd.Flag("not-enough-evidence", "What a run exits with when it had not enough evidence to tell whether it met its objective (its attainment's 95% interval holds it, or the probe's own delay could account for its misses) and none failed: code (4, its own), pass (0) or fail (1).").Default("code").Enum("code", "pass", "fail")
 	runPrintConfig := runCmd.Flag("print-config", "Print the configuration the flags describe, and exit.").Bool()
 	runProfiles := runCmd.Flag("profile", "Profile to run (repeatable; default: every profile).").Short('p').Strings()
 	runEndpoint := runCmd.Flag("endpoint", "Only run against this endpoint.").String()
@@ -286,12 +287,13 @@ func run(args []string) int {
 	mergeOut := mergeCmd.Flag("out", "Where the merged artifacts go.").Required().String()
 	mergePartial := mergeCmd.Flag("partial", "Merge the shards that can be read and leave out, naming each, those that cannot (cut, unreadable, oversized); without it such a shard fails the merge.").Bool()
 	mergeWait := mergeCmd.Flag("wait", "Wait up to this long for every shard's artifacts to be complete (a merge Job started beside the shards' Indexed Job); 0 merges what is there.").Default("0s").Duration()
-	cmpCmd := app.Command("compare", "Compare two runs' artifacts (a run's folder, or a `tokenprobe run` folder of several) metric by metric, with whether each change is beyond the runs' own noise (a bootstrap over their records); exit 1 when a --fail-on rule breaks, 2 on bad input.")
+	cmpCmd := app.Command("compare", "Compare two runs' artifacts (a run's folder, or a `tokenprobe run` folder of several) metric by metric, with whether each change is beyond the runs' own noise (a bootstrap over their records); exit 1 when a --fail-on rule fails, 4 when none fails but one has not enough evidence, 2 on bad input.")
 	cmpBase := cmpCmd.Arg("base", "The baseline's artifacts folder.").Required().String()
 	cmpNew := cmpCmd.Arg("new", "The new run's artifacts folder.").Required().String()
-	cmpFailOn := cmpCmd.Flag("fail-on", "Exit 1 when a change passes a threshold and the runs' noise, e.g. 'ttft.p95>+10%,goodput<-5%' (metrics: ttft, ttst, itl, request_latency with .avg .p50 .p90 .p95 .p99; goodput, throughput, attainment, errors).").String()
+	cmpFailOn := cmpCmd.Flag("fail-on", "Exit 1 when a change's whole 95% interval is past a threshold, e.g. 'ttft.p95>+10%,goodput<-5%' (metrics: ttft, ttst, itl, request_latency with .avg .p50 .p90 .p95 .p99; goodput, throughput, attainment, errors).").String()
 	cmpResamples := cmpCmd.Flag("resamples", "Bootstrap resamples.").Default("2000").Int()
 	cmpHTML := cmpCmd.Flag("html", "Also write the comparison as a page: the table and both runs' distributions drawn together.").String()
+	cmpUndecided := cmpCmd.Flag("not-enough-evidence", "What a gate exits with when no rule failed but one could not tell a change past its threshold from the runs' noise: code (4, its own), pass (0) or fail (1).").Default("code").Enum("code", "pass", "fail")
 
 	simCmd := app.Command("sim", "Serve a simulated OpenAI-compatible LLM endpoint with a queueing model and fault injection.")
 	simListen := simCmd.Flag("listen", "Address to listen on.").Default("127.0.0.1:8000").String()
@@ -388,6 +390,7 @@ func run(args []string) int {
 		o := runonce.Options{
 			ConfigFile: *runConfig, Profiles: *runProfiles, Endpoint: *runEndpoint,
 			ArtifactsDir: *runArtifacts, AIPerf: *runAIPerf, ProgressEvery: *runProgress, Out: os.Stdout, Progress: os.Stderr,
+			Undecided: undecidedFlag(*runUndecided),
 		}
 		if err := shardFlags(&o, *runShardIndex, *runShardCount, *runStartAt); err != nil {
 			fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
@@ -438,7 +441,7 @@ func run(args []string) int {
 		fmt.Printf("%s: valid (%s, %s)\n", *checkConfig, count(len(cfg.Endpoints), "endpoint"), count(len(cfg.Profiles), "profile"))
 		return 0
 	case cmpCmd.FullCommand():
-		return compare.Main(os.Stdout, *cmpBase, *cmpNew, *cmpFailOn, *cmpHTML, compare.Options{Resamples: *cmpResamples})
+		return compare.Main(os.Stdout, *cmpBase, *cmpNew, *cmpFailOn, *cmpHTML, compare.Options{Resamples: *cmpResamples, Undecided: string(undecidedFlag(*cmpUndecided))})
 	case simCmd.FullCommand():
 		if *simSigV4 != "" {
 			parts := strings.Split(*simSigV4, ":")
@@ -515,4 +518,15 @@ func stampVersion() {
 	if version.Version == "" || version.Version == "(devel)" {
 		version.Version = "devel"
 	}
+}
+
+// undecidedFlag is --not-enough-evidence's value as runonce reads it.
+func undecidedFlag(v string) runonce.Undecided {
+	switch v {
+	case "pass":
+		return runonce.UndecidedPass
+	case "fail":
+		return runonce.UndecidedFail
+	}
+	return runonce.UndecidedOwn
 }

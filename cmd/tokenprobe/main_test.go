@@ -520,11 +520,11 @@ profiles:
     load: {concurrency: 1, requests: 2}
 `)
 	art := filepath.Join(dir, "artifacts")
-	if code := run([]string{"run", "-c", cfg, "-p", "a", "--request-rate", "50", "--requests", "6", "--artifacts-dir", art, "--progress-interval", "0"}); code != runonce.ExitOK {
+	if code := run([]string{"run", "-c", cfg, "-p", "a", "--request-rate", "50", "--requests", "40", "--artifacts-dir", art, "--progress-interval", "0"}); code != runonce.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
-	if s := onlySummary(t, art); s.Profile != "a" || s.Requests != 6 || s.Level != 50 || s.Objective != 0.9 || s.OSL.Max != 4 {
-		t.Fatalf("profile %s, %d requests at level %g, objective %g, OSL max %g; want a, 6 at rate 50, 0.9 and 4 kept",
+	if s := onlySummary(t, art); s.Profile != "a" || s.Requests != 40 || s.Level != 50 || s.Objective != 0.9 || s.OSL.Max != 4 {
+		t.Fatalf("profile %s, %d requests at level %g, objective %g, OSL max %g; want a, 40 at rate 50, 0.9 and 4 kept",
 			s.Profile, s.Requests, s.Level, s.Objective, s.OSL.Max)
 	}
 	// Which profile the flags change must be said.
@@ -594,7 +594,10 @@ func TestCompareGatesARegression(t *testing.T) {
 	}
 	base, again, slower := runOf(fast, "base"), runOf(fast, "again"), runOf(slow, "slower")
 	const gate = "ttft.p50>+20%"
-	if code, out := stdoutOf(t, "compare", base, again, "--fail-on", gate); code != 0 || !strings.Contains(out, "passed") {
+	// The same server twice fails nothing: it passes, or on a busy
+	// machine, where the probe's own delay widens the intervals, it is
+	// not enough evidence.
+	if code, out := stdoutOf(t, "compare", base, again, "--fail-on", gate); code != 0 && code != 4 || strings.Contains(out, "FAILED") {
 		t.Errorf("the same server twice: exit %d\n%s", code, out)
 	}
 	page := filepath.Join(dir, "compare.html")
@@ -623,8 +626,8 @@ func TestCompareGatesARegression(t *testing.T) {
 				t.Errorf("the rendered TTFT chart lacks %q:\n%.2500s", want, ttft)
 			}
 		}
-		rule := regexp.MustCompile(`(?s)<tr class="rule worse" data-rule="ttft.p50&gt;\+20%">.*?</tr>`).FindString(dom)
-		if !strings.Contains(rule, "FAILED: adhoc on target: ttft.p50 is +") {
+		rule := regexp.MustCompile(`(?s)<tr class="rule failed" data-rule="ttft.p50&gt;\+20%" data-outcome="failed">.*?</tr>`).FindString(dom)
+		if !strings.Contains(rule, ": adhoc on target ttft.p50 is +") || !strings.Contains(rule, "wholly past it") {
 			t.Errorf("the rendered gate does not say the rule failed:\n%.2000s", dom)
 		}
 	}

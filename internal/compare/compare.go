@@ -47,6 +47,13 @@ type Row struct {
 	Significant bool
 	// N is the values behind each side.
 	BaseN, NewN int
+	// BiasLow and BiasHigh are how far the probe's own delay in either run
+	// could have moved the change down and up (Compare reads each run's
+	// delay p99 from its summary): a starved probe lengthens the
+	// latencies it measures, so it can make the new run look worse or
+	// the baseline look worse, never better. The gate widens the interval
+	// by them; they do not shrink with more requests.
+	BiasLow, BiasHigh float64
 }
 
 // perRequest are the per-request values compared, from successful requests.
@@ -76,6 +83,20 @@ type Options struct {
 	Resamples int
 	// Seed makes the result repeatable (default 1).
 	Seed uint64
+	// Undecided is what a gate with not enough evidence and no failure
+	// exits with: "" its own code (ExitUndecided), "pass" 0, "fail" 1.
+	Undecided string
+}
+
+// undecidedCode is the exit code o gives a gate with not enough evidence.
+func (o Options) undecidedCode() int {
+	switch o.Undecided {
+	case "pass":
+		return ExitOK
+	case "fail":
+		return ExitTripped
+	}
+	return ExitUndecided
 }
 
 // Compare sets base and new side by side.
@@ -107,6 +128,7 @@ func Compare(base, next *Run, o Options) []Row {
 			if ca != nil {
 				row.Low, row.High = interval(ca[i], cb[i])
 				row.Significant = row.Low > 0 || row.High < 0
+				latencyBias(&row, delayOf(base, pr.name), delayOf(next, pr.name))
 			}
 			rows = append(rows, row)
 		}
@@ -132,10 +154,72 @@ func Compare(base, next *Run, o Options) []Row {
 				row.Low, row.High = row.Change-(row.Change-row.Low)*widen, row.Change+(row.High-row.Change)*widen
 			}
 			row.Significant = row.Low > 0 || row.High < 0
+			if fb, fn := rate.understated(base), rate.understated(next); fb > 1 || fn > 1 {
+				// A starved probe understates a rate by up to f: the new
+				// run's may be higher, the baseline's too.
+				row.BiasHigh = (1 + row.High) * (fn - 1)
+				row.BiasLow = (1 + row.Low) * (1 - 1/fb)
+			}
 		}
 		rows = append(rows, row)
 	}
 	return rows
+}
+
+// delayOf is how much the probe's own delay in r could have lengthened
+// the metric named: its delay p99 for a time from one chunk, spread over
+// an answer's gaps for ITL. 0 for a run without the probe's reading.
+func delayOf(r *Run, metric string) float64 {
+	p := r.Summary.Probe
+	if p == nil {
+		return 0
+	}
+	if metric == "itl" {
+		return p.DelayP99Ms / math.Max(1, r.Summary.OSL.P50-1)
+	}
+	return p.DelayP99Ms
+}
+
+// latencyBias sets how far delays of db and dn milliseconds in the
+// baseline and the new run could have moved a latency's change: the new
+// run's value may be dn too long (the change dn/Base too high), the
+// baseline's db (the change too low).
+func latencyBias(row *Row, db, dn float64) {
+	if row.Base <= 0 {
+		return
+	}
+	row.BiasLow = dn / row.Base
+	if db > 0 {
+		if row.Base <= db {
+			row.BiasHigh = math.Inf(1)
+		} else {
+			row.BiasHigh = (1 + row.High) * db / (row.Base - db)
+		}
+	}
+}
+
+// timeShare is how much the probe's delay could have lengthened r's
+// requests, as a share of their median latency: a closed loop's rate
+// falls by as much.
+func timeShare(r *Run) float64 {
+	p := r.Summary.Probe
+	if p == nil || r.Summary.E2E.P50 <= 0 {
+		return 0
+	}
+	return p.DelayP99Ms / r.Summary.E2E.P50
+}
+
+// excused is the share the probe's delay could have turned from good to
+// not good: its misses within that delay over its good requests.
+func excused(r *Run) float64 {
+	e := r.Summary.Evidence
+	if e == nil || e.ProbeExplains == 0 {
+		return 1
+	}
+	if r.Summary.Good == 0 {
+		return math.Inf(1)
+	}
+	return float64(r.Summary.Good+e.ProbeExplains) / float64(r.Summary.Good)
 }
 
 // rates are the run-level figures: each request counts 1 or 0 towards
@@ -147,19 +231,22 @@ var rates = []struct {
 	outcomes  func(*Run) ([]counted, float64) // per counted request, in start order, and the run's duration
 	of        func(xs []counted, duration float64) float64
 	perSecond bool
+	// understated is the factor by which the probe's own delay in a run
+	// could have made the rate lower than the server's: 1 where it cannot.
+	understated func(*Run) float64
 }{
 	{Metric{Name: "goodput", Unit: "req/s", HigherIsBetter: true}, func(r *Run) ([]counted, float64) {
 		return indicator(r, func(rec *records.Record) bool { return rec.Good }), r.Summary.DurationSeconds
-	}, perSecond, true},
+	}, perSecond, true, func(r *Run) float64 { return (1 + timeShare(r)) * excused(r) }},
 	{Metric{Name: "throughput", Unit: "req/s", HigherIsBetter: true}, func(r *Run) ([]counted, float64) {
 		return indicator(r, func(rec *records.Record) bool { return rec.Outcome == "success" }), r.Summary.DurationSeconds
-	}, perSecond, true},
+	}, perSecond, true, func(r *Run) float64 { return 1 + timeShare(r) }},
 	{Metric{Name: "attainment", Unit: "%", HigherIsBetter: true}, func(r *Run) ([]counted, float64) {
 		return indicator(r, func(rec *records.Record) bool { return rec.Good }), 0
-	}, mean100, false},
+	}, mean100, false, excused},
 	{Metric{Name: "errors", Unit: "%"}, func(r *Run) ([]counted, float64) {
 		return indicator(r, func(rec *records.Record) bool { return rec.Outcome == "error" }), 0
-	}, mean100, false},
+	}, mean100, false, func(*Run) float64 { return 1 }},
 }
 
 // counted is one request counted against the SLO: whether it counts

@@ -64,18 +64,89 @@ func TestNoiseAndKnownDifferences(t *testing.T) {
 		t.Fatal(err)
 	}
 	var broke []string
-	for _, tr := range Check("p on e", rows, rules) {
-		broke = append(broke, tr.Rule.Label)
+	for _, d := range failed(Check("p on e", rows, rules)) {
+		broke = append(broke, d.Rule.Label)
 	}
 	if strings.Join(broke, " ") != "ttft.p95 goodput" {
-		t.Errorf("rules broken: %v, want ttft.p95 and goodput", broke)
+		t.Errorf("rules failed: %v, want ttft.p95 and goodput", broke)
 	}
-	if tr := Check("p on e", Compare(base, same, Options{}), rules); len(tr) != 0 {
-		t.Errorf("noise broke %v", tr)
+	if d := failed(Check("p on e", Compare(base, same, Options{}), rules)); len(d) != 0 {
+		t.Errorf("noise failed %v", d)
 	}
-	// A threshold the change does not reach breaks nothing, however sure.
-	if tr := Check("p on e", rows, []Rule{{Label: "ttft.p95", Above: true, Threshold: 0.5}}); len(tr) != 0 {
-		t.Errorf("a +20%% change broke a +50%% rule: %v", tr)
+	// A threshold the change does not reach passes, when the interval is
+	// within it.
+	if d := Check("p on e", rows, []Rule{{Label: "ttft.p95", Above: true, Threshold: 0.5}}); len(d) != 1 || d[0].Outcome != Passed {
+		t.Errorf("a +20%% change against a +50%% rule: %+v", d)
+	}
+}
+
+// failed are the decisions that failed.
+func failed(ds []Decision) []Decision {
+	var out []Decision
+	for _, d := range ds {
+		if d.Outcome == Failed {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// A change is decided only where its whole interval lies on one side of
+// the threshold: a rise whose interval holds the threshold is not enough
+// evidence (the README's gate failed identical runs at "+203%, interval
+// [+1.7%, +585%]"), and says how many requests would decide it.
+func TestGateDecidesOnlyOnTheWholeInterval(t *testing.T) {
+	rule := Rule{Label: "ttft.p95", Above: true, Threshold: 0.1, text: "ttft.p95>+10%"}
+	row := func(c, lo, hi float64) Row {
+		return Row{Metric: Metric{Name: "ttft", Stat: "p95"}, Change: c, Low: lo, High: hi, BaseN: 40, NewN: 40}
+	}
+	for _, c := range []struct {
+		row  Row
+		want string
+	}{
+		{row(2.03, 0.017, 5.85), Undecided},
+		{row(0.35, 0.21, 0.50), Failed},
+		{row(0.01, -0.04, 0.06), Passed},
+		{row(0.08, -0.05, 0.25), Undecided},
+	} {
+		d := decide("p on e", c.row, rule)
+		if d.Outcome != c.want {
+			t.Errorf("%+.0f%% in [%+.0f%%, %+.0f%%]: %s, want %s", 100*c.row.Change, 100*c.row.Low, 100*c.row.High, d.Outcome, c.want)
+		}
+		if d.Outcome == Undecided && (d.RequestsToDecide <= 40 || !strings.Contains(d.Line(), "requests a run would decide it")) {
+			t.Errorf("undecided without a sample size: %+v: %s", d, d.Line())
+		}
+	}
+	// The estimate: the half-width shrinks as 1/sqrt(n). +203% in
+	// [+1.7%, +585%] needs its low half (201.3 points) under 193 points:
+	// 40 x (201.3/193)^2 = 43.5 requests.
+	if d := decide("p on e", row(2.03, 0.017, 5.85), rule); d.RequestsToDecide != 44 {
+		t.Errorf("requests to decide %d, want 44", d.RequestsToDecide)
+	}
+	// A change on its threshold is never decided by more requests.
+	if d := decide("p on e", row(0.1, 0.0, 0.2), rule); d.Outcome != Undecided || d.RequestsToDecide != -1 {
+		t.Errorf("on the threshold: %+v", d)
+	}
+	// The probe's own delay widens the interval and does not shrink with
+	// requests: a rise of +35% in [+21%, +50%] whose new run's probe was
+	// stalled for a third of the baseline's p95 is not enough evidence,
+	// and no number of requests decides it.
+	starved := row(0.35, 0.21, 0.50)
+	starved.BiasLow = 0.33
+	if d := decide("p on e", starved, rule); d.Outcome != Undecided || d.RequestsToDecide != -1 || !strings.Contains(d.Why, "probe's own delay") {
+		t.Errorf("a starved new run: %+v", d)
+	}
+	// Nor may a starved baseline pass a rise it could hide.
+	hidden := row(0.01, -0.04, 0.06)
+	hidden.BiasHigh = 0.2
+	if d := decide("p on e", hidden, rule); d.Outcome != Undecided {
+		t.Errorf("a starved baseline: %+v", d)
+	}
+	// A fall, for a rule on a fall.
+	fall := Rule{Label: "goodput", Threshold: -0.05, text: "goodput<-5%"}
+	g := Row{Metric: Metric{Name: "goodput"}, Change: -0.17, Low: -0.25, High: -0.09, BaseN: 200, NewN: 200}
+	if d := decide("p on e", g, fall); d.Outcome != Failed {
+		t.Errorf("goodput -17%% in [-25%%, -9%%] against <-5%%: %+v", d)
 	}
 }
 
@@ -147,9 +218,9 @@ func TestThroughputNoiseOfAClosedLoop(t *testing.T) {
 	for i := range uint64(20) {
 		a, b := closedLoop(2*i+1, 40, 2, 100), closedLoop(2*i+2, 40, 2, 100)
 		rows := Compare(a, b, Options{Resamples: 500})
-		if tr := Check("p on e", rows, rules); len(tr) != 0 {
-			r := tr[0].Row
-			t.Errorf("pair %d: identical runs failed %s: %+.1f%% in [%+.1f%%, %+.1f%%]", i+1, tr[0].Rule, 100*r.Change, 100*r.Low, 100*r.High)
+		if d := failed(Check("p on e", rows, rules)); len(d) != 0 {
+			r := d[0].Row
+			t.Errorf("pair %d: identical runs failed %s: %+.1f%% in [%+.1f%%, %+.1f%%]", i+1, d[0].Rule, 100*r.Change, 100*r.Low, 100*r.High)
 		}
 		if r := row(t, rows, "throughput"); r.Change < -0.05 {
 			wide++
@@ -158,8 +229,25 @@ func TestThroughputNoiseOfAClosedLoop(t *testing.T) {
 	if wide == 0 {
 		t.Errorf("no pair differed by more than 5%%: the test would pass without resampling the runs' time")
 	}
+	// A 20% slower server fails the gate, or is not enough evidence
+	// with a number of requests that then decides it.
 	base, slower := closedLoop(100, 400, 2, 100), closedLoop(101, 400, 2, 120)
-	if tr := Check("p on e", Compare(base, slower, Options{Resamples: 500}), rules); len(tr) != 2 {
-		t.Errorf("a 20%% slower server broke %d of throughput and goodput <-5%%, want both", len(tr))
+	need := 0
+	for _, d := range Check("p on e", Compare(base, slower, Options{Resamples: 500}), rules) {
+		switch {
+		case d.Outcome == Undecided && d.RequestsToDecide > 400:
+			need = max(need, d.RequestsToDecide)
+			t.Logf("400 requests: %s", d.Line())
+		case d.Outcome != Failed:
+			t.Errorf("a 20%% slower server: %s", d.Line())
+		}
+	}
+	if need > 0 {
+		base, slower = closedLoop(102, 2*need, 2, 100), closedLoop(103, 2*need, 2, 120)
+		for _, d := range Check("p on e", Compare(base, slower, Options{Resamples: 500}), rules) {
+			if d.Outcome != Failed {
+				t.Errorf("a 20%% slower server at %d requests, twice what was asked: %s", 2*need, d.Line())
+			}
+		}
 	}
 }

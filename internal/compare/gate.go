@@ -74,34 +74,140 @@ func ParseRules(s string) ([]Rule, error) {
 	return out, nil
 }
 
-// Tripped is a rule a pair of runs broke.
-type Tripped struct {
+// The outcomes of a rule on a pair of runs.
+const (
+	Passed = "passed"
+	Failed = "failed"
+	// Undecided: the change's interval, widened by what the probe's own
+	// delay could have moved it, holds the threshold.
+	Undecided = "not_enough_evidence"
+)
+
+// Decision is one rule's verdict on one pair of runs.
+type Decision struct {
 	Rule Rule
 	Key  string
 	Row  Row
+	// Outcome is Passed (the widened interval lies wholly on the right
+	// side of the threshold), Failed (wholly on the wrong side), or
+	// Undecided.
+	Outcome string
+	// Low and High are the change's 95% interval widened by the probe's
+	// delay in either run (Row.BiasLow, Row.BiasHigh).
+	Low, High float64
+	// RequestsToDecide is, for an undecided rule, about how many
+	// requests each run would need for the interval to leave the
+	// threshold if the change stayed as measured; -1 when no number would
+	// (Why says why).
+	RequestsToDecide int
+	Why              string
 }
 
-// Check returns the rules broken by rows: a change past the threshold
-// whose whole 95% interval lies past zero too, so that the runs' own
-// noise never fails a gate.
-func Check(key string, rows []Row, rules []Rule) []Tripped {
-	var out []Tripped
+// maxRequests bounds an estimate of the requests that would decide a
+// rule: past it, none practically would.
+const maxRequests = 10_000_000
+
+// Check decides every rule on rows: a rule fails only when the whole
+// interval of the change, widened by what the probe's own delay in either
+// run could have moved it, lies past its threshold, and passes only when
+// it lies wholly within; otherwise there is not enough evidence, and the
+// decision says how many requests would give it.
+func Check(key string, rows []Row, rules []Rule) []Decision {
+	var out []Decision
 	for _, rule := range rules {
 		for _, row := range rows {
-			if row.Label() != rule.Label || math.IsNaN(row.Change) || !row.Significant {
+			if row.Label() != rule.Label {
 				continue
 			}
-			if rule.Above && row.Change > rule.Threshold || !rule.Above && row.Change < rule.Threshold {
-				out = append(out, Tripped{Rule: rule, Key: key, Row: row})
-			}
+			out = append(out, decide(key, row, rule))
 		}
 	}
 	return out
 }
 
+func decide(key string, row Row, rule Rule) Decision {
+	d := Decision{Rule: rule, Key: key, Row: row, Outcome: Undecided, Low: row.Low - row.BiasLow, High: row.High + row.BiasHigh}
+	t, c := rule.Threshold, row.Change
+	if math.IsNaN(c) || math.IsNaN(row.Low) || math.IsNaN(row.High) {
+		d.RequestsToDecide = -1
+		d.Why = "one side has no values to compare"
+		return d
+	}
+	// worse is past the threshold on the rule's side; within on the other.
+	worse := func(v float64) bool { return rule.Above && v > t || !rule.Above && v < t }
+	loWorse, hiWorse := worse(d.Low), worse(d.High)
+	switch {
+	case loWorse && hiWorse:
+		d.Outcome = Failed
+		return d
+	case !loWorse && !hiWorse && !(rule.Above && d.High == t) && !(!rule.Above && d.Low == t):
+		d.Outcome = Passed
+		return d
+	}
+	// Which way more requests would decide it if the change stayed: the
+	// raw interval's half-width on that side shrinks as the square root
+	// of the requests; the probe's bias does not.
+	var half, gap float64
+	failing := worse(c)
+	switch {
+	case failing && rule.Above:
+		half, gap = c-row.Low, c-t-row.BiasLow
+	case failing:
+		half, gap = row.High-c, t-c-row.BiasHigh
+	case rule.Above:
+		half, gap = row.High-c, t-c-row.BiasHigh
+	default:
+		half, gap = c-row.Low, c-t-row.BiasLow
+	}
+	n := float64(min(row.BaseN, row.NewN))
+	switch {
+	case gap <= 0 && (row.BiasLow > 0 || row.BiasHigh > 0) && math.Abs(c-t) > 0:
+		d.RequestsToDecide = -1
+		d.Why = "the probe's own delay could move the change past the threshold: no number of requests decides it where the probe is starved"
+	case gap <= 0 || n <= 0 || math.IsInf(gap, 0):
+		d.RequestsToDecide = -1
+		d.Why = "the change sits on the threshold: no number of requests decides it"
+	default:
+		need := n * (half / gap) * (half / gap)
+		if need > maxRequests {
+			d.RequestsToDecide = -1
+			d.Why = "over ten million requests a run would decide it"
+		} else {
+			d.RequestsToDecide = max(int(math.Ceil(need)), int(n)+1)
+			d.Why = fmt.Sprintf("about %d requests a run would decide it if the change stayed %s", d.RequestsToDecide, pct(c))
+		}
+	}
+	return d
+}
+
+// Line is the decision in one line, as the console and the page say it.
+func (d Decision) Line() string {
+	what := fmt.Sprintf("%s %s is %s (95%% interval [%s, %s]", d.Key, d.Row.Label(), pct(d.Row.Change), pct(d.Low), pct(d.High))
+	if d.Row.BiasLow > 0 || d.Row.BiasHigh > 0 {
+		what += ", widened by the probe's own delay"
+	}
+	what += ")"
+	switch d.Outcome {
+	case Failed:
+		return fmt.Sprintf("FAILED %s: %s, wholly past it", d.Rule, what)
+	case Passed:
+		return fmt.Sprintf("passed %s: %s, wholly within it", d.Rule, what)
+	}
+	return fmt.Sprintf("NOT ENOUGH EVIDENCE %s: %s, holding the threshold: %s", d.Rule, what, d.Why)
+}
+
 // Text writes the rows of one pair of runs as a table.
 func Text(w io.Writer, key string, base, next *Run, rows []Row) {
-	fmt.Fprintf(w, "%s\n  base %s (%d requests)\n  new  %s (%d requests)\n\n", key, base.Dir, len(base.Records), next.Dir, len(next.Records))
+	fmt.Fprintf(w, "%s\n  base %s (%d requests)\n  new  %s (%d requests)\n", key, base.Dir, len(base.Records), next.Dir, len(next.Records))
+	for _, side := range []struct {
+		name string
+		run  *Run
+	}{{"base", base}, {"new", next}} {
+		if p := side.run.Summary.Probe; p != nil && p.Starved {
+			fmt.Fprintf(w, "  the probe was starved in %s (%s): the gate widens each interval by what its delay could have moved the change\n", side.name, p.Why)
+		}
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  %-22s %14s %14s %9s %20s  %s\n", "metric", "base", "new", "change", "95% interval", "")
 	for _, r := range rows {
 		verdict := "noise"
@@ -142,13 +248,17 @@ func pct(v float64) string {
 // Exit codes of `tokenprobe compare`.
 const (
 	ExitOK       = 0
-	ExitTripped  = 1 // a --fail-on rule broke
+	ExitTripped  = 1 // a --fail-on rule failed
 	ExitBadInput = 2
+	// ExitUndecided: no rule failed, but one had not enough evidence
+	// (--not-enough-evidence=pass or =fail maps it to 0 or 1).
+	ExitUndecided = 4
 )
 
 // Main compares the runs under baseDir and newDir, pairing them by
-// profile and endpoint, writes the tables and the broken rules to w, and
-// returns the exit code.
+// profile and endpoint, writes the tables and the rules' decisions to w,
+// and returns the exit code; undecided is the code of a gate with not
+// enough evidence and no failure.
 func Main(w io.Writer, baseDir, newDir, failOn, htmlPath string, o Options) int {
 	var rules []Rule
 	if failOn != "" {
@@ -180,7 +290,7 @@ func Main(w io.Writer, baseDir, newDir, failOn, htmlPath string, o Options) int 
 	for _, r := range news {
 		byKey[r.Key()] = r
 	}
-	var tripped []Tripped
+	var decisions []Decision
 	var pairs []Pair
 	paired := 0
 	for _, b := range base {
@@ -194,7 +304,7 @@ func Main(w io.Writer, baseDir, newDir, failOn, htmlPath string, o Options) int 
 		rows := Compare(b, n, o)
 		Text(w, b.Key(), b, n, rows)
 		pairs = append(pairs, Pair{Key: b.Key(), Base: b, New: n, Rows: rows})
-		tripped = append(tripped, Check(b.Key(), rows, rules)...)
+		decisions = append(decisions, Check(b.Key(), rows, rules)...)
 	}
 	for key := range byKey {
 		fmt.Fprintf(w, "%s: only in %s\n\n", key, newDir)
@@ -204,21 +314,32 @@ func Main(w io.Writer, baseDir, newDir, failOn, htmlPath string, o Options) int 
 		return ExitBadInput
 	}
 	if htmlPath != "" {
-		if err := writeHTML(htmlPath, pairs, Gate{Rules: rules, Tripped: tripped}); err != nil {
+		if err := writeHTML(htmlPath, pairs, Gate{Rules: rules, Decisions: decisions}); err != nil {
 			fmt.Fprintln(w, err)
 			return ExitBadInput
 		}
 		fmt.Fprintf(w, "wrote %s\n", htmlPath)
 	}
-	for _, t := range tripped {
-		fmt.Fprintf(w, "FAILED %s: %s %s is %s (95%% interval [%s, %s], beyond the runs' noise)\n",
-			t.Rule, t.Key, t.Row.Label(), pct(t.Row.Change), pct(t.Row.Low), pct(t.Row.High))
+	failed, undecided := 0, 0
+	for _, d := range decisions {
+		switch d.Outcome {
+		case Failed:
+			failed++
+		case Undecided:
+			undecided++
+		}
+		if d.Outcome != Passed {
+			fmt.Fprintln(w, d.Line())
+		}
 	}
-	if len(tripped) > 0 {
+	switch {
+	case failed > 0:
 		return ExitTripped
-	}
-	if len(rules) > 0 {
-		fmt.Fprintf(w, "passed: no change beyond %s and the runs' noise\n", failOn)
+	case undecided > 0:
+		fmt.Fprintf(w, "not enough evidence: %d of %d decisions of %s could not tell a change past the threshold from the runs' noise (exit %d)\n", undecided, len(decisions), failOn, o.undecidedCode())
+		return o.undecidedCode()
+	case len(rules) > 0:
+		fmt.Fprintf(w, "passed: every change is within %s, beyond the runs' noise\n", failOn)
 	}
 	return ExitOK
 }

@@ -19,26 +19,37 @@ type Pair struct {
 	Rows      []Row
 }
 
-// Gate is the --fail-on rules and what broke them.
+// Gate is the --fail-on rules and their decisions.
 type Gate struct {
-	Rules   []Rule
-	Tripped []Tripped
+	Rules     []Rule
+	Decisions []Decision
 }
 
-// ruleVerdict is one rule's line on the page: passed, or each change
-// that broke it.
+// ruleVerdict is one rule's line on the page: its outcome over every
+// pair (failed over not enough evidence over passed), and each decision
+// that was not a pass.
 type ruleVerdict struct {
-	Rule   string
-	Failed []string
+	Rule    string
+	Outcome string
+	Lines   []string
 }
 
 func (g Gate) verdicts() []ruleVerdict {
 	var out []ruleVerdict
 	for _, r := range g.Rules {
-		v := ruleVerdict{Rule: r.String()}
-		for _, t := range g.Tripped {
-			if t.Rule.String() == r.String() {
-				v.Failed = append(v.Failed, fmt.Sprintf("%s: %s is %s (95%% interval [%s, %s])", t.Key, t.Row.Label(), pct(t.Row.Change), pct(t.Row.Low), pct(t.Row.High)))
+		v := ruleVerdict{Rule: r.String(), Outcome: Passed}
+		for _, d := range g.Decisions {
+			if d.Rule.String() != r.String() {
+				continue
+			}
+			switch {
+			case d.Outcome == Failed:
+				v.Outcome = Failed
+			case d.Outcome == Undecided && v.Outcome != Failed:
+				v.Outcome = Undecided
+			}
+			if d.Outcome != Passed {
+				v.Lines = append(v.Lines, d.Line())
 			}
 		}
 		out = append(out, v)
@@ -105,13 +116,13 @@ var page = template.Must(template.New("compare").Funcs(template.FuncMap{
 body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1200px}
 table{border-collapse:collapse}th,td{border-bottom:1px solid #ddd;padding:.3em .6em;text-align:right;font-size:13px}
 td:first-child,th:first-child{text-align:left}
-.worse{color:#cf222e;font-weight:600}.better{color:#1a7f37}.noise,.n\/a{color:#777}
+.worse,.failed{color:#cf222e;font-weight:600}.better,.passed{color:#1a7f37}.noise,.n\/a{color:#777}.not_enough_evidence{color:#9a6700;font-weight:600}
 .charts{display:flex;flex-wrap:wrap;gap:12px}.chart{border:1px solid #ddd;border-radius:4px}
 </style></head><body>
 <h1>tokenprobe compare</h1><p>{{.At}}</p>
 {{if .Gate}}<h2>Gate (--fail-on)</h2>
 <table class="gate"><tr><th>rule</th><th>verdict</th></tr>
-{{range .Gate}}<tr class="rule {{if .Failed}}worse{{else}}better{{end}}" data-rule="{{.Rule}}"><td>{{.Rule}}</td><td>{{if .Failed}}FAILED: {{range $i, $f := .Failed}}{{if $i}}; {{end}}{{$f}}{{end}}{{else}}passed: no change beyond it and the runs' noise{{end}}</td></tr>
+{{range .Gate}}<tr class="rule {{.Outcome}}" data-rule="{{.Rule}}" data-outcome="{{.Outcome}}"><td>{{.Rule}}</td><td>{{if .Lines}}{{range $i, $f := .Lines}}{{if $i}}<br>{{end}}{{$f}}{{end}}{{else}}passed: every change within it, beyond the runs' noise{{end}}</td></tr>
 {{end}}</table>{{end}}
 {{range .Pairs}}<section class="pair" data-key="{{.Key}}">
 <h2>{{.Key}}</h2>
