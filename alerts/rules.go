@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/tokenprobe/tokenprobe/internal/catalog"
+	"github.com/tokenprobe/tokenprobe/probe/stats"
 )
 
 // Options tune the generated rules.
@@ -50,6 +51,16 @@ type Options struct {
 	// condition before its quorum alert fires (2 or more); where fewer
 	// probe the profile, only the per-location alerts fire.
 	MinLocations int
+	// MinRequests is the least number of requests in a window that a
+	// latency page (the cliff, the tail) or a total outage's burn page
+	// stands on: a p95 of a handful of requests is their slowest. It is
+	// a count, so it does not scale with time.
+	MinRequests int
+	// StarvedShare is the share of a figure the probe's own delay p99
+	// must stay under for the figure to count towards a baseline; past
+	// it at the smallest TTFT p50 of a location's profiles,
+	// TokenprobeProbeStarved opens a ticket.
+	StarvedShare float64
 }
 
 // Defaults are the real-time rules shipped in alerts/.
@@ -58,8 +69,45 @@ func Defaults() Options {
 		Scale: 1, RunbookURL: "https://github.com/tokenprobe/tokenprobe/blob/main/docs/RUNBOOK.md",
 		CliffTTFT: 4, CliffITL: 1.5, MinRate: 0.01, NoSuccessFor: time.Hour, DispatchLagP99: 50 * time.Millisecond,
 		Selector: `profile!=""`, BaselineSamples: catalog.BaselineSamples, WrongAnswers: 0.05, MinLocations: 2,
-		RateLimitShare: 0.1,
+		RateLimitShare: 0.1, MinRequests: 20, StarvedShare: 0.1,
 	}
+}
+
+// z is the standard normal's 97.5th percentile: every interval a rule
+// reads is a 95% one, as every verdict's is (probe/stats).
+const z = 1.959963984540054
+
+// wilsonLow is the low end of the 95% Wilson interval of a ratio p over
+// n requests, in PromQL (p and n series matched on their labels): a
+// ratio holds at the conservative end of its interval only when this does.
+func wilsonLow(p, n string) string {
+	return fmt.Sprintf(`(%[1]s + %[3]g / %[2]s - %[4]g * sqrt(clamp_min(%[1]s * (1 - %[1]s), 0) / %[2]s + %[5]g / %[2]s ^ 2)) / (1 + %[6]g / %[2]s)`,
+		p, n, z*z/2, z, z*z/4, z*z)
+}
+
+// p95LowBins are, for a window of at least N requests, the quantile of
+// the window whose value is at or under the low end of the 95% interval
+// of its p95 (the order statistic of the binomial rule, at N, the
+// smallest count of the bin): the p95 a cliff page stands on, so that a
+// few slow requests among dozens do not page.
+func p95LowBins(minRequests int) []struct {
+	N   int
+	Phi float64
+} {
+	var out []struct {
+		N   int
+		Phi float64
+	}
+	for _, n := range []int{minRequests, 50, 100, 200, 500, 1000} {
+		if n < minRequests || len(out) > 0 && n <= out[len(out)-1].N {
+			continue
+		}
+		out = append(out, struct {
+			N   int
+			Phi float64
+		}{n, stats.QuantileLowPhi(n, 0.95)})
+	}
+	return out
 }
 
 // m is metric with the rules' selector and matchers.
@@ -268,7 +316,17 @@ func (o Options) recording() []Rule {
 				Record: "tokenprobe:slo_errors:ratio_rate" + windowName(w),
 				Expr: o.loaded(fmt.Sprintf(`1 - (sum by (%[1]s) (rate(%[3]s[%[2]s])) / sum by (%[1]s) (rate(%[4]s[%[2]s])))`,
 					by, o.window(w), o.m("tokenprobe_good_requests_total"), o.m("tokenprobe_requests_total", `outcome!="cancelled"`))),
-			})
+			},
+				// The requests behind it, and the low end of its 95%
+				// interval: the burn pages on a ratio that holds there.
+				Rule{
+					Record: "tokenprobe:requests:increase" + windowName(w),
+					Expr:   o.loaded(fmt.Sprintf(`sum by (%s) (increase(%s[%s]))`, by, o.m("tokenprobe_requests_total", `outcome!="cancelled"`), o.window(w))),
+				},
+				Rule{
+					Record: "tokenprobe:slo_errors:ratio_low" + windowName(w),
+					Expr:   wilsonLow("tokenprobe:slo_errors:ratio_rate"+windowName(w), "tokenprobe:requests:increase"+windowName(w)),
+				})
 		}
 	}
 	short, hour := o.window(5*time.Minute), o.window(time.Hour)
@@ -292,6 +350,25 @@ func (o Options) recording() []Rule {
 		return fmt.Sprintf(`quantile_over_time(0.25, %[1]s[%[2]s] offset %[3]s) and on (%[4]s) (count_over_time(%[1]s[%[2]s] offset %[3]s) >= %[5]d)`,
 			series, hour, short, byLevel, o.BaselineSamples)
 	}
+	// The low end of a level's p95's 95% interval, from the requests its
+	// window holds: the quantile at each bin's phi, for a window of at
+	// least that bin's requests and fewer than the next's. Under
+	// MinRequests there is none.
+	ttft := "tokenprobe_time_to_first_token_seconds"
+	bins := p95LowBins(o.MinRequests)
+	var low []string
+	for i, b := range bins {
+		count := fmt.Sprintf(`tokenprobe:ttft_by_level:count5m >= %d`, b.N)
+		if i+1 < len(bins) {
+			count += fmt.Sprintf(` < %d`, bins[i+1].N)
+		}
+		low = append(low, fmt.Sprintf(`(%s) and on (%s) (%s)`, full(b.Phi, ttft), byLevel, count))
+	}
+	countByLevel := fmt.Sprintf(`sum by (%[1]s) (histogram_count(increase(%[2]s[%[3]s]))) or sum by (%[1]s) (increase(%[4]s[%[3]s]))`,
+		byLevel, o.m(ttft), short, o.m(ttft+"_bucket", `le="+Inf"`))
+	// The probe's own delay p99 at each location, the worst of its
+	// daemons: what any of their timestamps could have had added.
+	delay := fmt.Sprintf(`max by (location) (histogram_quantile(0.99, sum by (instance, location, le) (rate(tokenprobe_probe_scheduling_delay_seconds_bucket[%s]))))`, short)
 	rules = append(rules,
 		Rule{Record: "tokenprobe:requests:rate5m", Expr: o.loaded(fmt.Sprintf(`sum by (%s) (rate(%s[%s]))`, by, o.m("tokenprobe_requests_total", `outcome!="cancelled"`), short))},
 		// Each reason's share of the requests: what routes a page (a
@@ -313,13 +390,24 @@ func (o Options) recording() []Rule {
 		q("tokenprobe:itl_p50:rate5m", "tokenprobe_inter_token_latency_seconds", 0.5, by),
 		q("tokenprobe:dispatch_lag_p99:rate5m", "tokenprobe_dispatch_lag_seconds", 0.99, by),
 		Rule{Record: "tokenprobe:requests_by_level:rate5m", Expr: o.loaded(fmt.Sprintf(`sum by (%s) (rate(%s[%s]))`, byLevel, o.m("tokenprobe_requests_total", `outcome!="cancelled"`), short))},
-		Rule{Record: "tokenprobe:ttft_p95_by_level:rate5m", Expr: o.loaded(full(0.95, "tokenprobe_time_to_first_token_seconds"))},
+		Rule{Record: "tokenprobe:ttft_p95_by_level:rate5m", Expr: o.loaded(full(0.95, ttft))},
 		Rule{Record: "tokenprobe:itl_p50_by_level:rate5m", Expr: o.loaded(full(0.5, "tokenprobe_inter_token_latency_seconds"))},
-		Rule{Record: "tokenprobe:ttft_p95_by_level:baseline1h", Expr: baseline("tokenprobe:ttft_p95_by_level:rate5m")},
+		// The TTFTs each level's window holds: "p95 over N requests".
+		Rule{Record: "tokenprobe:ttft_by_level:count5m", Expr: o.loaded(countByLevel)},
+		Rule{Record: "tokenprobe:ttft_p95_by_level:low5m", Expr: o.loaded(strings.Join(low, " or "))},
+		Rule{Record: "tokenprobe:probe_delay_p99:rate5m", Expr: delay},
+		// A level's window counts towards its baseline only while the
+		// probe's own delay p99 is under StarvedShare of its p95: a
+		// starved probe's windows would lift the baseline the cliff is
+		// measured against (and hide the next cliff).
+		Rule{Record: "tokenprobe:ttft_p95_by_level:trusted5m", Expr: fmt.Sprintf(`tokenprobe:ttft_p95_by_level:rate5m unless on (%[1]s) (%[2]g * tokenprobe:ttft_p95_by_level:rate5m < on (location) group_left tokenprobe:probe_delay_p99:rate5m)`,
+			byLevel, o.StarvedShare)},
+		Rule{Record: "tokenprobe:ttft_p95_by_level:baseline1h", Expr: baseline("tokenprobe:ttft_p95_by_level:trusted5m")},
 		Rule{Record: "tokenprobe:itl_p50_by_level:baseline1h", Expr: baseline("tokenprobe:itl_p50_by_level:rate5m")},
 		// How many full-window values each level's baseline stands on:
 		// below BaselineSamples the cliff alert has not enough history yet.
-		Rule{Record: "tokenprobe:ttft_p95_by_level:history_samples1h", Expr: fmt.Sprintf(`count_over_time(tokenprobe:ttft_p95_by_level:rate5m[%s] offset %s)`, hour, short)},
+		Rule{Record: "tokenprobe:ttft_p95_by_level:history_samples1h", Expr: fmt.Sprintf(`count_over_time(tokenprobe:ttft_p95_by_level:trusted5m[%s] offset %s)`, hour, short)},
+		Rule{Record: "tokenprobe:ttft:count5m", Expr: o.loaded(fmt.Sprintf(`sum by (%[1]s) (histogram_count(increase(%[2]s[%[3]s]))) or sum by (%[1]s) (increase(%[4]s[%[3]s]))`, by, o.m(ttft), short, o.m(ttft+"_bucket", `le="+Inf"`)))},
 	)
 	return rules
 }
@@ -345,13 +433,20 @@ func (o Options) budget() string {
 
 func (o Options) sloAlerts() []Rule {
 	short := o.window(5 * time.Minute)
+	// A burn pages on evidence: at least MinRequests in the long window,
+	// and the low end of each window's error ratio's 95% interval
+	// (tokenprobe:slo_errors:ratio_low*) at or past the burn rate times
+	// the budget, so that a few failed requests of a handful do not page.
 	// A burn rate times a large budget can pass 1, which no error ratio
-	// reaches: 14.4x of a 0.9 objective's 10%. The threshold is then
-	// every request failing, so the fast burn still pages at a total
-	// outage.
+	// reaches (14.4x of a 0.9 objective's 10%): a total outage then pages,
+	// every request of both windows failing.
 	burn := func(long, short time.Duration, rate float64) string {
-		return fmt.Sprintf(`(tokenprobe:slo_errors:ratio_rate%[1]s >= on (%[3]s) clamp_max(%[4]g * %[5]s, 1) and tokenprobe:slo_errors:ratio_rate%[2]s >= on (%[3]s) clamp_max(%[4]g * %[5]s, 1))`,
-			windowName(long), windowName(short), by, rate, o.budget())
+		enough := fmt.Sprintf(`tokenprobe:requests:increase%s >= %d`, windowName(long), o.MinRequests)
+		held := fmt.Sprintf(`tokenprobe:slo_errors:ratio_low%[1]s >= on (%[3]s) %[4]g * %[5]s and tokenprobe:slo_errors:ratio_low%[2]s >= on (%[3]s) %[4]g * %[5]s and on (%[3]s) %[6]s`,
+			windowName(long), windowName(short), by, rate, o.budget(), enough)
+		outage := fmt.Sprintf(`tokenprobe:slo_errors:ratio_rate%[1]s >= 1 and on (%[2]s) tokenprobe:slo_errors:ratio_rate%[3]s >= 1 and on (%[2]s) %[4]s and on (%[2]s) %[5]s`,
+			windowName(long), by, windowName(short), enough, o.budget())
+		return fmt.Sprintf(`(%s or %s)`, held, outage)
 	}
 	page := burn(burnWindows[0].long, burnWindows[0].short, burnWindows[0].burn) + " or " + burn(burnWindows[1].long, burnWindows[1].short, burnWindows[1].burn)
 	ticket := burn(burnWindows[2].long, burnWindows[2].short, burnWindows[2].burn) + " or " + burn(burnWindows[3].long, burnWindows[3].short, burnWindows[3].burn)
@@ -376,12 +471,22 @@ func (o Options) sloAlerts() []Rule {
 	return []Rule{wrong,
 		o.alert("TokenprobeGoodputBudgetBurn", "page", page,
 			"{{ $labels.profile }} on {{ $labels.endpoint }} burns its goodput error budget fast",
-			"Requests that are not good (failed, or missed an SLO threshold) run at 14.4x the budget over 1h and 5m, or 6x over 6h and 30m: at this pace a 30-day budget lasts two days."),
+			fmt.Sprintf("Requests that are not good (failed, or missed an SLO threshold) run at 14.4x the budget over 1h and 5m, or 6x over 6h and 30m, at the low end of each window's 95%% interval, on at least %d requests (or every one of them failed): at this pace a 30-day budget lasts two days.", o.MinRequests)+burnFacts(burnWindows[0].short)),
 		o.alert("TokenprobeGoodputBudgetBurnSlow", "ticket", ticket,
 			"{{ $labels.profile }} on {{ $labels.endpoint }} burns its goodput error budget",
-			"Requests that are not good run at 3x the budget over 1d and 2h, or 1x over 3d and 6h."),
+			"Requests that are not good run at 3x the budget over 1d and 2h, or 1x over 3d and 6h, at the low end of each window's 95% interval."+burnFacts(burnWindows[2].short)),
 		goodDrop, goodZero,
 	}
+}
+
+// burnFacts names the error ratio over the short window w, the low end
+// of its interval and the requests behind it.
+func burnFacts(w time.Duration) string {
+	n := windowName(w)
+	return `{{ $sel := printf "{profile=%q,endpoint=%q,location=%q}" $labels.profile $labels.endpoint (or $labels.location "") }}` +
+		`{{ with printf "tokenprobe:slo_errors:ratio_rate` + n + `%s" $sel | query }}{{ with first . }} Over the last ` + n + ` {{ value . | humanizePercentage }} of the requests were not good{{ end }}{{ end }}` +
+		`{{ with printf "tokenprobe:slo_errors:ratio_low` + n + `%s" $sel | query }}{{ with first . }}, at least {{ value . | humanizePercentage }} at the low end of its 95% interval{{ end }}{{ end }}` +
+		`{{ with printf "tokenprobe:requests:increase` + n + `%s" $sel | query }}{{ with first . }}, of {{ value . | printf "%.0f" }} requests.{{ end }}{{ end }}`
 }
 
 // dominantPhase names, where the server's own metrics are read, the phase
@@ -394,22 +499,34 @@ const dominantPhase = `{{ with printf "max by (phase) (tokenprobe_run_last_ttft_
 // cliffFacts names, in the cliff's description, the baseline the alert
 // compared with, the ratio, and the tokenprobe instances that measured it.
 const cliffFacts = `{{ $sel := printf "{profile=%q,endpoint=%q,location=%q,load_level=%q}" $labels.profile $labels.endpoint (or $labels.location "") $labels.load_level }}` +
+	`{{ with printf "tokenprobe:ttft_p95_by_level:rate5m%s" $sel | query }}{{ with first . }} Its p95 is {{ value . | humanizeDuration }}{{ end }}{{ end }}` +
+	`{{ with printf "tokenprobe:ttft_by_level:count5m%s" $sel | query }}{{ with first . }} over {{ value . | printf "%.0f" }} requests{{ end }}{{ end }}.` +
+	`{{ with printf "max(tokenprobe:probe_delay_p99:rate5m{location=%q})" (or $labels.location "") | query }}{{ with first . }} The probe's own delay p99 was {{ value . | humanizeDuration }}.{{ end }}{{ end }}` +
 	`{{ with printf "tokenprobe:ttft_p95_by_level:baseline1h%s" $sel | query }}{{ with first . }} Its baseline at this level (the lower quartile of the last hour's 5-minute values) is {{ value . | humanizeDuration }}{{ end }}{{ end }}` +
 	`{{ with printf "tokenprobe:ttft_p95_by_level:rate5m%s / tokenprobe:ttft_p95_by_level:baseline1h%s" $sel $sel | query }}{{ with first . }}, {{ value . | printf "%.1f" }}x over it{{ end }}{{ end }}.` +
 	`{{ with printf "count by (instance) (tokenprobe_profile_info{profile=%q,endpoint=%q,location=%q})" $labels.profile $labels.endpoint (or $labels.location "") | query }} Measured by {{ range $i, $s := sortByLabel "instance" . }}{{ if $i }}, {{ end }}{{ label "instance" $s }}{{ end }}.{{ end }}`
 
 func (o Options) latencyAlerts() []Rule {
+	// The cliff's TTFT is the low end of the 95% interval of the level's
+	// p95 over the window's requests (at least MinRequests), less the
+	// probe's own delay p99 at its location (a stall of the probe's adds
+	// to a TTFT as much at most): a few slow requests among dozens, or a
+	// starved probe, cannot take it past the threshold; a queue, which
+	// moves every request, does.
+	conservative := fmt.Sprintf(`(tokenprobe:ttft_p95_by_level:low5m - on (location) group_left tokenprobe:probe_delay_p99:rate5m or tokenprobe:ttft_p95_by_level:low5m)`)
 	cliff := o.alert("TokenprobeTTFTCliff", "page",
-		fmt.Sprintf(`tokenprobe:ttft_p95_by_level:rate5m > %[1]g * tokenprobe:ttft_p95_by_level:baseline1h and on (%[2]s) tokenprobe:itl_p50_by_level:rate5m < %[3]g * tokenprobe:itl_p50_by_level:baseline1h and on (%[2]s) tokenprobe:requests_by_level:rate5m > %[4]g`,
-			o.CliffTTFT, byLevel, o.CliffITL, o.MinRate),
+		fmt.Sprintf(`%[5]s > %[1]g * tokenprobe:ttft_p95_by_level:baseline1h and on (%[2]s) tokenprobe:itl_p50_by_level:rate5m < %[3]g * tokenprobe:itl_p50_by_level:baseline1h and on (%[2]s) tokenprobe:requests_by_level:rate5m > %[4]g`,
+			o.CliffTTFT, byLevel, o.CliffITL, o.MinRate, conservative),
 		"TTFT cliff on {{ $labels.endpoint }} ({{ $labels.profile }}) at load level {{ $labels.load_level }}: requests are queueing",
-		fmt.Sprintf("TTFT p95 at load level {{ $labels.load_level }} is {{ $value | humanizeDuration }}, over %gx its baseline of the last hour at that level, while inter-token latency stays under %gx its own: the server is not slower, requests wait for a slot. Check load, batch size and replicas.", o.CliffTTFT, o.CliffITL)+cliffFacts+dominantPhase)
+		fmt.Sprintf("TTFT p95 at load level {{ $labels.load_level }} is at least {{ $value | humanizeDuration }} (the low end of its 95%% interval, less the probe's own delay), over %gx its baseline of the last hour at that level, while inter-token latency stays under %gx its own: the server is not slower, requests wait for a slot. Check load, batch size and replicas.", o.CliffTTFT, o.CliffITL)+cliffFacts+dominantPhase)
 	cliff.For = o.window(2 * time.Minute)
 	cliff.KeepFiringFor = o.window(10 * time.Minute)
+	// The tail's p99 stands on at least five times MinRequests (a p99 of
+	// fewer is little more than their slowest), less the probe's delay.
 	tail := o.alert("TokenprobeTTFTTailDivergence", "ticket",
-		fmt.Sprintf(`tokenprobe:ttft_p99:rate5m > 10 * tokenprobe:ttft_p50:rate5m and on (%s) tokenprobe:requests:rate5m > %g`, by, o.MinRate),
+		fmt.Sprintf(`(tokenprobe:ttft_p99:rate5m - on (location) group_left tokenprobe:probe_delay_p99:rate5m or tokenprobe:ttft_p99:rate5m) > 10 * tokenprobe:ttft_p50:rate5m and on (%[1]s) tokenprobe:requests:rate5m > %[2]g and on (%[1]s) tokenprobe:ttft:count5m >= %[3]d`, by, o.MinRate, 5*o.MinRequests),
 		"TTFT p99 of {{ $labels.profile }} on {{ $labels.endpoint }} is over 10x its median",
-		"Most requests start fast but the slowest percent wait {{ $value | humanizeDuration }}: head-of-line blocking behind long prompts, preemption, or one bad replica.")
+		"Most requests start fast but the slowest percent wait {{ $value | humanizeDuration }} (less the probe's own delay): head-of-line blocking behind long prompts, preemption, or one bad replica.")
 	tail.For = o.window(15 * time.Minute)
 	capacity := o.alert("TokenprobeCapacityRegression", "ticket",
 		strings.ReplaceAll(fmt.Sprintf(`C < 0.5 * quantile_over_time(0.5, C[%s]) and C > 0 or C == 0 and quantile_over_time(0.5, C[%s]) > 0`,
@@ -428,7 +545,7 @@ func (o Options) probeAlerts() []Rule {
 	noSuccess := o.alert("TokenprobeNoSuccessfulRun", "ticket",
 		fmt.Sprintf(`time() - %s > %g and on (%s) %s > 0`, o.m("tokenprobe_run_last_success_timestamp_seconds"), time.Duration(float64(o.NoSuccessFor)/o.Scale).Seconds(), by, o.m("tokenprobe_run_last_timestamp_seconds")),
 		"{{ $labels.profile }} on {{ $labels.endpoint }} has not passed for {{ $value | humanizeDuration }}",
-		"Runs happen but none met its objective or finished without error. The last run's page on the status page has its report and log.")
+		"Runs happen but every one failed its objective or could not run (a run with not enough evidence either way is no failure). The last run's page on the status page has its report and log.")
 	// absent() held for 10 minutes, not absent_over_time: a Prometheus
 	// that has just started has no past to look over and would fire at
 	// once; with for, it fires once it has itself gone 10 minutes without.
@@ -439,6 +556,11 @@ func (o Options) probeAlerts() []Rule {
 		"tokenprobe sends {{ $labels.profile }} requests late",
 		"Dispatch lag p99 is {{ $value | humanizeDuration }}: the probe cannot keep its own schedule (CPU, max_concurrency), so its latency figures understate what users would see.")
 	lag.For = o.window(10 * time.Minute)
+	starved := o.alert("TokenprobeProbeStarved", "ticket",
+		fmt.Sprintf(`tokenprobe:probe_delay_p99:rate5m > on (location) %g * min by (location) (tokenprobe:ttft_p50:rate5m) and tokenprobe:probe_delay_p99:rate5m > 0.002`, o.StarvedShare),
+		"tokenprobe{{ with $labels.location }} at {{ . }}{{ end }} is starved of CPU",
+		fmt.Sprintf("The probe's own timer wake-ups come {{ $value | humanizeDuration }} late at p99, over %g%% of the median TTFT of a profile it probes: any timestamp it takes can be as late, so it cannot vouch for its latency figures. Its latency pages discount the delay, its baselines leave those windows out, and its runs say so. Give it CPU (requests and limits, fewer profiles per instance, another host).", 100*o.StarvedShare))
+	starved.For = o.window(10 * time.Minute)
 	reload := o.alert("TokenprobeConfigReloadFailed", "ticket", `tokenprobe_config_last_reload_successful == 0`,
 		"tokenprobe refused its configuration file",
 		"The last reload failed; the previous configuration still runs. The status page and the log name the file, line and field.")
@@ -447,7 +569,7 @@ func (o Options) probeAlerts() []Rule {
 		fmt.Sprintf(`increase(tokenprobe_artifact_write_failures_total[%s]) > 0`, o.window(15*time.Minute)),
 		"Runs of {{ $labels.profile }} on {{ $labels.endpoint }} lose their artifacts",
 		"The daemon could not write a run's records, summary or report under --artifacts-dir (a full disk, a lost mount, permissions): the run's page says why. Probing goes on, but the runs cannot be looked into afterwards.")
-	return []Rule{noSuccess, noData, lag, reload, artifacts}
+	return []Rule{noSuccess, noData, lag, starved, reload, artifacts}
 }
 
 // reasonAlerts route failures by their reason (docs/MEASUREMENT.md,

@@ -46,8 +46,8 @@ func PrometheusRule(f RuleFile, name string) ([]byte, error) {
 }
 
 // Files returns the generated files by name: the rule file, the
-// PrometheusRule resource, and the canary analysis templates of Argo
-// Rollouts and Flagger.
+// PrometheusRule resource, the canary analysis templates of Argo
+// Rollouts and Flagger, and the Alertmanager inhibitions.
 func Files(o Options) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	f := Generate(o)
@@ -66,6 +66,9 @@ func Files(o Options) (map[string][]byte, error) {
 		flagger = append(flagger, m)
 	}
 	if out["flagger-metrictemplates.yaml"], err = MarshalDocs(Header, flagger...); err != nil {
+		return nil, err
+	}
+	if out["alertmanager.yaml"], err = AlertmanagerConfig(); err != nil {
 		return nil, err
 	}
 	return out, nil
