@@ -124,23 +124,28 @@ func promtools(t *testing.T) map[string]string {
 }
 
 // Prometheus' own parser accepts the rules, and every promtool unit test
-// (fires, stays quiet, recovers) passes, under each promtool.
+// (fires, stays quiet, recovers) passes, under each promtool. The
+// promtools run at once: on a busy machine one after the other came near
+// Go's 10-minute limit for the package.
 func TestPromtool(t *testing.T) {
+	files, _ := filepath.Glob("tests/*_test.yaml")
+	if len(files) < 4 {
+		t.Fatalf("only %d rule test files", len(files))
+	}
 	for name, bin := range promtools(t) {
-		if out, err := exec.Command(bin, "check", "rules", "tokenprobe-rules.yaml").CombinedOutput(); err != nil {
-			t.Fatalf("%s check rules: %v\n%s", name, err, out)
-		}
-		files, _ := filepath.Glob("tests/*_test.yaml")
-		if len(files) < 4 {
-			t.Fatalf("only %d rule test files", len(files))
-		}
-		out, err := exec.Command(bin, append([]string{"test", "rules"}, files...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s test rules: %v\n%s", name, err, out)
-		}
-		if n := strings.Count(string(out), "SUCCESS"); n != len(files) {
-			t.Fatalf("%s: %d of %d test files succeeded:\n%s", name, n, len(files), out)
-		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if out, err := exec.Command(bin, "check", "rules", "tokenprobe-rules.yaml").CombinedOutput(); err != nil {
+				t.Fatalf("%s check rules: %v\n%s", name, err, out)
+			}
+			out, err := exec.Command(bin, append([]string{"test", "rules"}, files...)...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s test rules: %v\n%s", name, err, out)
+			}
+			if n := strings.Count(string(out), "SUCCESS"); n != len(files) {
+				t.Fatalf("%s: %d of %d test files succeeded:\n%s", name, n, len(files), out)
+			}
+		})
 	}
 }
 

@@ -1,0 +1,160 @@
+package alerts
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tokenprobe/tokenprobe/internal/timingtest"
+)
+
+// alertmanager is Debian's Alertmanager (package prometheus-alertmanager),
+// or the binary TOKENPROBE_ALERTMANAGER names.
+func alertmanager(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("TOKENPROBE_ALERTMANAGER"); p != "" {
+		return p
+	}
+	for _, name := range []string{"prometheus-alertmanager", "alertmanager"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("TOKENPROBE_REQUIRE_ALERTMANAGER") != "" {
+		t.Fatal("no Alertmanager on PATH, and TOKENPROBE_REQUIRE_ALERTMANAGER is set (apt-get install prometheus-alertmanager)")
+	}
+	t.Skip("no Alertmanager on PATH (apt-get install prometheus-alertmanager)")
+	return ""
+}
+
+// The shipped configuration is one Alertmanager takes.
+func TestAlertmanagerConfigChecks(t *testing.T) {
+	amtool, err := exec.LookPath("amtool")
+	if err != nil {
+		alertmanager(t) // skips, or fails where it is required
+		t.Skip("no amtool beside the Alertmanager")
+	}
+	out, err := exec.Command(amtool, "check-config", "alertmanager.yaml").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf("%d inhibit rules", len(Inhibitions()))) {
+		t.Fatalf("amtool check-config: %v\n%s", err, out)
+	}
+}
+
+// The inhibitions hold in a real Alertmanager: a starved probe at
+// location b holds back b's TTFT cliff, not a's; a profile whose probe
+// sends late holds back its own latency alerts, not another profile's.
+func TestInhibitionsInARealAlertmanager(t *testing.T) {
+	bin := alertmanager(t)
+	dir := t.TempDir()
+	cfg, err := AlertmanagerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "alertmanager.yml"), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freePort(t)
+	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "alertmanager.yml"), "--storage.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr, "--cluster.listen-address=", "--log.level=warn")
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	base := "http://" + addr + "/api/v2"
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	timingtest.Until(t, func() string { return "the Alertmanager to answer; its log:\n" + logs.String() }, func() bool {
+		resp, err := http.Get(base + "/status")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	}, func() bool {
+		select {
+		case <-exited:
+			return true
+		default:
+			return false
+		}
+	})
+
+	type alert struct {
+		Labels map[string]string `json:"labels"`
+	}
+	cliff := func(profile, location string) alert {
+		return alert{map[string]string{"alertname": "TokenprobeTTFTCliff", "severity": "page", "scope": "location", "profile": profile, "endpoint": "vllm", "location": location, "load_level": "8"}}
+	}
+	post := []alert{
+		{map[string]string{"alertname": "TokenprobeProbeStarved", "severity": "ticket", "scope": "location", "location": "b"}},
+		{map[string]string{"alertname": "TokenprobeDispatchLagHigh", "severity": "ticket", "scope": "location", "profile": "late", "endpoint": "vllm", "location": "a"}},
+		cliff("chat", "a"), cliff("chat", "b"), cliff("late", "a"),
+	}
+	body, _ := json.Marshal(post)
+	resp, err := http.Post(base+"/alerts", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("posting alerts: %s", resp.Status)
+	}
+	type got struct {
+		Labels map[string]string `json:"labels"`
+		Status struct {
+			State       string   `json:"state"`
+			InhibitedBy []string `json:"inhibitedBy"`
+		} `json:"status"`
+	}
+	want := map[string]string{"TokenprobeTTFTCliff chat a": "active", "TokenprobeTTFTCliff chat b": "suppressed", "TokenprobeTTFTCliff late a": "suppressed",
+		"TokenprobeProbeStarved  b": "active", "TokenprobeDispatchLagHigh late a": "active"}
+	var seen map[string]string
+	// The Alertmanager marks an alert's inhibition when it is read: wait
+	// for every alert to be there and processed, then its marks are its
+	// answer.
+	timingtest.Until(t, func() string { return fmt.Sprintf("the alerts marked %v; marked %v", want, seen) }, func() bool {
+		resp, err := http.Get(base + "/alerts")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var all []got
+		if json.NewDecoder(resp.Body).Decode(&all) != nil {
+			return false
+		}
+		seen = map[string]string{}
+		for _, a := range all {
+			seen[a.Labels["alertname"]+" "+a.Labels["profile"]+" "+a.Labels["location"]] = a.Status.State
+		}
+		return fmt.Sprint(seen) == fmt.Sprint(want)
+	}, func() bool {
+		if len(seen) != len(want) {
+			return false
+		}
+		for _, s := range seen {
+			if s == "unprocessed" {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
