@@ -91,8 +91,7 @@ func TestE2EHostedAlertsInARealPrometheus(t *testing.T) {
 	}
 
 	probeAddr := freeAddr(t)
-	o := alerts.Defaults()
-	o.Scale = scale
+	o := compressed()
 	rules, err := alerts.Marshal(alerts.Generate(o))
 	if err != nil {
 		t.Fatal(err)

@@ -60,8 +60,7 @@ func TestE2EQuorumAcrossLocations(t *testing.T) {
 		t.Fatal("TOKENPROBE_REQUIRE_PROMETHEUS3 is set and TOKENPROBE_PROMETHEUS3 names no binary")
 	}
 	dir := t.TempDir()
-	o := alerts.Defaults()
-	o.Scale = scale
+	o := compressed()
 	rules, err := alerts.Marshal(alerts.Generate(o))
 	if err != nil {
 		t.Fatal(err)

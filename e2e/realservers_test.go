@@ -409,8 +409,7 @@ func TestE2EOutsideTheServerOfASchedulingClock(t *testing.T) {
 	srv := llmdSim(t)
 	dir := t.TempDir()
 	probeAddr, promAddr := freeAddr(t), freeAddr(t)
-	o := alerts.Defaults()
-	o.Scale = scale
+	o := compressed()
 	rules, err := alerts.Marshal(alerts.Generate(o))
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -31,6 +33,11 @@ func shardFlags(o *runonce.Options, index, count int, startAt string) error {
 		return fmt.Errorf("--shard.index %d is not below --shard.count %d", index, count)
 	}
 	o.ShardIndex, o.ShardCount = max(index, 0), count
+	if startAt == startFromStdin {
+		// A child of run --processes: ready, then told when to start.
+		o.StartWhen = startFromParent
+		return nil
+	}
 	if startAt != "" {
 		t, err := time.Parse(time.RFC3339Nano, startAt)
 		if err != nil {
@@ -97,4 +104,26 @@ func printMerged(w io.Writer, m merge.Merged) {
 	}
 	report.Text(w, &m.Summary, m.Summary.LevelName)
 	fmt.Fprintln(w)
+}
+
+// startFromParent says the child is ready on its stderr and reads the
+// start time its parent (run --processes) writes to its stdin once every
+// child is ready. The end of stdin before a time is the parent giving up
+// (another child failed, or an interrupt): an interrupt before the start.
+func startFromParent(ctx context.Context) (time.Time, error) {
+	fmt.Fprintln(os.Stderr, readyLine)
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+		line <- strings.TrimSpace(s)
+	}()
+	select {
+	case s := <-line:
+		if s == "" {
+			return time.Time{}, context.Canceled
+		}
+		return time.Parse(time.RFC3339Nano, s)
+	case <-ctx.Done():
+		return time.Time{}, ctx.Err()
+	}
 }

@@ -19,10 +19,19 @@ import (
 	"github.com/tokenprobe/tokenprobe/internal/runonce"
 )
 
-// processesStartDelay is how long after it starts its processes a run in
-// several (with no --start-at) has them all start sending: time for each
-// to read its configuration and open its endpoints.
-const processesStartDelay = 5 * time.Second
+// A run in several processes (with no --start-at) starts them all
+// sending at once when every one has said it is ready: each child, given
+// --start-at=stdin, reads its configuration and opens its endpoints,
+// writes readyLine to its stderr, and reads the start time from its
+// stdin. A fixed delay failed a real run on a loaded host: a child that
+// took longer to start found its start time past and exited 2.
+const (
+	startFromStdin = "stdin"
+	readyLine      = "tokenprobe: ready to start"
+	// startMargin is how far after the last child's readiness the start
+	// time lies: time to write it to every child and for each to read it.
+	startMargin = 250 * time.Millisecond
+)
 
 // parseProcesses reads --processes: a count, or "auto" (0).
 func parseProcesses(v string) (int, error) {
@@ -90,9 +99,7 @@ func runInProcesses(ctx context.Context, args []string, n int, o runonce.Options
 		return runonce.ExitRuntime
 	}
 	start := o.StartAt
-	if start.IsZero() {
-		start = time.Now().Add(processesStartDelay)
-	}
+	handshake := start.IsZero()
 	// The shards' artifacts go beside the merged run's, or into a
 	// temporary folder where no artifacts are kept.
 	parent := o.ArtifactsDir
@@ -107,8 +114,15 @@ func runInProcesses(ctx context.Context, args []string, n int, o runonce.Options
 		fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
 		return runonce.ExitRuntime
 	}
-	fmt.Fprintf(os.Stderr, "Running in %d processes, each with its share of the load, from %s...\n", n, start.Format(time.RFC3339Nano))
+	if handshake {
+		fmt.Fprintf(os.Stderr, "Running in %d processes, each with its share of the load, from when all are ready...\n", n)
+	} else {
+		fmt.Fprintf(os.Stderr, "Running in %d processes, each with its share of the load, from %s...\n", n, start.Format(time.RFC3339Nano))
+	}
 	codes := make([]int, n)
+	ready := make(chan int, n)  // a child's index, when it is ready
+	exited := make(chan int, n) // a child's index, when it has ended
+	stdins := make([]io.WriteCloser, n)
 	var wg sync.WaitGroup
 	var stderr sync.Mutex
 	var started []*exec.Cmd
@@ -125,10 +139,14 @@ func runInProcesses(ctx context.Context, args []string, n int, o runonce.Options
 	base := childArgs(args)
 	for i := range n {
 		dir := filepath.Join(shards, strconv.Itoa(i))
+		at := startFromStdin
+		if !handshake {
+			at = start.Format(time.RFC3339Nano)
+		}
 		cmd := exec.Command(exe, append(base[:len(base):len(base)],
 			"--parent-pid", strconv.Itoa(os.Getpid()),
 			"--shard.count", strconv.Itoa(n), "--shard.index", strconv.Itoa(i),
-			"--start-at", start.Format(time.RFC3339Nano), "--artifacts-dir", dir)...)
+			"--start-at", at, "--artifacts-dir", dir)...)
 		// The shard's own report goes to a file; its progress and errors
 		// to this stderr, each line naming the process.
 		out, err := os.Create(dir + ".txt")
@@ -140,6 +158,11 @@ func runInProcesses(ctx context.Context, args []string, n int, o runonce.Options
 		pipe, err := cmd.StderrPipe()
 		if err != nil {
 			return failed(err)
+		}
+		if handshake {
+			if stdins[i], err = cmd.StdinPipe(); err != nil {
+				return failed(err)
+			}
 		}
 		// Its own process group: a terminal's interrupt reaches this
 		// process alone, which passes it on once (a second would quit
@@ -154,9 +177,36 @@ func runInProcesses(ctx context.Context, args []string, n int, o runonce.Options
 		stop := context.AfterFunc(ctx, func() { _ = cmd.Process.Signal(os.Interrupt) })
 		wg.Go(func() {
 			defer stop()
-			prefixLines(pipe, os.Stderr, &stderr, fmt.Sprintf("process %d/%d: ", i+1, n))
+			prefixLines(pipe, os.Stderr, &stderr, fmt.Sprintf("process %d/%d: ", i+1, n), func() { ready <- i })
 			codes[i] = exitCode(cmd.Wait())
+			exited <- i
 		})
+	}
+	if handshake {
+		// Wait for every child's readiness, however long a busy host
+		// takes; a child that ends first has failed, and the others are
+		// told so by the end of their stdin, which they read as an
+		// interrupt before the start.
+		waiting := n
+		for waiting > 0 {
+			select {
+			case <-ready:
+				waiting--
+				continue
+			case <-exited:
+			}
+			break
+		}
+		if waiting == 0 {
+			start = time.Now().Add(startMargin)
+			fmt.Fprintf(os.Stderr, "All %d processes are ready: starting at %s\n", n, start.Format(time.RFC3339Nano))
+			for _, in := range stdins {
+				_, _ = fmt.Fprintln(in, start.Format(time.RFC3339Nano))
+			}
+		}
+		for _, in := range stdins {
+			_ = in.Close()
+		}
 	}
 	wg.Wait()
 	code := runonce.ExitOK
@@ -236,11 +286,17 @@ func keepShards(shards, dir string) error {
 	return os.Rename(shards, dir)
 }
 
-// prefixLines copies r to w a line at a time, each line after prefix.
-func prefixLines(r io.Reader, w io.Writer, mu *sync.Mutex, prefix string) {
+// prefixLines copies r to w a line at a time, each line after prefix;
+// the child's readyLine calls ready instead, once.
+func prefixLines(r io.Reader, w io.Writer, mu *sync.Mutex, prefix string, ready func()) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 4096), 1<<20)
 	for sc.Scan() {
+		if ready != nil && sc.Text() == readyLine {
+			ready()
+			ready = nil
+			continue
+		}
 		mu.Lock()
 		fmt.Fprintf(w, "%s%s\n", prefix, sc.Bytes())
 		mu.Unlock()

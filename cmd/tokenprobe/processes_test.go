@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"errors"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -293,4 +297,33 @@ profiles:
 		}
 	}
 	t.Logf("the load stopped within %v of the parent's SIGKILL", time.Since(killed).Round(100*time.Millisecond)-time.Second)
+}
+
+// A child of run --processes says it is ready and starts when its parent
+// says; its parent's giving up (the end of its stdin) is an interrupt
+// before the start, not a run.
+func TestAChildStartsWhenItsParentSays(t *testing.T) {
+	swap := func(in string) (out *os.File, restore func()) {
+		r, w, _ := os.Pipe()
+		_, _ = io.WriteString(w, in)
+		w.Close()
+		er, ew, _ := os.Pipe()
+		oldIn, oldErr := os.Stdin, os.Stderr
+		os.Stdin, os.Stderr = r, ew
+		return er, func() { os.Stdin, os.Stderr = oldIn, oldErr; ew.Close() }
+	}
+	at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	said, restore := swap(at.Format(time.RFC3339Nano) + "\n")
+	got, err := startFromParent(context.Background())
+	restore()
+	line, _ := bufio.NewReader(said).ReadString('\n')
+	if err != nil || !got.Equal(at) || strings.TrimSpace(line) != readyLine {
+		t.Errorf("start %v (%v), said %q; want %v after %q", got, err, line, at, readyLine)
+	}
+	_, restore = swap("")
+	_, err = startFromParent(context.Background())
+	restore()
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("stdin closed before a time: %v, want an interrupt", err)
+	}
 }

@@ -125,6 +125,10 @@ type Options struct {
 	StartAt time.Time
 	// Undecided is what a run with not enough evidence exits with.
 	Undecided Undecided
+	// StartWhen, when set, is asked for StartAt once the run is ready to
+	// send (configuration read, endpoints open): a child of run
+	// --processes learns it from its parent when every child is ready.
+	StartWhen func(context.Context) (time.Time, error)
 }
 
 // Run executes the selected profiles one after another and returns the exit
@@ -189,6 +193,16 @@ func Run(ctx context.Context, o Options) int {
 	if o.ArtifactsDir != "" {
 		if dir, err = newRunDir(o.ArtifactsDir, time.Now()); err != nil {
 			fmt.Fprintln(o.Progress, err)
+			return ExitRuntime
+		}
+	}
+	if o.StartWhen != nil {
+		if o.StartAt, err = o.StartWhen(ctx); err != nil {
+			if errors.Is(err, context.Canceled) {
+				fmt.Fprintln(o.Progress, "Interrupted before the start.")
+			} else {
+				fmt.Fprintln(o.Progress, "the start time:", err)
+			}
 			return ExitRuntime
 		}
 	}
