@@ -41,9 +41,10 @@ func AlertmanagerConfig() ([]byte, error) {
 	cfg := map[string]any{
 		"route": map[string]any{
 			"receiver": "tokenprobe",
-			// One notification a problem: a sweep's levels and the
-			// replicas of a location are one group.
-			"group_by":        []string{"alertname", "profile", "endpoint", "location"},
+			// One notification a problem: a sweep's levels, the
+			// profiles probing one endpoint and the replicas of a
+			// location see one server's trouble, and are one group.
+			"group_by":        []string{"alertname", "endpoint", "location"},
 			"group_wait":      "30s",
 			"group_interval":  "5m",
 			"repeat_interval": "4h",

@@ -35,7 +35,7 @@ func (g *levelGroups) setProbe(stage int, r probehealth.Reading) {
 // probeOf is a reading as a summary holds it.
 func probeOf(r probehealth.Reading) stats.Probe {
 	return stats.Probe{
-		DelayP50Ms: ms(r.P50), DelayP99Ms: ms(r.P99), DelayMaxMs: ms(r.Max),
+		DelayP50Ms: ms(r.P50), DelayMeanMs: ms(r.Mean), DelayP99Ms: ms(r.P99), DelayMaxMs: ms(r.Max),
 		Samples: r.Samples, StealPercent: r.StealPercent,
 	}
 }

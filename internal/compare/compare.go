@@ -199,14 +199,15 @@ func latencyBias(row *Row, db, dn float64) {
 }
 
 // timeShare is how much the probe's delay could have lengthened r's
-// requests, as a share of their median latency: a closed loop's rate
-// falls by as much.
+// requests on average, as a share of their median latency: a closed
+// loop's rate falls by as much. A rate is a sum over requests, so the
+// delay's mean is what it adds (a quantile, the tail of the delay).
 func timeShare(r *Run) float64 {
 	p := r.Summary.Probe
 	if p == nil || r.Summary.E2E.P50 <= 0 {
 		return 0
 	}
-	return p.DelayP99Ms / r.Summary.E2E.P50
+	return p.DelayMeanMs / r.Summary.E2E.P50
 }
 
 // excused is the share the probe's delay could have turned from good to

@@ -193,7 +193,11 @@ func join(shards []*Run) Merged {
 		}
 	}
 	if worst != nil {
-		all.SetProbe(stats.Probe{DelayP50Ms: worst.DelayP50Ms, DelayP99Ms: worst.DelayP99Ms, DelayMaxMs: worst.DelayMaxMs, Samples: worst.Samples, StealPercent: worst.StealPercent})
+		// Its reading, judged again against the merged figures.
+		p := *worst
+		p.Starved, p.Why = false, ""
+		worst = &p
+		all.SetProbe(p)
 	}
 	s := all.Summary()
 	s.SLOThresholds, s.LevelName, s.Location = first.SLOThresholds, first.LevelName, first.Location
@@ -205,7 +209,7 @@ func join(shards []*Run) Merged {
 	} else {
 		for _, a := range levels {
 			if worst != nil {
-				a.SetProbe(stats.Probe{DelayP50Ms: worst.DelayP50Ms, DelayP99Ms: worst.DelayP99Ms, DelayMaxMs: worst.DelayMaxMs, Samples: worst.Samples, StealPercent: worst.StealPercent})
+				a.SetProbe(*worst)
 			}
 			st := a.Summary()
 			st.SLOThresholds = s.SLOThresholds

@@ -104,14 +104,19 @@ func watch(stop <-chan struct{}, done chan<- struct{}) {
 	}
 }
 
-// snapshot is the monitor's counts at one moment.
-type snapshot [nBuckets]uint64
+// snapshot is the monitor's counts at one moment, and the sum of the
+// delays (ns) they count.
+type snapshot struct {
+	counts [nBuckets]uint64
+	sum    int64
+}
 
 func take() *snapshot {
 	var s snapshot
-	for i := range s {
-		s[i] = monitor.counts[i].Load()
+	for i := range s.counts {
+		s.counts[i] = monitor.counts[i].Load()
 	}
+	s.sum = monitor.sum.Load()
 	return &s
 }
 
@@ -135,8 +140,8 @@ type Reading struct {
 	// Samples is the wake-ups the window saw: about one a Tick.
 	Samples int
 	// P50, P99 and Max are the delay's, each the upper end of its 2%
-	// bucket (never under the truth).
-	P50, P99, Max time.Duration
+	// bucket (never under the truth); Mean is its average.
+	P50, P99, Max, Mean time.Duration
 	// StealPercent is the share of the machine's CPU the hypervisor gave
 	// other tenants over the window; -1 where the kernel does not say.
 	StealPercent float64
@@ -156,16 +161,17 @@ func (w *Window) End() Reading {
 }
 
 func read(from, to *snapshot) Reading {
-	var d snapshot
+	var d [nBuckets]uint64
 	total := uint64(0)
 	for i := range d {
-		d[i] = to[i] - from[i]
+		d[i] = to.counts[i] - from.counts[i]
 		total += d[i]
 	}
 	r := Reading{Samples: int(total)}
 	if total == 0 {
 		return r
 	}
+	r.Mean = time.Duration((to.sum - from.sum) / int64(total))
 	quantile := func(q float64) time.Duration {
 		rank := uint64(math.Ceil(q * float64(total)))
 		seen := uint64(0)
@@ -195,7 +201,7 @@ func read(from, to *snapshot) Reading {
 func Cumulative(bounds []float64) (count uint64, sum float64, buckets map[float64]uint64) {
 	s := take()
 	buckets = make(map[float64]uint64, len(bounds))
-	for i, c := range s {
+	for i, c := range s.counts {
 		count += c
 		up := upper(i).Seconds()
 		for _, b := range bounds {
@@ -204,5 +210,5 @@ func Cumulative(bounds []float64) (count uint64, sum float64, buckets map[float6
 			}
 		}
 	}
-	return count, time.Duration(monitor.sum.Load()).Seconds(), buckets
+	return count, time.Duration(s.sum).Seconds(), buckets
 }

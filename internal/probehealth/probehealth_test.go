@@ -28,19 +28,20 @@ func TestBuckets(t *testing.T) {
 func TestRead(t *testing.T) {
 	var from, to snapshot
 	for range 98 {
-		to[bucket(time.Millisecond)]++
+		to.counts[bucket(time.Millisecond)]++
 	}
-	to[bucket(50*time.Millisecond)]++
-	to[bucket(200*time.Millisecond)]++
-	from[bucket(time.Millisecond)] = 10 // seen before the window
-	to[bucket(time.Millisecond)] += 10
+	to.counts[bucket(50*time.Millisecond)]++
+	to.counts[bucket(200*time.Millisecond)]++
+	from.counts[bucket(time.Millisecond)] = 10 // seen before the window
+	to.counts[bucket(time.Millisecond)] += 10
+	from.sum, to.sum = int64(10*time.Millisecond), int64(10*time.Millisecond+348*time.Millisecond)
 	r := read(&from, &to)
 	if r.Samples != 100 {
 		t.Fatalf("samples %d, want 100", r.Samples)
 	}
 	within := func(got, want time.Duration) bool { return got >= want && float64(got) <= 1.0201*float64(want) }
-	if !within(r.P50, time.Millisecond) || !within(r.P99, 50*time.Millisecond) || !within(r.Max, 200*time.Millisecond) {
-		t.Errorf("p50 %v, p99 %v, max %v: want 1 ms, 50 ms, 200 ms", r.P50, r.P99, r.Max)
+	if !within(r.P50, time.Millisecond) || !within(r.P99, 50*time.Millisecond) || !within(r.Max, 200*time.Millisecond) || r.Mean != 3480*time.Microsecond {
+		t.Errorf("p50 %v, p99 %v, max %v, mean %v: want 1 ms, 50 ms, 200 ms, 3.48 ms", r.P50, r.P99, r.Max, r.Mean)
 	}
 	if r := read(&to, &to); r.Samples != 0 || r.P99 != 0 {
 		t.Errorf("an empty window: %+v", r)
@@ -87,7 +88,7 @@ func TestWindowSeesItsWakeUps(t *testing.T) {
 
 func sum(s *snapshot) uint64 {
 	n := uint64(0)
-	for _, c := range s {
+	for _, c := range s.counts {
 		n += c
 	}
 	return n

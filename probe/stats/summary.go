@@ -223,9 +223,10 @@ type Aggregator struct {
 // (internal/probehealth): how late its timer wake-ups came, which is the
 // delay any timestamp it took could have had.
 type Probe struct {
-	DelayP50Ms float64 `json:"delay_p50_ms"`
-	DelayP99Ms float64 `json:"delay_p99_ms"`
-	DelayMaxMs float64 `json:"delay_max_ms"`
+	DelayP50Ms  float64 `json:"delay_p50_ms"`
+	DelayMeanMs float64 `json:"delay_mean_ms"`
+	DelayP99Ms  float64 `json:"delay_p99_ms"`
+	DelayMaxMs  float64 `json:"delay_max_ms"`
 	// Samples is the wake-ups measured (about 100 a second).
 	Samples int `json:"samples"`
 	// StealPercent is the CPU the hypervisor gave other tenants over the
