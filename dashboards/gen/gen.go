@@ -275,6 +275,15 @@ func cliff() *dashboard.DashboardBuilder {
 		q(fmt.Sprintf(`tokenprobe:ttft_p95_by_level:history_samples1h{%s}`, runSel), "samples {{profile}} load {{load_level}}")))
 	b.WithPanel(ts("Dispatch lag p99", "How late the probe sent requests (tokenprobe_dispatch_lag_seconds): the probe's own queue, which must stay small for the rest to mean anything.", "s",
 		quantileBy("0.99", "tokenprobe_dispatch_lag_seconds", "profile", "{{profile}}")...))
+	// What the cliff page stands on: the low end of each level's p95 and
+	// the requests behind it, and the probe's own delay it is read less.
+	b.WithPanel(ts("Cliff evidence by load level", "The TTFT p95 the cliff alert reads at each load level: the low end of its 95% interval over the window's requests (tokenprobe:ttft_p95_by_level:low5m; none under 20 requests), beside the p95 itself (tokenprobe:ttft_p95_by_level:rate5m). A few slow requests among dozens lift the p95, not its low end.", "s",
+		q(fmt.Sprintf(`tokenprobe:ttft_p95_by_level:low5m{%s}`, runSel), "low end {{profile}} load {{load_level}}"),
+		q(fmt.Sprintf(`tokenprobe:ttft_p95_by_level:rate5m{%s}`, runSel), "p95 {{profile}} load {{load_level}}")))
+	b.WithPanel(ts("Requests behind each level's p95", "The TTFTs in each load level's 5-minute window (tokenprobe:ttft_by_level:count5m): the cliff alert needs 20.", "short",
+		q(fmt.Sprintf(`tokenprobe:ttft_by_level:count5m{%s}`, runSel), "{{profile}} load {{load_level}}")))
+	b.WithPanel(ts("The probe's own delay p99", "How late the probe's own timer wake-ups came, at p99, by location (tokenprobe:probe_delay_p99:rate5m, from tokenprobe_probe_scheduling_delay_seconds): any timestamp it took could be as late. Over a tenth of a profile's median TTFT the probe is starved: TokenprobeProbeStarved opens a ticket, the latency pages discount it and the baselines leave those windows out.", "s",
+		q(`tokenprobe:probe_delay_p99:rate5m`, "{{location}}")))
 	b.WithPanel(ts("Server load by load level (last run)", "The server's own running and waiting requests and KV cache usage at each load level of the last run (tokenprobe_run_last_server_requests, tokenprobe_run_last_server_kv_cache_usage_ratio; endpoints with server_metrics): waiting leaves 0 at the level where TTFT leaves its floor.", "short",
 		q(fmt.Sprintf(`max by (load_level, state) (tokenprobe_run_last_server_requests{%s})`, runSel), "{{state}} at load {{load_level}}"),
 		q(fmt.Sprintf(`max by (load_level) (tokenprobe_run_last_server_kv_cache_usage_ratio{%s}) * 100`, runSel), "KV cache % at load {{load_level}}")))

@@ -44,7 +44,9 @@ type plain struct{ observed int }
 func (p *plain) Observe(*result.Request, slo.Verdict) { p.observed++ }
 
 func newRun(t *testing.T, objective float64, sinks ...probe.Sink) *probe.Run {
-	s, err := sim.Start("127.0.0.1:0", sim.Config{Slots: 4, DecodeBase: time.Millisecond, Seed: 1})
+	// A 200 ms prefill against a 50 ms TTFT: every request misses by far
+	// more than a busy machine's stalls of the probe could explain.
+	s, err := sim.Start("127.0.0.1:0", sim.Config{Slots: 4, PrefillBase: 200 * time.Millisecond, DecodeBase: time.Millisecond, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +55,7 @@ func newRun(t *testing.T, objective float64, sinks ...probe.Sink) *probe.Run {
 		Profile:  "p",
 		Plan:     probe.Plan{Stages: []probe.Stage{{Concurrency: 2, Requests: 6}}},
 		Workload: workload.NewSynthetic(workload.Lengths{Mean: 8}, workload.Lengths{Mean: 4}, true, 1),
-		SLO:      slo.Set{Thresholds: []slo.Threshold{{Kind: slo.TTFT, Max: time.Nanosecond}}, Objective: objective},
+		SLO:      slo.Set{Thresholds: []slo.Threshold{{Kind: slo.TTFT, Max: 50 * time.Millisecond}}, Objective: objective},
 		Endpoint: &client.Endpoint{Name: "sim", BaseURL: s.URL(), API: openai.Chat, Model: "m", Timeout: 10 * time.Second},
 		Client:   client.New(client.Options{}),
 		Sinks:    sinks,
@@ -64,7 +66,8 @@ func newRun(t *testing.T, objective float64, sinks ...probe.Sink) *probe.Run {
 // gets; a plain Sink hears the requests only.
 func TestExecuteTellsEveryRunSink(t *testing.T) {
 	l, p := &lifecycle{}, &plain{}
-	// A TTFT objective of 1ns that half the requests must meet: failed.
+	// A TTFT objective of 50 ms that half the requests must meet, each
+	// missing it by 150 ms: failed.
 	f := Execute(context.Background(), newRun(t, 0.5, l, p), Options{})
 	if f.Err != nil || f.Verdict != probe.Failed || f.Summary == nil || f.Summary.Requests != 6 {
 		t.Fatalf("finished %+v", f)

@@ -72,17 +72,24 @@ func TestExitCodes(t *testing.T) {
 	notFound := httptest.NewServer(http.NotFoundHandler())
 	defer notFound.Close()
 	closed := closedPort(t)
-	cfg := writeConfig(t, fastSim+`
+	// impossible misses its TTFT by 200 ms a request, far past what a
+	// busy machine's stalls of the probe could explain (a miss within the
+	// probe's own delay is no evidence against the server).
+	cfg := writeConfig(t, fastSim+`  - name: slow
+    simulator: {slots: 4, decode_base: 2ms, prefill_base: 300ms, seed: 1}
 profiles:
   - name: easy
+    endpoints: [sim]
     load: {concurrency: 2, requests: 40}
     workload: {output_tokens: {mean: 8}}
     slo: {ttft: 5s, objective: 0.9}
   - name: impossible
+    endpoints: [slow]
     load: {concurrency: 2, requests: 10}
     workload: {output_tokens: {mean: 8}}
-    slo: {ttft: 1us, objective: 0.9}
+    slo: {ttft: 100ms, objective: 0.9}
   - name: few
+    endpoints: [sim]
     load: {concurrency: 2, requests: 10}
     workload: {output_tokens: {mean: 8}}
     slo: {ttft: 5s, objective: 0.9}
@@ -788,10 +795,14 @@ profiles:
 // decision (stats.Summary.VerdictLine).
 func TestOneVerdictEverywhere(t *testing.T) {
 	closed := closedPort(t)
+	// slow misses a 100 ms TTFT by 200 ms a request: past what a busy
+	// machine's stalls of the probe could explain.
 	const sim = `
 endpoints:
   - name: sim
     simulator: {slots: 2, prefill_base: 1ms, decode_base: 1ms, seed: 1%s}
+  - name: slow
+    simulator: {slots: 2, prefill_base: 300ms, decode_base: 1ms, seed: 1}
 `
 	for _, c := range []struct {
 		name, faults, profile string
@@ -803,7 +814,7 @@ endpoints:
 			ExitOK, true, "PASSED: SLO attainment 100.0% of 40 requests (95% interval 91.2% to 100.0%) meets the 90.0% objective"},
 		{"too few to tell", "", `{name: p, load: {concurrency: 2, requests: 8}, workload: {output_tokens: {mean: 4}}, slo: {ttft: 5s, objective: 0.9}}`,
 			ExitUndecided, false, "NOT ENOUGH EVIDENCE: SLO attainment 100.0% of 8 requests (95% interval 67.6% to 100.0%) holds the 90.0% objective: about 35 requests would decide it at this attainment"},
-		{"objective missed", "", `{name: p, load: {concurrency: 2, requests: 8}, workload: {output_tokens: {mean: 4}}, slo: {ttft: 1us, objective: 0.9}}`,
+		{"objective missed", "", `{name: p, endpoints: [slow], load: {concurrency: 2, requests: 8}, workload: {output_tokens: {mean: 4}}, slo: {ttft: 100ms, objective: 0.9}}`,
 			ExitSLOFailed, false, "FAILED: SLO attainment 0.0% of 8 requests (95% interval 0.0% to 32.4%) is under the 90.0% objective"},
 		{"every answer wrong, no SLO", ", faults: {garbage: 1}", `{name: p, load: {concurrency: 2, requests: 8}, workload: {output_tokens: {mean: 4}}, checks: {matches: ["\\bthe\\b"]}}`,
 			ExitSLOFailed, false, "FAILED: 100.0% wrong answers, over the 1.0% tolerated"},
@@ -811,7 +822,7 @@ endpoints:
 			ExitRuntime, false, "ERROR: aborted by the failure policy: "},
 		{"search found", "", `{name: p, load: {search: {concurrency: [1, 4]}, requests: 40}, workload: {output_tokens: {mean: 4}}, slo: {ttft: 5s, objective: 0.9}}`,
 			ExitOK, true, "PASSED: the search found a capacity of 4 shown to meet the 90.0% objective"},
-		{"search found nothing", "", `{name: p, load: {search: {concurrency: [1, 4]}, requests: 6}, workload: {output_tokens: {mean: 4}}, slo: {ttft: 1us, objective: 0.9}}`,
+		{"search found nothing", "", `{name: p, endpoints: [slow], load: {search: {concurrency: [1, 4]}, requests: 6}, workload: {output_tokens: {mean: 4}}, slo: {ttft: 100ms, objective: 0.9}}`,
 			ExitSLOFailed, false, "FAILED: no level the search tried met the 90.0% objective"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
