@@ -49,7 +49,9 @@ func TestAlertmanagerConfigChecks(t *testing.T) {
 
 // The inhibitions hold in a real Alertmanager: a starved probe at
 // location b holds back b's TTFT cliff, not a's; a profile whose probe
-// sends late holds back its own latency alerts, not another profile's.
+// sends late holds back its own latency alerts, not another profile's; a
+// TTFT cliff at a holds back the goodput pages of a's profiles on its
+// endpoint, not those of another endpoint.
 func TestInhibitionsInARealAlertmanager(t *testing.T) {
 	bin := alertmanager(t)
 	dir := t.TempDir()
@@ -94,10 +96,14 @@ func TestInhibitionsInARealAlertmanager(t *testing.T) {
 	cliff := func(profile, location string) alert {
 		return alert{map[string]string{"alertname": "TokenprobeTTFTCliff", "severity": "page", "scope": "location", "profile": profile, "endpoint": "vllm", "location": location, "load_level": "8"}}
 	}
+	goodput := func(name, profile, endpoint, location string) alert {
+		return alert{map[string]string{"alertname": name, "severity": "page", "scope": "location", "profile": profile, "endpoint": endpoint, "location": location}}
+	}
 	post := []alert{
 		{map[string]string{"alertname": "TokenprobeProbeStarved", "severity": "ticket", "scope": "location", "location": "b"}},
 		{map[string]string{"alertname": "TokenprobeDispatchLagHigh", "severity": "ticket", "scope": "location", "profile": "late", "endpoint": "vllm", "location": "a"}},
 		cliff("chat", "a"), cliff("chat", "b"), cliff("late", "a"),
+		goodput("TokenprobeGoodputZero", "baseline", "vllm", "a"), goodput("TokenprobeGoodputBudgetBurn", "other", "tgi", "a"),
 	}
 	body, _ := json.Marshal(post)
 	resp, err := http.Post(base+"/alerts", "application/json", bytes.NewReader(body))
@@ -116,7 +122,8 @@ func TestInhibitionsInARealAlertmanager(t *testing.T) {
 		} `json:"status"`
 	}
 	want := map[string]string{"TokenprobeTTFTCliff chat a": "active", "TokenprobeTTFTCliff chat b": "suppressed", "TokenprobeTTFTCliff late a": "suppressed",
-		"TokenprobeProbeStarved  b": "active", "TokenprobeDispatchLagHigh late a": "active"}
+		"TokenprobeProbeStarved  b": "active", "TokenprobeDispatchLagHigh late a": "active",
+		"TokenprobeGoodputZero baseline a": "suppressed", "TokenprobeGoodputBudgetBurn other a": "active"}
 	var seen map[string]string
 	// The Alertmanager marks an alert's inhibition when it is read: wait
 	// for every alert to be there and processed, then its marks are its

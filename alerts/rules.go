@@ -402,11 +402,15 @@ func (o Options) recording() []Rule {
 		// measured against (and hide the next cliff).
 		Rule{Record: "tokenprobe:ttft_p95_by_level:trusted5m", Expr: fmt.Sprintf(`tokenprobe:ttft_p95_by_level:rate5m unless on (%[1]s) (%[2]g * tokenprobe:ttft_p95_by_level:rate5m < on (location) group_left tokenprobe:probe_delay_p99:rate5m)`,
 			byLevel, o.StarvedShare)},
-		Rule{Record: "tokenprobe:ttft_p95_by_level:baseline1h", Expr: baseline("tokenprobe:ttft_p95_by_level:trusted5m")},
+		// From the trusted windows while there are enough of them; from
+		// every window where there are not: a probe starved all the time
+		// (a host always this busy) is compared with itself, its pages
+		// still taking its delay off, rather than never armed.
+		Rule{Record: "tokenprobe:ttft_p95_by_level:baseline1h", Expr: fmt.Sprintf(`(%s) or (%s)`, baseline("tokenprobe:ttft_p95_by_level:trusted5m"), baseline("tokenprobe:ttft_p95_by_level:rate5m"))},
 		Rule{Record: "tokenprobe:itl_p50_by_level:baseline1h", Expr: baseline("tokenprobe:itl_p50_by_level:rate5m")},
 		// How many full-window values each level's baseline stands on:
 		// below BaselineSamples the cliff alert has not enough history yet.
-		Rule{Record: "tokenprobe:ttft_p95_by_level:history_samples1h", Expr: fmt.Sprintf(`count_over_time(tokenprobe:ttft_p95_by_level:trusted5m[%s] offset %s)`, hour, short)},
+		Rule{Record: "tokenprobe:ttft_p95_by_level:history_samples1h", Expr: fmt.Sprintf(`count_over_time(tokenprobe:ttft_p95_by_level:rate5m[%s] offset %s)`, hour, short)},
 		Rule{Record: "tokenprobe:ttft:count5m", Expr: o.loaded(fmt.Sprintf(`sum by (%[1]s) (histogram_count(increase(%[2]s[%[3]s]))) or sum by (%[1]s) (increase(%[4]s[%[3]s]))`, by, o.m(ttft), short, o.m(ttft+"_bucket", `le="+Inf"`)))},
 	)
 	return rules
@@ -457,9 +461,9 @@ func (o Options) sloAlerts() []Rule {
 		"Good requests per second over the last hour are {{ $value | humanize }}, under half of the same hour yesterday, on at least 50 requests.")
 	goodDrop.For = o.window(15 * time.Minute)
 	goodZero := o.alert("TokenprobeGoodputZero", "page",
-		fmt.Sprintf(`tokenprobe:goodput:rate5m == 0 and on (%s) tokenprobe:requests:rate5m > %g`, by, o.MinRate),
+		fmt.Sprintf(`tokenprobe:goodput:rate5m == 0 and on (%[1]s) tokenprobe:requests:rate5m > %[2]g and on (%[1]s) tokenprobe:requests:increase5m >= %[3]d`, by, o.MinRate, o.MinRequests),
 		"No request of {{ $labels.profile }} on {{ $labels.endpoint }} meets its SLOs",
-		"Requests are being sent and answered or failing, but none is good: every one misses a threshold or fails.")
+		fmt.Sprintf("Requests are being sent and answered or failing, but none is good: every one misses a threshold or fails (none of at least %d in each 5-minute window).", o.MinRequests))
 	goodZero.For = o.window(10 * time.Minute)
 	wrong := o.alert("TokenprobeWrongAnswers", "page",
 		fmt.Sprintf(`tokenprobe:wrong_answers:ratio_rate5m > %g and on (%s) tokenprobe:requests:rate5m > %g`, o.WrongAnswers, by, o.MinRate),
@@ -556,8 +560,11 @@ func (o Options) probeAlerts() []Rule {
 		"tokenprobe sends {{ $labels.profile }} requests late",
 		"Dispatch lag p99 is {{ $value | humanizeDuration }}: the probe cannot keep its own schedule (CPU, max_concurrency), so its latency figures understate what users would see.")
 	lag.For = o.window(10 * time.Minute)
+	// Against the smallest median TTFT the location's profiles had over
+	// the last hour: a profile that runs now and then (every 2 minutes
+	// for 15 s) is what the probe must time, between its runs too.
 	starved := o.alert("TokenprobeProbeStarved", "ticket",
-		fmt.Sprintf(`tokenprobe:probe_delay_p99:rate5m > on (location) %g * min by (location) (tokenprobe:ttft_p50:rate5m) and tokenprobe:probe_delay_p99:rate5m > 0.002`, o.StarvedShare),
+		fmt.Sprintf(`tokenprobe:probe_delay_p99:rate5m > on (location) %g * min by (location) (min_over_time(tokenprobe:ttft_p50:rate5m[%s])) and tokenprobe:probe_delay_p99:rate5m > 0.002`, o.StarvedShare, o.window(time.Hour)),
 		"tokenprobe{{ with $labels.location }} at {{ . }}{{ end }} is starved of CPU",
 		fmt.Sprintf("The probe's own timer wake-ups come {{ $value | humanizeDuration }} late at p99, over %g%% of the median TTFT of a profile it probes: any timestamp it takes can be as late, so it cannot vouch for its latency figures. Its latency pages discount the delay, its baselines leave those windows out, and its runs say so. Give it CPU (requests and limits, fewer profiles per instance, another host).", 100*o.StarvedShare))
 	starved.For = o.window(10 * time.Minute)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 
 	"github.com/tokenprobe/tokenprobe/alerts"
 	"github.com/tokenprobe/tokenprobe/internal/daemon"
@@ -110,7 +111,9 @@ func TestE2EDemoOnABusyHostPagesOnlyTheOverload(t *testing.T) {
 	defer func() { _ = amCmd.Process.Kill(); _ = amCmd.Wait() }()
 
 	probeAddr := freeAddr(t)
-	serveDaemon(t, probeAddr, daemon.Options{ConfigFile: cfgFile}, prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(versioncollector.NewCollector("tokenprobe")) // as serve registers it: TokenprobeNoData reads it
+	serveDaemon(t, probeAddr, daemon.Options{ConfigFile: cfgFile}, reg)
 
 	o := alerts.Defaults()
 	o.Scale = busyScale
@@ -196,13 +199,14 @@ func TestE2EDemoOnABusyHostPagesOnlyTheOverload(t *testing.T) {
 		if got := pages(p, from); len(got) > 0 {
 			t.Fatalf("%s: paged on a busy host with the server unchanged: %v", p.name, got)
 		}
-		t.Logf("%s: no page in %v; tickets: %v; the probe's delay p99 %v s", p.name, time.Since(from).Round(time.Second),
+		t.Logf("%s: no page in %v; tickets: %v; the probe's delay p99 %v s; median TTFT %v s", p.name, time.Since(from).Round(time.Second),
 			seriesLabel(t, p.base, fmt.Sprintf(`max_over_time(ALERTS{alertstate="firing",severity="ticket"}[%ds])`, int(time.Since(from).Seconds())+1), "alertname"),
-			seriesValues(t, p.base, `tokenprobe:probe_delay_p99:rate5m`, "location"))
+			seriesValues(t, p.base, `tokenprobe:probe_delay_p99:rate5m`, "location"), seriesValues(t, p.base, `tokenprobe:ttft_p50:rate5m`, "profile"))
 	}
-	if n := hook.firing(); len(n) > 0 {
-		t.Fatalf("the Alertmanager notified %v in the quiet hour", n)
+	if n := hook.firing("page"); len(n) > 0 {
+		t.Fatalf("the Alertmanager paged %v in the quiet hour", n)
 	}
+	t.Logf("the Alertmanager's notifications in the quiet hour (tickets): %s", hook.log())
 
 	// Other users fill the model's slots: the staircase's low levels and
 	// the baseline queue. The cliff pages, in every Prometheus, and the
@@ -221,7 +225,7 @@ func TestE2EDemoOnABusyHostPagesOnlyTheOverload(t *testing.T) {
 	runs := func() int { return len(finishedRuns(probeAddr, "staircase")) }
 	before := runs()
 	waitObserved(t, func() string {
-		return fmt.Sprintf("the TTFT cliff page in every Prometheus and from the Alertmanager; notified %v; conservative p95 %v", hook.firing(),
+		return fmt.Sprintf("the TTFT cliff page in every Prometheus and from the Alertmanager; paged %v; conservative p95 %v", hook.firing("page"),
 			seriesValues(t, proms[0].base, `tokenprobe:ttft_p95_by_level:low5m{profile="staircase"}`, "load_level"))
 	}, func() bool {
 		for _, p := range proms {
@@ -233,15 +237,15 @@ func TestE2EDemoOnABusyHostPagesOnlyTheOverload(t *testing.T) {
 				return false
 			}
 		}
-		return slices.Contains(hook.firing(), "TokenprobeTTFTCliff")
+		return slices.Contains(hook.firing("page"), "TokenprobeTTFTCliff")
 	}, func() bool { return runs() >= before+8 })
 	// Three more staircase runs under the load: the page holds, and no
 	// second notification of another alert, nor a resolved one, follows.
 	held := runs()
 	waitObserved(t, func() string { return "three more staircase runs under the load" }, func() bool { return runs() >= held+3 }, nil)
-	notified := hook.firing()
-	if !slices.Equal(notified, []string{"TokenprobeTTFTCliff"}) || hook.resolved() > 0 {
-		t.Errorf("the overload notified %v (and %d resolved), want the TTFT cliff alone, once", notified, hook.resolved())
+	paged := hook.firing("page")
+	if !slices.Equal(paged, []string{"TokenprobeTTFTCliff"}) || hook.resolved("page") > 0 {
+		t.Errorf("the overload paged %v (and %d resolved), want the TTFT cliff alone, once", paged, hook.resolved("page"))
 	}
 	for _, p := range proms {
 		t.Logf("%s: in the overload, pages %v", p.name, pages(p, overloadFrom))
@@ -323,10 +327,14 @@ func alertmanagerBinary(t *testing.T) string {
 // webhook records what an Alertmanager notifies.
 type webhook struct {
 	mu    sync.Mutex
-	calls []struct {
-		Status string
-		Alerts []string
-	}
+	calls []notification
+}
+
+// notification is one webhook call: its group's status and alert name,
+// the severity of its alerts, and each alert.
+type notification struct {
+	Status, Severity string
+	Alerts           []string
 }
 
 func (h *webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -341,25 +349,24 @@ func (h *webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	var names []string
+	n := notification{Status: msg.Status + " " + msg.GroupLabels["alertname"]}
 	for _, a := range msg.Alerts {
-		names = append(names, a.Labels["alertname"]+" "+a.Labels["profile"]+" "+a.Labels["load_level"])
+		n.Alerts = append(n.Alerts, a.Labels["alertname"]+" "+a.Labels["profile"]+" "+a.Labels["load_level"])
+		n.Severity = a.Labels["severity"]
 	}
 	h.mu.Lock()
-	h.calls = append(h.calls, struct {
-		Status string
-		Alerts []string
-	}{msg.Status + " " + msg.GroupLabels["alertname"], names})
+	h.calls = append(h.calls, n)
 	h.mu.Unlock()
 }
 
-// firing are the alert names of the groups notified firing, each once.
-func (h *webhook) firing() []string {
+// firing are the alert names of the groups of severity notified firing,
+// each once.
+func (h *webhook) firing(severity string) []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out []string
 	for _, c := range h.calls {
-		if name, ok := strings.CutPrefix(c.Status, "firing "); ok && !slices.Contains(out, name) {
+		if name, ok := strings.CutPrefix(c.Status, "firing "); ok && c.Severity == severity && !slices.Contains(out, name) {
 			out = append(out, name)
 		}
 	}
@@ -367,13 +374,13 @@ func (h *webhook) firing() []string {
 	return out
 }
 
-// resolved counts the notifications of a resolved group.
-func (h *webhook) resolved() int {
+// resolved counts the notifications of a resolved group of severity.
+func (h *webhook) resolved(severity string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := 0
 	for _, c := range h.calls {
-		if strings.HasPrefix(c.Status, "resolved ") {
+		if strings.HasPrefix(c.Status, "resolved ") && c.Severity == severity {
 			n++
 		}
 	}
@@ -385,7 +392,7 @@ func (h *webhook) log() string {
 	defer h.mu.Unlock()
 	var b strings.Builder
 	for _, c := range h.calls {
-		fmt.Fprintf(&b, "\n  %s: %v", c.Status, c.Alerts)
+		fmt.Fprintf(&b, "\n  %s (%s): %v", c.Status, c.Severity, c.Alerts)
 	}
 	return b.String()
 }
