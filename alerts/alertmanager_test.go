@@ -47,11 +47,10 @@ func TestAlertmanagerConfigChecks(t *testing.T) {
 	}
 }
 
-// The inhibitions hold in a real Alertmanager: a starved probe at
-// location b holds back b's TTFT cliff, not a's; a profile whose probe
-// sends late holds back its own latency alerts, not another profile's; a
-// TTFT cliff at a holds back the goodput pages of a's profiles on its
-// endpoint, not those of another endpoint.
+// The inhibitions hold in a real Alertmanager: a TTFT cliff at a holds
+// back the goodput pages of a's profiles on its endpoint, not those of
+// another endpoint nor another location's; a starved probe holds back no
+// page (its rules took its delay off already).
 func TestInhibitionsInARealAlertmanager(t *testing.T) {
 	bin := alertmanager(t)
 	dir := t.TempDir()
@@ -102,8 +101,9 @@ func TestInhibitionsInARealAlertmanager(t *testing.T) {
 	post := []alert{
 		{map[string]string{"alertname": "TokenprobeProbeStarved", "severity": "ticket", "scope": "location", "location": "b"}},
 		{map[string]string{"alertname": "TokenprobeDispatchLagHigh", "severity": "ticket", "scope": "location", "profile": "late", "endpoint": "vllm", "location": "a"}},
-		cliff("chat", "a"), cliff("chat", "b"), cliff("late", "a"),
+		cliff("chat", "a"), cliff("chat", "b"),
 		goodput("TokenprobeGoodputZero", "baseline", "vllm", "a"), goodput("TokenprobeGoodputBudgetBurn", "other", "tgi", "a"),
+		goodput("TokenprobeGoodputBudgetBurn", "chat", "vllm", "c"),
 	}
 	body, _ := json.Marshal(post)
 	resp, err := http.Post(base+"/alerts", "application/json", bytes.NewReader(body))
@@ -121,9 +121,9 @@ func TestInhibitionsInARealAlertmanager(t *testing.T) {
 			InhibitedBy []string `json:"inhibitedBy"`
 		} `json:"status"`
 	}
-	want := map[string]string{"TokenprobeTTFTCliff chat a": "active", "TokenprobeTTFTCliff chat b": "suppressed", "TokenprobeTTFTCliff late a": "suppressed",
+	want := map[string]string{"TokenprobeTTFTCliff chat a": "active", "TokenprobeTTFTCliff chat b": "active",
 		"TokenprobeProbeStarved  b": "active", "TokenprobeDispatchLagHigh late a": "active",
-		"TokenprobeGoodputZero baseline a": "suppressed", "TokenprobeGoodputBudgetBurn other a": "active"}
+		"TokenprobeGoodputZero baseline a": "suppressed", "TokenprobeGoodputBudgetBurn other a": "active", "TokenprobeGoodputBudgetBurn chat c": "active"}
 	var seen map[string]string
 	// The Alertmanager marks an alert's inhibition when it is read: wait
 	// for every alert to be there and processed, then its marks are its

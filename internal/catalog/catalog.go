@@ -223,7 +223,7 @@ var (
 	Dropped = Metric{Name: "tokenprobe_observations_dropped_total", Type: Counter, Unit: "observations", Labels: []string{"sink"},
 		Help: "Request results a sink could not take because its queue was full; the load generator never waits for a sink."}
 	ProbeDelay = Metric{Name: "tokenprobe_probe_scheduling_delay_seconds", Type: Histogram, Unit: "seconds", Buckets: ProbeDelayBuckets,
-		Help: "How late the probe's own timer wake-ups came (one every 10 ms while any run goes): the delay any timestamp it took could have had, from a busy host, a CPU limit or a hypervisor. Over a tenth of a profile's median TTFT, the latency pages of that profile hold (TokenprobeProbeStarved)."}
+		Help: "How late the probe's own timer wake-ups came (one every 10 ms while any run goes): the delay any timestamp it took could have had, from a busy host, a CPU limit or a hypervisor. The latency rules read TTFT less its p99 (tokenprobe:probe_delay_p99:rate5m); over a tenth of a profile's median TTFT the probe is starved (TokenprobeProbeStarved)."}
 	OTLPDropped = Metric{Name: "tokenprobe_otlp_dropped_total", Type: Counter, Unit: "items", Labels: []string{"signal"},
 		Help: "Spans (signal traces) and metric data points (signal metrics) an OTLP export failed to deliver: the collector refused them, was down, or did not answer within the export's timeout and retries; and, at shutdown, what its deadline left unsent."}
 )
