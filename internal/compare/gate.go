@@ -140,7 +140,7 @@ func decide(key string, row Row, rule Rule) Decision {
 	case loWorse && hiWorse:
 		d.Outcome = Failed
 		return d
-	case !loWorse && !hiWorse && !(rule.Above && d.High == t) && !(!rule.Above && d.Low == t):
+	case !loWorse && !hiWorse:
 		d.Outcome = Passed
 		return d
 	}
