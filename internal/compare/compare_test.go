@@ -251,3 +251,46 @@ func TestThroughputNoiseOfAClosedLoop(t *testing.T) {
 		}
 	}
 }
+
+// Compare reads each run's probe delay into the rows' biases: a latency
+// of the new run by its delay p99 over the baseline's value, the
+// baseline's the other way; a rate by the delay's mean over the median
+// request latency. A run without a reading (artifacts of an older
+// tokenprobe) adds none.
+func TestProbeDelayWidensTheGate(t *testing.T) {
+	base, next := synthetic(1, 400, 100, 0.9, 40), synthetic(2, 400, 100, 0.9, 40)
+	for _, r := range []*Run{base, next} {
+		r.Summary.E2E.P50 = 1000
+		for i := range r.Records {
+			lat := 1000.0
+			r.Records[i].RequestLatencyMs = &lat
+		}
+	}
+	clean := Compare(base, next, Options{})
+	if r := row(t, clean, "ttft.p95"); r.BiasLow != 0 || r.BiasHigh != 0 {
+		t.Fatalf("no probe reading, biases %v %v", r.BiasLow, r.BiasHigh)
+	}
+	next.Summary.Probe = &stats.Probe{DelayP99Ms: 20, DelayMeanMs: 5}
+	base.Summary.Probe = &stats.Probe{DelayP99Ms: 10, DelayMeanMs: 2}
+	rows := Compare(base, next, Options{})
+	p95 := row(t, rows, "ttft.p95")
+	if want := 20 / p95.Base; math.Abs(p95.BiasLow-want) > 1e-9 || p95.BiasHigh <= 0 {
+		t.Errorf("ttft.p95 biases %v %v, want %v low", p95.BiasLow, p95.BiasHigh, want)
+	}
+	tput := row(t, rows, "throughput")
+	if want := (1 + tput.High) * 0.005; math.Abs(tput.BiasHigh-want) > 1e-9 {
+		t.Errorf("throughput's high bias %v, want %v (the new run's mean delay over its median latency)", tput.BiasHigh, want)
+	}
+	// A rise of the new run's TTFT that its own delay could make is no
+	// failure: 25% at the p95, with a delay a third of the baseline's p95.
+	slow := synthetic(3, 400, 125, 0.9, 40)
+	slow.Summary.Probe = &stats.Probe{DelayP99Ms: 40}
+	rule := []Rule{{Label: "ttft.p95", Above: true, Threshold: 0.1, text: "ttft.p95>+10%"}}
+	if d := Check("p on e", Compare(base, slow, Options{}), rule); len(d) != 1 || d[0].Outcome != Undecided {
+		t.Errorf("a starved new run: %+v", d)
+	}
+	slow.Summary.Probe = nil
+	if d := Check("p on e", Compare(base, slow, Options{}), rule); len(d) != 1 || d[0].Outcome != Failed {
+		t.Errorf("a prompt new run: %+v", d)
+	}
+}

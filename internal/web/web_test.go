@@ -221,6 +221,12 @@ func TestEndpoints(t *testing.T) {
 		!strings.Contains(body, "data-verdict>"+template.HTMLEscapeString(run.Summary.Verdict)+"</p>") || run.Summary.Verdict == "" {
 		t.Errorf("run page: %d\n%s", code, body)
 	}
+	// The run page says whether the probe could vouch for its timing,
+	// as the summary does.
+	if _, body := f.do(t, "GET", "/runs/1"); run.Summary.Probe == nil ||
+		!strings.Contains(body, fmt.Sprintf(`data-probe-starved="%v"`, run.Summary.Probe.Starved)) {
+		t.Errorf("run page without the probe's health (summary's %+v)", run.Summary.Probe)
+	}
 	if code, _ := f.do(t, "GET", "/runs/999"); code != 404 {
 		t.Errorf("missing run: %d", code)
 	}
