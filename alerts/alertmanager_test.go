@@ -79,7 +79,7 @@ func TestInhibitionsInARealAlertmanager(t *testing.T) {
 			return false
 		}
 		resp.Body.Close()
-		return resp.StatusCode == 200
+		return resp.StatusCode == http.StatusOK
 	}, func() bool {
 		select {
 		case <-exited:
@@ -111,7 +111,7 @@ func TestInhibitionsInARealAlertmanager(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 {
+	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("posting alerts: %s", resp.Status)
 	}
 	type got struct {

@@ -517,7 +517,7 @@ func (o Options) latencyAlerts() []Rule {
 	// to a TTFT as much at most): a few slow requests among dozens, or a
 	// starved probe, cannot take it past the threshold; a queue, which
 	// moves every request, does.
-	conservative := fmt.Sprintf(`(tokenprobe:ttft_p95_by_level:low5m - on (location) group_left tokenprobe:probe_delay_p99:rate5m or tokenprobe:ttft_p95_by_level:low5m)`)
+	conservative := `(tokenprobe:ttft_p95_by_level:low5m - on (location) group_left tokenprobe:probe_delay_p99:rate5m or tokenprobe:ttft_p95_by_level:low5m)`
 	cliff := o.alert("TokenprobeTTFTCliff", "page",
 		fmt.Sprintf(`%[5]s > %[1]g * tokenprobe:ttft_p95_by_level:baseline1h and on (%[2]s) tokenprobe:itl_p50_by_level:rate5m < %[3]g * tokenprobe:itl_p50_by_level:baseline1h and on (%[2]s) tokenprobe:requests_by_level:rate5m > %[4]g`,
 			o.CliffTTFT, byLevel, o.CliffITL, o.MinRate, conservative),
