@@ -204,9 +204,9 @@ func TestE2EDemoOnABusyHostPagesOnlyTheOverload(t *testing.T) {
 			seriesValues(t, p.base, `tokenprobe:probe_delay_p99:rate5m`, "location"), seriesValues(t, p.base, `tokenprobe:ttft_p50:rate5m`, "profile"))
 	}
 	if n := hook.firing("page"); len(n) > 0 {
-		t.Fatalf("the Alertmanager paged %v in the quiet hour", n)
+		t.Fatalf("the Alertmanager paged %v in the quiet watch", n)
 	}
-	t.Logf("the Alertmanager's notifications in the quiet hour (tickets): %s", hook.log())
+	t.Logf("the Alertmanager's notifications in the quiet watch (tickets): %s", hook.log())
 
 	// Other users fill the model's slots: the staircase's low levels and
 	// the baseline queue. The cliff pages, in every Prometheus, and the
