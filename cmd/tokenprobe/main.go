@@ -438,6 +438,9 @@ func run(args []string) int {
 		for _, w := range warnings {
 			fmt.Fprintf(os.Stderr, "warning: %v (serve and run refuse this)\n", w)
 		}
+		for _, a := range setup.Advice(cfg) {
+			fmt.Fprintf(os.Stderr, "note: %v\n", a)
+		}
 		fmt.Printf("%s: valid (%s, %s)\n", *checkConfig, count(len(cfg.Endpoints), "endpoint"), count(len(cfg.Profiles), "profile"))
 		return 0
 	case cmpCmd.FullCommand():

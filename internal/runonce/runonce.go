@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -147,6 +148,11 @@ func Run(ctx context.Context, o Options) int {
 	if err != nil {
 		fmt.Fprintln(o.Progress, err)
 		return ExitConfig
+	}
+	if o.ShardCount <= 1 { // a shard's share is not the study's verdict
+		for _, a := range advice(o, cfg, profiles) {
+			fmt.Fprintf(o.Progress, "note: %v\n", a)
+		}
 	}
 	secrets := redact.New(append(cfg.Secrets(), otlp.EnvHeaderValues()...)...)
 	// The push first: the simulators export their server spans through it.
@@ -304,6 +310,24 @@ func load(o Options) (*config.Config, []*config.Profile, error) {
 		return nil, nil, fmt.Errorf("%s: %w", o.ConfigFile, err)
 	}
 	return cfg, profiles, nil
+}
+
+// advice is the configuration's advice on the selected profiles, naming
+// the flags of a run from flags.
+func advice(o Options, cfg *config.Config, profiles []*config.Profile) []error {
+	var out []error
+	for _, a := range setup.Advice(cfg) {
+		for i, p := range cfg.Profiles {
+			if slices.Contains(profiles, p) && strings.HasPrefix(a.Field, fmt.Sprintf("profiles[%d].", i)) {
+				if o.Config != nil {
+					out = append(out, FlagErrors(config.Errors{a}))
+				} else {
+					out = append(out, a)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // checkOpenFiles is setup.CheckOpenFiles under this process's limit, its

@@ -106,6 +106,7 @@ profiles:
 		// Ten good requests cannot show 90%: the run says so and exits 4,
 		// or as --not-enough-evidence says.
 		{"not enough evidence", Options{ConfigFile: cfg, Profiles: []string{"few"}}, ExitUndecided, "95% interval 72.2% to 100.0% of 10 requests (objective 90.0%: NOT ENOUGH EVIDENCE)"},
+		{"a note before it, at the count", Options{ConfigFile: cfg, Profiles: []string{"few"}}, ExitUndecided, "note: " + cfg + ":20:28: profiles[2].load.requests: a run of 10 requests can never show the 90.0% objective met: it takes at least 35"},
 		{"not enough evidence as a pass", Options{ConfigFile: cfg, Profiles: []string{"few"}, Undecided: UndecidedPass}, ExitOK, "about 35 requests would decide it"},
 		{"not enough evidence as a failure", Options{ConfigFile: cfg, Profiles: []string{"few"}, Undecided: UndecidedFail}, ExitSLOFailed, "NOT ENOUGH EVIDENCE"},
 		{"a failure outranks not enough evidence", Options{ConfigFile: cfg, Profiles: []string{"few", "impossible"}}, ExitSLOFailed, "profile impossible"},
@@ -945,5 +946,25 @@ profiles:
 		if n := s.ByReason["bad_request"] + s.ByReason["server_error"]; n != 0 {
 			t.Errorf("%s: %d failures read as no cause: %v", provider, n, s.ByReason)
 		}
+	}
+}
+
+// A run from flags gets its note on too few requests at the flag, as the
+// README's command line with a count too small would write it.
+func TestAdviceNamesTheFlag(t *testing.T) {
+	a := &AdHoc{URL: "http://localhost:8000", Model: "my-model", Concurrency: 8, Requests: 20, Goodput: "ttft:500ms itl:50ms", Objective: 0.9}
+	b, err := a.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{ConfigFile: "flags", Config: b}
+	cfg, profiles, err := load(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := advice(o, cfg, profiles)
+	want := "--requests: a run of 20 requests can never show the 90.0% objective met: it takes at least 35"
+	if len(got) != 1 || !strings.HasPrefix(got[0].Error(), want) {
+		t.Fatalf("advice %v, want one starting %q", got, want)
 	}
 }
