@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tokenprobe/tokenprobe/internal/syncbuf"
 	"github.com/tokenprobe/tokenprobe/internal/timingtest"
 )
 
@@ -64,15 +65,15 @@ func TestInhibitionsInARealAlertmanager(t *testing.T) {
 	addr := freePort(t)
 	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "alertmanager.yml"), "--storage.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr, "--cluster.listen-address=", "--log.level=warn")
-	var logs bytes.Buffer
+	var logs syncbuf.Buffer // written by exec's copier while a failure reads it
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	base := "http://" + addr + "/api/v2"
 	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
+	go func() { _ = cmd.Wait(); close(exited) }() // the one Wait
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
 	timingtest.Until(t, func() string { return "the Alertmanager to answer; its log:\n" + logs.String() }, func() bool {
 		resp, err := http.Get(base + "/status")
 		if err != nil {

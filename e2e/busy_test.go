@@ -25,10 +25,13 @@ import (
 	"github.com/tokenprobe/tokenprobe/internal/sim"
 )
 
-// The quiet hour of the busy-host test, in real time, and the busy loops
-// beside it. .ci/run runs 5 minutes; docs/MEASUREMENT.md quotes a run of
-// 20 (go test ./e2e -run BusyHost -e2e.quiet=20m -timeout 40m).
+// The busy-host test runs when asked (-e2e.busy): it takes 13 minutes
+// or more, past Go's default 10-minute limit for a package, which the
+// README's `go test ./...` keeps. .ci/run runs it on its own, watching
+// the quiet daemon for 5 minutes; docs/MEASUREMENT.md quotes a watch of
+// 20 (go test ./e2e -run BusyHost -e2e.busy -e2e.quiet=20m -timeout 45m).
 var (
+	busy        = flag.Bool("e2e.busy", false, "run the busy-host test (13 minutes or more: give -timeout 30m)")
 	busyQuiet   = flag.Duration("e2e.quiet", 5*time.Minute, "how long the busy-host test watches the demo daemon page nothing")
 	busyBurners = flag.Int("e2e.burners", 8, "busy loops at the busy-host test's priority beside it")
 )
@@ -53,8 +56,8 @@ const busyScale = 4
 // minute, rightly and not from noise: they keep their thresholds and lose
 // their objective here. The baseline profile keeps its own.
 func TestE2EDemoOnABusyHostPagesOnlyTheOverload(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs for several minutes")
+	if !*busy {
+		t.Skip("runs for 13 minutes or more: go test ./e2e -run BusyHost -e2e.busy -timeout 30m")
 	}
 	v2 := prometheusBinary(t)
 	v3 := os.Getenv("TOKENPROBE_PROMETHEUS3")
@@ -169,7 +172,7 @@ func TestE2EDemoOnABusyHostPagesOnlyTheOverload(t *testing.T) {
 	defer stopBusy()
 	from := time.Now()
 	t.Logf("the demo daemon beside %d busy loops, watched for %v", *busyBurners, *busyQuiet)
-	// The quiet hour: the levels get their baselines (the cliff page can
+	// The quiet watch: the levels get their baselines (the cliff page can
 	// fire only then), and nothing pages until it ends.
 	pages := func(p *prom, since time.Time) map[string]bool {
 		out := map[string]bool{}
