@@ -5,7 +5,7 @@ LDFLAGS := -X github.com/prometheus/common/version.Version=$(VERSION) \
            -X github.com/prometheus/common/version.Revision=$(shell git rev-parse --short HEAD 2>/dev/null) \
            -X github.com/prometheus/common/version.Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
 
-.PHONY: reliability real-servers screenshots gobench grafana-push dashboards test-deploy help build run demo-once e2e prometheus3 rules soak manifests test race lint bench fuzz docs clean
+.PHONY: reliability real-servers screenshots gobench grafana-push dashboards test-deploy help build run demo-once e2e e2e-busy prometheus3 rules soak manifests test race lint bench fuzz docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -54,6 +54,9 @@ soak: ## the daemon with faults and reloads for SOAK (default 10m); heap, gorout
 
 e2e: prometheus3 ## the alert rules in real Prometheus servers (Debian's 2.42 and 3.16) scraping a real daemon (about 2 minutes)
 	TOKENPROBE_PROMETHEUS3=$$(tools/prometheus3.sh) $(GO) test -run E2E -v -timeout 5m ./e2e/
+
+e2e-busy: prometheus3 ## the demo daemon beside eight busy loops: QUIET (default 5m) of no page, then an overload pages once (about 13 minutes and QUIET)
+	TOKENPROBE_PROMETHEUS3=$$(tools/prometheus3.sh) $(GO) test -run BusyHost -v -timeout 60m ./e2e/ -e2e.busy -e2e.quiet=$${QUIET:-5m}
 
 real-servers: ## build llama.cpp's llama-server (and a tiny random-weight model) and llm-d-inference-sim into GOPATH/bin, once (about 17 minutes on two cores); prints the variables the real-server tests read
 	@echo "export TOKENPROBE_LLAMA_SERVER=$$(tools/llamacpp.sh) TOKENPROBE_LLMD_SIM=$$(tools/llmd-sim.sh)"

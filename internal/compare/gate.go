@@ -339,7 +339,7 @@ func Main(w io.Writer, baseDir, newDir, failOn, htmlPath string, o Options) int 
 		fmt.Fprintf(w, "not enough evidence: %d of %d decisions of %s could not tell a change past the threshold from the runs' noise (exit %d)\n", undecided, len(decisions), failOn, o.undecidedCode())
 		return o.undecidedCode()
 	case len(rules) > 0:
-		fmt.Fprintf(w, "passed: every change is within %s, beyond the runs' noise\n", failOn)
+		fmt.Fprintf(w, "passed: every change's whole 95%% interval is within %s\n", failOn)
 	}
 	return ExitOK
 }
