@@ -977,10 +977,17 @@ func runsEnded(r *runner, n int64) func() bool {
 // can say what was last seen.
 func waitUntilf(t *testing.T, limit time.Duration, what func() string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+	start := time.Now()
+	late := false
+	for time.Since(start) < max(limit, hangGuard) {
 		if cond() {
 			return
 		}
+		if !late && time.Since(start) > limit {
+			late = true
+			t.Logf("still waiting after %v for %s: slower than usual, as on a busy host; failing only if nothing comes in %v", limit, what(), hangGuard)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
-	t.Fatalf("timed out after %v waiting for %s", limit, what())
+	t.Fatalf("timed out after %v (hung?) waiting for %s", max(limit, hangGuard), what())
 }
