@@ -468,7 +468,7 @@ func TestE2EAlertsInARealPrometheus(t *testing.T) {
 		owner = probeAddrs[1]
 	}
 	scraping := func(p *server) {
-		waitUntil(t, 30*time.Second, p.name+" to scrape tokenprobe", func() bool {
+		waitUntilf(t, 30*time.Second, func() string { return p.name + " to scrape tokenprobe; its targets: " + targetHealth(p.base) }, func() bool {
 			v, ok := query(t, p.base, `sum(up{job="tokenprobe"})`)
 			return ok && v == 2
 		})
@@ -990,4 +990,31 @@ func waitUntilf(t *testing.T, limit time.Duration, what func() string, cond func
 		time.Sleep(500 * time.Millisecond)
 	}
 	t.Fatalf("timed out after %v (hung?) waiting for %s", max(limit, hangGuard), what())
+}
+
+// targetHealth is what a Prometheus says of its scrape targets, for a
+// wait's message: each target's health and last error.
+func targetHealth(base string) string {
+	resp, err := http.Get(base + "/api/v1/targets")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Data struct {
+			ActiveTargets []struct {
+				ScrapeURL string `json:"scrapeUrl"`
+				Health    string `json:"health"`
+				LastError string `json:"lastError"`
+			} `json:"activeTargets"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&out); err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, tg := range out.Data.ActiveTargets {
+		fmt.Fprintf(&b, "[%s %s %s] ", tg.ScrapeURL, tg.Health, tg.LastError)
+	}
+	return b.String()
 }
