@@ -102,10 +102,14 @@ func p95LowBins(minRequests int) []struct {
 		if n < minRequests || len(out) > 0 && n <= out[len(out)-1].N {
 			continue
 		}
+		// A phi of 0 (one or two requests: the low end is their
+		// fastest) is, for a classic histogram, the bottom of its first
+		// bucket whatever it holds; a hundredth is the bottom of the
+		// first bucket holding a request, as a native histogram's 0 is.
 		out = append(out, struct {
 			N   int
 			Phi float64
-		}{n, stats.QuantileLowPhi(n, 0.95)})
+		}{n, max(stats.QuantileLowPhi(n, 0.95), 0.01)})
 	}
 	return out
 }
