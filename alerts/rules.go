@@ -474,7 +474,7 @@ func (o Options) sloAlerts() []Rule {
 		"{{ $labels.profile }} on {{ $labels.endpoint }} answers wrongly",
 		fmt.Sprintf("{{ $value | humanizePercentage }} of the answers failed a check over the last 5 minutes (over %g%%): the endpoint is up and fast, but wrong.", 100*o.WrongAnswers)+
 			fmt.Sprintf(`{{ with printf "sum by (check) (rate(tokenprobe_answer_checks_total{profile=%%q,endpoint=%%q,location=%%q,result=\"fail\"}[%s])) > 0" $labels.profile $labels.endpoint (or $labels.location "") | query }} Failing checks: {{ range $i, $s := sortByLabel "check" . }}{{ if $i }}, {{ end }}{{ label "check" $s }}{{ end }}.{{ end }}`, short)+
-			`{{ with printf "max by (served_model) (tokenprobe_run_last_served_model_info{profile=%q,endpoint=%q,location=%q})" $labels.profile $labels.endpoint (or $labels.location "") | query }} The model that answered the last run: {{ range $i, $s := sortByLabel "served_model" . }}{{ if $i }}, {{ end }}{{ label "served_model" $s }}{{ end }}.{{ end }}`)
+			`{{ with printf "max by (served_model) (tokenprobe_run_last_served_model_info{profile=%q,endpoint=%q,location=%q})" $labels.profile $labels.endpoint (or $labels.location "") | query }} Models that answered the last run: {{ range $i, $s := sortByLabel "served_model" . }}{{ if $i }}, {{ end }}{{ label "served_model" $s }}{{ end }}.{{ end }}`)
 	wrong.For = o.window(5 * time.Minute)
 	return []Rule{wrong,
 		o.alert("TokenprobeGoodputBudgetBurn", "page", page,

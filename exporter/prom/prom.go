@@ -450,13 +450,23 @@ func (e *Exporter) RunFinished(run *probe.Run, f probe.Finished) {
 	}
 	e.setBreakdown(lv, s.Server)
 	e.setServerLoad(lv, &s)
-	// One series per profile and endpoint, the last run's: the name is
-	// the server's, so it is cut to a bound and replaced, never added to.
+	// The models the last run's answers named, read from the answers (a
+	// gateway substituting one for some answers shows beside the one
+	// expected): at most maxServedSeries a profile and endpoint, replaced
+	// by each run, never added to, the names cut to a bound (the
+	// server's strings).
 	e.served.DeletePartialMatch(prometheus.Labels{"profile": k.profile, "endpoint": k.endpoint})
-	if m := s.ServedModel; m != "" {
-		e.served.WithLabelValues(plus(lv, truncate(m, 128))...).Set(1)
+	for i, m := range s.ServedModels {
+		if i == maxServedSeries {
+			break
+		}
+		e.served.WithLabelValues(plus(lv, truncate(m.Name, 128))...).Set(1)
 	}
 }
+
+// maxServedSeries bounds the served-model series of a profile and
+// endpoint: the most frequent names of the last run.
+const maxServedSeries = 4
 
 // truncate cuts s to at most n bytes, at a rune boundary.
 func truncate(s string, n int) string {

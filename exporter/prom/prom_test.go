@@ -3,6 +3,7 @@ package prom
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -610,8 +611,8 @@ func TestPhasesHistogram(t *testing.T) {
 	}
 }
 
-// The model that answered is one series per profile and endpoint, the
-// last run's, its server-given name cut to 128 bytes.
+// The models that answered are the last run's, at most four per profile
+// and endpoint, their server-given names cut to 128 bytes.
 func TestServedModelOfTheLastRun(t *testing.T) {
 	reg, e := feed(t)
 	run := &probe.Run{Profile: "chat", Endpoint: &client.Endpoint{Name: "gw"}}
@@ -636,17 +637,25 @@ func TestServedModelOfTheLastRun(t *testing.T) {
 		}
 		return strings.Join(got, ",")
 	}
-	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{ServedModel: "llama-3-70b"}, Verdict: probe.Passed})
+	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{ServedModels: []stats.ServedModel{{Name: "llama-3-70b", Requests: 9}}}, Verdict: probe.Passed})
 	if got := gather(); got != "llama-3-70b" {
 		t.Fatalf("served models %q", got)
 	}
-	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{ServedModel: "tiny-fallback"}, Verdict: probe.Passed})
+	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{ServedModels: []stats.ServedModel{{Name: "tiny-fallback", Requests: 9}}}, Verdict: probe.Passed})
 	if got := gather(); got != "tiny-fallback" {
 		t.Fatalf("after a second run, served models %q, want the last run's only", got)
 	}
-	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{ServedModel: strings.Repeat("é", 100)}, Verdict: probe.Passed})
+	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{ServedModels: []stats.ServedModel{{Name: strings.Repeat("é", 100), Requests: 1}}}, Verdict: probe.Passed})
 	if got := gather(); len(got) > 128 || !utf8.ValidString(got) || got == "" {
 		t.Fatalf("a 200-byte name exported as %d bytes (valid UTF-8: %v)", len(got), utf8.ValidString(got))
+	}
+	many := make([]stats.ServedModel, 8)
+	for i := range many {
+		many[i] = stats.ServedModel{Name: fmt.Sprintf("m%d", i), Requests: 8 - i}
+	}
+	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{ServedModels: many}, Verdict: probe.Passed})
+	if got := gather(); got != "m0,m1,m2,m3" {
+		t.Fatalf("eight models exported as %q, want the four most frequent", got)
 	}
 	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{}, Verdict: probe.Failed})
 	if got := gather(); got != "" {

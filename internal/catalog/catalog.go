@@ -193,7 +193,7 @@ var (
 	RunLastTTFTDominant = Metric{Name: "tokenprobe_run_last_ttft_dominant_phase", Type: Gauge, Unit: "boolean", Labels: with(RunLabels, "phase"),
 		Help: "1 for the phase holding the largest part of the last run's mean TTFT (queue, prefill, elsewhere), 0 for the others; absent without a breakdown."}
 	RunLastServedModel = Metric{Name: "tokenprobe_run_last_served_model_info", Type: Gauge, Unit: "info", Labels: with(RunLabels, "served_model"),
-		Help: "1, labelled with the model the endpoint's answers named in the last run (the first 128 bytes): the wrong-answer page names it, a fallback model shows here. Absent where no answer named one."}
+		Help: "1 for each model the endpoint's answers named in the last run (the four most frequent, the first 128 bytes of each), read from the answers: the wrong-answer page names them, and a fallback model a gateway substitutes for some answers shows beside the one asked for. Absent where no answer named one."}
 	RunLastServerRequests = Metric{Name: "tokenprobe_run_last_server_requests", Type: Gauge, Unit: "requests", Labels: with(RunLabels, "load_level", "state"),
 		Help: "The server's own running (state running) and waiting (state waiting) requests, averaged over each load level of the last run, from its metrics (server_metrics): waiting above 0 at the level where TTFT leaves its floor is the knee."}
 	RunLastServerKVCache = Metric{Name: "tokenprobe_run_last_server_kv_cache_usage_ratio", Type: Gauge, Unit: "ratio", Labels: with(RunLabels, "load_level"),

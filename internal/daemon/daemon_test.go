@@ -3,14 +3,19 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/goleak"
 
 	"github.com/tokenprobe/tokenprobe/internal/config"
@@ -538,5 +543,47 @@ func TestOnBusyAndOnIdleAlternate(t *testing.T) {
 		if calls[i] == calls[i-1] {
 			t.Fatalf("call %d: %s twice in a row", i, calls[i])
 		}
+	}
+}
+
+// The served-model series names the models that answered, read from the
+// answers: with a gateway's fallback naming tiny-model in half of them,
+// /metrics names it beside the model asked for, and the wrong-answer page
+// quotes it. (The model check learns the first name it sees and expects
+// it after; the series once exported that expectation, which never named
+// the substitute.)
+func TestServedModelSeriesNamesTheModelsThatAnswered(t *testing.T) {
+	d, _, reg := start(t, `
+endpoints:
+  - name: gw
+    simulator: {slots: 8, decode_base: 1ms, prefill_base: 1ms, seed: 3, faults: {wrong_model: tiny-model, wrong_model_rate: 0.5}}
+profiles:
+`+profile("answers", "{concurrency: 2, requests: 40}"))
+	if _, err := d.RunNow("answers", ""); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the run to end", func() bool { r, ok := run(d, "answers")(); return ok && r.Result != ResultRunning })
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var served []string
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "tokenprobe_run_last_served_model_info{") {
+			_, rest, _ := strings.Cut(line, `served_model="`)
+			name, _, _ := strings.Cut(rest, `"`)
+			served = append(served, name)
+		}
+	}
+	slices.Sort(served)
+	if want := []string{"tiny-model", "tokenprobe-sim"}; !slices.Equal(served, want) {
+		t.Fatalf("/metrics names the served models %q, want %q", served, want)
 	}
 }

@@ -16,7 +16,23 @@ import (
 // Text writes the summary as a table followed by the run's totals.
 func Text(w io.Writer, s *stats.Summary, levelName string) {
 	fmt.Fprintf(w, "profile %s · endpoint %s · model %s", s.Profile, s.Endpoint, s.Model)
-	if s.ServedModel != "" {
+	switch {
+	case len(s.ServedModels) > 1:
+		// A gateway's fallback answering some requests: each model that
+		// answered, with its share.
+		parts := make([]string, 0, len(s.ServedModels)+1)
+		total := s.ServedOther
+		for _, m := range s.ServedModels {
+			total += m.Requests
+		}
+		for _, m := range s.ServedModels {
+			parts = append(parts, fmt.Sprintf("%s %d of %d", m.Name, m.Requests, total))
+		}
+		if s.ServedOther > 0 {
+			parts = append(parts, fmt.Sprintf("others %d", s.ServedOther))
+		}
+		fmt.Fprintf(w, " (answers name %s)", strings.Join(parts, ", "))
+	case s.ServedModel != "":
 		fmt.Fprintf(w, " (answers name %s)", s.ServedModel)
 	}
 	switch {

@@ -161,6 +161,12 @@ type Summary struct {
 	// ServedModel is the model the endpoint's answers named (what the
 	// default model check learned), where it differs from Model.
 	ServedModel string `json:"served_model,omitempty"`
+	// ServedModels are the models the run's answers named, the most
+	// frequent first (at most 8 names; answers naming others are counted
+	// in ServedOther): a gateway substituting a model for some answers
+	// shows here with its share.
+	ServedModels []ServedModel `json:"served_models,omitempty"`
+	ServedOther  int           `json:"served_other,omitempty"`
 	// GPU is what the GPUs did over the run, when a GPU source is set.
 	GPU *GPU `json:"gpu,omitempty"`
 	// Server is what the endpoint's server said about the run, when its
@@ -217,6 +223,7 @@ type Aggregator struct {
 	// misses the probe's own delay could account for.
 	misses []float32
 	probe  *Probe
+	served map[string]int // by model name, at most maxServedNames
 }
 
 // Probe is how promptly the probe's own process ran over a run
@@ -439,6 +446,7 @@ func (a *Aggregator) Add(r *result.Request, v slo.Verdict) {
 	case result.WrongAnswer:
 		a.s.WrongAnswers++
 	}
+	a.addServed(r)
 	for _, c := range r.Checks {
 		a.check(r, c)
 	}
@@ -526,6 +534,7 @@ func (a *Aggregator) Summary() Summary {
 	s.Failures = a.failureSummary()
 	s.RateLimits = a.rateLimitSummary(s.DurationSeconds, s.Requests)
 	s.Checks = slices.Clone(a.checks)
+	s.ServedModels = a.servedSummary()
 	s.InputTokens, s.OutputTokens, s.CachedInputTokens = a.inTokens, a.outTokens, a.cached
 	if a.counted > 0 {
 		s.Attainment = float64(a.good) / float64(a.counted)
