@@ -64,6 +64,11 @@ func DefaultFailure() Failure {
 type RunError struct {
 	Why     string
 	Aborted bool
+	// Reason is the reason most of the run's failed requests had
+	// (ReasonNone where none failed with one: wrong answers): what the
+	// endpoint is failing with, which the daemon exports until an answer
+	// comes (tokenprobe_endpoint_failing).
+	Reason result.Reason
 }
 
 func (e *RunError) Error() string {
@@ -242,7 +247,27 @@ func answeredAt(res *result.Request) (time.Time, bool) {
 
 func (g *guard) stop(why string) {
 	g.aborted = true
-	g.abort(&RunError{Why: why, Aborted: true})
+	g.abort(&RunError{Why: why, Aborted: true, Reason: g.dominant()})
+}
+
+// dominant is the reason count says the most failures had (of equals,
+// the first in label order), or ReasonNone.
+func dominant(count func(result.Reason) int) result.Reason {
+	best, most := result.ReasonNone, 0
+	for _, r := range result.Reasons {
+		if c := count(r); c > most {
+			best, most = r, c
+		}
+	}
+	return best
+}
+
+func (g *guard) dominant() result.Reason {
+	return dominant(func(r result.Reason) int { return g.byReason[r] })
+}
+
+func summaryDominant(s *stats.Summary) result.Reason {
+	return dominant(func(r result.Reason) int { return s.ByReason[r.String()] })
 }
 
 // reasons lists the failures by reason, in label order.
@@ -280,9 +305,9 @@ func (p Failure) broken(s *stats.Summary) error {
 	case counted == 0:
 		return nil
 	case s.Success == 0:
-		return &RunError{Why: fmt.Sprintf("no request succeeded: all %d failed%s", failed, what)}
+		return &RunError{Why: fmt.Sprintf("no request succeeded: all %d failed%s", failed, what), Reason: summaryDominant(s)}
 	case p.MaxErrorRatio > 0 && float64(failed) > p.MaxErrorRatio*float64(counted):
-		return &RunError{Why: fmt.Sprintf("%d of %d requests failed%s, more than the policy's %.0f%%", failed, counted, what, 100*p.MaxErrorRatio)}
+		return &RunError{Why: fmt.Sprintf("%d of %d requests failed%s, more than the policy's %.0f%%", failed, counted, what, 100*p.MaxErrorRatio), Reason: summaryDominant(s)}
 	}
 	return nil
 }

@@ -55,8 +55,8 @@ func TestUnreachableEndpointIsNotFlooded(t *testing.T) {
 	began := time.Now()
 	s, err := run.Execute(context.Background())
 	var re *RunError
-	if !errors.As(err, &re) || !re.Aborted || !s.Aborted || !strings.Contains(s.Error, "connect") {
-		t.Fatalf("err %v, summary error %q aborted %v; want an abort naming connect failures", err, s.Error, s.Aborted)
+	if !errors.As(err, &re) || !re.Aborted || !s.Aborted || !strings.Contains(s.Error, "connect") || re.Reason != result.ReasonConnect {
+		t.Fatalf("err %v (%+v), summary error %q aborted %v; want an abort naming connect failures", err, re, s.Error, s.Aborted)
 	}
 	if n := len(rec.seen); n >= 100 || s.Errors < DefaultFailure().AbortMinRequests {
 		t.Fatalf("%d requests sent (%d errors); want fewer than 100 and at least the abort's minimum", n, s.Errors)

@@ -3,6 +3,7 @@
 package prom
 
 import (
+	"errors"
 	"slices"
 	"strconv"
 	"sync"
@@ -33,7 +34,7 @@ type Exporter struct {
 	requests, errors, anomalies, good, sloReqs, inTok, cachedTok, outTok, runs, skipped *prometheus.CounterVec
 	lastTS, lastOK, lastPassed, lastDur, lastAtt, lastGood, lastThr                     *prometheus.GaugeVec
 	objective, info, next, aborts, capacity, cliff, breakdown, dominant, served         *prometheus.GaugeVec
-	serverRequests, serverKV, attInterval, probeDelay, probeStarved                     *prometheus.GaugeVec
+	serverRequests, serverKV, attInterval, probeDelay, probeStarved, failing            *prometheus.GaugeVec
 	rateLimit                                                                           [3]*prometheus.GaugeVec // by ratelimit.Field
 	cost                                                                                *prometheus.CounterVec
 	checks                                                                              *prometheus.CounterVec
@@ -47,6 +48,11 @@ type Exporter struct {
 	// checkSeries are the answer checks' pass and fail counters.
 	checkSeries map[checkKey]*[2]prometheus.Counter
 	live        map[runKey]*probe.Run // nil value: known and idle
+	// failingNow are the jobs whose endpoint is failing, by the reason
+	// exported (tokenprobe_endpoint_failing); nFailing is its size, read
+	// by every answer without the lock.
+	failingNow map[runKey]string
+	nFailing   atomic.Int32
 }
 
 type seriesKey struct {
@@ -83,7 +89,7 @@ var kinds = [...]slo.Kind{slo.TTFT, slo.TTST, slo.ITL, slo.RequestLatency, slo.O
 
 // New registers the exporter's metrics with reg.
 func New(reg prometheus.Registerer) (*Exporter, error) {
-	e := &Exporter{series: map[seriesKey]*series{}, live: map[runKey]*probe.Run{}, checkSeries: map[checkKey]*[2]prometheus.Counter{}}
+	e := &Exporter{series: map[seriesKey]*series{}, live: map[runKey]*probe.Run{}, checkSeries: map[checkKey]*[2]prometheus.Counter{}, failingNow: map[runKey]string{}}
 	hist := func(m catalog.Metric) *prometheus.HistogramVec {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: m.Name, Help: m.Help, Buckets: m.Buckets,
@@ -114,7 +120,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	e.lastDur, e.lastAtt, e.lastGood = gauge(catalog.RunLastDuration), gauge(catalog.RunLastAttainment), gauge(catalog.RunLastGoodput)
 	e.lastThr, e.objective, e.info = gauge(catalog.RunLastThroughput), gauge(catalog.RunObjective), gauge(catalog.ProfileInfo)
 	e.next, e.capacity, e.cliff = gauge(catalog.RunNext), gauge(catalog.RunLastCapacity), gauge(catalog.RunLastCliff)
-	e.aborts = gauge(catalog.RunsAbortedInARow)
+	e.aborts, e.failing = gauge(catalog.RunsAbortedInARow), gauge(catalog.EndpointFailing)
 	e.breakdown, e.dominant = gauge(catalog.RunLastTTFTBreakdown), gauge(catalog.RunLastTTFTDominant)
 	e.served = gauge(catalog.RunLastServedModel)
 	e.serverRequests, e.serverKV = gauge(catalog.RunLastServerRequests), gauge(catalog.RunLastServerKVCache)
@@ -131,7 +137,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.phases, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.cachedTok, e.outTok,
 		e.runs, e.skipped, e.dropped, e.otlpDropped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr,
 		e.objective, e.info, e.next, e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.served, e.serverRequests, e.serverKV, e.reloadOK, e.reloadTime, e.artifactFailures,
-		e.attInterval, e.probeDelay, e.probeStarved,
+		e.attInterval, e.probeDelay, e.probeStarved, e.failing,
 		e.rateLimit[0], e.rateLimit[1], e.rateLimit[2], e.cost, (*liveCollector)(e), probeDelayCollector{},
 	} {
 		if err := reg.Register(c); err != nil {
@@ -146,6 +152,9 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 func (e *Exporter) Observe(r *result.Request, v slo.Verdict) {
 	s := e.getWith(seriesKey{r.Profile, r.Endpoint, r.Model, r.Level}, nil, timed(r.API))
 	s.outcome[r.Outcome].Inc()
+	if e.nFailing.Load() > 0 && (r.Outcome == result.Success || r.Outcome == result.WrongAnswer) {
+		e.answered(runKey{r.Profile, r.Endpoint})
+	}
 	s.lag.Observe(r.DispatchLag().Seconds())
 	if r.Outcome == result.Error {
 		s.reason[r.Reason].Inc()
@@ -412,6 +421,7 @@ func (e *Exporter) RunFinished(run *probe.Run, f probe.Finished) {
 	e.mu.Unlock()
 	now := float64(time.Now().UnixNano()) / 1e9
 	lv := []string{k.profile, k.endpoint}
+	e.setFailing(k, f)
 	res := string(f.Verdict)
 	e.runs.WithLabelValues(plus(lv, res)...).Inc()
 	e.lastTS.WithLabelValues(lv...).Set(now)
@@ -545,6 +555,50 @@ func (e *Exporter) setBreakdown(lv []string, sv *stats.Server) {
 	}
 }
 
+// answered ends the failing state of k's endpoint: an answer came.
+func (e *Exporter) answered(k runKey) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.failingNow[k]; ok {
+		e.failing.DeletePartialMatch(prometheus.Labels{"profile": k.profile, "endpoint": k.endpoint})
+		delete(e.failingNow, k)
+		e.nFailing.Add(-1)
+	}
+}
+
+// setFailing records what a run says of its endpoint: failing with the
+// reason of most of its failures when it was aborted by the failure
+// policy or had no request succeed (its error's probe.RunError), else
+// not. A cancelled run says nothing.
+func (e *Exporter) setFailing(k runKey, f probe.Finished) {
+	if f.Verdict == probe.Cancelled {
+		return
+	}
+	var re *probe.RunError
+	reason := ""
+	if errors.As(f.Err, &re) && re.Reason != result.ReasonNone {
+		reason = re.Reason.String()
+	}
+	if reason == "" {
+		if f.Summary != nil && f.Summary.Success+f.Summary.WrongAnswers > 0 {
+			e.answered(k)
+		}
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	old, ok := e.failingNow[k]
+	if ok && old == reason {
+		return
+	}
+	e.failing.DeletePartialMatch(prometheus.Labels{"profile": k.profile, "endpoint": k.endpoint})
+	e.failing.WithLabelValues(k.profile, k.endpoint, reason).Set(1)
+	if !ok {
+		e.nFailing.Add(1)
+	}
+	e.failingNow[k] = reason
+}
+
 // RunSkipped counts a scheduled tick that started no run.
 func (e *Exporter) RunSkipped(profile, endpoint, reason string) {
 	e.skipped.WithLabelValues(profile, endpoint, reason).Inc()
@@ -602,7 +656,7 @@ func (e *Exporter) Forget(profile, endpoint string) {
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.phases, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.cachedTok, e.outTok,
 		e.runs, e.skipped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr, e.objective, e.info, e.next,
 		e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.served, e.serverRequests, e.serverKV, e.artifactFailures,
-		e.attInterval, e.probeDelay, e.probeStarved,
+		e.attInterval, e.probeDelay, e.probeStarved, e.failing,
 		e.rateLimit[0], e.rateLimit[1], e.rateLimit[2], e.cost,
 	} {
 		v.DeletePartialMatch(match)
@@ -622,6 +676,12 @@ func (e *Exporter) Forget(profile, endpoint string) {
 	for k := range e.live {
 		if k.profile == profile && (endpoint == "" || k.endpoint == endpoint) {
 			delete(e.live, k)
+		}
+	}
+	for k := range e.failingNow {
+		if k.profile == profile && (endpoint == "" || k.endpoint == endpoint) {
+			delete(e.failingNow, k)
+			e.nFailing.Add(-1)
 		}
 	}
 }

@@ -702,3 +702,68 @@ tokenprobe_rate_limit_reset_seconds{endpoint="openai",kind="tokens",profile="cha
 		t.Error(err)
 	}
 }
+
+// The endpoint's failing state: set with the reason of most failures by
+// an aborted run (or one no request of which succeeded), kept through
+// runs that fail the same way and through the backoff between them,
+// changed with the reason, left alone by a cancelled run, and removed by
+// the first answer, right or wrong, before its run ends.
+func TestEndpointFailingLastsUntilAnAnswer(t *testing.T) {
+	reg, e := feed(t)
+	run := &probe.Run{Profile: "chat", Endpoint: &client.Endpoint{Name: "gw"}}
+	state := func() string {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, mf := range mfs {
+			if mf.GetName() != catalog.EndpointFailing.Name {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "reason" {
+						got = append(got, fmt.Sprintf("%s=%g", l.GetValue(), m.GetGauge().GetValue()))
+					}
+				}
+			}
+		}
+		return strings.Join(got, ",")
+	}
+	aborted := func(r result.Reason) probe.Finished {
+		return probe.Finished{Summary: &stats.Summary{Errors: 20}, Verdict: probe.Errored, Err: &probe.RunError{Why: "x", Aborted: true, Reason: r}}
+	}
+	e.RunFinished(run, aborted(result.ReasonAuth))
+	if got := state(); got != "auth=1" {
+		t.Fatalf("after a run aborted on 401s: %q", got)
+	}
+	e.RunFinished(run, aborted(result.ReasonAuth))
+	e.RunFinished(run, probe.Finished{Verdict: probe.Cancelled, Err: probe.ErrInterrupted})
+	if got := state(); got != "auth=1" {
+		t.Fatalf("after a second such run and a cancelled one: %q", got)
+	}
+	e.RunFinished(run, aborted(result.ReasonConnect))
+	if got := state(); got != "connect=1" {
+		t.Fatalf("after a run aborted on refused connects: %q", got)
+	}
+	// A timeout, then an error answer: no answer yet.
+	for _, o := range []result.Request{
+		{Profile: "chat", Endpoint: "gw", Outcome: result.Error, Reason: result.ReasonTimeout},
+		{Profile: "chat", Endpoint: "vllm", Outcome: result.Success}, // another endpoint's answer
+	} {
+		e.Observe(&o, slo.Verdict{})
+	}
+	if got := state(); got != "connect=1" {
+		t.Fatalf("after a failure and another endpoint's answer: %q", got)
+	}
+	e.Observe(&result.Request{Profile: "chat", Endpoint: "gw", Outcome: result.WrongAnswer}, slo.Verdict{})
+	if got := state(); got != "" {
+		t.Fatalf("after an answer: %q, want no series", got)
+	}
+	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{Success: 3, Errors: 1}, Verdict: probe.Passed})
+	if got := state(); got != "" {
+		t.Fatalf("after a run with answers: %q", got)
+	}
+}

@@ -168,6 +168,8 @@ var (
 		Help: "Scheduled ticks that started no run, by reason: overlap (the previous run was still going), max_concurrent, exclusive (the endpoint was held), budget (the hourly budget was spent), backoff (the job backs off after aborted runs)."}
 	RunsAbortedInARow = Metric{Name: "tokenprobe_runs_aborted_in_a_row", Type: Gauge, Unit: "runs", Labels: RunLabels,
 		Help: "Runs of the job aborted in a row by the failure policy (its endpoint was failing); above 0 the job's schedule backs off. A run that is not aborted sets it to 0."}
+	EndpointFailing = Metric{Name: "tokenprobe_endpoint_failing", Type: Gauge, Unit: "boolean", Labels: with(RunLabels, "reason"),
+		Help: "1, labelled with the reason most of its failures had (auth, quota, connect, ...), while the job's endpoint is failing: its last run was aborted by the failure policy or had no request succeed, and no answer has come since. It lasts through the schedule's backoff, when no request is sent and the rate windows empty, so that a page on the cause (a revoked key, a spent quota, an endpoint refusing connections) lasts as long as the cause; the first answer removes it."}
 	RunNext = Metric{Name: "tokenprobe_run_next_timestamp_seconds", Type: Gauge, Unit: "seconds", Labels: RunLabels,
 		Help: "Unix time of the next scheduled run; absent for a profile that runs only when asked."}
 	RunLastTimestamp = Metric{Name: "tokenprobe_run_last_timestamp_seconds", Type: Gauge, Unit: "seconds", Labels: RunLabels,
@@ -235,7 +237,7 @@ var All = []Metric{
 	Requests, AnswerChecks, Errors, Anomalies, Good, SLORequests, InputTokens, CachedInputTokens, OutputTokens, Cost,
 	RateLimitLimit, RateLimitRemaining, RateLimitReset,
 	InFlight, TargetConcurrency, TargetRate,
-	Runs, RunsSkipped, RunsAbortedInARow, RunNext, RunLastTimestamp, RunLastSuccess, RunLastPassed, RunLastDuration,
+	Runs, RunsSkipped, RunsAbortedInARow, EndpointFailing, RunNext, RunLastTimestamp, RunLastSuccess, RunLastPassed, RunLastDuration,
 	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunLastCapacity, RunLastCliff, RunLastTTFTBreakdown, RunLastTTFTDominant, RunLastServedModel,
 	RunLastServerRequests, RunLastServerKVCache, RunLastAttainmentInterval, RunLastProbeDelay, RunLastProbeStarved,
 	RunObjective, ProfileInfo,

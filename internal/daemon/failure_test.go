@@ -48,4 +48,9 @@ profiles:
 	if g := gaugeWith(t, reg, "tokenprobe_runs_aborted_in_a_row", "profile", "probe"); g != 1 {
 		t.Fatalf("tokenprobe_runs_aborted_in_a_row %v", g)
 	}
+	// The endpoint's state, which the pages on its cause read while the
+	// job backs off and sends nothing.
+	if g := gaugeWith(t, reg, "tokenprobe_endpoint_failing", "reason", "connect"); g != 1 {
+		t.Fatalf("tokenprobe_endpoint_failing{reason=\"connect\"} %v", g)
+	}
 }
