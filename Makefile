@@ -79,6 +79,7 @@ grafana-push: ## post the dashboards to GRAFANA_URL (with GRAFANA_TOKEN, a servi
 
 manifests: rules dashboards ## copy the rules and dashboards into the Helm chart and render deploy/kubernetes from it
 	cp alerts/tokenprobe-rules.yaml deploy/helm/tokenprobe/files/tokenprobe-rules.yaml
+	cp alerts/alertmanagerconfig.yaml deploy/helm/tokenprobe/files/alertmanagerconfig.yaml
 	cp dashboards/tokenprobe-*.json deploy/helm/tokenprobe/files/dashboards/
 	cd deploy && $(GO) run ./cmd/render
 

@@ -50,8 +50,11 @@ func TestAlertmanagerConfigChecks(t *testing.T) {
 
 // The inhibitions hold in a real Alertmanager: a TTFT cliff at a holds
 // back the goodput pages of a's profiles on its endpoint, not those of
-// another endpoint nor another location's; a starved probe holds back no
-// page (its rules took its delay off already).
+// another endpoint nor another location's; a revoked key, a spent quota
+// and an unreachable endpoint hold back the goodput, burn, latency and run
+// alerts of their profile and endpoint at their location, and its quorum
+// alerts; a starved probe holds back no page (its rules took its delay off
+// already).
 func TestInhibitionsInARealAlertmanager(t *testing.T) {
 	bin := alertmanager(t)
 	dir := t.TempDir()
@@ -99,12 +102,27 @@ func TestInhibitionsInARealAlertmanager(t *testing.T) {
 	goodput := func(name, profile, endpoint, location string) alert {
 		return alert{map[string]string{"alertname": name, "severity": "page", "scope": "location", "profile": profile, "endpoint": endpoint, "location": location}}
 	}
+	cause := func(name, profile, endpoint, location string) alert {
+		return alert{map[string]string{"alertname": name, "severity": "page", "scope": "location", "profile": profile, "endpoint": endpoint, "location": location, "reason": "x"}}
+	}
 	post := []alert{
 		{map[string]string{"alertname": "TokenprobeProbeStarved", "severity": "ticket", "scope": "location", "location": "b"}},
 		{map[string]string{"alertname": "TokenprobeDispatchLagHigh", "severity": "ticket", "scope": "location", "profile": "late", "endpoint": "vllm", "location": "a"}},
 		cliff("chat", "a"), cliff("chat", "b"),
 		goodput("TokenprobeGoodputZero", "baseline", "vllm", "a"), goodput("TokenprobeGoodputBudgetBurn", "other", "tgi", "a"),
 		goodput("TokenprobeGoodputBudgetBurn", "chat", "vllm", "c"),
+		// A revoked key (openai), a spent quota (anthropic) and an
+		// unreachable server (down), each with the alerts it sets off;
+		// the quorum burn of the revoked key's profile across locations.
+		cause("TokenprobeAuthFailing", "keyed", "openai", "a"), goodput("TokenprobeGoodputZero", "keyed", "openai", "a"),
+		goodput("TokenprobeGoodputBudgetBurn", "keyed", "openai", "a"), goodput("TokenprobeNoSuccessfulRun", "keyed", "openai", "a"),
+		{map[string]string{"alertname": "TokenprobeGoodputBudgetBurnQuorum", "severity": "page", "scope": "quorum", "profile": "keyed", "endpoint": "openai"}},
+		cause("TokenprobeQuotaExhausted", "billed", "anthropic", "a"), goodput("TokenprobeGoodputBudgetBurn", "billed", "anthropic", "a"),
+		cause("TokenprobeEndpointUnreachable", "down", "tgi", "a"), goodput("TokenprobeGoodputZero", "down", "tgi", "a"),
+		goodput("TokenprobeTTFTTailDivergence", "down", "tgi", "a"),
+		// The same profile's goodput at another location, where the key
+		// is not refused: not held back.
+		goodput("TokenprobeGoodputZero", "keyed", "openai", "b"),
 	}
 	body, _ := json.Marshal(post)
 	resp, err := http.Post(base+"/alerts", "application/json", bytes.NewReader(body))
@@ -124,7 +142,12 @@ func TestInhibitionsInARealAlertmanager(t *testing.T) {
 	}
 	want := map[string]string{"TokenprobeTTFTCliff chat a": "active", "TokenprobeTTFTCliff chat b": "active",
 		"TokenprobeProbeStarved  b": "active", "TokenprobeDispatchLagHigh late a": "active",
-		"TokenprobeGoodputZero baseline a": "suppressed", "TokenprobeGoodputBudgetBurn other a": "active", "TokenprobeGoodputBudgetBurn chat c": "active"}
+		"TokenprobeGoodputZero baseline a": "suppressed", "TokenprobeGoodputBudgetBurn other a": "active", "TokenprobeGoodputBudgetBurn chat c": "active",
+		"TokenprobeAuthFailing keyed a": "active", "TokenprobeGoodputZero keyed a": "suppressed", "TokenprobeGoodputBudgetBurn keyed a": "suppressed",
+		"TokenprobeNoSuccessfulRun keyed a": "suppressed", "TokenprobeGoodputBudgetBurnQuorum keyed ": "suppressed",
+		"TokenprobeQuotaExhausted billed a": "active", "TokenprobeGoodputBudgetBurn billed a": "suppressed",
+		"TokenprobeEndpointUnreachable down a": "active", "TokenprobeGoodputZero down a": "suppressed", "TokenprobeTTFTTailDivergence down a": "suppressed",
+		"TokenprobeGoodputZero keyed b": "active"}
 	var seen map[string]string
 	// The Alertmanager marks an alert's inhibition when it is read: wait
 	// for every alert to be there and processed, then its marks are its

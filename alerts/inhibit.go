@@ -2,6 +2,9 @@ package alerts
 
 import (
 	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -19,10 +22,26 @@ type Inhibition struct {
 // front of the model makes them as surely as a failing server does.
 const goodputPages = `alertname=~"TokenprobeGoodputZero|TokenprobeGoodputBudgetBurn|TokenprobeGoodputBudgetBurnSlow"`
 
+// causePages are the alerts that name why an endpoint fails every
+// request: its key is refused, its quota spent, or it cannot be reached.
+const causePages = `alertname=~"TokenprobeAuthFailing|TokenprobeQuotaExhausted|TokenprobeEndpointUnreachable"`
+
+// effectPages are the alerts a failing endpoint sets off in every profile
+// on it: nothing is good, the budget burns, no run passes, and the few
+// answers that come look slow.
+const effectPages = `alertname=~"TokenprobeGoodputZero|TokenprobeGoodputBudgetBurn|TokenprobeGoodputBudgetBurnSlow|TokenprobeGoodputDrop|TokenprobeTTFTCliff|TokenprobeTTFTTailDivergence|TokenprobeNoSuccessfulRun|TokenprobeCapacityRegression"`
+
+// effectQuorumPages are effectPages' quorum alerts, which carry no
+// location: a cause at any location holds them back.
+const effectQuorumPages = `alertname=~"TokenprobeGoodputBudgetBurnQuorum|TokenprobeTTFTCliffQuorum|TokenprobeNoSuccessfulRunQuorum"`
+
 // Inhibitions are the inhibit rules shipped beside the alert rules: one
-// problem, one page. A TTFT cliff names the cause of the goodput pages of
-// every profile on its endpoint from its location (requests queue, so
-// none meets its TTFT): it holds them back.
+// problem, one page. A revoked key, a spent quota or an unreachable
+// endpoint pages for that cause and holds back the goodput, burn,
+// latency and run alerts of the same profile and endpoint (from the same
+// location; the quorum alerts from any). A TTFT cliff names the cause of
+// the goodput pages of every profile on its endpoint from its location
+// (requests queue, so none meets its TTFT): it holds them back.
 //
 // A starved probe holds back nothing here: the latency rules take the
 // probe's own delay off what they read (docs/RUNBOOK.md), so a page
@@ -32,6 +51,8 @@ const goodputPages = `alertname=~"TokenprobeGoodputZero|TokenprobeGoodputBudgetB
 // back a real queue's page at 30 times its baseline.
 func Inhibitions() []Inhibition {
 	return []Inhibition{
+		{Source: []string{causePages}, Target: []string{effectPages}, Equal: []string{"profile", "endpoint", "location"}},
+		{Source: []string{causePages}, Target: []string{effectQuorumPages}, Equal: []string{"profile", "endpoint"}},
 		{Source: []string{`alertname="TokenprobeTTFTCliff"`}, Target: []string{goodputPages}, Equal: []string{"endpoint", "location"}},
 	}
 }
@@ -62,6 +83,85 @@ func AlertmanagerConfig() ([]byte, error) {
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
 	if err := enc.Encode(cfg); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), enc.Close()
+}
+
+// operatorMatcher is one matcher of a Prometheus Operator
+// AlertmanagerConfig (monitoring.coreos.com/v1alpha1).
+type operatorMatcher struct {
+	Name      string `yaml:"name"`
+	Value     string `yaml:"value"`
+	MatchType string `yaml:"matchType"`
+}
+
+// operatorInhibitRule is an inhibit rule as an AlertmanagerConfig spells it.
+type operatorInhibitRule struct {
+	SourceMatch []operatorMatcher `yaml:"sourceMatch"`
+	TargetMatch []operatorMatcher `yaml:"targetMatch"`
+	Equal       []string          `yaml:"equal"`
+}
+
+// operatorMatchers converts matchers of the form name="v", name=~"v",
+// name!="v" or name!~"v" (the ones Inhibitions writes).
+func operatorMatchers(ms []string) ([]operatorMatcher, error) {
+	var out []operatorMatcher
+	for _, m := range ms {
+		i := strings.IndexAny(m, "=!")
+		if i <= 0 {
+			return nil, fmt.Errorf("matcher %q: no operator", m)
+		}
+		rest := m[i:]
+		var op string
+		for _, o := range []string{"=~", "!~", "!=", "="} {
+			if strings.HasPrefix(rest, o) {
+				op = o
+				break
+			}
+		}
+		v, err := strconv.Unquote(rest[len(op):])
+		if op == "" || err != nil {
+			return nil, fmt.Errorf("matcher %q: not name, operator and a quoted value", m)
+		}
+		out = append(out, operatorMatcher{Name: m[:i], Value: v, MatchType: op})
+	}
+	return out, nil
+}
+
+// AlertmanagerConfigResource is the inhibitions as a Prometheus Operator
+// AlertmanagerConfig, for a cluster whose Alertmanager the operator runs
+// (the Helm chart renders it beside the PrometheusRule). The operator adds
+// a namespace matcher to each rule by default; the alerts' recording
+// rules keep no namespace label, so the Alertmanager resource must select
+// it with alertmanagerConfigMatcherStrategy: {type: None} (docs/RUNBOOK.md).
+func AlertmanagerConfigResource(name string) ([]byte, error) {
+	var rules []operatorInhibitRule
+	for _, in := range Inhibitions() {
+		src, err := operatorMatchers(in.Source)
+		if err != nil {
+			return nil, err
+		}
+		dst, err := operatorMatchers(in.Target)
+		if err != nil {
+			return nil, err
+		}
+		rules = append(rules, operatorInhibitRule{SourceMatch: src, TargetMatch: dst, Equal: in.Equal})
+	}
+	res := map[string]any{
+		"apiVersion": "monitoring.coreos.com/v1alpha1",
+		"kind":       "AlertmanagerConfig",
+		"metadata": map[string]any{
+			"name":   name,
+			"labels": map[string]string{"app.kubernetes.io/name": "tokenprobe", "app.kubernetes.io/component": "alerting"},
+		},
+		"spec": map[string]any{"inhibitRules": rules},
+	}
+	var b bytes.Buffer
+	b.WriteString(Header)
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(res); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), enc.Close()

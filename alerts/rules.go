@@ -586,22 +586,43 @@ func (o Options) probeAlerts() []Rule {
 // reasonAlerts route failures by their reason (docs/MEASUREMENT.md,
 // "Failure reasons"). A revoked key is an outage that looks like a 4xx:
 // it pages at once, without a for, once most requests get it. A spent
-// quota and a content filter that keeps refusing open tickets: someone
-// must raise a limit or change a prompt, not wake up. An overloaded
-// provider needs no alert of its own: it fails requests, which burn the
-// error budget like any failure.
+// quota and an unreachable endpoint page after 5 minutes: every request
+// fails, for every client of the account or the path. Each is the page
+// of its problem: it holds back the goodput, burn and latency pages of
+// its profile and endpoint (Inhibitions). A content filter that keeps
+// refusing opens a ticket: someone must change a prompt, not wake up. An
+// overloaded provider needs no alert of its own: it fails requests, which
+// burn the error budget like any failure.
 func (o Options) reasonAlerts() []Rule {
 	ratio := func(reason string) string {
 		return fmt.Sprintf(`tokenprobe:request_errors_by_reason:ratio_rate5m{reason=%q}`, reason)
 	}
 	floor := fmt.Sprintf(` and on (%s) tokenprobe:requests:rate5m > %g`, by, o.MinRate)
-	auth := o.alert("TokenprobeAuthFailing", "page", ratio("auth")+" > 0.5"+floor,
+	// A cause lasts through the daemon's backoff: after aborted runs it
+	// sends nothing for up to an hour, the 5-minute windows empty, and a
+	// page on them alone resolved and paged again every run (three times
+	// in 40 minutes of a revoked key). The daemon exports the endpoint's
+	// failing state until an answer comes (tokenprobe_endpoint_failing):
+	// the page holds while it does, with the labels of the ratio's side,
+	// so that Alertmanager sees one alert throughout.
+	cause := func(reason, threshold string) string {
+		return fmt.Sprintf(`(%s > %s%s) or max by (%s, reason) (tokenprobe_endpoint_failing{reason=%q} == 1)`, ratio(reason), threshold, floor, by, reason)
+	}
+	lasts := " While the daemon backs off after aborted runs and sends nothing, the page holds on its last run's failures (tokenprobe_endpoint_failing) until an answer comes."
+	auth := o.alert("TokenprobeAuthFailing", "page", cause("auth", "0.5"),
 		"{{ $labels.endpoint }} refuses tokenprobe's key ({{ $labels.profile }})",
-		"{{ $value | humanizePercentage }} of the requests over the last 5 minutes were refused as unauthenticated or forbidden (401, 403, an authentication error): the key is missing, wrong, expired or revoked. Every client with the same key fails the same way.")
-	quota := o.alert("TokenprobeQuotaExhausted", "ticket", ratio("quota")+" > 0.1"+floor,
+		"{{ $value | humanizePercentage }} of the requests over the last 5 minutes were refused as unauthenticated or forbidden (401, 403, an authentication error): the key is missing, wrong, expired or revoked. Every client with the same key fails the same way."+lasts)
+	quota := o.alert("TokenprobeQuotaExhausted", "page", cause("quota", "0.1"),
 		"{{ $labels.endpoint }} says the account's quota is spent ({{ $labels.profile }})",
-		"{{ $value | humanizePercentage }} of the requests over the last 5 minutes failed as quota or billing exhausted (insufficient_quota, billing_error, a spend limit): waiting does not help; the provider's limit must be raised or the bill paid.")
+		"{{ $value | humanizePercentage }} of the requests over the last 5 minutes failed as quota or billing exhausted (insufficient_quota, billing_error, a spend limit): waiting does not help; the provider's limit must be raised or the bill paid. Every client on the account is refused the same way."+lasts)
 	quota.For = o.window(5 * time.Minute)
+	// A restart refuses connections for seconds, and a run it catches is
+	// aborted: the page waits 5 minutes, past the next run of a job
+	// probing every minute or two.
+	down := o.alert("TokenprobeEndpointUnreachable", "page", cause("connect", "0.5"),
+		"{{ $labels.endpoint }} is unreachable from tokenprobe{{ with $labels.location }} at {{ . }}{{ end }} ({{ $labels.profile }})",
+		"{{ $value | humanizePercentage }} of the requests over the last 5 minutes could not connect (refused, reset, no route, no such host): the server is down or the network to it is cut, for 5 minutes. Clients on the same path fail the same way."+lasts)
+	down.For = o.window(5 * time.Minute)
 	filtered := o.alert("TokenprobeContentFiltered", "ticket", ratio("content_filter")+" > 0.05"+floor,
 		"A content filter keeps refusing {{ $labels.profile }} on {{ $labels.endpoint }}",
 		"{{ $value | humanizePercentage }} of the requests over the last 5 minutes were refused or cut by the provider's content policy, for 30 minutes: the filter changed, or the profile's prompts trip it.")
@@ -618,5 +639,5 @@ func (o Options) reasonAlerts() []Rule {
 		"{{ $labels.endpoint }} is near its {{ $labels.kind }} rate limit",
 		fmt.Sprintf("The provider's answers say {{ $value | humanizePercentage }} of the key's %s limit is left, under %g%% for minutes: the key runs at its limit, and requests will be refused with 429 (rate_limit) next. Everyone's use of the key counts, the probe's too.", "{{ $labels.kind }}", 100*o.RateLimitShare))
 	limit.For = o.window(3 * time.Minute)
-	return []Rule{auth, quota, filtered, limit}
+	return []Rule{auth, quota, down, filtered, limit}
 }

@@ -47,7 +47,8 @@ func PrometheusRule(f RuleFile, name string) ([]byte, error) {
 
 // Files returns the generated files by name: the rule file, the
 // PrometheusRule resource, the canary analysis templates of Argo
-// Rollouts and Flagger, and the Alertmanager inhibitions.
+// Rollouts and Flagger, and the Alertmanager inhibitions (a configuration
+// file and an operator's AlertmanagerConfig).
 func Files(o Options) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	f := Generate(o)
@@ -69,6 +70,9 @@ func Files(o Options) (map[string][]byte, error) {
 		return nil, err
 	}
 	if out["alertmanager.yaml"], err = AlertmanagerConfig(); err != nil {
+		return nil, err
+	}
+	if out["alertmanagerconfig.yaml"], err = AlertmanagerConfigResource("tokenprobe"); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -51,6 +51,19 @@ type rule struct {
 	} `json:"spec"`
 }
 
+type amConfig struct {
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	Metadata   map[string]any `json:"metadata"`
+	Spec       struct {
+		InhibitRules []struct {
+			SourceMatch []struct{ Name, Value, MatchType string } `json:"sourceMatch"`
+			TargetMatch []struct{ Name, Value, MatchType string } `json:"targetMatch"`
+			Equal       []string                                  `json:"equal"`
+		} `json:"inhibitRules"`
+	} `json:"spec"`
+}
+
 func strict(doc []byte, v any) error {
 	j, err := yaml.YAMLToJSON(doc)
 	if err != nil {
@@ -87,6 +100,12 @@ func decodeAll(t *testing.T, stream string) map[string][]any {
 				t.Fatalf("ServiceMonitor: %v", err)
 			}
 			out[meta.Kind] = append(out[meta.Kind], m)
+		case "AlertmanagerConfig":
+			var c amConfig
+			if err := strict([]byte(doc), &c); err != nil {
+				t.Fatalf("AlertmanagerConfig: %v", err)
+			}
+			out[meta.Kind] = append(out[meta.Kind], c)
 		case "PrometheusRule":
 			var r rule
 			if err := strict([]byte(doc), &r); err != nil {
@@ -155,8 +174,21 @@ func TestExampleValues(t *testing.T) {
 	if *sts.Spec.Replicas != 3 || !strings.Contains(args, "--shard.count=3") || !strings.Contains(args, "--web.enable-lifecycle") {
 		t.Errorf("replicas %d, args %s", *sts.Spec.Replicas, args)
 	}
-	if len(objs["Secret"]) != 1 || len(objs["ServiceMonitor"]) != 1 || len(objs["PrometheusRule"]) != 1 {
+	if len(objs["Secret"]) != 1 || len(objs["ServiceMonitor"]) != 1 || len(objs["PrometheusRule"]) != 1 || len(objs["AlertmanagerConfig"]) != 1 {
 		t.Fatalf("kinds: %v", keys(objs))
+	}
+	// The inhibitions beside the rules: every one of alerts/alertmanager.yaml,
+	// its matchers as the operator spells them.
+	am := objs["AlertmanagerConfig"][0].(amConfig)
+	if want := alerts.Inhibitions(); len(am.Spec.InhibitRules) != len(want) {
+		t.Errorf("%d inhibit rules, alerts ships %d", len(am.Spec.InhibitRules), len(want))
+	} else {
+		for i, r := range am.Spec.InhibitRules {
+			m := r.SourceMatch[0]
+			if got := m.Name + m.MatchType + `"` + m.Value + `"`; got != want[i].Source[0] || !slices.Equal(r.Equal, want[i].Equal) {
+				t.Errorf("inhibit rule %d: source %s equal %v, want %s equal %v", i, got, r.Equal, want[i].Source[0], want[i].Equal)
+			}
+		}
 	}
 	// Native histograms first, and the classic buckets kept beside them:
 	// without the flag Prometheus drops them (issue 24).
