@@ -585,9 +585,9 @@ func (o Options) probeAlerts() []Rule {
 
 // reasonAlerts route failures by their reason (docs/MEASUREMENT.md,
 // "Failure reasons"). A revoked key is an outage that looks like a 4xx:
-// it pages at once, without a for, once most requests get it. A spent
-// quota and an unreachable endpoint page after 5 minutes: every request
-// fails, for every client of the account or the path. Each is the page
+// it pages at once, without a for, once most requests get it; so do a
+// spent quota and an unreachable endpoint: every request fails, for every
+// client of the key, the account or the path. Each is the page
 // of its problem: it holds back the goodput, burn and latency pages of
 // its profile and endpoint (Inhibitions). A content filter that keeps
 // refusing opens a ticket: someone must change a prompt, not wake up. An
@@ -615,14 +615,14 @@ func (o Options) reasonAlerts() []Rule {
 	quota := o.alert("TokenprobeQuotaExhausted", "page", cause("quota", "0.1"),
 		"{{ $labels.endpoint }} says the account's quota is spent ({{ $labels.profile }})",
 		"{{ $value | humanizePercentage }} of the requests over the last 5 minutes failed as quota or billing exhausted (insufficient_quota, billing_error, a spend limit): waiting does not help; the provider's limit must be raised or the bill paid. Every client on the account is refused the same way."+lasts)
-	quota.For = o.window(5 * time.Minute)
-	// A restart refuses connections for seconds, and a run it catches is
-	// aborted: the page waits 5 minutes, past the next run of a job
-	// probing every minute or two.
+	// No for on a cause: the fast burn-rate page has none, and a cause
+	// that fired after it would page second, the burn already sent. The
+	// 5-minute window, or a run aborted by the failure policy, is its
+	// filter: a restart that refuses connections for seconds fails a few
+	// requests in the window, not most.
 	down := o.alert("TokenprobeEndpointUnreachable", "page", cause("connect", "0.5"),
 		"{{ $labels.endpoint }} is unreachable from tokenprobe{{ with $labels.location }} at {{ . }}{{ end }} ({{ $labels.profile }})",
-		"{{ $value | humanizePercentage }} of the requests over the last 5 minutes could not connect (refused, reset, no route, no such host): the server is down or the network to it is cut, for 5 minutes. Clients on the same path fail the same way."+lasts)
-	down.For = o.window(5 * time.Minute)
+		"{{ $value | humanizePercentage }} of the requests over the last 5 minutes could not connect (refused, reset, no route, no such host): the server is down or the network to it is cut. Clients on the same path fail the same way."+lasts)
 	filtered := o.alert("TokenprobeContentFiltered", "ticket", ratio("content_filter")+" > 0.05"+floor,
 		"A content filter keeps refusing {{ $labels.profile }} on {{ $labels.endpoint }}",
 		"{{ $value | humanizePercentage }} of the requests over the last 5 minutes were refused or cut by the provider's content policy, for 30 minutes: the filter changed, or the profile's prompts trip it.")
