@@ -7,6 +7,7 @@ package alerts
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -240,13 +241,24 @@ func (o Options) quorumAlerts(groups ...[]Rule) []Rule {
 				fmt.Sprintf(`%s >= %d`, locations(r.Expr), o.MinLocations),
 				what+" on {{ $labels.endpoint }} ({{ $labels.profile }}), seen from {{ $value }} locations",
 				fmt.Sprintf("%s sees this from {{ $value }} locations at once (at least %d): not one probe's own network. ", r.Alert, o.MinLocations)+
-					`{{ with printf "count by (location) (ALERTS{alertname=%q,profile=%q,endpoint=%q,alertstate=\"firing\"})" "`+r.Alert+`" $labels.profile $labels.endpoint | query }}Firing at: {{ range $i, $s := sortByLabel "location" . }}{{ if $i }}, {{ end }}{{ label "location" $s }}{{ end }}.{{ end }}`)
+					`{{ with printf `+strconv.Quote(atLocations(r.Expr))+` $labels.profile $labels.endpoint | query }}Seen at: {{ range $i, $s := sortByLabel "location" . }}{{ if $i }}, {{ end }}{{ label "location" $s }}{{ end }}.{{ end }}`)
 			q.For, q.KeepFiringFor = r.For, r.KeepFiringFor
 			q.Labels["scope"] = "quorum"
 			out = append(out, q)
 		}
 	}
 	return out
+}
+
+// atLocations is a printf format of the query naming the locations where
+// expr holds for one profile and endpoint (its two %q): the quorum's own
+// condition, read in the quorum's evaluation. The per-location alerts'
+// ALERTS series were read before, and fire in the same evaluation as the
+// quorum or later: its first notification named one location of two, or
+// none.
+func atLocations(expr string) string {
+	return fmt.Sprintf(`count by (location) ((%s) and on (profile, endpoint) label_replace(label_replace(vector(1), "profile", %%q, "", ""), "endpoint", %%q, "", ""))`,
+		strings.ReplaceAll(expr, "%", "%%"))
 }
 
 // serverRecording puts the servers' own series beside tokenprobe's, by

@@ -1,12 +1,15 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,6 +122,7 @@ func TestE2EQuorumAcrossLocations(t *testing.T) {
 			"remote_write:\n  - url: %q\n    queue_config: {batch_send_deadline: 1s}\n", addr, central+"/api/v1/write"), nil)
 	}
 
+	var first string // the quorum alert's description when first seen firing
 	firing := func(alert string) []string {
 		return seriesLabel(t, central, fmt.Sprintf(`ALERTS{alertname=%q,alertstate="firing"}`, alert), "location")
 	}
@@ -133,8 +137,18 @@ func TestE2EQuorumAcrossLocations(t *testing.T) {
 		if slices.Contains(got, "ap") {
 			t.Fatalf("the wrong-answer alert fires at ap, whose answers are right: %v", got)
 		}
+		if first == "" {
+			first = description(central, "TokenprobeWrongAnswersQuorum")
+		}
 		return len(firing("TokenprobeWrongAnswersQuorum")) == 1 && slices.Equal(got, []string{"eu", "us"})
 	})
+	// The quorum page's text, from the first evaluation it fired in,
+	// names the places from the quorum's own condition: eu and us. Read
+	// from the per-location alerts, which fire in the same evaluation, it
+	// named one of them, or none.
+	if !strings.Contains(first, "Seen at: eu, us.") {
+		t.Errorf("the quorum page's first text: %q, want it to name eu and us", first)
+	}
 	if v, ok := query(t, central, `ALERTS{alertname="TokenprobeWrongAnswersQuorum",alertstate="firing",scope="quorum",severity="page"}`); !ok || v != 1 {
 		t.Error("the quorum alert is not labelled scope=quorum, severity=page")
 	}
@@ -172,4 +186,32 @@ func TestE2EQuorumAcrossLocations(t *testing.T) {
 			t.Errorf("%s: %g requests pushed over OTLP, %g scraped: want the same requests, once each", loc, p, s)
 		}
 	}
+}
+
+// description is the description of the alert named alert that a
+// Prometheus has firing now, or "".
+func description(base, alert string) string {
+	resp, err := http.Get(base + "/api/v1/alerts")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Data struct {
+			Alerts []struct {
+				Labels      map[string]string `json:"labels"`
+				Annotations map[string]string `json:"annotations"`
+				State       string            `json:"state"`
+			} `json:"alerts"`
+		} `json:"data"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&out) != nil {
+		return ""
+	}
+	for _, a := range out.Data.Alerts {
+		if a.Labels["alertname"] == alert && a.State == "firing" {
+			return a.Annotations["description"]
+		}
+	}
+	return ""
 }
