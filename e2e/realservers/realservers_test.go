@@ -98,6 +98,26 @@ func runAcrossRestart(t *testing.T, cfg string, srv *realserver.Server, answered
 	return sums, recs, out.String()
 }
 
+// splitsAddUp checks that every TTFT split of a run and its levels adds
+// up: each part within its whole, the parts making it (every run these
+// tests make against llm-d-inference-sim, most past its slots).
+func splitsAddUp(t *testing.T, file string, s stats.Summary) {
+	t.Helper()
+	if sv := s.Server; sv != nil && sv.Breakdown != nil {
+		if why := sv.Breakdown.Mean.AddsUp(); why != "" {
+			t.Errorf("%s: level %g: the mean split does not add up: %s", file, s.Level, why)
+		}
+		if p := sv.Breakdown.P50; p != nil {
+			if why := p.AddsUp(); why != "" {
+				t.Errorf("%s: level %g: the median split does not add up: %s", file, s.Level, why)
+			}
+		}
+	}
+	for _, st := range s.Stages {
+		splitsAddUp(t, file, st)
+	}
+}
+
 // readRuns reads back every run's summary and records under dir.
 func readRuns(t *testing.T, dir string) ([]stats.Summary, []records.Record) {
 	t.Helper()
@@ -113,6 +133,7 @@ func readRuns(t *testing.T, dir string) ([]stats.Summary, []records.Record) {
 		if err := json.Unmarshal(b, &s); err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
+		splitsAddUp(t, f, s)
 		sums = append(sums, s)
 		rf, err := os.Open(filepath.Join(filepath.Dir(f), "records.jsonl"))
 		if err != nil {

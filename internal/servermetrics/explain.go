@@ -435,17 +435,41 @@ func calibrate(m *stats.Split, serverTTFT float64) (clock, withheld string) {
 	return clock, ""
 }
 
-// addsUp sets the parts of sp that fall short of zero within the slack to
-// zero, and says by how much the server's parts exceed the whole where
-// one falls short by more.
+// addsUp says by how much the server's parts exceed the whole where one
+// falls short of zero by more than the slack, and otherwise sets the
+// parts to add up to their wholes: a part short of zero within the slack
+// is 0, and what that adds comes off its sibling, so that queue, prefill
+// and elsewhere make the TTFT, and front end and outside make elsewhere
+// (an overloaded server's prefill over its own TTFT once read "11 ms
+// elsewhere (0.0 ms front end, 32 ms outside)").
 func addsUp(sp *stats.Split) string {
+	if why := shortBy(sp); why != "" {
+		return why
+	}
+	if sp.Elsewhere < 0 {
+		deficit := -sp.Elsewhere
+		if sp.Prefill != nil {
+			take := min(deficit, *sp.Prefill)
+			p := *sp.Prefill - take
+			sp.Prefill, deficit = &p, deficit-take
+		}
+		sp.Queue, sp.Elsewhere = max(0, sp.Queue-deficit), 0
+	}
+	if sp.Outside != nil {
+		outside := min(max(*sp.Outside, 0), sp.Elsewhere)
+		other := sp.Elsewhere - outside
+		sp.Outside, sp.ServerOther = &outside, &other
+	}
+	return ""
+}
+
+// shortBy says by how much the server's parts exceed the whole where one
+// falls short of zero by more than the slack.
+func shortBy(sp *stats.Split) string {
 	tol := slack(sp.TTFT)
 	check := func(part *float64, what, whole string) string {
-		switch {
-		case *part < -tol:
+		if *part < -tol {
 			return fmt.Sprintf("%s exceed %s by %s", what, whole, stats.FormatMillis(-*part))
-		case *part < 0:
-			*part = 0
 		}
 		return ""
 	}

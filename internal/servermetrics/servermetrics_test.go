@@ -803,3 +803,39 @@ func TestReadingsNeverOverlap(t *testing.T) {
 		t.Fatalf("readings out of order (%s): counts %v", why, counts)
 	}
 }
+
+// The split adds up. An overloaded server whose prefill mean is over its
+// own TTFT mean by less than the slack, on an arrival clock (client TTFT
+// 1,000 ms, queue 700, prefill 289, server TTFT 968): elsewhere is 11 ms,
+// the front end's part -21 ms, within the slack, and outside 32 ms. It
+// read "11 ms elsewhere (0.0 ms front end, 32 ms outside)": the front end
+// set to 0 and nothing taken off outside. Now outside is what elsewhere
+// holds; and a queue and prefill over the client's TTFT within the slack
+// come off the prefill.
+func TestTheSplitAddsUp(t *testing.T) {
+	start := time.Now()
+	zero := Snapshot{At: start, Kind: VLLM, Hist: map[Role]Hist{}, Value: map[Role]float64{}}
+	after := Snapshot{At: start.Add(time.Minute), Kind: VLLM, Hist: map[Role]Hist{
+		Queue: hist(40, 40*0.700), Prefill: hist(40, 40*0.289), TTFT: hist(40, 40*0.968), E2E: hist(40, 40*2),
+	}, Value: map[Role]float64{}}
+	sum := summary(start, 40, 1000, 990)
+	Explain(sum, Readings{Kind: VLLM, Snaps: []Snapshot{zero, after}})
+	b := sum.Server.Breakdown
+	if b == nil {
+		t.Fatalf("no split: %s", sum.Server.Note)
+	}
+	if why := b.Mean.AddsUp(); why != "" {
+		t.Fatalf("%s: %+v", why, b.Mean)
+	}
+	if math.Abs(*b.Mean.Outside-11) > 1e-6 || *b.Mean.ServerOther != 0 || !strings.Contains(b.Verdict, "11 ms elsewhere (0.0 ms in the server's front end, 11 ms outside the server") {
+		t.Fatalf("outside %v, front end %v: %q", *b.Mean.Outside, *b.Mean.ServerOther, b.Verdict)
+	}
+	// The server's queue and prefill over the client's TTFT by 8 ms,
+	// within its 30 ms slack.
+	after.Hist[Prefill], after.Hist[TTFT] = hist(40, 40*0.308), hist(40, 40*1.008)
+	sum = summary(start, 40, 1000, 990)
+	Explain(sum, Readings{Kind: VLLM, Snaps: []Snapshot{zero, after}})
+	if b = sum.Server.Breakdown; b == nil || b.Mean.AddsUp() != "" || b.Mean.Elsewhere != 0 || math.Abs(*b.Mean.Prefill-300) > 1e-6 {
+		t.Fatalf("over by 8 ms: %+v (%s)", b, sum.Server.Note)
+	}
+}

@@ -3,6 +3,8 @@ package stats
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -109,6 +111,44 @@ type Split struct {
 	// (or elsewhere, where the server has no TTFT clock): its mean DNS,
 	// connect and TLS time per request.
 	Network *float64 `json:"network,omitempty"`
+}
+
+// AddsUp says how the parts of s fail to add up to their wholes, or ""
+// where they do: queue, prefill and elsewhere make the TTFT, the server's
+// front end and outside make elsewhere, the client's network is within
+// what lies outside the server, and none is below zero; within a
+// thousandth of a millisecond (rounding).
+func (s Split) AddsUp() string {
+	const eps = 1e-3
+	var why []string
+	parts := s.Queue + s.Elsewhere
+	if s.Prefill != nil {
+		parts += *s.Prefill
+	}
+	if math.Abs(parts-s.TTFT) > eps {
+		why = append(why, fmt.Sprintf("queue, prefill and elsewhere make %.3f ms of a %.3f ms TTFT", parts, s.TTFT))
+	}
+	for name, v := range map[string]*float64{"queue": &s.Queue, "prefill": s.Prefill, "elsewhere": &s.Elsewhere, "front end": s.ServerOther, "outside": s.Outside, "network": s.Network} {
+		if v != nil && *v < -eps {
+			why = append(why, fmt.Sprintf("%s is %.3f ms", name, *v))
+		}
+	}
+	if (s.ServerOther == nil) != (s.Outside == nil) {
+		why = append(why, "front end and outside are not given together")
+	} else if s.Outside != nil && math.Abs(*s.ServerOther+*s.Outside-s.Elsewhere) > eps {
+		why = append(why, fmt.Sprintf("front end and outside make %.3f ms of %.3f ms elsewhere", *s.ServerOther+*s.Outside, s.Elsewhere))
+	}
+	if s.Network != nil {
+		within := s.Elsewhere
+		if s.Outside != nil {
+			within = *s.Outside
+		}
+		if *s.Network > within+eps {
+			why = append(why, fmt.Sprintf("network %.3f ms is over the %.3f ms it is part of", *s.Network, within))
+		}
+	}
+	slices.Sort(why)
+	return strings.Join(why, "; ")
 }
 
 // FormatMillis writes a time in milliseconds for a person: "4.3 s",
