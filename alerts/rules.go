@@ -301,10 +301,17 @@ func (o Options) serverRecording() []Rule {
 		{Record: "tokenprobe:ttft_seconds:mean5m", Expr: users},
 		{Record: "tokenprobe:server_queue_seconds:mean5m", Expr: anyServer(func(s catalog.Server) string { return mean(s, s.Queue) })},
 		{Record: "tokenprobe:server_ttft_seconds:mean5m", Expr: anyServer(func(s catalog.Server) string { return mean(s, s.TTFT) })},
-		// Only from a server whose TTFT holds its queue (an arrival clock):
-		// one that starts it at scheduling would put its whole queue
-		// "outside" (llm-d-inference-sim: 4.3 s where the truth was 2 ms).
-		{Record: "tokenprobe:ttft_outside_server_seconds:mean5m", Expr: `(tokenprobe:ttft_seconds:mean5m - on (endpoint, model) group_right tokenprobe:server_ttft_seconds:mean5m) unless on (endpoint, model, server) (tokenprobe:server_ttft_seconds:mean5m < on (endpoint, model, server) tokenprobe:server_queue_seconds:mean5m)`},
+		// On the server's clock, as the daemon's runs found it
+		// (tokenprobe_server_ttft_clock_info): users' TTFT less the
+		// server's where its TTFT holds its queue (arrival), less the
+		// queue too where it starts at scheduling; absent where no run has
+		// found it. A guess from the means alone (a TTFT below the queue
+		// is a scheduling clock) put a queue shorter than the TTFT
+		// outside the server: 151-174 ms where the truth was 6-22 ms.
+		{Record: "tokenprobe:ttft_outside_server_seconds:mean5m", Expr: fmt.Sprintf(`(tokenprobe:ttft_seconds:mean5m - on (endpoint, model) group_right tokenprobe:server_ttft_seconds:mean5m) and on (endpoint) (%[1]s)`+
+			` or (tokenprobe:ttft_seconds:mean5m - on (endpoint, model) group_right () (tokenprobe:server_ttft_seconds:mean5m + on (endpoint, model, server) tokenprobe:server_queue_seconds:mean5m)) and on (endpoint) (%[2]s)`,
+			fmt.Sprintf(`max by (endpoint) (%s) == 1`, o.m("tokenprobe_server_ttft_clock_info", `clock="arrival"`)),
+			fmt.Sprintf(`max by (endpoint) (%s) == 1`, o.m("tokenprobe_server_ttft_clock_info", `clock="scheduling"`)))},
 		{Record: "tokenprobe:server_running_requests", Expr: anyServer(func(s catalog.Server) string { return sum("sum", s.Running) })},
 		{Record: "tokenprobe:server_waiting_requests", Expr: anyServer(func(s catalog.Server) string { return sum("sum", s.Waiting) })},
 		{Record: "tokenprobe:server_kv_cache_usage:ratio", Expr: anyServer(func(s catalog.Server) string {

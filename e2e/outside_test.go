@@ -3,11 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"math"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,26 +20,38 @@ import (
 	"github.com/tokenprobe/tokenprobe/internal/web"
 )
 
-// llmdSim is llm-d-inference-sim with 4 slots, a 20 ms prefill and 10 ms
-// between tokens, as e2e/realservers runs it: a vLLM look-alike whose
-// TTFT clock starts at scheduling.
-func llmdSim(t *testing.T) *realserver.Server {
-	return realserver.LLMDSim(t, "llmd-model", "--max-num-seqs", "4", "--prefill-overhead", "20ms",
-		"--inter-token-latency", "10ms", "--seed", "1")
+// In a real Prometheus scraping both a daemon and llm-d-inference-sim,
+// whose TTFT clock starts at scheduling, under load past its 4 slots, the
+// rules put the server's queue beside the users' TTFT and the time outside
+// the server within 10 ms of the truth on localhost (a few milliseconds of
+// the client's and the server's front end), with the queue longer than the
+// server's TTFT (16 streams, a 20 ms prefill) and shorter (5 streams, a
+// 200 ms prefill: the issue's 139 ms queue against a 200 ms TTFT, where the
+// rule read 151-174 ms). The rule reads the clock the daemon's runs found
+// (tokenprobe_server_ttft_clock_info). Bounded by what the rules record,
+// not by a fixed wait.
+func TestE2EOutsideTheServerOfASchedulingClock(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		streams, prefill int
+	}{
+		{"a queue longer than the server's TTFT", 16, 20},
+		{"a queue shorter than the server's TTFT", 5, 200},
+	} {
+		t.Run(c.name, func(t *testing.T) { outsideOfASchedulingClock(t, c.streams, c.prefill) })
+	}
 }
 
-// In a real Prometheus scraping both a daemon and llm-d-inference-sim
-// under load past its slots, the rules put the server's queue beside the
-// users' TTFT, and record no "outside the server" part: the server's TTFT
-// starts at scheduling, and users' TTFT less it would put its whole queue
-// outside (4.3 s where the truth was about 2 ms). Bounded by what the
-// rules record, not by a fixed wait.
-func TestE2EOutsideTheServerOfASchedulingClock(t *testing.T) {
+func outsideOfASchedulingClock(t *testing.T, streams, prefillMs int) {
 	bin := prometheusBinary(t)
-	srv := llmdSim(t)
+	srv := realserver.LLMDSim(t, "llmd-model", "--max-num-seqs", "4", "--prefill-overhead", fmt.Sprintf("%dms", prefillMs),
+		"--inter-token-latency", "10ms", "--seed", "1")
 	dir := t.TempDir()
 	probeAddr, promAddr := freeAddr(t), freeAddr(t)
+	// 30-second windows (a tenth of production's 5 minutes): 5-second
+	// ones hold too few requests for a mean of the part outside.
 	o := compressed()
+	o.Scale = 10
 	rules, err := alerts.Marshal(alerts.Generate(o))
 	if err != nil {
 		t.Fatal(err)
@@ -71,10 +83,10 @@ func TestE2EOutsideTheServerOfASchedulingClock(t *testing.T) {
 profiles:
   - name: queue
     endpoints: [llmd]
-    load: {concurrency: 16, duration: 5s}
+    load: {concurrency: %[2]d, duration: 5s}
     workload: {input_tokens: {mean: 64}, output_tokens: {mean: 32}}
     schedule: {continuous: true}
-`, srv.URL)
+`, srv.URL, streams)
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -92,24 +104,35 @@ profiles:
 		_ = hs.Shutdown(ctx)
 	}()
 
-	// Five evaluations that see the server's queue (and its TTFT below
-	// it), each with no outside part recorded.
-	seen := 0
+	// Ten evaluations that see the server's queue and the part outside
+	// it: their median within 10 ms of the truth. The server's means are
+	// over the requests it finished in the window and the users' TTFT over
+	// the first tokens that came in it, a few different requests at the
+	// edges: in 5-second windows single readings moved by up to 40 ms with
+	// a 500 ms queue, and medians of ten by up to 17.
+	var outsides []float64
 	var last string
-	waitUntilf(t, 2*time.Minute, func() string { return "five evaluations with the server's queue; last: " + last }, func() bool {
+	waitUntilf(t, 3*time.Minute, func() string { return "ten evaluations with the server's queue and the part outside it; last: " + last }, func() bool {
 		queue, okQ := query(t, base, `tokenprobe:server_queue_seconds:mean5m{endpoint="llmd"}`)
 		ttft, okT := query(t, base, `tokenprobe:server_ttft_seconds:mean5m{endpoint="llmd"}`)
 		users, okU := query(t, base, `tokenprobe:ttft_seconds:mean5m{endpoint="llmd"}`)
 		outside, okO := query(t, base, `tokenprobe:ttft_outside_server_seconds:mean5m{endpoint="llmd"}`)
-		last = fmt.Sprintf("queue %v (%v), server TTFT %v (%v), users' %v (%v), outside %v (%v)", queue, okQ, ttft, okT, users, okU, outside, okO)
-		if !okQ || !okT || !okU || queue < 0.1 || ttft >= queue {
-			return false
+		_, okC := query(t, base, `tokenprobe_server_ttft_clock_info{endpoint="llmd",clock="scheduling"}`)
+		now := fmt.Sprintf("queue %v (%v), server TTFT %v (%v), users' %v (%v), outside %v (%v), scheduling clock found %v", queue, okQ, ttft, okT, users, okU, outside, okO, okC)
+		if now == last || !okQ || !okT || !okU || !okO || !okC || queue < 0.02 {
+			last = now
+			return false // not yet, or the same evaluation read again
 		}
-		if okO && math.Abs(outside) > 0.010 {
-			t.Fatalf("outside the server %.3f s recorded for a scheduling clock: %s", outside, last)
-		}
-		seen++
-		return seen >= 5
+		last = now
+		outsides = append(outsides, outside)
+		return len(outsides) >= 10
 	})
-	t.Log(last)
+	slices.Sort(outsides)
+	median := (outsides[4] + outsides[5]) / 2
+	t.Logf("outside the server: median %.1f ms of %v s; last %s", 1000*median, outsides, last)
+	// The truth on localhost: a few milliseconds of the client and the
+	// server's front end before its TTFT clock starts.
+	if median < -0.010 || median > 0.020 {
+		t.Fatalf("outside the server: median %.3f s on a scheduling clock on localhost, want within 10 ms of the few ms it is (%v s)", median, outsides)
+	}
 }

@@ -34,7 +34,7 @@ type Exporter struct {
 	requests, errors, anomalies, good, sloReqs, inTok, cachedTok, outTok, runs, skipped *prometheus.CounterVec
 	lastTS, lastOK, lastPassed, lastDur, lastAtt, lastGood, lastThr                     *prometheus.GaugeVec
 	objective, info, next, aborts, capacity, cliff, breakdown, dominant, served         *prometheus.GaugeVec
-	serverRequests, serverKV, attInterval, probeDelay, probeStarved, failing            *prometheus.GaugeVec
+	serverRequests, serverKV, attInterval, probeDelay, probeStarved, failing, clock     *prometheus.GaugeVec
 	rateLimit                                                                           [3]*prometheus.GaugeVec // by ratelimit.Field
 	cost                                                                                *prometheus.CounterVec
 	checks                                                                              *prometheus.CounterVec
@@ -122,7 +122,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	e.next, e.capacity, e.cliff = gauge(catalog.RunNext), gauge(catalog.RunLastCapacity), gauge(catalog.RunLastCliff)
 	e.aborts, e.failing = gauge(catalog.RunsAbortedInARow), gauge(catalog.EndpointFailing)
 	e.breakdown, e.dominant = gauge(catalog.RunLastTTFTBreakdown), gauge(catalog.RunLastTTFTDominant)
-	e.served = gauge(catalog.RunLastServedModel)
+	e.served, e.clock = gauge(catalog.RunLastServedModel), gauge(catalog.ServerTTFTClock)
 	e.serverRequests, e.serverKV = gauge(catalog.RunLastServerRequests), gauge(catalog.RunLastServerKVCache)
 	e.attInterval, e.probeDelay, e.probeStarved = gauge(catalog.RunLastAttainmentInterval), gauge(catalog.RunLastProbeDelay), gauge(catalog.RunLastProbeStarved)
 	e.rateLimit = [3]*prometheus.GaugeVec{ratelimit.Limit: gauge(catalog.RateLimitLimit), ratelimit.Remaining: gauge(catalog.RateLimitRemaining), ratelimit.Reset: gauge(catalog.RateLimitReset)}
@@ -137,7 +137,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.phases, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.cachedTok, e.outTok,
 		e.runs, e.skipped, e.dropped, e.otlpDropped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr,
 		e.objective, e.info, e.next, e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.served, e.serverRequests, e.serverKV, e.reloadOK, e.reloadTime, e.artifactFailures,
-		e.attInterval, e.probeDelay, e.probeStarved, e.failing,
+		e.attInterval, e.probeDelay, e.probeStarved, e.failing, e.clock,
 		e.rateLimit[0], e.rateLimit[1], e.rateLimit[2], e.cost, (*liveCollector)(e), probeDelayCollector{},
 	} {
 		if err := reg.Register(c); err != nil {
@@ -459,6 +459,13 @@ func (e *Exporter) RunFinished(run *probe.Run, f probe.Finished) {
 		e.cliff.WithLabelValues(lv...).Set(k.CliffLevel)
 	}
 	e.setBreakdown(lv, s.Server)
+	if c := serverClock(&s); c != "" {
+		// The server's, found by a run: one series per profile and
+		// endpoint, replaced when a run finds otherwise (a server
+		// upgraded in place), kept through runs that cannot tell.
+		e.clock.DeletePartialMatch(prometheus.Labels{"profile": k.profile, "endpoint": k.endpoint})
+		e.clock.WithLabelValues(plus(lv, c)...).Set(1)
+	}
 	e.setServerLoad(lv, &s)
 	// The models the last run's answers named, read from the answers (a
 	// gateway substituting one for some answers shows beside the one
@@ -472,6 +479,20 @@ func (e *Exporter) RunFinished(run *probe.Run, f probe.Finished) {
 		}
 		e.served.WithLabelValues(plus(lv, truncate(m.Name, 128))...).Set(1)
 	}
+}
+
+// serverClock is where the server's TTFT clock starts, as s or the first
+// of its levels that could tell found it, or "".
+func serverClock(s *stats.Summary) string {
+	if sv := s.Server; sv != nil && sv.Breakdown != nil && sv.Breakdown.ServerTTFTClock != "" {
+		return sv.Breakdown.ServerTTFTClock
+	}
+	for i := range s.Stages {
+		if c := serverClock(&s.Stages[i]); c != "" {
+			return c
+		}
+	}
+	return ""
 }
 
 // maxServedSeries bounds the served-model series of a profile and
@@ -656,7 +677,7 @@ func (e *Exporter) Forget(profile, endpoint string) {
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.phases, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.cachedTok, e.outTok,
 		e.runs, e.skipped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr, e.objective, e.info, e.next,
 		e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.served, e.serverRequests, e.serverKV, e.artifactFailures,
-		e.attInterval, e.probeDelay, e.probeStarved, e.failing,
+		e.attInterval, e.probeDelay, e.probeStarved, e.failing, e.clock,
 		e.rateLimit[0], e.rateLimit[1], e.rateLimit[2], e.cost,
 	} {
 		v.DeletePartialMatch(match)

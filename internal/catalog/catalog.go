@@ -196,6 +196,8 @@ var (
 		Help: "1 for the phase holding the largest part of the last run's mean TTFT (queue, prefill, elsewhere), 0 for the others; absent without a breakdown."}
 	RunLastServedModel = Metric{Name: "tokenprobe_run_last_served_model_info", Type: Gauge, Unit: "info", Labels: with(RunLabels, "served_model"),
 		Help: "1 for each model the endpoint's answers named in the last run (the four most frequent, the first 128 bytes of each), read from the answers: the wrong-answer page names them, and a fallback model a gateway substitutes for some answers shows beside the one asked for. Absent where no answer named one."}
+	ServerTTFTClock = Metric{Name: "tokenprobe_server_ttft_clock_info", Type: Gauge, Unit: "info", Labels: with(RunLabels, "clock"),
+		Help: "1, labelled with where the endpoint's server starts its own TTFT clock, as the profile's last run that could tell found it from the server's means (server_metrics): clock arrival (its queue included: vLLM, SGLang) or scheduling (left out: llm-d-inference-sim). The rule of the time outside the server reads it: users' TTFT less the server's, and less its queue too on a scheduling clock. Absent until a run has found it."}
 	RunLastServerRequests = Metric{Name: "tokenprobe_run_last_server_requests", Type: Gauge, Unit: "requests", Labels: with(RunLabels, "load_level", "state"),
 		Help: "The server's own running (state running) and waiting (state waiting) requests, averaged over each load level of the last run, from its metrics (server_metrics): waiting above 0 at the level where TTFT leaves its floor is the knee."}
 	RunLastServerKVCache = Metric{Name: "tokenprobe_run_last_server_kv_cache_usage_ratio", Type: Gauge, Unit: "ratio", Labels: with(RunLabels, "load_level"),
@@ -238,7 +240,7 @@ var All = []Metric{
 	RateLimitLimit, RateLimitRemaining, RateLimitReset,
 	InFlight, TargetConcurrency, TargetRate,
 	Runs, RunsSkipped, RunsAbortedInARow, EndpointFailing, RunNext, RunLastTimestamp, RunLastSuccess, RunLastPassed, RunLastDuration,
-	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunLastCapacity, RunLastCliff, RunLastTTFTBreakdown, RunLastTTFTDominant, RunLastServedModel,
+	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunLastCapacity, RunLastCliff, RunLastTTFTBreakdown, RunLastTTFTDominant, RunLastServedModel, ServerTTFTClock,
 	RunLastServerRequests, RunLastServerKVCache, RunLastAttainmentInterval, RunLastProbeDelay, RunLastProbeStarved,
 	RunObjective, ProfileInfo,
 	ConfigReloadOK, ConfigReloadTime, ArtifactFailures, WebRefused, Dropped, ProbeDelay, OTLPDropped,
