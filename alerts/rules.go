@@ -517,11 +517,13 @@ func burnFacts(w time.Duration) string {
 }
 
 // dominantPhase names, where the server's own metrics are read, the phase
-// that held most of the last run's TTFT: the queue confirms the cliff's
-// reading, elsewhere points away from the server. Without a breakdown it
-// adds nothing.
-const dominantPhase = `{{ with printf "max by (phase) (tokenprobe_run_last_ttft_dominant_phase{profile=%q,endpoint=%q,location=%q}) == 1" $labels.profile $labels.endpoint (or $labels.location "") | query }}{{ with first . }}` +
-	` The server's own metrics say where the last run's TTFT went: mostly {{ if eq (label "phase" .) "queue" }}waiting in the server's queue{{ else if eq (label "phase" .) "prefill" }}in the server's prefill{{ else }}outside the server's queue and prefill (network, gateway, tokenization){{ end }}.{{ end }}{{ end }}`
+// that held most of the last run's TTFT at the page's load level: the
+// queue confirms the cliff's reading, elsewhere points away from the
+// server. The run's whole once read "mostly waiting in the server's
+// queue" on a page for level 2 of 4 slots, the staircase's top levels'
+// cause. Without a breakdown of that level it adds nothing.
+const dominantPhase = `{{ with printf "max by (phase) (tokenprobe_run_last_ttft_dominant_phase_by_level{profile=%q,endpoint=%q,location=%q,load_level=%q}) == 1" $labels.profile $labels.endpoint (or $labels.location "") $labels.load_level | query }}{{ with first . }}` +
+	` The server's own metrics say where the last run's TTFT at this level went: mostly {{ if eq (label "phase" .) "queue" }}waiting in the server's queue{{ else if eq (label "phase" .) "prefill" }}in the server's prefill{{ else }}outside the server's queue and prefill (network, gateway, tokenization){{ end }}.{{ end }}{{ end }}`
 
 // cliffFacts names, in the cliff's description, the baseline the alert
 // compared with, the ratio, and the tokenprobe instances that measured it.

@@ -34,6 +34,7 @@ type Exporter struct {
 	requests, errors, anomalies, good, sloReqs, inTok, cachedTok, outTok, runs, skipped *prometheus.CounterVec
 	lastTS, lastOK, lastPassed, lastDur, lastAtt, lastGood, lastThr                     *prometheus.GaugeVec
 	objective, info, next, aborts, capacity, cliff, breakdown, dominant, served         *prometheus.GaugeVec
+	dominantByLevel                                                                     *prometheus.GaugeVec
 	serverRequests, serverKV, attInterval, probeDelay, probeStarved, failing, clock     *prometheus.GaugeVec
 	rateLimit                                                                           [3]*prometheus.GaugeVec // by ratelimit.Field
 	cost                                                                                *prometheus.CounterVec
@@ -122,6 +123,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	e.next, e.capacity, e.cliff = gauge(catalog.RunNext), gauge(catalog.RunLastCapacity), gauge(catalog.RunLastCliff)
 	e.aborts, e.failing = gauge(catalog.RunsAbortedInARow), gauge(catalog.EndpointFailing)
 	e.breakdown, e.dominant = gauge(catalog.RunLastTTFTBreakdown), gauge(catalog.RunLastTTFTDominant)
+	e.dominantByLevel = gauge(catalog.RunLastTTFTDominantByLevel)
 	e.served, e.clock = gauge(catalog.RunLastServedModel), gauge(catalog.ServerTTFTClock)
 	e.serverRequests, e.serverKV = gauge(catalog.RunLastServerRequests), gauge(catalog.RunLastServerKVCache)
 	e.attInterval, e.probeDelay, e.probeStarved = gauge(catalog.RunLastAttainmentInterval), gauge(catalog.RunLastProbeDelay), gauge(catalog.RunLastProbeStarved)
@@ -137,7 +139,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.phases, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.cachedTok, e.outTok,
 		e.runs, e.skipped, e.dropped, e.otlpDropped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr,
 		e.objective, e.info, e.next, e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.served, e.serverRequests, e.serverKV, e.reloadOK, e.reloadTime, e.artifactFailures,
-		e.attInterval, e.probeDelay, e.probeStarved, e.failing, e.clock,
+		e.attInterval, e.probeDelay, e.probeStarved, e.failing, e.clock, e.dominantByLevel,
 		e.rateLimit[0], e.rateLimit[1], e.rateLimit[2], e.cost, (*liveCollector)(e), probeDelayCollector{},
 	} {
 		if err := reg.Register(c); err != nil {
@@ -459,6 +461,7 @@ func (e *Exporter) RunFinished(run *probe.Run, f probe.Finished) {
 		e.cliff.WithLabelValues(lv...).Set(k.CliffLevel)
 	}
 	e.setBreakdown(lv, s.Server)
+	e.setLevelCauses(lv, &s)
 	if c := serverClock(&s); c != "" {
 		// The server's, found by a run: one series per profile and
 		// endpoint, replaced when a run finds otherwise (a server
@@ -564,6 +567,12 @@ func (e *Exporter) setBreakdown(lv []string, sv *stats.Server) {
 	if b.P50 != nil {
 		set("p50", b.P50)
 	}
+	setDominant(e.dominant, lv, b)
+}
+
+// setDominant sets g's series of labels lv: 1 for b's dominant phase, 0
+// for the others it has.
+func setDominant(g *prometheus.GaugeVec, lv []string, b *stats.Breakdown) {
 	for _, phase := range []string{"queue", "prefill", "elsewhere"} {
 		if phase == "prefill" && b.Mean.Prefill == nil {
 			continue
@@ -572,7 +581,24 @@ func (e *Exporter) setBreakdown(lv []string, sv *stats.Server) {
 		if phase == b.Dominant {
 			v = 1
 		}
-		e.dominant.WithLabelValues(plus(lv, phase)...).Set(v)
+		g.WithLabelValues(plus(lv, phase)...).Set(v)
+	}
+}
+
+// setLevelCauses publishes the dominant phase of each level of the run
+// (of the run itself where it has one level): a sweep's level 2 of 4
+// slots queues little, its top levels much, and a page on level 2 must
+// not quote the run's whole.
+func (e *Exporter) setLevelCauses(lv []string, s *stats.Summary) {
+	e.dominantByLevel.DeletePartialMatch(prometheus.Labels{"profile": lv[0], "endpoint": lv[1]})
+	levels := s.Stages
+	if len(levels) == 0 {
+		levels = []stats.Summary{*s}
+	}
+	for _, st := range levels {
+		if st.Server != nil && st.Server.Breakdown != nil {
+			setDominant(e.dominantByLevel, plus(lv, LevelLabel(st.Level)), st.Server.Breakdown)
+		}
 	}
 }
 
@@ -677,7 +703,7 @@ func (e *Exporter) Forget(profile, endpoint string) {
 		e.ttft, e.ttst, e.itl, e.gaps, e.dur, e.lag, e.phases, e.requests, e.checks, e.errors, e.anomalies, e.good, e.sloReqs, e.inTok, e.cachedTok, e.outTok,
 		e.runs, e.skipped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr, e.objective, e.info, e.next,
 		e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.served, e.serverRequests, e.serverKV, e.artifactFailures,
-		e.attInterval, e.probeDelay, e.probeStarved, e.failing, e.clock,
+		e.attInterval, e.probeDelay, e.probeStarved, e.failing, e.clock, e.dominantByLevel,
 		e.rateLimit[0], e.rateLimit[1], e.rateLimit[2], e.cost,
 	} {
 		v.DeletePartialMatch(match)

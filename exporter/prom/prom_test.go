@@ -767,3 +767,43 @@ func TestEndpointFailingLastsUntilAnAnswer(t *testing.T) {
 		t.Fatalf("after a run with answers: %q", got)
 	}
 }
+
+// Each level's cause: a sweep whose level 2 went to the prefill and level
+// 8 to the queue exports each level's, and a next run without a breakdown
+// removes them.
+func TestDominantPhaseByLevel(t *testing.T) {
+	reg, e := feed(t)
+	run := &probe.Run{Profile: "chat", Endpoint: &client.Endpoint{Name: "vllm"}}
+	level := func(l float64, dominant string) stats.Summary {
+		p := 1.0
+		return stats.Summary{Level: l, Server: &stats.Server{Breakdown: &stats.Breakdown{Mean: stats.Split{Prefill: &p}, Dominant: dominant}}}
+	}
+	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{Stages: []stats.Summary{level(2, "prefill"), level(8, "queue"), {Level: 16}}}, Verdict: probe.Passed})
+	got := map[string]bool{}
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() != catalog.RunLastTTFTDominantByLevel.Name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetGauge().GetValue() != 1 {
+				continue
+			}
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			got[l["load_level"]+" "+l["phase"]] = true
+		}
+	}
+	if want := map[string]bool{"2 prefill": true, "8 queue": true}; !maps.Equal(got, want) {
+		t.Fatalf("dominant phases by level %v, want %v", got, want)
+	}
+	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{}, Verdict: probe.Passed})
+	mfs, _ = reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == catalog.RunLastTTFTDominantByLevel.Name && len(mf.GetMetric()) > 0 {
+			t.Fatalf("a run without a breakdown left %d series", len(mf.GetMetric()))
+		}
+	}
+}

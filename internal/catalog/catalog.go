@@ -194,6 +194,8 @@ var (
 		Help: "Where the last run's TTFT went, from the server's own metrics (server_metrics): phase queue (waiting in the server's queue), prefill, or elsewhere (the client's TTFT less both), and where the server's own TTFT is read, elsewhere's two parts: server_other (the rest of the server's TTFT: front end, tokenising) and outside_server (the client's TTFT less the server's: network, gateways); stat mean or p50. Absent where the server exposes no queue series."}
 	RunLastTTFTDominant = Metric{Name: "tokenprobe_run_last_ttft_dominant_phase", Type: Gauge, Unit: "boolean", Labels: with(RunLabels, "phase"),
 		Help: "1 for the phase holding the largest part of the last run's mean TTFT (queue, prefill, elsewhere), 0 for the others; absent without a breakdown."}
+	RunLastTTFTDominantByLevel = Metric{Name: "tokenprobe_run_last_ttft_dominant_phase_by_level", Type: Gauge, Unit: "boolean", Labels: with(RunLabels, "load_level", "phase"),
+		Help: "1 for the phase holding the largest part of the mean TTFT at each load level of the last run (queue, prefill, elsewhere), 0 for the others: a level's cliff page quotes its own level's cause, not the run's; absent for a level without a breakdown."}
 	RunLastServedModel = Metric{Name: "tokenprobe_run_last_served_model_info", Type: Gauge, Unit: "info", Labels: with(RunLabels, "served_model"),
 		Help: "1 for each model the endpoint's answers named in the last run (the four most frequent, the first 128 bytes of each), read from the answers: the wrong-answer page names them, and a fallback model a gateway substitutes for some answers shows beside the one asked for. Absent where no answer named one."}
 	ServerTTFTClock = Metric{Name: "tokenprobe_server_ttft_clock_info", Type: Gauge, Unit: "info", Labels: with(RunLabels, "clock"),
@@ -240,7 +242,7 @@ var All = []Metric{
 	RateLimitLimit, RateLimitRemaining, RateLimitReset,
 	InFlight, TargetConcurrency, TargetRate,
 	Runs, RunsSkipped, RunsAbortedInARow, EndpointFailing, RunNext, RunLastTimestamp, RunLastSuccess, RunLastPassed, RunLastDuration,
-	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunLastCapacity, RunLastCliff, RunLastTTFTBreakdown, RunLastTTFTDominant, RunLastServedModel, ServerTTFTClock,
+	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunLastCapacity, RunLastCliff, RunLastTTFTBreakdown, RunLastTTFTDominant, RunLastTTFTDominantByLevel, RunLastServedModel, ServerTTFTClock,
 	RunLastServerRequests, RunLastServerKVCache, RunLastAttainmentInterval, RunLastProbeDelay, RunLastProbeStarved,
 	RunObjective, ProfileInfo,
 	ConfigReloadOK, ConfigReloadTime, ArtifactFailures, WebRefused, Dropped, ProbeDelay, OTLPDropped,
