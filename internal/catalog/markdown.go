@@ -51,8 +51,9 @@ Series count, in the text format (classic buckets; a native histogram is one ser
 level of a profile against an endpoint has 307 series with two SLO thresholds (TTFT 114, ITL 88,
 request duration 25, TTST and inter-chunk 22 each, dispatch lag 16, error reasons 8, SLO 4,
 outcomes 3, and 5 more; each further SLO threshold adds 2), and each profile x endpoint about 20
-more (runs, skips, last-run gauges, info); an endpoint with server_metrics adds up to 9 (where
-the last run's TTFT went) and 3 per load level (the server's load). The demo (three profiles,
+more (runs, skips, last-run gauges, info); an endpoint with server_metrics adds up to 10 (where
+the last run's TTFT went, and its server's TTFT clock) and 6 per load level (the server's load,
+and where that level's TTFT went). The demo (three profiles,
 eight load levels) exports ` + thousands(DemoSeries) + ` tokenprobe series after one run of each (` + strconv.Itoa(DemoServerSeries) + ` of them the
 server's view, its simulator being read as server_metrics; ` + "`curl -s localhost:9470/metrics | grep -c '^tokenprobe_'`" + `, the
 runs started with ` + "`POST /api/v1/runs`" + `; ` + "`daemon TestDemoSeries`" + ` counts them and ` + "`make docs`" + ` writes them here).
