@@ -18,9 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/tokenprobe/tokenprobe/internal/daemon"
 	"github.com/tokenprobe/tokenprobe/internal/realserver"
 	"github.com/tokenprobe/tokenprobe/internal/runonce"
 	"github.com/tokenprobe/tokenprobe/internal/servermetrics"
@@ -388,6 +390,91 @@ func TestLLMDSimRestartCannotHide(t *testing.T) {
 	}
 	if sv := sums[0].Server; !strings.Contains(sv.Err, "restarted") || sv.Breakdown != nil || sv.Queue != nil {
 		t.Fatalf("a restart in the window: %+v\n%s", sv, out)
+	}
+}
+
+// The case: the old process answered two requests, then was
+// killed and came back between two readings of a 10 s interval. The
+// server counted two fewer finished requests than the probe's answers,
+// within the count's margin (a stage's last answers may be recorded after
+// its closing reading), and exports no start time; the probe's own
+// requests refused by its host and port while it was down show the
+// restart, and the run's figures are withheld. Bounded by what the server
+// and the daemon counted, not by fixed waits.
+func TestLLMDSimRestartAfterTwoAnswersCannotHide(t *testing.T) {
+	srv := llmdSim(t)
+	// One stream of 64-token answers (about 0.7 s each): polled every
+	// 50 ms, the second answer is seen before a third ends.
+	cfg := strings.NewReplacer("interval: 500ms", "interval: 10s", "output_tokens: {mean: 32}", "output_tokens: {mean: 64}").
+		Replace(llmdConfig(srv, "{concurrency: 1, duration: 12s}")) + "    schedule: {manual: true}\n"
+	file := filepath.Join(t.TempDir(), "tokenprobe.yaml")
+	if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	d, err := daemon.New(daemon.Options{ConfigFile: file, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = d.Shutdown(ctx)
+	}()
+	if _, err := d.RunNow("split", ""); err != nil {
+		t.Fatal(err)
+	}
+	finished := func() float64 { return pageTotal(t, srv, "vllm:e2e_request_latency_seconds", histogramCount) }
+	waitUntilEvery(t, 50*time.Millisecond, "the server's second answer", func() bool { return finished() >= 2 })
+	old := finished()
+	srv.Stop()
+	refused := func() float64 {
+		mfs, _ := reg.Gather()
+		n := 0.0
+		for _, mf := range mfs {
+			if mf.GetName() != "tokenprobe_request_errors_total" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "reason" && l.GetValue() == "connect" {
+						n += m.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+		return n
+	}
+	waitUntil(t, time.Minute, "a request of the probe refused while the server is down", func() bool { return refused() > 0 })
+	srv.Restart()
+	var rec daemon.RunRecord
+	waitUntil(t, 2*time.Minute, "the run to end", func() bool {
+		recent, _ := d.History().Runs()
+		for _, r := range recent {
+			if r.Profile == "split" && r.Result != daemon.ResultRunning {
+				rec = r
+				return true
+			}
+		}
+		return false
+	})
+	sv := rec.Summary.Server
+	t.Logf("old process answered %g; the run: %d answers, %d errors; server: %+v", old, rec.Summary.Success, rec.Summary.Errors, sv)
+	if old > 2 {
+		t.Skipf("the old process answered %g before it was stopped: the case is two or fewer", old)
+	}
+	if sv == nil || !strings.Contains(sv.Err, "restarted") || sv.Breakdown != nil || sv.Queue != nil {
+		t.Fatalf("a restart after two answers in a 10 s interval: %+v", sv)
+	}
+}
+
+// waitUntilEvery waits for cond, asking every step, for at most a minute.
+func waitUntilEvery(t *testing.T, step time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(step) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
 	}
 }
 

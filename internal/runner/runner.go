@@ -7,6 +7,7 @@ package runner
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/tokenprobe/tokenprobe/internal/gpu"
@@ -47,6 +48,11 @@ func Execute(ctx context.Context, run *probe.Run, o Options) probe.Finished {
 	if o.Server != nil {
 		server = servermetrics.Start(o.Server)
 		run.OnPhase = server.Mark
+		// The run's refused connects are evidence of a restart the
+		// readings can miss. For this run only: a caller may run it again.
+		sinks := run.Sinks
+		run.Sinks = append(slices.Clip(sinks), server)
+		defer func() { run.Sinks = sinks }()
 	}
 	s, err := run.Execute(ctx)
 	s.LevelName = run.Plan.LevelName()

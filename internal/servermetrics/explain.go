@@ -58,6 +58,11 @@ func window(rd Readings, sum *stats.Summary) *stats.Server {
 			why = "its metrics URL refused connections between two readings"
 		}
 	}
+	for _, at := range rd.ProbeRefused {
+		if why == "" && at.After(before.At) && at.Before(after.At) {
+			why = "its host and port refused the probe's own requests between two readings"
+		}
+	}
 	if why != "" {
 		// Any figure across a restart mixes two processes' counts:
 		// none is given.

@@ -3,9 +3,15 @@ package servermetrics
 import (
 	"context"
 	"errors"
+	"net"
+	"net/url"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tokenprobe/tokenprobe/probe/result"
+	"github.com/tokenprobe/tokenprobe/probe/slo"
 )
 
 // maxReadings bounds a run's readings: two hours at one a second. Past it
@@ -26,6 +32,11 @@ type Readings struct {
 	// server without a process start time would otherwise hide (bounded
 	// as the readings are).
 	Refused []time.Time
+	// ProbeRefused are when the probe's own requests to the server's
+	// host and port were refused a connection (Sampler.Observe): the
+	// same evidence, from the requests, which come far more often than
+	// the readings of a long interval (bounded as Refused is).
+	ProbeRefused []time.Time
 	// gone is set once the URL answered 404: no reading is tried again.
 	gone bool
 }
@@ -40,6 +51,10 @@ type Sampler struct {
 	// first, and a page appended after a later one reads as a restart.
 	turn chan struct{}
 
+	// hostPort is the server's address, as the metrics URL names it:
+	// the probe's requests refused there are evidence of a restart.
+	hostPort string
+
 	mu sync.Mutex
 	rd Readings
 }
@@ -49,7 +64,7 @@ type Sampler struct {
 // interval until Stop.
 func Start(src *Source) *Sampler {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Sampler{src: src, cancel: cancel, done: make(chan struct{}), turn: make(chan struct{}, 1)}
+	s := &Sampler{src: src, cancel: cancel, done: make(chan struct{}), turn: make(chan struct{}, 1), hostPort: hostPort(src.o.URL)}
 	first, stop := context.WithTimeout(ctx, 2*time.Second) // a server that does not answer delays no run by more
 	s.read(first)
 	stop()
@@ -108,6 +123,38 @@ func (s *Sampler) read(ctx context.Context) {
 		s.rd.Snaps = kept
 	}
 	s.rd.Snaps = append(s.rd.Snaps, snap)
+}
+
+// Observe is a probe.Sink: a request of the run refused a connection by
+// the server's own host and port (a connect error saying so) is a moment
+// the server was down. The probe's requests come far more often than a
+// long interval's readings: a restart between two readings after the old
+// process answered two requests or fewer hid within the margin of the
+// count of finished requests. Other requests cost a comparison.
+func (s *Sampler) Observe(r *result.Request, _ slo.Verdict) {
+	if r.Outcome != result.Error || r.Reason != result.ReasonConnect || s.hostPort == "" ||
+		!strings.Contains(r.Err, "refused") || hostPort(r.URL) != s.hostPort {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.rd.ProbeRefused) < maxReadings {
+		s.rd.ProbeRefused = append(s.rd.ProbeRefused, r.End)
+	}
+}
+
+// hostPort is u's host and port (the scheme's default port where it names
+// none), or "" where u does not parse.
+func hostPort(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.Host == "" {
+		return ""
+	}
+	port := p.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[p.Scheme]
+	}
+	return net.JoinHostPort(p.Hostname(), port)
 }
 
 // Mark takes a reading now, between two stages of a run, so that each
