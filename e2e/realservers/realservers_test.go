@@ -468,6 +468,43 @@ func TestLLMDSimRestartAfterTwoAnswersCannotHide(t *testing.T) {
 	}
 }
 
+// Two llm-d-inference-sim replicas behind no load balancer, each page
+// named: the run's server figures are the two pooled (their finished
+// requests the probe's answers, none read as a restart) and each
+// replica's against its half of the requests.
+func TestLLMDSimTwoReplicasPooledAndSplit(t *testing.T) {
+	a, b := llmdSim(t), llmdSim(t)
+	cfg := fmt.Sprintf(`endpoints:
+  - name: pair
+    base_urls: [%[1]s/v1, %[2]s/v1]
+    model: llmd-model
+    timeout: 60s
+    server_metrics: {urls: [%[1]s/metrics, %[2]s/metrics], interval: 500ms}
+profiles:
+  - name: split
+    endpoints: [pair]
+    load: {concurrency: 8, requests: 48}
+    workload: {input_tokens: {mean: 64}, output_tokens: {mean: 16}, seed: 3}
+`, a.URL, b.URL)
+	code, sums, _, out := runConfig(context.Background(), t, cfg)
+	if code != 0 || len(sums) != 1 || sums[0].Server == nil {
+		t.Fatalf("exit %d, %d runs:\n%s", code, len(sums), out)
+	}
+	sv := sums[0].Server
+	if sv.Err != "" || sv.Population != float64(sums[0].Success) || len(sv.Replicas) != 2 {
+		t.Fatalf("pooled: err %q, %v finished of the probe's %d answers, %d replicas\n%s", sv.Err, sv.Population, sums[0].Success, len(sv.Replicas), out)
+	}
+	for i, r := range sv.Replicas {
+		if r.Err != "" || r.Population != float64(sums[0].Success)/2 {
+			t.Errorf("replica %d (%s): err %q, %v finished of the probe's %d answers", i+1, r.Replica, r.Err, r.Population, sums[0].Success)
+		}
+	}
+	if sv.Breakdown == nil {
+		t.Fatalf("no pooled split: %s", sv.Note)
+	}
+	t.Logf("pooled: %s", sv.Breakdown.Verdict)
+}
+
 // waitUntilEvery waits for cond, asking every step, for at most a minute.
 func waitUntilEvery(t *testing.T, step time.Duration, what string, cond func() bool) {
 	t.Helper()

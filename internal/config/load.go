@@ -301,7 +301,7 @@ func (c *Config) validate(l *locator, dir string) {
 			e.TLS.validate(l, path+".tls", dir, e)
 		}
 		if e.ServerMetrics != nil {
-			e.ServerMetrics.validate(l, path+".server_metrics", dir, e.Simulator != nil)
+			e.ServerMetrics.validate(l, path+".server_metrics", dir, e.Simulator != nil, len(e.BaseURLs))
 		}
 	}
 	if o := c.OTLP; o != nil {
@@ -471,20 +471,35 @@ func secretFrom(l *locator, path, dir, fileField, file, envField, env string) Se
 	return v
 }
 
-func (m *ServerMetrics) validate(l *locator, path, dir string, simulated bool) {
+func (m *ServerMetrics) validate(l *locator, path, dir string, simulated bool, replicas int) {
 	switch {
-	case m.URL == "" && !simulated:
+	case m.URL == "" && len(m.URLs) == 0 && !simulated:
 		l.errf(path, "url is required (the server's metrics page, such as http://host:8000/metrics)")
-	case m.URL != "" && simulated:
+	case (m.URL != "" || len(m.URLs) > 0) && simulated:
 		l.errf(path+".url", "a simulator endpoint serves its metrics itself: leave url out")
+	case m.URL != "" && len(m.URLs) > 0:
+		l.errf(path+".urls", "give url (one server) or urls (one page per base_urls entry), not both")
+	case m.URL != "" && replicas > 1:
+		// One replica's page counts only the requests its server served:
+		// every run would read as a restart (96 finished against the
+		// probe's 192 answers).
+		l.errf(path+".url", "one metrics page for %d replicas (base_urls): its server serves only its share of the requests, so every run would be withheld as a restart. Write urls: with one page per base_urls entry, in the same order (urls: [http://replica-1:8000/metrics, http://replica-2:8000/metrics, ...])", replicas)
+	case len(m.URLs) > 0 && len(m.URLs) != max(replicas, 1):
+		l.errf(path+".urls", "%d page(s) for %d replicas (base_urls): give one page per base_urls entry, in the same order", len(m.URLs), max(replicas, 1))
+	}
+	check := func(field, raw string) {
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			l.errf(field, "%q is not an http(s) URL", raw)
+		} else if u.User != nil {
+			l.errf(field, "credentials in the URL would leak into logs: use bearer_token_file or bearer_token_env")
+		}
 	}
 	if m.URL != "" {
-		u, err := url.Parse(m.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			l.errf(path+".url", "%q is not an http(s) URL", m.URL)
-		} else if u.User != nil {
-			l.errf(path+".url", "credentials in the URL would leak into logs: use bearer_token_file or bearer_token_env")
-		}
+		check(path+".url", m.URL)
+	}
+	for i, u := range m.URLs {
+		check(fmt.Sprintf("%s.urls[%d]", path, i), u)
 	}
 	if !slices.Contains(ServerKinds, m.Kind) {
 		l.errf(path+".kind", "%q is not one of %s", m.Kind, strings.Join(ServerKinds, ", "))

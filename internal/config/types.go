@@ -373,6 +373,9 @@ func (e *Endpoint) Secrets() []string {
 			out = append(out, m.BearerToken.Reveal())
 		}
 		out = append(out, queryValues(m.URL)...)
+		for _, u := range m.URLs {
+			out = append(out, queryValues(u)...)
+		}
 	}
 	return out
 }
@@ -420,6 +423,10 @@ var ServerKinds = []string{"vllm", "sglang", "tgi", "llamacpp", "nim", "trtllm",
 type ServerMetrics struct {
 	// URL is the server's metrics page (http://host:8000/metrics).
 	URL string `yaml:"url"`
+	// URLs are the replicas' pages, one per base_urls entry in its order,
+	// in place of URL: the run's figures are the replicas' pooled, with
+	// each replica's beside them.
+	URLs []string `yaml:"urls"`
 	// Kind names how the server names its series: vllm, sglang, tgi,
 	// llamacpp, nim, trtllm, dynamo, or auto (default: from the names it
 	// serves).

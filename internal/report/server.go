@@ -17,7 +17,21 @@ func Server(w io.Writer, sv *stats.Server) {
 		fmt.Fprintf(w, "%-28s "+format+"\n", append([]any{k}, args...)...)
 	}
 	fmt.Fprintln(w)
-	kv("Server", "%s, %s, %d readings", sv.Kind, sv.URL, sv.Scrapes)
+	if len(sv.Replicas) > 0 {
+		kv("Server", "%s, %d replicas pooled", sv.Kind, len(sv.Replicas))
+	} else {
+		kv("Server", "%s, %s, %d readings", sv.Kind, sv.URL, sv.Scrapes)
+	}
+	for i, r := range sv.Replicas {
+		// Each replica against the requests the probe sent it.
+		what := r.Err
+		if r.Breakdown != nil {
+			what = r.Breakdown.Verdict
+		} else if what == "" {
+			what = r.Note
+		}
+		kv(fmt.Sprintf("  replica %d", i+1), "%s (%s, %.0f finished): %s", r.Replica, r.URL, r.Population, what)
+	}
 	if b := sv.Breakdown; b != nil {
 		kv("  where TTFT went", "%s", b.Verdict)
 		if p := b.P50; p != nil {

@@ -306,3 +306,56 @@ func TestExecuteSplitsEveryLevelOfASweepOnAFreshServer(t *testing.T) {
 		}
 	})
 }
+
+// Two replicas behind no load balancer (base_urls), each with its own
+// metrics page: the run's figures are the two pooled as one server (its
+// finished requests the probe's, none withheld as a restart), each
+// replica's beside them against the requests the probe sent it (half
+// each), and the figures a sweep's stages read are pooled too. With one
+// replica's page alone, every run was withheld ("96 against 192").
+func TestExecuteSplitsTwoReplicasAndPoolsThem(t *testing.T) {
+	cfg := sim.Config{Model: "m", Slots: 2, PrefillBase: 20 * time.Millisecond, DecodeBase: 2 * time.Millisecond}
+	var urls []string
+	var replicas []servermetrics.Replica
+	for range 2 {
+		h, err := sim.NewHandler(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(h)
+		defer srv.Close()
+		urls = append(urls, srv.URL+"/v1")
+		replicas = append(replicas, servermetrics.Replica{
+			Options: servermetrics.Options{URL: srv.URL + "/metrics", Model: "m", Interval: 50 * time.Millisecond}, BaseURL: srv.URL + "/v1"})
+	}
+	ep := &client.Endpoint{Name: "pair", BaseURLs: urls, API: openai.Chat, Model: "m", Timeout: 30 * time.Second}
+	run := &probe.Run{
+		Profile: "p",
+		Plan:    probe.Plan{Stages: []probe.Stage{{Concurrency: 2, Requests: 24}, {Concurrency: 4, Requests: 24}}},
+		Workload: workload.NewSynthetic(workload.Lengths{Mean: 8}, workload.Lengths{Mean: 10}, true, 1),
+		Endpoint: ep, Client: client.New(client.Options{}),
+	}
+	src := servermetrics.NewReplicas(replicas)
+	defer src.Close()
+	f := Execute(context.Background(), run, Options{Server: src})
+	sv := f.Summary.Server
+	if f.Err != nil || sv == nil {
+		t.Fatalf("%v", f.Err)
+	}
+	if sv.Err != "" || sv.Population != float64(f.Summary.Success) || sv.Breakdown == nil {
+		t.Fatalf("pooled: err %q, population %v of the probe's %d answers, breakdown %v (%s)", sv.Err, sv.Population, f.Summary.Success, sv.Breakdown, sv.Note)
+	}
+	if len(sv.Replicas) != 2 {
+		t.Fatalf("%d replicas' figures", len(sv.Replicas))
+	}
+	for i, r := range sv.Replicas {
+		if r.Err != "" || r.Population != float64(f.Summary.Success)/2 || r.Breakdown == nil || r.Replica != urls[i] {
+			t.Errorf("replica %d (%s): err %q, population %v of the probe's %d, breakdown %v (%s)", i+1, r.Replica, r.Err, r.Population, f.Summary.Success, r.Breakdown, r.Note)
+		}
+	}
+	for _, st := range f.Summary.Stages {
+		if st.Server == nil || st.Server.Err != "" || st.Server.Population != float64(st.Success) {
+			t.Errorf("stage at %g: %+v", st.Level, st.Server)
+		}
+	}
+}

@@ -13,6 +13,10 @@ import (
 // Explain puts what the server said beside what the client measured: for
 // the run and for each of its stages (load levels), over each one's window.
 func Explain(sum *stats.Summary, rd Readings) {
+	if len(rd.Replicas) > 0 {
+		explainReplicas(sum, rd)
+		return
+	}
 	sum.Server = window(rd, sum)
 	for i := range sum.Stages {
 		sum.Stages[i].Server = window(rd, &sum.Stages[i])

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
+	"github.com/tokenprobe/tokenprobe/probe/stats"
 )
 
 // maxReadings bounds a run's readings: two hours at one a second. Past it
@@ -37,6 +38,12 @@ type Readings struct {
 	// same evidence, from the requests, which come far more often than
 	// the readings of a long interval (bounded as Refused is).
 	ProbeRefused []time.Time
+	// Replicas are each replica's readings, for a source of replicas
+	// (NewReplicas); Replica is a replica's base URL, and Probe the
+	// probe's requests sent to it.
+	Replicas []Readings
+	Replica  string
+	Probe    *stats.Summary
 	// gone is set once the URL answered 404: no reading is tried again.
 	gone bool
 }
@@ -54,6 +61,10 @@ type Sampler struct {
 	// hostPort is the server's address, as the metrics URL names it:
 	// the probe's requests refused there are evidence of a restart.
 	hostPort string
+	// children are the replicas' samplers of a source of replicas;
+	// replica keeps a replica's share of the probe's requests.
+	children []*Sampler
+	replica  *replicaSampler
 
 	mu sync.Mutex
 	rd Readings
@@ -63,8 +74,16 @@ type Sampler struct {
 // request finds the server's counters already read, then reads every
 // interval until Stop.
 func Start(src *Source) *Sampler {
+	if len(src.replicas) > 0 {
+		p := &Sampler{src: src, children: make([]*Sampler, len(src.replicas))}
+		each(len(src.replicas), func(i int) { p.children[i] = Start(src.replicas[i]) })
+		return p
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Sampler{src: src, cancel: cancel, done: make(chan struct{}), turn: make(chan struct{}, 1), hostPort: hostPort(src.o.URL)}
+	if src.replicaURL != "" {
+		s.hostPort, s.replica = src.replicaOf, &replicaSampler{}
+	}
 	first, stop := context.WithTimeout(ctx, 2*time.Second) // a server that does not answer delays no run by more
 	s.read(first)
 	stop()
@@ -131,7 +150,16 @@ func (s *Sampler) read(ctx context.Context) {
 // long interval's readings: a restart between two readings after the old
 // process answered two requests or fewer hid within the margin of the
 // count of finished requests. Other requests cost a comparison.
-func (s *Sampler) Observe(r *result.Request, _ slo.Verdict) {
+func (s *Sampler) Observe(r *result.Request, v slo.Verdict) {
+	for _, c := range s.children {
+		c.Observe(r, v)
+	}
+	if s.replica != nil {
+		if r.URL != s.src.replicaURL {
+			return // another replica's
+		}
+		s.replica.observe(r, v)
+	}
 	if r.Outcome != result.Error || r.Reason != result.ReasonConnect || s.hostPort == "" ||
 		!strings.Contains(r.Err, "refused") || hostPort(r.URL) != s.hostPort {
 		return
@@ -162,6 +190,10 @@ func hostPort(u string) string {
 // a second, for an interval's reading still on its way too: a slow server
 // delays no stage by more.
 func (s *Sampler) Mark() {
+	if len(s.children) > 0 {
+		each(len(s.children), func(i int) { s.children[i].Mark() })
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	s.read(ctx)
@@ -174,6 +206,11 @@ const settle = 250 * time.Millisecond
 
 // Stop ends the readings with a last one and returns them all.
 func (s *Sampler) Stop() Readings {
+	if len(s.children) > 0 {
+		rd := Readings{Kind: s.src.Kind(), URL: s.src.replicas[0].URL(), Replicas: make([]Readings, len(s.children))}
+		each(len(s.children), func(i int) { rd.Replicas[i] = s.children[i].Stop() })
+		return rd
+	}
 	s.cancel()
 	<-s.done
 	time.Sleep(min(settle, s.src.Interval()))
@@ -184,5 +221,19 @@ func (s *Sampler) Stop() Readings {
 	defer s.mu.Unlock()
 	rd := s.rd
 	rd.Kind, rd.URL = s.src.Kind(), s.src.URL()
+	if s.replica != nil {
+		rd.Replica, rd.Probe = s.src.replicaURL, s.replica.summary()
+	}
 	return rd
+}
+
+// each runs f(0) to f(n-1) side by side and waits for them: the replicas'
+// readings are taken together, as one server's would be.
+func each(n int, f func(int)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() { defer wg.Done(); f(i) }()
+	}
+	wg.Wait()
 }

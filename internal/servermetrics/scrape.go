@@ -46,6 +46,12 @@ type Source struct {
 
 	mu   sync.Mutex
 	kind Kind // resolved, for Auto
+
+	// replicas are the replicas' own sources, for an endpoint's base_urls
+	// (NewReplicas); replicaOf is a replica's base URL's host and port,
+	// replicaURL that URL as the probe's requests carry it.
+	replicas              []*Source
+	replicaOf, replicaURL string
 }
 
 // New returns a source for o.
@@ -87,6 +93,9 @@ func (s *Source) URL() string {
 
 // Kind is the configured kind, or the detected one once known.
 func (s *Source) Kind() Kind {
+	if len(s.replicas) > 0 {
+		return s.replicas[0].Kind()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.kind == "" {
@@ -96,7 +105,14 @@ func (s *Source) Kind() Kind {
 }
 
 // Close drops idle connections.
-func (s *Source) Close() { s.client.CloseIdleConnections() }
+func (s *Source) Close() {
+	for _, r := range s.replicas {
+		r.Close()
+	}
+	if s.client != nil {
+		s.client.CloseIdleConnections()
+	}
+}
 
 // ErrNoMetrics is a metrics URL that answers 404: a server that serves
 // no Prometheus metrics (Ollama), or a wrong path. It is not read again

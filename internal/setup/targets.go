@@ -138,6 +138,20 @@ func serverMetrics(e *config.Endpoint, s *sim.Server, opts client.Options) *serv
 		if m != nil {
 			o.Interval = m.Interval.D()
 		}
+	case m != nil && len(m.URLs) > 0:
+		// One page per replica, in base_urls' order (config checks the
+		// count): pooled as one server, each replica's beside it.
+		bases := e.BaseURLs
+		if len(bases) == 0 {
+			bases = []string{e.BaseURL}
+		}
+		rs := make([]servermetrics.Replica, len(m.URLs))
+		for i, u := range m.URLs {
+			ro := o
+			ro.URL, ro.Kind, ro.Interval, ro.BearerToken = u, servermetrics.Kind(m.Kind), m.Interval.D(), m.BearerToken.Reveal()
+			rs[i] = servermetrics.Replica{Options: ro, BaseURL: bases[min(i, len(bases)-1)]}
+		}
+		return servermetrics.NewReplicas(rs)
 	case m != nil:
 		o.URL, o.Kind, o.Interval, o.BearerToken = m.URL, servermetrics.Kind(m.Kind), m.Interval.D(), m.BearerToken.Reveal()
 	default:
@@ -154,6 +168,10 @@ func ServerInstance(e *config.Endpoint, baseURL string) string {
 	raw := baseURL
 	if e != nil && e.ServerMetrics != nil && e.ServerMetrics.URL != "" {
 		raw = e.ServerMetrics.URL
+	} else if e != nil && e.ServerMetrics != nil && len(e.ServerMetrics.URLs) > 0 {
+		// The first replica's: the server recording rules join one
+		// instance an endpoint (docs/MEASUREMENT.md says so).
+		raw = e.ServerMetrics.URLs[0]
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {

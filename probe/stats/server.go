@@ -13,9 +13,16 @@ import (
 // the run's window, and its gauges sampled while the run went. Times are
 // in milliseconds. A phase the server exposes no series for is absent.
 type Server struct {
-	Kind    string `json:"kind"`
-	URL     string `json:"url"`
-	Scrapes int    `json:"scrapes"`
+	Kind string `json:"kind"`
+	URL  string `json:"url"`
+	// Replica is the base URL of the replica this is, in Replicas.
+	Replica string `json:"replica,omitempty"`
+	// Replicas are each replica's own figures, for an endpoint of several
+	// (base_urls, one metrics page each): each set against the requests
+	// the probe sent that replica. The figures around them are the
+	// replicas' pooled as one server.
+	Replicas []Server `json:"replicas,omitempty"`
+	Scrapes  int      `json:"scrapes"`
 	// Err is why the figures are missing or partial: the server could not
 	// be read, restarted during the run, or exposes none of the series.
 	Err string `json:"error,omitempty"`
