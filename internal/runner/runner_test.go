@@ -330,8 +330,8 @@ func TestExecuteSplitsTwoReplicasAndPoolsThem(t *testing.T) {
 	}
 	ep := &client.Endpoint{Name: "pair", BaseURLs: urls, API: openai.Chat, Model: "m", Timeout: 30 * time.Second}
 	run := &probe.Run{
-		Profile: "p",
-		Plan:    probe.Plan{Stages: []probe.Stage{{Concurrency: 2, Requests: 24}, {Concurrency: 4, Requests: 24}}},
+		Profile:  "p",
+		Plan:     probe.Plan{Stages: []probe.Stage{{Concurrency: 2, Requests: 24}, {Concurrency: 4, Requests: 24}}},
 		Workload: workload.NewSynthetic(workload.Lengths{Mean: 8}, workload.Lengths{Mean: 10}, true, 1),
 		Endpoint: ep, Client: client.New(client.Options{}),
 	}
