@@ -29,6 +29,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/internal/sim"
 	"github.com/tokenprobe/tokenprobe/internal/web"
 	"github.com/tokenprobe/tokenprobe/probe"
+	"github.com/tokenprobe/tokenprobe/probe/stats"
 )
 
 // scale compresses time: an hour of the rules' windows is a minute here.
@@ -753,6 +754,7 @@ func cliffRuns(t *testing.T, addr string) []daemon.RunRecord {
 	for _, rec := range all {
 		if rec.Profile == "cliff" && rec.Result != daemon.ResultRunning && rec.Summary != nil {
 			runs = append(runs, rec)
+			splitsAddUp(t, fmt.Sprintf("run %d", rec.ID), *rec.Summary)
 		}
 	}
 	slices.SortFunc(runs, func(a, b daemon.RunRecord) int { return int(a.ID - b.ID) })
@@ -760,6 +762,26 @@ func cliffRuns(t *testing.T, addr string) []daemon.RunRecord {
 		t.Fatal("no finished run of cliff")
 	}
 	return runs
+}
+
+// splitsAddUp checks that every TTFT split of a run and its levels adds
+// up (stats.Split.AddsUp): the cliff's runs, in the overload and out of
+// it, split by the simulator's own metrics.
+func splitsAddUp(t *testing.T, what string, s stats.Summary) {
+	t.Helper()
+	if sv := s.Server; sv != nil && sv.Breakdown != nil {
+		if why := sv.Breakdown.Mean.AddsUp(); why != "" {
+			t.Errorf("%s, level %g: the mean split does not add up: %s", what, s.Level, why)
+		}
+		if p := sv.Breakdown.P50; p != nil {
+			if why := p.AddsUp(); why != "" {
+				t.Errorf("%s, level %g: the median split does not add up: %s", what, s.Level, why)
+			}
+		}
+	}
+	for _, st := range s.Stages {
+		splitsAddUp(t, what, st)
+	}
 }
 
 // seriesLabel is the values of label in an instant query's result now.
