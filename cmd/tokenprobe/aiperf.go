@@ -36,7 +36,7 @@ var aiperfFlags = []aiperfFlag{
 	{[]string{"--custom-endpoint"}, "--url with the whole path's base (tokenprobe appends /chat/completions and the like)", "refused", "aiperf's other name for it, --endpoint, is tokenprobe's own flag: only run against the configuration's endpoint of that name"},
 	{[]string{"--endpoint-type"}, "--api", "alias", "chat, completions, embeddings; responses, messages and kserve_generate (KServe v2 generate, Triton) are tokenprobe's too"},
 	{[]string{"--streaming"}, "--streaming", "differs", "tokenprobe streams by default (a streamed answer is what TTFT and ITL are measured on); --no-streaming asks for whole answers"},
-	{[]string{"--url", "-u"}, "--url", "same", "with or without /v1; without a scheme, http://"},
+	{[]string{"--url", "-u"}, "--url", "same", "aiperf's server root: http://host:8000 is the API's base below it, http://host:8000/v1 (KServe's generate paths start at the root); a URL with a path is the base as written (http://host:8000/v1, a gateway's /openai/v1); without a scheme, http://"},
 	{[]string{"--request-timeout-seconds"}, "--request-timeout-seconds", "alias", "the endpoint's timeout (default 120 s); the failure policy's unreachable limit is separate"},
 	{[]string{"--api-key"}, "--api-key-env VAR (the variable holding the key)", "refused", "a key on the command line is seen by every user of the host (ps) and kept in shell history"},
 	{[]string{"--header", "-H"}, "--header", "same", "NAME=VALUE or 'Name: value'"},

@@ -21,7 +21,9 @@ aiperf's own source, aiperf/common/config/, with the GenAI-Perf names it keeps) 
 as tokenprobe's, another name for one of tokenprobe's, accepted with a meaning told here, or
 refused with an error that names it and what to use instead. No aiperf flag is silently ignored.
 ` + "`cmd/tokenprobe TestAIPerfWriteUpsCommandLines`" + ` runs the four command lines of the write-ups
-this project answers against the simulator.
+this project answers, their ` + "`--url`" + ` as the write-ups write it (` + "`http://HOST:PORT`" + `, the server's root), against
+the simulator and against llama.cpp's llama-server (built by ` + "`make real-servers`" + `; its lengths cut to its tiny
+model's context).
 
 | aiperf | tokenprobe | how | note |
 |---|---|---|---|

@@ -202,7 +202,7 @@ func run(args []string) int {
 	runCmd := app.Command("run", "Run profiles once, print a report, write artifacts (records.jsonl, summary.json, their CSV and report.txt in a folder per run; summary.json and report.html of all the runs beside those folders) and exit: 0 passed, 1 an SLO objective missed, 2 bad configuration, 3 a run could not be carried out, was aborted or broken (no success, too many failures), or was interrupted, 4 not enough evidence to tell whether an objective was met.")
 	runConfig := runCmd.Flag("config.file", "Configuration file (or describe one profile with the flags below, as aiperf profile takes them).").Short('c').String()
 	var adhoc runonce.AdHoc
-	runCmd.Flag("url", "From flags: the endpoint's OpenAI-compatible base URL, e.g. http://localhost:8000/v1.").Short('u').StringVar(&adhoc.URL)
+	runCmd.Flag("url", "From flags: the server (http://localhost:8000, as aiperf takes it: /v1 is added) or the endpoint's base URL (http://localhost:8000/v1, a gateway's path).").Short('u').StringVar(&adhoc.URL)
 	runCmd.Flag("model", "From flags: the model name to request.").Short('m').StringVar(&adhoc.Model)
 	runCmd.Flag("api", "From flags: the API the endpoint speaks: chat, completions, responses (OpenAI's Responses API), messages (the Anthropic Messages API) or embeddings.").StringVar(&adhoc.API)
 

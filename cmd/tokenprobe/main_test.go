@@ -26,6 +26,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/internal/sim"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 
+	"github.com/tokenprobe/tokenprobe/internal/realserver"
 	"github.com/tokenprobe/tokenprobe/internal/runonce"
 )
 
@@ -763,16 +764,28 @@ func writeFile(t *testing.T, path, body string) {
 
 // The four `aiperf profile` command lines of the write-ups this project
 // answers run with `tokenprobe run` in their place, every flag as given:
-// only the --url is the simulator's, and the lengths (60 s, 1,000
-// requests) are cut so the test is short. The hub tokenizer's line finds
-// its tokenizer.json in a Hugging Face cache, where `huggingface-cli
-// download` puts it.
+// only the --url's host and port are the server's, written as the
+// write-ups write it (http://HOST:PORT, the server's root, no /v1), and
+// the lengths (60 s, 1,000 requests) are cut so the test is short. Run
+// against the simulator, and against llama.cpp's llama-server where
+// .ci/run built it. The hub tokenizer's line finds its tokenizer.json in a
+// Hugging Face cache, where `huggingface-cli download` puts it.
 func TestAIPerfWriteUpsCommandLines(t *testing.T) {
 	s, err := sim.Start("127.0.0.1:0", sim.Config{Slots: 64, DecodeBase: 100 * time.Microsecond, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	t.Run("simulator", func(t *testing.T) { writeUpsCommandLines(t, "http://"+s.Addr(), nil) })
+	t.Run("llama-server", func(t *testing.T) {
+		srv := realserver.LlamaServer(t)
+		// The tiny model's context is short, and it decodes on the CPU:
+		// lengths cut further.
+		writeUpsCommandLines(t, srv.URL, map[string]string{"--isl": "64", "--osl": "8", "--request-count": "8"})
+	})
+}
+
+func writeUpsCommandLines(t *testing.T, url string, cut map[string]string) {
 	cache := t.TempDir()
 	snap := filepath.Join(cache, "models--Qwen--Qwen3-0.6B", "snapshots", "0123abc")
 	if err := os.MkdirAll(snap, 0o755); err != nil {
@@ -784,7 +797,6 @@ func TestAIPerfWriteUpsCommandLines(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(snap, "tokenizer.json"), string(tk))
 	t.Setenv("HF_HUB_CACHE", cache)
-	url := "http://" + s.Addr() + "/v1"
 	for _, line := range []string{
 		"--model M --streaming --endpoint-type chat --url U --tokenizer builtin --request-count 50 --concurrency 1",
 		"--model M --url U --endpoint-type chat --concurrency 50 --tokenizer builtin --warmup-request-count 10 --benchmark-duration 60 --streaming",
@@ -800,6 +812,9 @@ func TestAIPerfWriteUpsCommandLines(t *testing.T) {
 				args[i] = "2"
 			case i > 0 && args[i-1] == "--request-count" && args[i] == "1000":
 				args[i] = "200"
+			}
+			if i > 0 && cut[args[i-1]] != "" {
+				args[i] = cut[args[i-1]]
 			}
 		}
 		dir := t.TempDir()

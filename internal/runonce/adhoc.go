@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/tokenprobe/tokenprobe/internal/config"
+	"github.com/tokenprobe/tokenprobe/probe/openai"
 )
 
 // AdHoc is one profile against one endpoint given by flags alone, as
@@ -142,7 +143,12 @@ func FlagErrors(err error) error {
 func (a *AdHoc) parts() (ep, load, workload, slo map[string]any, err error) {
 	ep = map[string]any{}
 	if a.URL != "" {
-		ep["base_url"] = a.URL
+		// aiperf's --url: the server's root (http://host:8000) is the
+		// API's base below it (/v1), a URL with a path is the base as
+		// written, and one without a scheme is http://. The write-ups'
+		// command lines name the root; read as the base, every request
+		// went to /chat/completions and got a 404.
+		ep["base_url"] = openai.Of(openai.API(a.API)).BaseOfRoot(a.URL)
 	}
 	if a.Model != "" {
 		if strings.Contains(a.Model, ",") {

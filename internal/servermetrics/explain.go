@@ -103,14 +103,16 @@ func window(rd Readings, sum *stats.Summary) *stats.Server {
 		population = max(population, hists[r].Count)
 	}
 	out.Population = population
-	if ph, ok := hists[clock.Population]; ok && ph.Count > 0 && float64(sum.Success)-ph.Count > max(2, 0.05*float64(sum.Success)) {
+	// A wrong answer is an answer the server finished, as a right one is.
+	answers := sum.Success + sum.WrongAnswers
+	if ph, ok := hists[clock.Population]; ok && ph.Count > 0 && float64(answers)-ph.Count > max(2, 0.05*float64(answers)) {
 		// The server finished fewer requests than the probe got answers
 		// from it: it restarted between two readings (a long interval,
 		// no process start time) or lost count. Figures over the new
 		// process alone would pass for the run's. The margin is for a
 		// stage's last answers, which a server may record just after the
 		// reading that closes the stage.
-		out.Err = fmt.Sprintf("the server restarted or lost count: it counted %.0f finished requests in the run's window, the probe had %d answers, so none of its figures for the run is given", ph.Count, sum.Success)
+		out.Err = fmt.Sprintf("the server restarted or lost count: it counted %.0f finished requests in the run's window, the probe had %d answers, so none of its figures for the run is given", ph.Count, answers)
 		out.Population = 0
 		return out
 	}
@@ -320,7 +322,7 @@ func slack(ttft float64) float64 { return max(5, 0.03*ttft) }
 // coarse as the buckets).
 func breakdown(s *stats.Server, sum *stats.Summary, hasQueue, waited bool) (*stats.Breakdown, string) {
 	served := s.Population
-	sent := sum.Success + sum.Errors
+	sent := sum.Success + sum.WrongAnswers + sum.Errors // wrong answers were sent and served too
 	noQueue := fmt.Sprintf("the server (%s) exposes no queue-time series: no breakdown of TTFT", s.Kind)
 	switch {
 	case s.Queue == nil && s.Err != "":

@@ -58,3 +58,24 @@ func TestTheSamplerKeepsOnlyTheServersRefusals(t *testing.T) {
 		t.Fatal("hostPort")
 	}
 }
+
+// Wrong answers were sent and served: a run whose every answer failed a
+// check is not "the probe sent 0" beside the server's count, and its
+// answers count against the server's finished requests.
+func TestWrongAnswersWereSent(t *testing.T) {
+	start := time.Now()
+	zero := Snapshot{At: start, Kind: VLLM, Hist: map[Role]Hist{Queue: hist(0, 0), E2E: hist(0, 0)}, Value: map[Role]float64{}}
+	after := Snapshot{At: start.Add(10 * time.Second), Kind: VLLM, Hist: map[Role]Hist{Queue: hist(40, 4), Prefill: hist(40, 2), E2E: hist(40, 40)}, Value: map[Role]float64{}}
+	sum := summary(start, 40, 200, 200)
+	sum.Success, sum.WrongAnswers = 0, 40
+	Explain(sum, Readings{Kind: VLLM, Snaps: []Snapshot{zero, after}})
+	if sv := sum.Server; sv.Err != "" || strings.Contains(sv.Note, "sent 0") || sv.Breakdown == nil {
+		t.Fatalf("40 wrong answers: err %q, note %q", sv.Err, sv.Note)
+	}
+	sum = summary(start, 60, 200, 200)
+	sum.Success, sum.WrongAnswers = 0, 60
+	Explain(sum, Readings{Kind: VLLM, Snaps: []Snapshot{zero, after}})
+	if !strings.Contains(sum.Server.Err, "the probe had 60 answers") {
+		t.Fatalf("60 wrong answers, 40 finished: %q", sum.Server.Err)
+	}
+}

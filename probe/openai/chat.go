@@ -7,7 +7,7 @@ import "encoding/json"
 // with deltas, ended by [DONE].
 const Chat API = "chat"
 
-var chat = &Protocol{API: Chat, Operation: "chat", Provider: "openai", URL: at("/chat/completions"),
+var chat = &Protocol{API: Chat, Operation: "chat", Provider: "openai", URL: at("/chat/completions"), Root: "/v1",
 	Body: chatBody, Event: ParseChunk, Whole: ParseChunk, Answer: chatAnswer}
 
 func chatBody(b *RequestBody) ([]byte, error) {

@@ -5,7 +5,7 @@ package openai
 // deltas, which chat's reader reads.
 const Completions API = "completions"
 
-var completions = &Protocol{API: Completions, Operation: "text_completion", Provider: "openai", URL: at("/completions"),
+var completions = &Protocol{API: Completions, Operation: "text_completion", Provider: "openai", URL: at("/completions"), Root: "/v1",
 	Body: completionsBody, Event: ParseChunk, Whole: ParseChunk, Answer: chatAnswer}
 
 // completionsBody sends the conversation before the prompt as text

@@ -7,6 +7,7 @@ const Embeddings API = "embeddings"
 var embeddings = &Protocol{
 	API: Embeddings, Operation: "embeddings", Provider: "openai",
 	URL:     at("/embeddings"),
+	Root:    "/v1",
 	Body:    embeddingsBody,
 	Event:   func([]byte, *Chunk) error { return ErrMalformed }, // never streamed
 	Whole:   func(data []byte, c *Chunk) error { s := reading(data, c); return s.end(s.embeddings(c)) },

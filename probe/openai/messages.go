@@ -11,6 +11,7 @@ const Messages API = "messages"
 var messages = &Protocol{
 	API: Messages, Operation: "chat", Provider: "anthropic",
 	URL:       at("/messages"),
+	Root:      "/v1",
 	Body:      messagesBody,
 	Event:     func(data []byte, c *Chunk) error { s := reading(data, c); return s.end(s.messagesEvent(c)) },
 	Whole:     func(data []byte, c *Chunk) error { s := reading(data, c); return s.end(s.messagesWhole(c)) },

@@ -24,6 +24,10 @@ type Protocol struct {
 	// URL is where a request for model goes below base (which, as with
 	// OpenAI's clients, normally ends in /v1), streamed or not.
 	URL func(base, model string, stream bool) string
+	// Root is the path a server's root takes to be this API's base:
+	// aiperf's --url names the root (http://host:8000), and its endpoint
+	// paths carry /v1 themselves.
+	Root string
 	// Body encodes a request. It writes the JSON itself rather than
 	// through encoding/json's reflection: a body is encoded for every
 	// request (docs/BENCHMARKS.md).
@@ -56,6 +60,26 @@ type Protocol struct {
 // protocols are the APIs, in the order the configuration lists them. A
 // new API is one file defining its Protocol and one entry here.
 var protocols = []*Protocol{chat, completions, responses, messages, embeddings, kserveGenerate}
+
+// BaseOfRoot is the base URL of raw for this API where raw names a
+// server's root, as aiperf's --url does: a URL without a path gets the
+// API's Root (/v1), one with a path is the base as written, and one
+// without a scheme is http://.
+func (p *Protocol) BaseOfRoot(raw string) string {
+	if !strings.Contains(raw, "://") {
+		raw = "http://" + raw
+	}
+	scheme, rest, _ := strings.Cut(raw, "://")
+	hostPath, query, hasQuery := strings.Cut(rest, "?")
+	if i := strings.IndexByte(hostPath, '/'); i < 0 || strings.Trim(hostPath[i:], "/") == "" {
+		host := strings.TrimSuffix(hostPath, "/")
+		raw = scheme + "://" + host + p.Root
+		if hasQuery {
+			raw += "?" + query
+		}
+	}
+	return raw
+}
 
 // APIs lists the APIs, as the configuration names them.
 var APIs = func() []API {

@@ -11,6 +11,7 @@ const Responses API = "responses"
 var responses = &Protocol{
 	API: Responses, Operation: "chat", Provider: "openai",
 	URL:    at("/responses"),
+	Root:   "/v1",
 	Body:   responsesBody,
 	Event:  func(data []byte, c *Chunk) error { s := reading(data, c); return s.end(s.responsesEvent(c)) },
 	Whole:  func(data []byte, c *Chunk) error { s := reading(data, c); return s.end(s.responsesWhole(c)) },
