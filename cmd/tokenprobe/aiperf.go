@@ -143,3 +143,39 @@ func registerAIPerf(run *kingpin.CmdClause, a *runonce.AdHoc, artifactDir *strin
 		}
 	}
 }
+
+// aiperfShortRefused is the refusal of the first of aiperf's refused short
+// flags among a run's args (-v, -vv, -b, -b8, -b=8), which kingpin cannot
+// register as it does the long ones (-vv is no flag of its), or nil.
+func aiperfShortRefused(args []string) error {
+	if len(args) == 0 || args[0] != "run" {
+		return nil
+	}
+	for _, arg := range args[1:] {
+		if arg == "--" {
+			return nil
+		}
+		if !strings.HasPrefix(arg, "-") || strings.HasPrefix(arg, "--") {
+			continue
+		}
+		for _, f := range aiperfFlags {
+			if f.how != "refused" {
+				continue
+			}
+			for _, name := range f.names {
+				if strings.HasPrefix(name, "--") {
+					continue
+				}
+				value := !aiperfBools[name] && len(arg) > len(name) && strings.HasPrefix(arg, name)
+				if arg == name || value {
+					text := fmt.Sprintf("%s is aiperf's, and tokenprobe does not implement it: use %s", name, f.use)
+					if f.note != "" {
+						text += " (" + f.note + ")"
+					}
+					return errors.New(text)
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -2,9 +2,12 @@ package main
 
 import (
 	"flag"
+	"io"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/tokenprobe/tokenprobe/internal/runonce"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/AIPERF.md")
@@ -83,6 +86,29 @@ func TestAIPerfTableIsTheParser(t *testing.T) {
 			if refused := code != 0; refused != (f.how == "refused") {
 				t.Errorf("%s (%s): exit %d", name, f.how, code)
 			}
+		}
+	}
+}
+
+// aiperf's refused short flags get the table's pointer, as its long ones
+// do, not kingpin's bare "unknown short flag".
+func TestAIPerfShortFlagsGetThePointer(t *testing.T) {
+	for arg, want := range map[string]string{
+		"-v":  "-v is aiperf's, and tokenprobe does not implement it: use --log.level=debug",
+		"-vv": "-vv is aiperf's, and tokenprobe does not implement it: use --log.level=debug",
+		"-b":  "-b is aiperf's, and tokenprobe does not implement it: use --batch (embeddings)",
+		"-b8": "-b is aiperf's",
+	} {
+		stderr := os.Stderr
+		r, w, _ := os.Pipe()
+		os.Stderr = w
+		code := run([]string{"run", "--url", "http://127.0.0.1:1", "--model", "m", arg})
+		w.Close()
+		os.Stderr = stderr
+		b, _ := io.ReadAll(r)
+		out := string(b)
+		if code != runonce.ExitConfig || !strings.Contains(out, want) {
+			t.Errorf("%s: exit %d, %q; want %q", arg, code, out, want)
 		}
 	}
 }

@@ -343,6 +343,11 @@ func run(args []string) int {
 
 	cmd, err := app.Parse(args)
 	if err != nil {
+		if refused := aiperfShortRefused(args); refused != nil {
+			// kingpin says "unknown short flag '-v'": the table's pointer
+			// says what to use instead.
+			err = refused
+		}
 		fmt.Fprintf(os.Stderr, "tokenprobe: %v%s (try --help)\n", flagValueError(args, err), didYouMean(app, args, err))
 		return runonce.ExitConfig
 	}
