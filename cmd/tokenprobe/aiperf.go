@@ -127,7 +127,7 @@ func registerAIPerf(run *kingpin.CmdClause, a *runonce.AdHoc, artifactDir *strin
 		}
 		for _, name := range f.names {
 			if registered[name] || !strings.HasPrefix(name, "--") {
-				continue // a short flag kingpin already reports as unknown
+				continue // a short one: aiperfShortRefused says it, where kingpin would say "unknown"
 			}
 			text := fmt.Sprintf("%s is aiperf's, and tokenprobe does not implement it: use %s", name, f.use)
 			if f.note != "" {
