@@ -46,3 +46,17 @@ func TestHelpGroupsOnlyTheRunCommand(t *testing.T) {
 		t.Fatalf("sim's --model under the run's heading:\n%s", text)
 	}
 }
+
+// Help goes to stdout, where it was asked for: `tokenprobe run --help |
+// less` shows it (it went to stderr, and the pager showed nothing).
+func TestHelpIsOnStdout(t *testing.T) {
+	cmd := command(t, "", "run", "--help")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run --help: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "usage: tokenprobe run") || stderr.Len() > 0 {
+		t.Fatalf("stdout %.200q, stderr %.200q", stdout.String(), stderr.String())
+	}
+}

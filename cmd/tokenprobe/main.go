@@ -179,6 +179,8 @@ func run(args []string) int {
 	stampVersion()
 	app.Version(version.Print("tokenprobe"))
 	app.HelpFlag.Short('h')
+	// Help is what was asked for, on stdout: `run --help | less` shows it.
+	app.UsageWriter(os.Stdout)
 	groupedUsage(app)
 	logCfg := &promslog.Config{}
 	promslogflag.AddFlags(app, logCfg)
