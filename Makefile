@@ -8,13 +8,13 @@ LDFLAGS := -X github.com/prometheus/common/version.Version=$(VERSION) \
 .PHONY: reliability real-servers screenshots gobench grafana-push dashboards test-deploy help build run demo-once e2e e2e-busy prometheus3 rules soak manifests test race lint bench fuzz docs clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ n[NR] = $$1; d[NR] = $$2; if (length($$1) > w) w = length($$1) } END { for (i = 1; i <= NR; i++) printf "  %-*s  %s\n", w, n[i], d[i] }'
 
 build: ## build bin/tokenprobe
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/tokenprobe ./cmd/tokenprobe
 
-run: ## the daemon with the demo configuration: http://localhost:9470
-	$(GO) run ./cmd/tokenprobe -c configs/demo.yaml --web.enable-lifecycle
+run: ## the daemon with the demo configuration: http://localhost:9470 (PORT=9471 for another port)
+	$(GO) run ./cmd/tokenprobe -c configs/demo.yaml --web.enable-lifecycle $(if $(PORT),--web.listen-address=:$(PORT))
 
 demo-once: ## the demo's baseline and overload profiles once (exit 1 = overload missed its SLO, as intended)
 	$(GO) run ./cmd/tokenprobe run -c configs/demo.yaml -p baseline -p overload || test $$? -eq 1
