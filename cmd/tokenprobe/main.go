@@ -29,6 +29,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/internal/schedslice"
 	"github.com/tokenprobe/tokenprobe/internal/setup"
 	"github.com/tokenprobe/tokenprobe/internal/sim"
+	"github.com/tokenprobe/tokenprobe/probe/openai"
 )
 
 func main() {
@@ -56,14 +57,14 @@ func fromFlags(o *runonce.Options, a *runonce.AdHoc, printOnly bool) (code int, 
 	var err error
 	switch {
 	case o.ConfigFile == "" && !a.Set():
-		fmt.Fprintln(os.Stderr, "tokenprobe run: give -c FILE, or --url and --model (try --help)")
+		fmt.Fprintln(os.Stderr, "tokenprobe: give -c FILE, or --url and --model (try --help)")
 		return runonce.ExitConfig, true
 	case o.ConfigFile == "":
 		b, err = a.YAML()
 		o.ConfigFile = "flags"
 	case !a.Any():
 		if printOnly {
-			fmt.Fprintln(os.Stderr, "tokenprobe run: --print-config prints what flags describe; give some")
+			fmt.Fprintln(os.Stderr, "tokenprobe: --print-config prints what flags describe; give some")
 			return runonce.ExitConfig, true
 		}
 		return 0, false
@@ -75,7 +76,7 @@ func fromFlags(o *runonce.Options, a *runonce.AdHoc, printOnly bool) (code int, 
 			return runonce.ExitConfig, true
 		}
 		if len(o.Profiles) > 1 {
-			fmt.Fprintln(os.Stderr, "tokenprobe run: flags change one profile: give one -p")
+			fmt.Fprintln(os.Stderr, "tokenprobe: flags change one profile: give one -p")
 			return runonce.ExitConfig, true
 		}
 		profile := ""
@@ -88,7 +89,7 @@ func fromFlags(o *runonce.Options, a *runonce.AdHoc, printOnly bool) (code int, 
 		}
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
+		fmt.Fprintln(os.Stderr, "tokenprobe:", err)
 		return runonce.ExitConfig, true
 	}
 	// Checked as the run checks it, so that what is printed runs.
@@ -101,7 +102,7 @@ func fromFlags(o *runonce.Options, a *runonce.AdHoc, printOnly bool) (code int, 
 		// What is in force, the defaults marked: the flags' own YAML
 		// would leave them out.
 		if b, err = setup.RenderEffective(cfg, b); err != nil {
-			fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
+			fmt.Fprintln(os.Stderr, "tokenprobe:", err)
 			return runonce.ExitConfig, true
 		}
 		_, _ = os.Stdout.Write(b)
@@ -206,7 +207,7 @@ func run(args []string) int {
 	var adhoc runonce.AdHoc
 	runCmd.Flag("url", "From flags: the server (http://localhost:8000, as aiperf takes it: /v1 is added) or the endpoint's base URL (http://localhost:8000/v1, a gateway's path).").Short('u').StringVar(&adhoc.URL)
 	runCmd.Flag("model", "From flags: the model name to request.").Short('m').StringVar(&adhoc.Model)
-	runCmd.Flag("api", "From flags: the API the endpoint speaks: chat, completions, responses (OpenAI's Responses API), messages (the Anthropic Messages API) or embeddings.").StringVar(&adhoc.API)
+	runCmd.Flag("api", "From flags: the API the endpoint speaks: "+strings.Join(apiNames(), ", ")+" (docs/CONFIGURATION.md says what each is).").StringVar(&adhoc.API)
 
 	runCmd.Flag("concurrency", "From flags: requests in flight (closed loop).").IsSetByUser(&adhoc.ConcurrencySet).IntVar(&adhoc.Concurrency)
 	runCmd.Flag("request-rate", "From flags: requests per second (open loop).").IsSetByUser(&adhoc.RateSet).Float64Var(&adhoc.Rate)
@@ -382,7 +383,7 @@ func run(args []string) int {
 			err = errors.New("--debug.cpu-profile, --debug.heap-profile and --debug.trace profile one process: give them without --processes")
 		}
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
+			fmt.Fprintln(os.Stderr, "tokenprobe:", err)
 			return runonce.ExitConfig
 		}
 		stopProfiles, err := startProfiles(*runCPUProfile, *runHeapProfile, *runTrace)
@@ -400,7 +401,7 @@ func run(args []string) int {
 			Undecided: undecidedFlag(*runUndecided),
 		}
 		if err := shardFlags(&o, *runShardIndex, *runShardCount, *runStartAt); err != nil {
-			fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
+			fmt.Fprintln(os.Stderr, "tokenprobe:", err)
 			return runonce.ExitConfig
 		}
 		if code, done := fromFlags(&o, &adhoc, *runPrintConfig); done {
@@ -539,4 +540,14 @@ func undecidedFlag(v string) runonce.Undecided {
 		return runonce.UndecidedFail
 	}
 	return runonce.UndecidedOwn
+}
+
+// apiNames are the APIs of probe/openai's protocol table, as --api takes
+// them: the help lists what the table has, not a copy of it.
+func apiNames() []string {
+	var out []string
+	for _, a := range openai.APIs {
+		out = append(out, string(a))
+	}
+	return out
 }

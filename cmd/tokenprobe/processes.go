@@ -78,11 +78,11 @@ func childArgs(args []string) []string {
 // merged report printed. n 0 is --processes auto.
 func runInProcesses(ctx context.Context, args []string, n int, o runonce.Options) int {
 	if o.ShardCount > 1 {
-		fmt.Fprintln(os.Stderr, "tokenprobe run: --processes divides a run over this host's processes; a shard of a study (--shard.count) is divided already: give one or the other")
+		fmt.Fprintln(os.Stderr, "tokenprobe: --processes divides a run over this host's processes; a shard of a study (--shard.count) is divided already: give one or the other")
 		return runonce.ExitConfig
 	}
 	if o.AIPerf {
-		fmt.Fprintln(os.Stderr, "tokenprobe run: --export-aiperf is not written for a run in several processes (tokenprobe merge does not write AIPerf's layout)")
+		fmt.Fprintln(os.Stderr, "tokenprobe: --export-aiperf is not written for a run in several processes (tokenprobe merge does not write AIPerf's layout)")
 		return runonce.ExitConfig
 	}
 	n, err := runonce.Processes(o, n)
@@ -95,7 +95,7 @@ func runInProcesses(ctx context.Context, args []string, n int, o runonce.Options
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "tokenprobe run: --processes: cannot find this program to start it again:", err)
+		fmt.Fprintln(os.Stderr, "tokenprobe: --processes: cannot find this program to start it again:", err)
 		return runonce.ExitRuntime
 	}
 	start := o.StartAt
@@ -105,13 +105,13 @@ func runInProcesses(ctx context.Context, args []string, n int, o runonce.Options
 	parent := o.ArtifactsDir
 	if parent != "" {
 		if err := os.MkdirAll(parent, 0o755); err != nil {
-			fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
+			fmt.Fprintln(os.Stderr, "tokenprobe:", err)
 			return runonce.ExitRuntime
 		}
 	}
 	shards, err := os.MkdirTemp(parent, ".processes-")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
+		fmt.Fprintln(os.Stderr, "tokenprobe:", err)
 		return runonce.ExitRuntime
 	}
 	if handshake {
@@ -129,7 +129,7 @@ func runInProcesses(ctx context.Context, args []string, n int, o runonce.Options
 	// failed stops the processes started so far, when another could not
 	// be: none is left running without the parent that merges it.
 	failed := func(err error) int {
-		fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
+		fmt.Fprintln(os.Stderr, "tokenprobe:", err)
 		for _, c := range started {
 			_ = c.Process.Signal(os.Interrupt)
 		}
@@ -219,20 +219,20 @@ func runInProcesses(ctx context.Context, args []string, n int, o runonce.Options
 		}
 	}
 	if code == runonce.ExitConfig {
-		fmt.Fprintf(os.Stderr, "tokenprobe run: a process refused the run; its shard's artifacts are in %s\n", shards)
+		fmt.Fprintf(os.Stderr, "tokenprobe: a process refused the run; its shard's artifacts are in %s\n", shards)
 		return code
 	}
 	var runs []*merge.Run
 	for i := range n {
 		rs, err := merge.Load(filepath.Join(shards, strconv.Itoa(i)))
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "tokenprobe run: process %d/%d left no run to merge (%v); the shards' artifacts are in %s\n", i+1, n, err, shards)
+			fmt.Fprintf(os.Stderr, "tokenprobe: process %d/%d left no run to merge (%v); the shards' artifacts are in %s\n", i+1, n, err, shards)
 			return runonce.ExitRuntime
 		}
 		runs = append(runs, rs...)
 	}
 	if err := merge.Check(runs); err != nil {
-		fmt.Fprintf(os.Stderr, "tokenprobe run: %v; the shards' artifacts are in %s\n", err, shards)
+		fmt.Fprintf(os.Stderr, "tokenprobe: %v; the shards' artifacts are in %s\n", err, shards)
 		return runonce.ExitRuntime
 	}
 	ms := merge.Merge(runs)
@@ -249,7 +249,7 @@ func runInProcesses(ctx context.Context, args []string, n int, o runonce.Options
 	}
 	if o.ArtifactsDir == "" {
 		if err := os.RemoveAll(shards); err != nil {
-			fmt.Fprintln(os.Stderr, "tokenprobe run:", err)
+			fmt.Fprintln(os.Stderr, "tokenprobe:", err)
 		}
 		return code
 	}
@@ -261,7 +261,7 @@ func runInProcesses(ctx context.Context, args []string, n int, o runonce.Options
 		err = keepShards(shards, filepath.Join(dir, "processes"))
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "tokenprobe run: writing the merged artifacts: %v; the shards' are in %s\n", err, shards)
+		fmt.Fprintf(os.Stderr, "tokenprobe: writing the merged artifacts: %v; the shards' are in %s\n", err, shards)
 		return runonce.ExitRuntime
 	}
 	fmt.Printf("Artifacts: %s\n", dir)
@@ -330,7 +330,7 @@ func watchParent(ctx context.Context, pid int, orphaned func()) {
 	defer t.Stop()
 	for {
 		if os.Getppid() != pid {
-			fmt.Fprintf(os.Stderr, "tokenprobe run: the parent process %d is gone; stopping\n", pid)
+			fmt.Fprintf(os.Stderr, "tokenprobe: the parent process %d is gone; stopping\n", pid)
 			orphaned()
 			return
 		}

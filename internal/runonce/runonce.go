@@ -263,7 +263,7 @@ func Run(ctx context.Context, o Options) int {
 			_ = os.Remove(dir) // made for runs that did not happen
 		}
 		if interrupted {
-			fmt.Fprintln(o.Progress, "tokenprobe run: interrupted before any run started")
+			fmt.Fprintln(o.Progress, "tokenprobe: interrupted before any run started")
 			return ExitRuntime
 		}
 		fmt.Fprintf(o.Progress, "%s: no profile runs on endpoint %q\n", o.ConfigFile, o.Endpoint)
@@ -286,7 +286,7 @@ func Run(ctx context.Context, o Options) int {
 		if dir != "" && len(all) > 0 {
 			where = "; what it measured is in " + dir
 		}
-		fmt.Fprintf(o.Progress, "tokenprobe run: interrupted%s (exit %d)\n", where, ExitRuntime)
+		fmt.Fprintf(o.Progress, "tokenprobe: interrupted%s (exit %d)\n", where, ExitRuntime)
 	}
 	return code
 }

@@ -127,7 +127,7 @@ profiles: [{name: p, load: {concurrency: 2, requests: 6}}]
 endpoints: [{name: e, base_url: "http://`+closed+`/v1", model: m}]
 profiles: [{name: p, load: {concurrency: 8, duration: 30s}}]
 `)}, ExitRuntime, "aborted: "},
-		{"interrupted", Options{ConfigFile: cfg, Profiles: []string{"easy"}}, ExitRuntime, "tokenprobe run: interrupted"},
+		{"interrupted", Options{ConfigFile: cfg, Profiles: []string{"easy"}}, ExitRuntime, "tokenprobe: interrupted"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
