@@ -358,7 +358,7 @@ func (c *Config) validate(l *locator, dir string) {
 			e := c.Endpoint(name)
 			switch {
 			case e == nil:
-				l.errf(fmt.Sprintf("%s.endpoints[%d]", path, j), "no endpoint is named %q", name)
+				l.errf(fmt.Sprintf("%s.endpoints[%d]", path, j), "no endpoint is named %q%s", name, c.endpointSuggestion(name))
 			case p.Workload.Batch > 1 && e.API != "embeddings":
 				l.errf(path+".workload.batch", "a batch of inputs is for api embeddings; endpoint %q speaks %s", name, e.API)
 			}
@@ -913,4 +913,24 @@ func (c *Checks) validate(l *locator, path, dir string) {
 			l.errf(fmt.Sprintf("%s.finish_reason[%d]", path, i), "empty")
 		}
 	}
+}
+
+// endpointSuggestion names the endpoint a mistyped reference most likely
+// means (within two edits), or lists the endpoints there are.
+func (c *Config) endpointSuggestion(name string) string {
+	best, bestD := "", 3
+	var names []string
+	for _, e := range c.Endpoints {
+		names = append(names, e.Name)
+		if d := EditDistance(name, e.Name); d < bestD {
+			best, bestD = e.Name, d
+		}
+	}
+	switch {
+	case best != "":
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	case len(names) > 0:
+		return " (endpoints: " + strings.Join(names, ", ") + ")"
+	}
+	return ""
 }
