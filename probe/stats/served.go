@@ -30,7 +30,11 @@ func (a *Aggregator) addServed(r *result.Request) {
 	if name == "" || (r.Outcome != result.Success && r.Outcome != result.WrongAnswer) {
 		return
 	}
-	name = cut(name, maxServedName) // a server's string: controls escaped, bounded
+	if name != r.Model {
+		// A server's string: controls escaped, bounded. The model asked
+		// for, the usual answer, is the configuration's own.
+		name = cut(name, maxServedName)
+	}
 	if _, ok := a.served[name]; ok || len(a.served) < maxServedNames {
 		if a.served == nil {
 			a.served = map[string]int{}
