@@ -157,12 +157,5 @@ func AlertmanagerConfigResource(name string) ([]byte, error) {
 		},
 		"spec": map[string]any{"inhibitRules": rules},
 	}
-	var b bytes.Buffer
-	b.WriteString(Header)
-	enc := yaml.NewEncoder(&b)
-	enc.SetIndent(2)
-	if err := enc.Encode(res); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), enc.Close()
+	return MarshalDocs(Header, res)
 }
