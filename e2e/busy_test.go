@@ -90,28 +90,9 @@ func TestE2EDemoOnABusyHostPagesOnlyTheOverload(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The Alertmanager with the shipped configuration, its receiver a
-	// webhook and its waits at the test's scale.
-	hook := &webhook{}
-	hooks := httptest.NewServer(hook)
-	defer hooks.Close()
-	amAddr := freeAddr(t)
-	amCfg, err := alerts.AlertmanagerConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	amYAML := strings.Replace(string(amCfg), "  - name: tokenprobe\n", fmt.Sprintf("  - name: tokenprobe\n    webhook_configs: [{url: %q, send_resolved: true}]\n", hooks.URL), 1)
-	amYAML = strings.NewReplacer("group_wait: 30s", "group_wait: 2s", "group_interval: 5m", "group_interval: 10s").Replace(amYAML)
-	if err := os.WriteFile(filepath.Join(dir, "alertmanager.yml"), []byte(amYAML), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	amCmd := exec.Command(am, "--config.file="+filepath.Join(dir, "alertmanager.yml"), "--storage.path="+filepath.Join(dir, "am"),
-		"--web.listen-address="+amAddr, "--cluster.listen-address=", "--log.level=warn")
-	amCmd.Stderr = os.Stderr
-	if err := amCmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = amCmd.Process.Kill(); _ = amCmd.Wait() }()
+	// The Alertmanager with the shipped configuration, its waits at the
+	// test's scale.
+	amAddr, hook := startAlertmanager(t, am, dir, "2s", "10s")
 
 	probeAddr := freeAddr(t)
 	reg := prometheus.NewRegistry()
@@ -325,6 +306,35 @@ func alertmanagerBinary(t *testing.T) string {
 	}
 	t.Skip("no Alertmanager on PATH (apt-get install prometheus-alertmanager)")
 	return ""
+}
+
+// startAlertmanager runs the Alertmanager bin with the shipped
+// configuration (alerts.AlertmanagerConfig), its receiver a webhook and its
+// group_wait and group_interval at the test's scale, until the test ends.
+// It returns the Alertmanager's address and what reaches the webhook.
+func startAlertmanager(t *testing.T, bin, dir, groupWait, groupInterval string) (string, *webhook) {
+	t.Helper()
+	hook := &webhook{}
+	hooks := httptest.NewServer(hook)
+	t.Cleanup(hooks.Close)
+	addr := freeAddr(t)
+	cfg, err := alerts.AlertmanagerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	yml := strings.Replace(string(cfg), "  - name: tokenprobe\n", fmt.Sprintf("  - name: tokenprobe\n    webhook_configs: [{url: %q, send_resolved: true}]\n", hooks.URL), 1)
+	yml = strings.NewReplacer("group_wait: 30s", "group_wait: "+groupWait, "group_interval: 5m", "group_interval: "+groupInterval).Replace(yml)
+	if err := os.WriteFile(filepath.Join(dir, "alertmanager.yml"), []byte(yml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "alertmanager.yml"), "--storage.path="+filepath.Join(dir, "am"),
+		"--web.listen-address="+addr, "--cluster.listen-address=", "--log.level=warn")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return addr, hook
 }
 
 // webhook records what an Alertmanager notifies.

@@ -114,26 +114,7 @@ profiles:
 		t.Fatal(err)
 	}
 
-	hook := &webhook{}
-	hooks := httptest.NewServer(hook)
-	defer hooks.Close()
-	amAddr := freeAddr(t)
-	amCfg, err := alerts.AlertmanagerConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	amYAML := strings.Replace(string(amCfg), "  - name: tokenprobe\n", fmt.Sprintf("  - name: tokenprobe\n    webhook_configs: [{url: %q, send_resolved: true}]\n", hooks.URL), 1)
-	amYAML = strings.NewReplacer("group_wait: 30s", "group_wait: 1s", "group_interval: 5m", "group_interval: 2s").Replace(amYAML)
-	if err := os.WriteFile(filepath.Join(dir, "alertmanager.yml"), []byte(amYAML), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	amCmd := exec.Command(am, "--config.file="+filepath.Join(dir, "alertmanager.yml"), "--storage.path="+filepath.Join(dir, "am"),
-		"--web.listen-address="+amAddr, "--cluster.listen-address=", "--log.level=warn")
-	amCmd.Stderr = os.Stderr
-	if err := amCmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = amCmd.Process.Kill(); _ = amCmd.Wait() }()
+	amAddr, hook := startAlertmanager(t, am, dir, "1s", "2s")
 
 	probeAddr := freeAddr(t)
 	reg := prometheus.NewRegistry()
