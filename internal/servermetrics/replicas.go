@@ -116,15 +116,19 @@ func pool(rds []Readings) Readings {
 			out.Err = rd.Err
 		}
 	}
+	at := make([]int, len(rds)) // each replica's reading nearest the last: both lists are in time order
 	for _, s0 := range rds[0].Snaps {
 		p := Snapshot{At: s0.At, Kind: s0.Kind, Hist: map[Role]Hist{}, Value: map[Role]float64{}, Families: map[Role]bool{}}
 		averaged := map[Role]int{}
-		for _, rd := range rds {
-			s, ok := nearest(rd.Snaps, s0.At)
-			if !ok {
+		for i, rd := range rds {
+			if len(rd.Snaps) == 0 {
 				continue
 			}
-			p.At = maxTime(p.At, s.At)
+			at[i] = nearest(rd.Snaps, at[i], s0.At)
+			s := rd.Snaps[at[i]]
+			if s.At.After(p.At) {
+				p.At = s.At
+			}
 			for r, h := range s.Hist {
 				p.Hist[r] = addHist(p.Hist[r], h)
 			}
@@ -146,25 +150,17 @@ func pool(rds []Readings) Readings {
 	return out
 }
 
-// nearest is the snapshot of snaps taken nearest to at.
-func nearest(snaps []Snapshot, at time.Time) (Snapshot, bool) {
-	best, ok := Snapshot{}, false
-	for _, s := range snaps {
-		if !ok || abs(s.At.Sub(at)) < abs(best.At.Sub(at)) {
-			best, ok = s, true
-		}
+// nearest is the index of the reading of snaps (in time order) taken
+// nearest to at, from the one at from on: a run's readings are walked
+// once, not once a reading.
+func nearest(snaps []Snapshot, from int, at time.Time) int {
+	for from+1 < len(snaps) && abs(snaps[from+1].At.Sub(at)) <= abs(snaps[from].At.Sub(at)) {
+		from++
 	}
-	return best, ok
+	return from
 }
 
 func abs(d time.Duration) time.Duration { return max(d, -d) }
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
 
 // addHist adds b to a; buckets add where the bounds agree, and are
 // dropped where they do not (count and sum still add).
