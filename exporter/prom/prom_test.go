@@ -713,20 +713,11 @@ func TestEndpointFailingLastsUntilAnAnswer(t *testing.T) {
 	run := &probe.Run{Profile: "chat", Endpoint: &client.Endpoint{Name: "gw"}}
 	state := func() string {
 		t.Helper()
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
 		var got []string
-		for _, mf := range mfs {
-			if mf.GetName() != catalog.EndpointFailing.Name {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				for _, l := range m.GetLabel() {
-					if l.GetName() == "reason" {
-						got = append(got, fmt.Sprintf("%s=%g", l.GetValue(), m.GetGauge().GetValue()))
-					}
+		for _, m := range samples(t, reg, catalog.EndpointFailing.Name, map[string]string{"endpoint": "gw"}) {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" {
+					got = append(got, fmt.Sprintf("%s=%g", l.GetValue(), m.GetGauge().GetValue()))
 				}
 			}
 		}
@@ -780,30 +771,21 @@ func TestDominantPhaseByLevel(t *testing.T) {
 	}
 	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{Stages: []stats.Summary{level(2, "prefill"), level(8, "queue"), {Level: 16}}}, Verdict: probe.Passed})
 	got := map[string]bool{}
-	mfs, _ := reg.Gather()
-	for _, mf := range mfs {
-		if mf.GetName() != catalog.RunLastTTFTDominantByLevel.Name {
+	for _, m := range samples(t, reg, catalog.RunLastTTFTDominantByLevel.Name, nil) {
+		if m.GetGauge().GetValue() != 1 {
 			continue
 		}
-		for _, m := range mf.GetMetric() {
-			if m.GetGauge().GetValue() != 1 {
-				continue
-			}
-			l := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				l[lp.GetName()] = lp.GetValue()
-			}
-			got[l["load_level"]+" "+l["phase"]] = true
+		l := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			l[lp.GetName()] = lp.GetValue()
 		}
+		got[l["load_level"]+" "+l["phase"]] = true
 	}
 	if want := map[string]bool{"2 prefill": true, "8 queue": true}; !maps.Equal(got, want) {
 		t.Fatalf("dominant phases by level %v, want %v", got, want)
 	}
 	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{}, Verdict: probe.Passed})
-	mfs, _ = reg.Gather()
-	for _, mf := range mfs {
-		if mf.GetName() == catalog.RunLastTTFTDominantByLevel.Name && len(mf.GetMetric()) > 0 {
-			t.Fatalf("a run without a breakdown left %d series", len(mf.GetMetric()))
-		}
+	if n := len(samples(t, reg, catalog.RunLastTTFTDominantByLevel.Name, nil)); n > 0 {
+		t.Fatalf("a run without a breakdown left %d series", n)
 	}
 }
