@@ -373,3 +373,37 @@ func (e *errorRecorder) String() string {
 	defer e.mu.Unlock()
 	return strings.Join(e.errs, "; ")
 }
+
+// aiperf's grace period: requests in flight when a stage's duration ends
+// have Plan.Grace to finish, then are cancelled and counted as such; a
+// server that never answers holds the run no longer, whether the loop is
+// closed or open. Without a grace they would wait for their timeout, an
+// hour here, and the test's own deadline would cancel them instead.
+func TestGracePeriodEndsRequestsInFlight(t *testing.T) {
+	hung := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-hung:
+		}
+	}))
+	t.Cleanup(func() { close(hung); srv.Close() })
+	for name, st := range map[string]Stage{
+		"closed loop": {Concurrency: 3, Duration: 100 * time.Millisecond},
+		"open loop":   {Rate: 20, Arrival: "constant", Duration: 100 * time.Millisecond},
+	} {
+		t.Run(name, func(t *testing.T) {
+			run := runAgainst(t, srv.URL+"/v1", Plan{Stages: []Stage{st}, Grace: 200 * time.Millisecond}, Failure{})
+			run.Endpoint.Timeout = time.Hour
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			s, err := run.Execute(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("the run ended with the test's deadline, not the grace period: %v", err)
+			}
+			if s.Cancelled == 0 || s.Cancelled != s.Requests || s.Errors != 0 || s.Interrupted {
+				t.Errorf("%d requests: %d cancelled, %d errors, interrupted %v; want every one cancelled by the grace period", s.Requests, s.Cancelled, s.Errors, s.Interrupted)
+			}
+		})
+	}
+}

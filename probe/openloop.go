@@ -65,8 +65,15 @@ func (r *Run) openLoop(send, ctx context.Context, index int, st Stage, warmup bo
 		stop, cancel = context.WithDeadline(send, start.Add(st.Duration))
 		defer cancel()
 	}
+	// The grace period runs from the later of the stage's end and the
+	// last arrival sent: a late dispatcher's last arrivals get all of it.
+	sent := make(chan struct{})
+	reqs, endReqs := r.drain(ctx, stop.Done(), sent)
+	defer endReqs()
+	ctx = reqs
 	var wg sync.WaitGroup
 	defer wg.Wait() // before cancel: sessions end at the deadline, not when the last arrival was sent
+	defer close(sent)
 	next := start
 	var unit float64 // a ramp's arrivals, counted in the unit-rate process
 	for i := 0; limit == 0 || i < limit; i++ {

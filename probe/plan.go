@@ -127,6 +127,11 @@ type Plan struct {
 	// phase, and are not measured.
 	Warmup int
 	Seed   uint64
+	// Grace bounds how long requests in flight when a stage's duration
+	// ends may still finish before they are cancelled (0: until their own
+	// timeout). It applies to a stage with a duration, and to an
+	// interrupted one.
+	Grace time.Duration
 	// CancelFraction of requests are cancelled by the workload after
 	// CancelAfter, as impatient users do; they count as cancelled.
 	CancelFraction float64

@@ -75,6 +75,8 @@ type Run struct {
 	inFlight  atomic.Int64
 	done      atomic.Int64
 	errors    atomic.Int64
+	// warmDone and warmErrors are the warmup's, shown while it runs.
+	warmDone, warmErrors atomic.Int64
 	started   atomic.Int64 // unix nanos of the measured phase's start
 	// stageStart is the running stage's (or warmup's) start, in nanos
 	// after monoEpoch: on the monotonic clock, as the schedule is, so that
@@ -94,8 +96,12 @@ type Progress struct {
 	Level float64
 	// StageIndex counts from 0.
 	StageIndex int
-	// Elapsed is time in the measured phase (0 during warmup).
+	// Elapsed is time in the measured phase, or in the warmup while
+	// Warmup is set.
 	Elapsed time.Duration
+	// Warmup is set while the warmup runs: Done and Errors are then its
+	// own, out of Plan.Warmup.
+	Warmup bool
 }
 
 // Progress reads the run's counters; safe to call while it runs.
@@ -105,8 +111,15 @@ func (r *Run) Progress() Progress {
 		p.Stage = r.Plan.Stages[p.StageIndex]
 		p.Level = p.Stage.LevelAt(time.Since(r.stageAt()))
 	}
-	if s := r.started.Load(); s > 0 {
+	switch s := r.started.Load(); {
+	case s > 0:
 		p.Elapsed = time.Since(time.Unix(0, s))
+	case r.Plan.Warmup > 0:
+		// A long warmup showed "0.0s" and nothing done for minutes.
+		p.Warmup, p.Done, p.Errors = true, r.warmDone.Load(), r.warmErrors.Load()
+		if r.stageStart.Load() != 0 {
+			p.Elapsed = time.Since(r.stageAt())
+		}
 	}
 	return p
 }
@@ -157,6 +170,7 @@ func (r *Run) Execute(parent context.Context) (stats.Summary, error) {
 	results := make(chan *result.Request, 1024)
 	collected := make(chan struct{})
 	counted := make(chan struct{}) // answers a barrier: every result before it is counted
+	var warm stats.Warmup
 	go func() {
 		defer close(collected)
 		for res := range results {
@@ -166,6 +180,7 @@ func (r *Run) Execute(parent context.Context) (stats.Summary, error) {
 			}
 			g.add(res)
 			if res.Warmup {
+				warm.Add(res)
 				continue
 			}
 			v := r.SLO.Evaluate(res)
@@ -225,6 +240,9 @@ func (r *Run) Execute(parent context.Context) (stats.Summary, error) {
 	s.Interrupted = interrupted
 	s.FailureWaitSeconds = time.Duration(r.waited.Load()).Seconds()
 	s.Dropped = r.dropped.snapshot()
+	if warm.Requests > 0 {
+		s.Warmup = &warm
+	}
 	if err == nil {
 		err = r.Failure.broken(&s)
 	}
@@ -319,8 +337,39 @@ func (r *Run) phase(send, ctx context.Context, index int, st Stage, warmup bool,
 		stop, cancel = context.WithTimeout(send, st.Duration)
 		defer cancel()
 	}
-	r.closedLoop(stop, ctx, index, st, warmup, out, prompts)
+	reqs, endReqs := r.drain(ctx, stop.Done())
+	defer endReqs()
+	r.closedLoop(stop, reqs, index, st, warmup, out, prompts)
 	return nil
+}
+
+// drain is the context of a stage's requests: ctx itself without a
+// Plan.Grace; with one, a child cancelled Grace after every one of ends
+// has closed (the stage stopped sending), so that requests still in
+// flight then end as cancelled, counted, as aiperf's grace period ends
+// them. The returned func releases it once the stage's requests are over.
+func (r *Run) drain(ctx context.Context, ends ...<-chan struct{}) (context.Context, func()) {
+	if r.Plan.Grace <= 0 {
+		return ctx, func() {}
+	}
+	reqs, cancel := context.WithCancel(ctx)
+	go func() {
+		for _, end := range ends {
+			select {
+			case <-end:
+			case <-reqs.Done():
+				return
+			}
+		}
+		t := time.NewTimer(r.Plan.Grace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-reqs.Done():
+		}
+	}()
+	return reqs, cancel
 }
 
 // lookahead is how many prompts are prepared before their send time: deep
@@ -406,11 +455,13 @@ func (r *Run) one(ctx context.Context, index int, st Stage, scheduled time.Time,
 	r.Checks.Run(res, func() openai.Answer { return openai.ParseAnswer(openai.API(res.API), res.Answer) }, p.Expect)
 	res.Answer = nil
 	r.hold(res)
-	if !warmup {
-		r.done.Add(1)
-		if res.Outcome == result.Error {
-			r.errors.Add(1)
-		}
+	done, errs := &r.done, &r.errors
+	if warmup {
+		done, errs = &r.warmDone, &r.warmErrors
+	}
+	done.Add(1)
+	if res.Outcome == result.Error {
+		errs.Add(1)
 	}
 	return res
 }

@@ -37,7 +37,7 @@ var aiperfFlags = []aiperfFlag{
 	{[]string{"--endpoint-type"}, "--api", "alias", "chat, completions, embeddings; responses, messages and kserve_generate (KServe v2 generate, Triton) are tokenprobe's too"},
 	{[]string{"--streaming"}, "--streaming", "differs", "tokenprobe streams by default (a streamed answer is what TTFT and ITL are measured on); --no-streaming asks for whole answers"},
 	{[]string{"--url", "-u"}, "--url", "same", "aiperf's server root: http://host:8000 is the API's base below it, http://host:8000/v1 (KServe's generate paths start at the root); a URL with a path is the base as written (http://host:8000/v1, a gateway's /openai/v1); without a scheme, http://"},
-	{[]string{"--request-timeout-seconds"}, "--request-timeout-seconds", "alias", "the endpoint's timeout (default 120 s); the failure policy's unreachable limit is separate"},
+	{[]string{"--request-timeout-seconds"}, "--request-timeout-seconds", "same", "aiperf's default, 600 s, in a run from flags (a configuration's endpoint: 120 s)"},
 	{[]string{"--api-key"}, "--api-key-env VAR (the variable holding the key)", "refused", "a key on the command line is seen by every user of the host (ps) and kept in shell history"},
 	{[]string{"--header", "-H"}, "--header", "same", "NAME=VALUE or 'Name: value'"},
 	{[]string{"--extra-inputs"}, "--extra-inputs", "same", "KEY:VALUE, a field of the request body"},
@@ -55,7 +55,7 @@ var aiperfFlags = []aiperfFlag{
 	{[]string{"--image-height-mean", "--image-height-stddev", "--image-width-mean", "--image-width-stddev", "--image-batch-size", "--batch-size-image", "--image-format"}, "a configuration file's dataset (tokenprobe sends no images)", "refused", ""},
 	// Load
 	{[]string{"--benchmark-duration"}, "--duration", "alias", "seconds"},
-	{[]string{"--benchmark-grace-period"}, "the run's grace on interrupt (30 s)", "refused", "requests in flight at the end of a --duration run are waited for"},
+	{[]string{"--benchmark-grace-period"}, "--benchmark-grace-period", "same", "seconds or inf, aiperf's 30 s by default: requests still in flight then are cancelled and counted as cancelled (load.grace_period)"},
 	{[]string{"--concurrency"}, "--concurrency", "same", ""},
 	{[]string{"--request-rate"}, "--request-rate", "same", "with --concurrency too, as in aiperf: an open loop capped at that many in flight (load.max_concurrency)"},
 	{[]string{"--request-rate-mode"}, "--arrival (poisson, constant or gamma)", "refused", ""},
@@ -112,7 +112,8 @@ func registerAIPerf(run *kingpin.CmdClause, a *runonce.AdHoc, artifactDir *strin
 	run.Flag("output-artifact-dir", "--artifacts-dir").Hidden().StringVar(artifactDir)
 	run.Flag("input-file", "--dataset").PlaceHolder("FILE").StringVar(&a.Dataset)
 	run.Flag("random-seed", "the workload's seed").PlaceHolder("N").Uint64Var(&a.Seed)
-	run.Flag("request-timeout-seconds", "the endpoint's timeout, in seconds").PlaceHolder("SECONDS").Float64Var(&a.TimeoutSeconds)
+	run.Flag("request-timeout-seconds", "A request's timeout, in seconds (aiperf's 600 by default).").PlaceHolder("SECONDS").Float64Var(&a.TimeoutSeconds)
+	run.Flag("benchmark-grace-period", "How long requests in flight when --benchmark-duration ends may finish before they are cancelled: seconds, or inf (aiperf's 30 by default).").PlaceHolder("SECONDS").StringVar(&a.GracePeriod)
 	run.Flag("streaming", "Stream the answers (the default: TTFT and ITL are measured on a stream); --no-streaming asks for whole answers.").Default("true").IsSetByUser(&a.StreamSet).BoolVar(&a.Stream)
 	registered := map[string]bool{}
 	for _, f := range run.Model().Flags {

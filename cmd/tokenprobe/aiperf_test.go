@@ -28,6 +28,28 @@ this project answers, their ` + "`--url`" + ` as the write-ups write it (` + "`h
 the simulator and against llama.cpp's llama-server (built by ` + "`make real-servers`" + `; its lengths cut to its tiny
 model's context).
 
+## A run from flags runs as aiperf runs
+
+aiperf's command lines are overload studies: a request that times out behind a queue is the result,
+not a reason to stop. A run from flags (no ` + "`-c`" + `) therefore keeps aiperf's run semantics, and
+` + "`--print-config`" + ` shows them in the configuration it prints. A configuration's profiles, which the
+daemon runs against production on a schedule, keep tokenprobe's failure policy: a failing endpoint
+must be neither hammered nor called green. With ` + "`-c FILE`" + ` and flags, the file's policy stands.
+
+| | a run from flags (aiperf's) | a configuration's profile |
+|---|---|---|
+| request timeout | 600 s (` + "`--request-timeout-seconds`" + `) | the endpoint's ` + "`timeout`" + `, 120 s |
+| requests in flight when the duration ends | 30 s to finish, then cancelled and counted as cancelled (` + "`--benchmark-grace-period`" + `, ` + "`inf`" + ` for no limit) | finish or time out (` + "`load.grace_period`" + ` to bound them) |
+| timeouts and failed requests | counted and shown in the report; no abort, and no error for their share | the run is aborted when more than half of the first 20 fail (` + "`failure.abort`" + `), and is an error when more than half failed (` + "`failure.max_error_ratio`" + `) |
+| the endpoint unreachable: requests fail to connect or time out, no answer for 30 s | aborted, exit 3: nothing is being measured | the same |
+| no request succeeded | an error, exit 3 | the same |
+| after a failed request | the worker backs off, 100 ms doubling to 5 s (aiperf does not), so that a refused connection is not retried in a tight loop | the same |
+| a server's Retry-After | obeyed, up to 30 s | the same |
+| an interrupt (Ctrl-C) | no new requests; those in flight have 5 s, a second interrupt quits at once | the same |
+
+The warmup's requests are in no figure, but the failure policy counts them: a run aborted in its
+warmup says so in the report's Warmup line and in ` + "`summary.json`" + `'s ` + "`warmup`" + `.
+
 | aiperf | tokenprobe | how | note |
 |---|---|---|---|
 `)
@@ -74,6 +96,8 @@ func TestAIPerfTableIsTheParser(t *testing.T) {
 				args = append(args, "--url", "http://x/v1", name, "m")
 			case "--url":
 				args = append(args, "--model", "m", name, "http://x/v1")
+			case "--benchmark-grace-period": // aiperf's rule: only with a duration
+				args = append(args, "--url", "http://x/v1", "--model", "m", "--benchmark-duration", "10", name, "1")
 			default:
 				args = append(args, "--url", "http://x/v1", "--model", "m", name)
 				if v, ok := valid[name]; ok {

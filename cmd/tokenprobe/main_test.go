@@ -838,3 +838,45 @@ func writeUpsCommandLines(t *testing.T, url string, cut map[string]string) {
 		}
 	}
 }
+
+// The write-ups' 50-user line against a server whose queue is longer than
+// the old 120 s timeout (one slot, 2.6 s a request, 50 waiting: 130 s):
+// with aiperf's run semantics it measures the queue instead of being
+// aborted by it. Its duration is cut to 2 s, as in the test above; the
+// 30 s grace period then ends the requests still queued, counted as
+// cancelled. Before, the queued requests timed out at 120 s, the failure
+// policy called the run broken and it exited 3.
+func TestAIPerfFiftyUsersMeasureTheQueue(t *testing.T) {
+	const prefill = 2600 * time.Millisecond
+	s, err := sim.Start("127.0.0.1:0", sim.Config{Slots: 1, PrefillBase: prefill, DecodeBase: time.Millisecond, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	dir := t.TempDir()
+	line := "--model tokenprobe-sim --url http://" + s.Addr() + " --endpoint-type chat --concurrency 50 --tokenizer builtin --benchmark-duration 2 --goodput time_to_first_token:500 --streaming"
+	code, out := stdoutOf(t, append([]string{"run", "--artifacts-dir", dir, "--progress-interval", "0"}, strings.Fields(line)...)...)
+	// aiperf's --goodput counts good requests and gates nothing: no
+	// objective, so the verdict is the answers', and the cliff is in the
+	// figures (no good request of those answered).
+	if code != runonce.ExitOK {
+		t.Fatalf("exit %d, want %d (no objective to miss):\n%s", code, runonce.ExitOK, out)
+	}
+	sum := onlySummary(t, dir)
+	if sum.Error != "" || sum.Aborted {
+		t.Fatalf("the run is an error: %s", sum.Error)
+	}
+	if sum.Success == 0 || sum.Cancelled == 0 || sum.Requests != sum.Success+sum.Errors+sum.Cancelled+sum.WrongAnswers {
+		t.Errorf("%d requests: %d success, %d errors, %d cancelled, %d wrong; want answers and the queue's rest cancelled, all counted",
+			sum.Requests, sum.Success, sum.Errors, sum.Cancelled, sum.WrongAnswers)
+	}
+	if sum.Goodput != 0 || sum.RequestThroughput == 0 {
+		t.Errorf("goodput %.2f req/s of %.2f: every answer waited in the queue past 500 ms", sum.Goodput, sum.RequestThroughput)
+	}
+	if p50 := sum.TTFT.P50; p50 < 2*float64(prefill.Milliseconds()) {
+		t.Errorf("TTFT p50 %.0f ms: the queue does not show (one request alone takes %s)", p50, prefill)
+	}
+	if !strings.Contains(out, "Requests") || !strings.Contains(out, "cancelled") {
+		t.Errorf("the report does not count the cancelled requests:\n%s", out)
+	}
+}

@@ -72,7 +72,7 @@ func TestFullFileAndDefaults(t *testing.T) {
 		t.Errorf("endpoint defaults: model %q api %q timeout %v", sim.Model, sim.API, sim.Timeout.D())
 	}
 	p := cfg.Profile("chat-slo")
-	if p.Load.Rate != 4 || p.Load.Arrival != "constant" || p.SLO.TTFT.D() != 500*time.Millisecond || p.SLO.Objective != 0.95 {
+	if p.Load.Rate != 4 || p.Load.Arrival != "constant" || p.Load.GracePeriod == nil || p.Load.GracePeriod.D() != 20*time.Second || p.SLO.TTFT.D() != 500*time.Millisecond || p.SLO.Objective != 0.95 {
 		t.Errorf("profile decoded wrong: %+v", p)
 	}
 	st := cfg.Profile("staircase").Load.Plan()

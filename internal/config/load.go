@@ -708,6 +708,9 @@ func (ld *Load) validate(l *locator, path string, trace bool) {
 		if ld.WarmupRequests < 0 {
 			l.errf(path+".warmup_requests", "must not be negative")
 		}
+		if ld.GracePeriod != nil && *ld.GracePeriod < 0 {
+			l.errf(path+".grace_period", "must not be negative")
+		}
 		return
 	}
 	if sw := ld.Sweep; sw != nil {
@@ -738,6 +741,9 @@ func (ld *Load) validate(l *locator, path string, trace bool) {
 	}
 	if ld.WarmupRequests < 0 {
 		l.errf(path+".warmup_requests", "must not be negative")
+	}
+	if ld.GracePeriod != nil && *ld.GracePeriod < 0 {
+		l.errf(path+".grace_period", "must not be negative")
 	}
 }
 

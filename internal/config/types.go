@@ -727,8 +727,13 @@ type Load struct {
 	Search *Search `yaml:"search"`
 	// WarmupRequests are sent first, at the first stage's load, and left
 	// out of every result.
-	WarmupRequests int    `yaml:"warmup_requests"`
-	Seed           uint64 `yaml:"seed"`
+	WarmupRequests int `yaml:"warmup_requests"`
+	// GracePeriod bounds how long requests in flight when a stage's
+	// duration ends may still finish; those that have not are cancelled
+	// (counted as cancelled), at once with 0. Unset: they run until their
+	// own timeout. aiperf's --benchmark-grace-period.
+	GracePeriod *Duration `yaml:"grace_period"`
+	Seed        uint64    `yaml:"seed"`
 }
 
 // Stage is one level of load: a closed loop at a fixed concurrency, or an

@@ -84,6 +84,15 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 		kv("Verdict", "%s", s.Verdict)
 	}
 	kv("Requests", "%d (%d success, %d error, %d cancelled, %d wrong answers)", s.Requests, s.Success, s.Errors, s.Cancelled, s.WrongAnswers)
+	if w := s.Warmup; w != nil && (w.Errors > 0 || w.WrongAnswers > 0 || s.Aborted) {
+		// In no figure, but they count for the failure policy: a run
+		// aborted in its warmup showed "Requests 0" and no reason.
+		errs := ""
+		if len(w.ByReason) > 0 {
+			errs = " (" + reasons(w.ByReason) + ")"
+		}
+		kv("Warmup", "%d (%d success, %d error%s, %d cancelled, %d wrong answers), in no figure here", w.Requests, w.Success, w.Errors, errs, w.Cancelled, w.WrongAnswers)
+	}
 	kv("Benchmark duration", "%.2f s", s.DurationSeconds)
 	if m := s.Merged; m != nil {
 		kv("Merged from", "%d shards, their first requests %.0f ms apart", m.Shards, m.StartSpreadMs)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
 	"strconv"
@@ -48,8 +49,11 @@ type AdHoc struct {
 	Speedup                                float64
 	// Seed, TimeoutSeconds and Stream are aiperf's --random-seed,
 	// --request-timeout-seconds and --streaming.
-	Seed              uint64
-	TimeoutSeconds    float64
+	Seed           uint64
+	TimeoutSeconds float64
+	// GracePeriod is aiperf's --benchmark-grace-period: seconds, or inf
+	// (no limit); "" is aiperf's default with a duration, 30 s.
+	GracePeriod       string
 	Stream, StreamSet bool
 	Tokenizer         string
 	Headers           []string // K=V
@@ -104,7 +108,7 @@ var flagOf = []struct{ field, flag string }{
 	{"profiles[0].load.sweep", "--sweep"}, {"profiles[0].load.search", "--search"}, {"profiles[0].load.concurrency", "--concurrency"}, {"profiles[0].load.max_concurrency", "--concurrency"}, {"profiles[0].load.rate", "--request-rate"},
 	{"profiles[0].load.arrival", "--arrival"}, {"profiles[0].load.smoothness", "--smoothness"},
 	{"profiles[0].load.requests", "--requests"}, {"profiles[0].load.duration", "--duration"},
-	{"profiles[0].load.warmup_requests", "--warmup-requests"}, {"profiles[0].load", "--concurrency or --request-rate"},
+	{"profiles[0].load.warmup_requests", "--warmup-requests"}, {"profiles[0].load.grace_period", "--benchmark-grace-period"}, {"profiles[0].load", "--concurrency or --request-rate"},
 	{"profiles[0].workload.input_tokens", "--input-tokens"}, {"profiles[0].workload.output_tokens", "--output-tokens"},
 	{"profiles[0].workload.dataset", "--dataset"}, {"profiles[0].workload.batch", "--batch"}, {"profiles[0].workload.trace.speedup", "--speedup"},
 	{"profiles[0].workload.trace", "--trace"}, {"profiles[0].workload.tokenizer", "--tokenizer"},
@@ -248,6 +252,19 @@ func (a *AdHoc) parts() (ep, load, workload, slo map[string]any, err error) {
 	set("requests", a.Requests, a.Requests != 0)
 	set("duration", a.Duration.String(), a.Duration != 0)
 	set("warmup_requests", a.Warmup, a.Warmup != 0)
+	switch g := strings.TrimSpace(a.GracePeriod); {
+	case g == "":
+	case a.Duration == 0:
+		return nil, nil, nil, nil, errors.New("--benchmark-grace-period: applies to a run with --benchmark-duration (as in aiperf): requests in flight at the end of a run of --request-count all finish")
+	case strings.EqualFold(g, "inf"):
+		load["grace_period"] = nil // no limit: every request in flight finishes or times out
+	default:
+		v, err := strconv.ParseFloat(g, 64)
+		if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+			return nil, nil, nil, nil, fmt.Errorf("--benchmark-grace-period %q: give seconds (0 or more) or inf", a.GracePeriod)
+		}
+		load["grace_period"] = time.Duration(v * float64(time.Second)).String()
+	}
 	if a.Sweep != "" {
 		kind, list, ok := strings.Cut(a.Sweep, "=")
 		if !ok || (kind != "concurrency" && kind != "rate") {
@@ -374,6 +391,14 @@ func (a *AdHoc) parts() (ep, load, workload, slo map[string]any, err error) {
 	return ep, load, workload, slo, nil
 }
 
+// aiperf's defaults, which a run from flags keeps: its request timeout
+// (--request-timeout-seconds) and the grace period after
+// --benchmark-duration (--benchmark-grace-period).
+const (
+	AIPerfTimeout = 600 * time.Second
+	AIPerfGrace   = 30 * time.Second
+)
+
 // YAML is the configuration the flags describe. Errors name the flag.
 func (a *AdHoc) YAML() ([]byte, error) {
 	if a.URL == "" || a.Model == "" {
@@ -387,6 +412,19 @@ func (a *AdHoc) YAML() ([]byte, error) {
 	if len(load) == 0 {
 		load["concurrency"] = 1
 	}
+	// aiperf's run semantics, which its command lines were written for:
+	// its request timeout, its grace period after a duration, and no
+	// abort on timeouts or a share of failures (in an overload study a
+	// timeout is a measurement). The daemon's profiles keep the failure
+	// policy: docs/AIPERF.md says where the two differ.
+	if _, ok := ep["timeout"]; !ok {
+		ep["timeout"] = AIPerfTimeout.String()
+	}
+	if g, ok := load["grace_period"]; !ok && a.Duration != 0 {
+		load["grace_period"] = AIPerfGrace.String()
+	} else if ok && g == nil {
+		delete(load, "grace_period") // inf
+	}
 	profile := map[string]any{"name": or(a.ProfileName, "adhoc"), "endpoints": []string{ep["name"].(string)}, "load": load}
 	if len(workload) > 0 {
 		profile["workload"] = workload
@@ -397,6 +435,7 @@ func (a *AdHoc) YAML() ([]byte, error) {
 	if checks := a.checks(); len(checks) > 0 {
 		profile["checks"] = checks
 	}
+	profile["failure"] = map[string]any{"abort": map[string]any{"error_ratio": 0}, "max_error_ratio": 0}
 	doc := yaml.Node{}
 	if err := doc.Encode(map[string]any{"endpoints": []any{ep}, "profiles": []any{profile}}); err != nil {
 		return nil, err
@@ -404,6 +443,8 @@ func (a *AdHoc) YAML() ([]byte, error) {
 	sortKeys(&doc, "name", "endpoints", "profiles")
 	var b strings.Builder
 	b.WriteString("# tokenprobe run from flags; save it as a configuration file to schedule the same profile.\n")
+	b.WriteString("# aiperf's run semantics: a 600 s timeout, a 30 s grace period after a duration, and no\n")
+	b.WriteString("# abort on timeouts or failures (failure:); a scheduled profile may leave them to the defaults.\n")
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
 	if err := enc.Encode(&doc); err != nil {

@@ -156,13 +156,14 @@ func frame(run *probe.Run, l *live) []string {
 	if run.Plan.Search != nil {
 		phase += fmt.Sprintf(" (search step %d of at most %d)", p.StageIndex+1, len(run.Plan.Stages))
 	}
-	if p.Elapsed == 0 {
-		phase = "warmup"
-	}
 	progress := fmt.Sprintf("%.1f s elapsed", p.Elapsed.Seconds())
 	requests, duration := planned(run.Plan)
 	frac := -1.0
 	switch {
+	case p.Warmup:
+		phase = "warmup"
+		progress = fmt.Sprintf("%.1f s of warmup, %d of %d requests", p.Elapsed.Seconds(), p.Done, run.Plan.Warmup)
+		frac = float64(p.Done) / float64(run.Plan.Warmup)
 	case requests > 0 && duration == 0:
 		frac = float64(p.Done) / float64(requests)
 	case duration > 0 && requests == 0:

@@ -515,8 +515,8 @@ func progress(o Options, run *probe.Run) (stop func()) {
 				case len(run.Plan.Stages) > 1:
 					phase = fmt.Sprintf("stage %d/%d, %s", p.StageIndex+1, len(run.Plan.Stages), phase)
 				}
-				if p.Elapsed == 0 {
-					phase = "warmup"
+				if p.Warmup {
+					phase = fmt.Sprintf("warmup, %d of %d", p.Done, run.Plan.Warmup)
 				}
 				fmt.Fprintf(o.Progress, "  [%5.1fs %s] %d done · %d in flight · %d errors\n", p.Elapsed.Seconds(), phase, p.Done, p.InFlight, p.Errors)
 			}

@@ -968,3 +968,38 @@ func TestAdviceNamesTheFlag(t *testing.T) {
 		t.Fatalf("advice %v, want one starting %q", got, want)
 	}
 }
+
+// A run aborted in its warmup, with fifty requests queued at a server
+// that would hold them an hour, exits once its report is written (its
+// requests in flight cancelled, not waited for), and its report counts
+// the warmup's failures that decided it: the report of such a run said
+// "Requests 0" and "Errors by reason none".
+func TestAbortedRunExitsWithItsReport(t *testing.T) {
+	cfg := writeConfig(t, `
+endpoints:
+  - name: slow
+    timeout: 300ms
+    simulator: {slots: 1, prefill_base: 1h, seed: 1}
+profiles:
+  - name: p
+    load: {concurrency: 50, duration: 10m, warmup_requests: 30}
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	code, out, errOut := runCLIContext(ctx, t, Options{ConfigFile: cfg, ArtifactsDir: dir})
+	if ctx.Err() != nil {
+		t.Fatal("the aborted run waited for its requests in flight")
+	}
+	if code != ExitRuntime || !strings.Contains(out, "aborted: ") {
+		t.Fatalf("exit %d, want %d and an abort:\n%s\n%s", code, ExitRuntime, out, errOut)
+	}
+	sums, _ := summaries(t, dir)
+	w := sums[0].Warmup
+	if w == nil || w.Errors < 20 || w.ByReason["timeout"] != w.Errors || sums[0].Requests != 0 {
+		t.Fatalf("warmup %+v, %d measured requests: want the warmup's timeouts that aborted it, and no measured request", w, sums[0].Requests)
+	}
+	if want := fmt.Sprintf("Warmup                       %d (0 success, %d error (timeout %d)", w.Requests, w.Errors, w.Errors); !strings.Contains(out, want) {
+		t.Errorf("the report lacks %q:\n%s", want, out)
+	}
+}

@@ -145,6 +145,10 @@ func setDuration(dst *time.Duration, d *config.Duration) {
 // PlanOf converts a profile's load block.
 func PlanOf(l *config.Load) probe.Plan {
 	plan := probe.Plan{Warmup: l.WarmupRequests, Seed: l.Seed}
+	if g := l.GracePeriod; g != nil {
+		// 0 cancels at once; the plan's 0 is no limit.
+		plan.Grace = max(g.D(), time.Nanosecond)
+	}
 	if sr := l.Search; sr != nil {
 		st := l.Stage
 		search := &probe.Search{Precision: sr.Precision, Steps: sr.Steps, Step: probe.Stage{

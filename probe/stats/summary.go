@@ -70,6 +70,10 @@ type Summary struct {
 	Error       string `json:"error,omitempty"`
 	Aborted     bool   `json:"aborted,omitempty"`
 	Interrupted bool   `json:"interrupted,omitempty"`
+	// Warmup counts the warmup's requests, which are in no figure above
+	// but count for the failure policy: a run aborted in its warmup
+	// shows here the requests that aborted it.
+	Warmup *Warmup `json:"warmup,omitempty"`
 	// FailureWaitSeconds is the time workers waited after failed requests
 	// (backoff and Retry-After), summed over workers; it is intended, so
 	// it is in no latency figure.
@@ -581,5 +585,34 @@ func (p *Probe) judge(s *Summary) {
 	case p.DelayP99Ms > StarvedFloorMs && typical > 0 && p.DelayP99Ms > StarvedShare*typical:
 		p.Starved = true
 		p.Why = fmt.Sprintf("its own delay p99 %s is %.0f%% of the median %s %s", FormatMillis(p.DelayP99Ms), 100*p.DelayP99Ms/typical, what, FormatMillis(typical))
+	}
+}
+
+// Warmup is what became of a run's warmup requests.
+type Warmup struct {
+	Requests     int            `json:"requests"`
+	Success      int            `json:"success"`
+	Errors       int            `json:"errors"`
+	Cancelled    int            `json:"cancelled"`
+	WrongAnswers int            `json:"wrong_answers"`
+	ByReason     map[string]int `json:"errors_by_reason,omitempty"`
+}
+
+// Add counts res, a warmup request.
+func (w *Warmup) Add(res *result.Request) {
+	w.Requests++
+	switch res.Outcome {
+	case result.Success:
+		w.Success++
+	case result.WrongAnswer:
+		w.WrongAnswers++
+	case result.Cancelled:
+		w.Cancelled++
+	case result.Error:
+		w.Errors++
+		if w.ByReason == nil {
+			w.ByReason = map[string]int{}
+		}
+		w.ByReason[res.Reason.String()]++
 	}
 }
