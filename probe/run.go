@@ -77,7 +77,7 @@ type Run struct {
 	errors    atomic.Int64
 	// warmDone and warmErrors are the warmup's, shown while it runs.
 	warmDone, warmErrors atomic.Int64
-	started   atomic.Int64 // unix nanos of the measured phase's start
+	started              atomic.Int64 // unix nanos of the measured phase's start
 	// stageStart is the running stage's (or warmup's) start, in nanos
 	// after monoEpoch: on the monotonic clock, as the schedule is, so that
 	// a request's place in its stage is the schedule's own (a wall clock
