@@ -199,3 +199,32 @@ func TestScaledRulesParse(t *testing.T) {
 		t.Error("an hour is not a minute at scale 60")
 	}
 }
+
+// The compose file's Prometheus configuration is one Prometheus 3
+// accepts, with the setting that scrapes native histograms from 3.9 on
+// (the feature flag it replaced does nothing there), and the rules it
+// loads are these.
+func TestComposePrometheusConfig(t *testing.T) {
+	v3 := promtools(t)["promtool 3"]
+	if v3 == "" {
+		t.Skip("no promtool 3 (TOKENPROBE_PROMTOOL3)")
+	}
+	b, err := os.ReadFile("../deploy/compose/prometheus.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "scrape_native_histograms: true") {
+		t.Fatal("deploy/compose/prometheus.yml does not scrape native histograms (Prometheus 3.9 and later need scrape_native_histograms: true)")
+	}
+	rules, err := filepath.Abs("tokenprobe-rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "prometheus.yml")
+	if err := os.WriteFile(cfg, []byte(strings.ReplaceAll(string(b), "/etc/prometheus/tokenprobe-rules.yaml", rules)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(v3, "check", "config", cfg).CombinedOutput(); err != nil {
+		t.Fatalf("promtool 3 check config: %v\n%s", err, out)
+	}
+}

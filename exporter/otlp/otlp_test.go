@@ -1,12 +1,16 @@
 package otlp
 
 import (
+	"slices"
+
 	"bytes"
 	"context"
 	"encoding/hex"
 	"sync"
 	"testing"
 	"time"
+
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -265,7 +269,8 @@ func TestSpansOfSampledRequests(t *testing.T) {
 	case time.Duration(s.EndTimeUnixNano-s.StartTimeUnixNano) != ms(300) || s.StartTimeUnixNano != uint64(t0.UnixNano()):
 		t.Errorf("span from %d to %d, want the request's start and 300 ms", s.StartTimeUnixNano, s.EndTimeUnixNano)
 	case a["gen_ai.operation.name"] != "chat" || a["gen_ai.request.model"] != "llama" || a["gen_ai.usage.input_tokens"] != "50" ||
-		a["server.address"] != "vllm" || a["http.response.status_code"] != "200" || a["tokenprobe.profile"] != "chat":
+		a["server.address"] != "vllm" || a["http.response.status_code"] != "200" || a["tokenprobe.profile"] != "chat" ||
+		a["gen_ai.request.stream"] != "true" || a["gen_ai.response.time_to_first_chunk"] != "0.12" || a["tokenprobe.ttft"] != "0.12":
 		t.Errorf("attributes %v", a)
 	case len(s.Events) != 1 || s.Events[0].Name != "first_token" || time.Duration(s.Events[0].TimeUnixNano-s.StartTimeUnixNano) != ms(120):
 		t.Errorf("events %v, want first_token at 120 ms", s.Events)
@@ -273,6 +278,9 @@ func TestSpansOfSampledRequests(t *testing.T) {
 		t.Errorf("links %v, want the run's span", s.Links)
 	case s.TraceState != "tp=eu-west,congo=t61" || runSpan.TraceState != s.TraceState:
 		t.Errorf("trace state %q, run's %q, want the configured tp=eu-west,congo=t61", s.TraceState, runSpan.TraceState)
+	}
+	if got := rc.SpanSchemas(); !slices.Equal(got, []string{semconv.SchemaURL}) {
+		t.Errorf("spans under schemas %q, want the resource's and the scope's %s", got, semconv.SchemaURL)
 	}
 	f := spans[failed.Trace.TraceIDString()]
 	if f == nil || f.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || otlptest.Attrs(f.Attributes)["error.type"] != "server_error" {

@@ -111,7 +111,7 @@ func newTracer(ctx context.Context, cfg Config, res *resource.Resource, l *losse
 		sdktrace.WithIDGenerator(idGenerator{random: randomIDs{}}),
 		sdktrace.WithSpanProcessor(&admitted{SpanProcessor: bsp, l: l}),
 	)
-	return &tracer{provider: p, t: p.Tracer("github.com/tokenprobe/tokenprobe"), losses: l, runs: map[uint64]trace.Span{}}, nil
+	return &tracer{provider: p, t: p.Tracer("github.com/tokenprobe/tokenprobe", trace.WithSchemaURL(semconv.SchemaURL)), losses: l, runs: map[uint64]trace.Span{}}, nil
 }
 
 func newSpanExporter(ctx context.Context, cfg Config) (sdktrace.SpanExporter, error) {
@@ -197,8 +197,13 @@ func (t *tracer) observe(r *result.Request, v slo.Verdict, base []attribute.KeyV
 	if r.HTTPStatus != 0 {
 		attrs = append(attrs, semconv.HTTPResponseStatusCode(r.HTTPStatus))
 	}
+	// The GenAI conventions' own names beside ours, so that a backend
+	// that knows them reads the probe's spans as any client's; the first
+	// chunk is the first that carries output (a role-only chunk before
+	// it is not an answer).
+	attrs = append(attrs, semconv.GenAIRequestStream(r.Streaming))
 	if r.HasTTFT() {
-		attrs = append(attrs, attribute.Float64("tokenprobe.ttft", r.TTFT.Seconds()))
+		attrs = append(attrs, attribute.Float64("tokenprobe.ttft", r.TTFT.Seconds()), semconv.GenAIResponseTimeToFirstChunk(r.TTFT.Seconds()))
 	}
 	if itl, ok := r.ITL(); ok {
 		attrs = append(attrs, attribute.Float64("tokenprobe.itl", itl.Seconds()))

@@ -4,8 +4,10 @@ package otlptest
 
 import (
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -23,6 +25,9 @@ type Receiver struct {
 	mu       sync.Mutex
 	requests []*colmetricpb.ExportMetricsServiceRequest
 	spans    []*tracepb.Span
+	// spanSchemas are the schema URLs the spans came under, resource's
+	// and scope's.
+	spanSchemas map[string]bool
 }
 
 // Start starts a receiver; Close stops it.
@@ -41,8 +46,13 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		rc.mu.Lock()
+		if rc.spanSchemas == nil {
+			rc.spanSchemas = map[string]bool{}
+		}
 		for _, rs := range req.ResourceSpans {
+			rc.spanSchemas[rs.SchemaUrl] = true
 			for _, ss := range rs.ScopeSpans {
+				rc.spanSchemas[ss.SchemaUrl] = true
 				rc.spans = append(rc.spans, ss.Spans...)
 			}
 		}
@@ -95,6 +105,14 @@ func (rc *Receiver) Spans() []*tracepb.Span {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return append([]*tracepb.Span(nil), rc.spans...)
+}
+
+// SpanSchemas are the schema URLs the spans came under, their
+// resources' and their scopes' ("" where one had none).
+func (rc *Receiver) SpanSchemas() []string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Sorted(maps.Keys(rc.spanSchemas))
 }
 
 // Attrs flattens attributes to strings.
