@@ -45,6 +45,10 @@ func TestSyntaxErrorsNameTheLineToFix(t *testing.T) {
 		{"a tab", lineOf("      seed:", 0), func(l string) string { return "\t" + l[2:] }, 1, "a tab in the indentation"},
 		{"a key under the wrong parent", lineOf("    slo:", 1), func(l string) string { return "  " + l }, 7, `"slo" is no field of workload but of profiles[1]: indent it to column 5`},
 		{"a dedent to no block's column", lineOf("      output_tokens:", 0), func(l string) string { return l[1:] }, 6, "indented 5 spaces, as no block around it is"},
+		// The first profile dedented one space: the line below it was
+		// blamed ("indented 4 spaces, under a line that opens no block").
+		{"a first item dedented", lineOf("  - name:", 1), func(l string) string { return l[1:] }, 2, "indented 1 space, where the other items of profiles are: indent it to column 3"},
+		{"a later item dedented", lineOf("  - name:", 2), func(l string) string { return l[1:] }, 2, "indented 1 space, as no block around it is"},
 		{"a key's value and a block under it", lineOf("    load:", 1), func(string) string { return "    load: {concurrency: 1}\n      requests: 5" }, 7, "under a line that opens no block"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

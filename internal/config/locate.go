@@ -396,7 +396,16 @@ func structureBreak(data []byte) (line, col int, why string, found bool) {
 	var stack []open
 	opener, openerKey := true, "" // the line above opens a block (key: alone, or - alone)
 	scalarAbove, depth := -1, 0
-	for i, raw := range strings.Split(string(data), "\n") {
+	// firstItem is the line above when it was the first item of a new
+	// sequence: its line, indentation, and the indentation and key of the
+	// block it is in (line -1 otherwise).
+	type itemLine struct {
+		line, indent, parent int
+		key                  string
+	}
+	firstItem := itemLine{line: -1}
+	lines := strings.Split(string(data), "\n")
+	for i, raw := range lines {
 		raw = strings.TrimRight(raw, "\r")
 		trimmed := strings.TrimLeft(raw, " \t")
 		lead := raw[:len(raw)-len(trimmed)]
@@ -421,11 +430,22 @@ func structureBreak(data []byte) (line, col int, why string, found bool) {
 			continue
 		}
 		item := trimmed == "-" || strings.HasPrefix(trimmed, "- ")
+		above := firstItem
+		firstItem.line = -1
 		top := func() *open { return &stack[len(stack)-1] }
 		switch {
 		case len(stack) == 0 || indent > top().indent:
+			if f := above; len(stack) > 0 && !opener && f.line >= 0 && indent-2 > f.indent && itemAt(lines[i+1:], indent-2, f.parent) {
+				// The first item of its sequence was dedented, not the
+				// line below it: the items after it sit where its keys
+				// below say it should.
+				return f.line + 1, f.indent + 1, fmt.Sprintf("indented %s, where the other items of %s are: indent it to column %d", spaces(f.indent), f.key, indent-1), true
+			}
 			if len(stack) > 0 && !opener {
-				return i + 1, indent + 1, fmt.Sprintf("indented %d spaces, under a line that opens no block (a key with its value on its own line needs nothing after its colon)", indent), true
+				return i + 1, indent + 1, fmt.Sprintf("indented %s, under a line that opens no block (a key with its value on its own line needs nothing after its colon)", spaces(indent)), true
+			}
+			if item && len(stack) > 0 {
+				firstItem = itemLine{line: i, indent: indent, parent: top().indent, key: openerKey}
 			}
 			stack = append(stack, open{indent: indent, seq: item, key: openerKey})
 		default:
@@ -437,7 +457,7 @@ func structureBreak(data []byte) (line, col int, why string, found bool) {
 				for _, o := range stack {
 					cols = append(cols, strconv.Itoa(o.indent+1))
 				}
-				return i + 1, indent + 1, fmt.Sprintf("indented %d spaces, as no block around it is (they start at columns %s)", indent, strings.Join(cols, ", ")), true
+				return i + 1, indent + 1, fmt.Sprintf("indented %s, as no block around it is (they start at columns %s)", spaces(indent), strings.Join(cols, ", ")), true
 			}
 			if top().seq && !item {
 				if top().compact {
@@ -537,4 +557,31 @@ func brackets(s string) int {
 		}
 	}
 	return n
+}
+
+// spaces is n spaces in words: "1 space", "3 spaces".
+func spaces(n int) string {
+	if n == 1 {
+		return "1 space"
+	}
+	return fmt.Sprintf("%d spaces", n)
+}
+
+// itemAt reports whether lines, up to the end of the block at parent's
+// indentation, hold an item (- ...) at indent.
+func itemAt(lines []string, indent, parent int) bool {
+	for _, raw := range lines {
+		trimmed := strings.TrimLeft(strings.TrimRight(raw, "\r"), " ")
+		if trimmed == "" || trimmed[0] == '#' {
+			continue
+		}
+		at := len(raw) - len(strings.TrimLeft(raw, " "))
+		if at <= parent {
+			return false
+		}
+		if at == indent && (trimmed == "-" || strings.HasPrefix(trimmed, "- ")) {
+			return true
+		}
+	}
+	return false
 }
