@@ -283,7 +283,7 @@ func finishedRuns(addr, profile string) []daemon.RunRecord {
 	all, _ := history(addr)
 	var out []daemon.RunRecord
 	for _, r := range all {
-		if r.Profile == profile && r.Result != daemon.ResultRunning {
+		if r.Profile == profile && r.Finished() {
 			out = append(out, r)
 		}
 	}

@@ -262,7 +262,7 @@ func (r *runner) loop() {
 		}
 		id := out.Started[0].ID
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-			if rec, ok := cliffRun(r.addr, id); ok && rec.Result != daemon.ResultRunning {
+			if rec, ok := cliffRun(r.addr, id); ok && rec.Finished() {
 				r.ended.Add(1)
 				break
 			}
@@ -752,7 +752,7 @@ func cliffRuns(t *testing.T, addr string) []daemon.RunRecord {
 	}
 	var runs []daemon.RunRecord
 	for _, rec := range all {
-		if rec.Profile == "cliff" && rec.Result != daemon.ResultRunning && rec.Summary != nil {
+		if rec.Profile == "cliff" && rec.Finished() && rec.Summary != nil {
 			runs = append(runs, rec)
 			splitsAddUp(t, fmt.Sprintf("run %d", rec.ID), *rec.Summary)
 		}

@@ -451,7 +451,7 @@ func TestLLMDSimRestartAfterTwoAnswersCannotHide(t *testing.T) {
 	waitUntil(t, 2*time.Minute, "the run to end", func() bool {
 		recent, _ := d.History().Runs()
 		for _, r := range recent {
-			if r.Profile == "split" && r.Result != daemon.ResultRunning {
+			if r.Profile == "split" && r.Finished() {
 				rec = r
 				return true
 			}

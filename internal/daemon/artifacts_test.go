@@ -40,7 +40,7 @@ func TestRunArtifactsJoinExemplars(t *testing.T) {
 		}
 		eventually(t, "the run to end", func() bool {
 			r, ok := run(d, "p")()
-			return ok && r.ID == started[0].ID && r.Result != ResultRunning && !d.Jobs()[0].State.Running
+			return ok && r.ID == started[0].ID && r.Finished() && !d.Jobs()[0].State.Running
 		})
 	}
 	folders, _ := filepath.Glob(filepath.Join(dir, "*"))
@@ -104,7 +104,7 @@ func TestLostArtifactsAreReported(t *testing.T) {
 		}
 		eventually(t, "the run to end", func() bool {
 			r, ok := run(d, "p")()
-			return ok && r.ID == started[0].ID && r.Result != ResultRunning && !d.Jobs()[0].State.Running
+			return ok && r.ID == started[0].ID && r.Finished() && !d.Jobs()[0].State.Running
 		})
 	}
 	r, _ := run(d, "p")()

@@ -312,10 +312,12 @@ func (d *Daemon) apply(cfg *config.Config) error {
 		switch {
 		case nj == nil:
 			d.sched.Remove(key)
+			d.history.dropQueued(old.profile.Name, old.endpoint, "its profile was removed from the configuration before its turn")
 			d.prom.Forget(old.profile.Name, old.endpoint)
 			removed++
 		case nj.identity != old.identity:
 			d.sched.Remove(key)
+			d.history.dropQueued(old.profile.Name, old.endpoint, "its profile changed in the configuration before its turn: ask again")
 			changed++
 		}
 	}
@@ -513,8 +515,9 @@ type Started struct {
 	ID       int64  `json:"id"`
 	// Queued is true for a run that waits for its endpoint, held by the
 	// runs Behind names; it starts under ID once they end.
-	Queued bool   `json:"queued,omitempty"`
-	Behind string `json:"behind,omitempty"`
+	Queued   bool   `json:"queued,omitempty"`
+	Position int    `json:"position,omitempty"`
+	Behind   string `json:"behind,omitempty"`
 }
 
 // RunNow starts profile's runs at once, against endpoint or all of its
@@ -543,13 +546,16 @@ func (d *Daemon) RunNow(profile, endpoint string) ([]Started, error) {
 		err := d.sched.RunNow(k, id)
 		switch {
 		case errors.Is(err, scheduler.ErrQueued):
-			behind := d.history.holding(e, time.Now())
-			d.log.Info("run asked for is queued until its endpoint is free", "profile", p, "endpoint", e, "id", id, "behind", behind)
-			started = append(started, Started{Profile: p, Endpoint: e, ID: id, Queued: true, Behind: behind})
+			d.history.queue(id, p, e, "manual")
+			rec, _ := d.history.Get(id)
+			d.log.Info("run asked for is queued until its endpoint is free", "profile", p, "endpoint", e, "id", id, "position", rec.Position, "behind", rec.Behind)
+			started = append(started, Started{Profile: p, Endpoint: e, ID: id, Queued: true, Position: rec.Position, Behind: rec.Behind})
 		case err != nil:
 			d.history.release(id)
 			if errors.Is(err, scheduler.ErrBusy) {
-				if h := d.history.holding(e, time.Now()); h != "" {
+				// Busy is this job's own run, in progress or queued: name
+				// it, not another job's run on the endpoint.
+				if h := d.history.ofJob(p, e, time.Now()); h != "" {
 					err = fmt.Errorf("%w: %s", err, h)
 				}
 			}

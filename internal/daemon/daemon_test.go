@@ -115,7 +115,7 @@ func TestReloadAppliesTheDifference(t *testing.T) {
 	if _, err := d.RunNow("remove", ""); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the run of 'remove'", func() bool { r, ok := run(d, "remove")(); return ok && r.Result != ResultRunning })
+	eventually(t, "the run of 'remove'", func() bool { r, ok := run(d, "remove")(); return ok && r.Finished() })
 	if seriesOf(t, reg, "remove") == 0 {
 		t.Fatal("no series for 'remove' before the reload")
 	}
@@ -137,7 +137,7 @@ func TestReloadAppliesTheDifference(t *testing.T) {
 	if c, _ := run(d, "change")(); c.Result != ResultCancelled {
 		t.Errorf("the changed job's run: %s, want cancelled", c.Result)
 	}
-	eventually(t, "the unchanged job's run to finish", func() bool { k, _ := run(d, "keep")(); return k.Result != ResultRunning })
+	eventually(t, "the unchanged job's run to finish", func() bool { k, _ := run(d, "keep")(); return k.Finished() })
 	if k, _ := run(d, "keep")(); k.Result != ResultPassed {
 		t.Errorf("the unchanged job's run was %s (%s), want passed: a reload must not restart it", k.Result, k.Error)
 	}
@@ -389,7 +389,7 @@ func TestShards(t *testing.T) {
 	}
 	for _, d := range shards {
 		for _, p := range []string{"split", "splitrate"} {
-			eventually(t, "the "+p+" run", func() bool { r, ok := run(d, p)(); return ok && r.Result != ResultRunning })
+			eventually(t, "the "+p+" run", func() bool { r, ok := run(d, p)(); return ok && r.Finished() })
 		}
 		s, _ := run(d, "split")()
 		r, _ := run(d, "splitrate")()
@@ -495,7 +495,7 @@ func TestOnIdleWhenTheLastRunEnds(t *testing.T) {
 	if _, err := d.RunNow("short", ""); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the short run to end", func() bool { r, ok := run(d, "short")(); return ok && r.Result != ResultRunning })
+	eventually(t, "the short run to end", func() bool { r, ok := run(d, "short")(); return ok && r.Finished() })
 	var results []string
 	select {
 	case results = <-idle:
@@ -562,7 +562,7 @@ profiles:
 	if _, err := d.RunNow("answers", ""); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the run to end", func() bool { r, ok := run(d, "answers")(); return ok && r.Result != ResultRunning })
+	eventually(t, "the run to end", func() bool { r, ok := run(d, "answers")(); return ok && r.Finished() })
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	defer srv.Close()
 	resp, err := http.Get(srv.URL)

@@ -61,7 +61,7 @@ func TestDemoSeries(t *testing.T) {
 		recent, _ := d.History().Runs()
 		done := map[string]bool{}
 		for _, r := range recent {
-			if r.Result != ResultRunning {
+			if r.Finished() {
 				done[r.Profile] = true
 			}
 		}

@@ -33,7 +33,7 @@ profiles:
 	eventually(t, "the run to end", func() bool {
 		r, ok := run(d, "probe")()
 		rec = r
-		return ok && r.Result != ResultRunning
+		return ok && r.Finished()
 	})
 	if rec.ID != started[0].ID || rec.Result != ResultError || !strings.HasPrefix(rec.Error, "aborted: ") || !rec.Summary.Aborted {
 		t.Fatalf("run #%d (RunNow said #%d): %s, %q", rec.ID, started[0].ID, rec.Result, rec.Error)

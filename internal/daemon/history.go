@@ -15,6 +15,7 @@ import (
 
 // Run results as the status page and the API show them.
 const (
+	ResultQueued    = "queued"
 	ResultRunning   = "running"
 	ResultPassed    = string(probe.Passed)
 	ResultFailed    = string(probe.Failed)
@@ -25,20 +26,31 @@ const (
 
 // RunRecord is one run kept for the status page and /api/v1/runs.
 type RunRecord struct {
-	ID       int64     `json:"id"`
-	Profile  string    `json:"profile"`
-	Endpoint string    `json:"endpoint"`
-	Trigger  string    `json:"trigger"` // schedule or manual
-	Start    time.Time `json:"start"`
-	End      time.Time `json:"end,omitzero"`
-	Result   string    `json:"result"`
-	Error    string    `json:"error,omitempty"`
+	ID       int64  `json:"id"`
+	Profile  string `json:"profile"`
+	Endpoint string `json:"endpoint"`
+	Trigger  string `json:"trigger"` // schedule or manual
+	// Asked is when a run asked for through the API was queued behind
+	// the runs holding its endpoint; Start is then when it started.
+	Asked time.Time `json:"asked,omitzero"`
+	Start time.Time `json:"start,omitzero"`
+	End   time.Time `json:"end,omitzero"`
+	// Position is a queued run's place in its endpoint's queue of runs
+	// asked for (1: next), and Behind what it waits for: the runs
+	// holding the endpoint and those queued before it.
+	Position int    `json:"position,omitempty"`
+	Behind   string `json:"behind,omitempty"`
+	Result   string `json:"result"`
+	Error    string `json:"error,omitempty"`
 	// ArtifactsError says why the run's artifacts (serve --artifacts-dir)
 	// were not written; the run's own result stands.
 	ArtifactsError string         `json:"artifacts_error,omitempty"`
 	Summary        *stats.Summary `json:"summary,omitempty"`
 	Log            []LogLine      `json:"log,omitempty"`
 }
+
+// Finished reports whether the run has ended: neither queued nor running.
+func (r RunRecord) Finished() bool { return r.Result != ResultQueued && r.Result != ResultRunning }
 
 // LogLine is one log record of a run.
 type LogLine struct {
@@ -91,6 +103,10 @@ func (h *History) release(id int64) {
 func (h *History) holding(endpoint string, now time.Time) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.holdingLocked(endpoint, now)
+}
+
+func (h *History) holdingLocked(endpoint string, now time.Time) string {
 	var out []string
 	for _, r := range h.recent {
 		if r.Endpoint == endpoint && r.Result == ResultRunning {
@@ -100,7 +116,51 @@ func (h *History) holding(endpoint string, now time.Time) string {
 	return strings.Join(out, ", ")
 }
 
-// start records a run under id, or under the next id when id is 0.
+// ofJob names the job's own run that is in progress or queued: "run 3
+// (baseline, started 12s ago)", the one a second request of it meets.
+func (h *History) ofJob(profile, endpoint string, now time.Time) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range h.recent {
+		if r.Profile != profile || r.Endpoint != endpoint {
+			continue
+		}
+		switch r.Result {
+		case ResultRunning:
+			return fmt.Sprintf("run %d (%s, started %s ago)", r.ID, r.Profile, now.Sub(r.Start).Round(time.Second))
+		case ResultQueued:
+			return fmt.Sprintf("run %d (%s, queued %s ago)", r.ID, r.Profile, now.Sub(r.Asked).Round(time.Second))
+		}
+	}
+	return ""
+}
+
+// queue records run id, asked for and queued behind the runs holding its
+// endpoint: listed, and found at its own URL, from the moment it is
+// promised; start turns it into the run.
+func (h *History) queue(id int64, profile, endpoint, trigger string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if slices.ContainsFunc(h.recent, func(r *RunRecord) bool { return r.ID == id }) {
+		return // its turn came before the queue was recorded: it runs
+	}
+	h.add(&RunRecord{ID: id, Profile: profile, Endpoint: endpoint, Trigger: trigger, Asked: time.Now(), Result: ResultQueued})
+}
+
+// dropQueued ends the queued runs of a job that will not run them (it was
+// removed, or the daemon is stopping), with why.
+func (h *History) dropQueued(profile, endpoint, why string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range h.recent {
+		if r.Profile == profile && r.Endpoint == endpoint && r.Result == ResultQueued {
+			r.Result, r.Error, r.End = ResultCancelled, why, time.Now()
+		}
+	}
+}
+
+// start records a run under id, or under the next id when id is 0; a
+// queued record of id becomes the run.
 func (h *History) start(id int64, profile, endpoint, trigger string) *RunRecord {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -108,12 +168,28 @@ func (h *History) start(id int64, profile, endpoint, trigger string) *RunRecord 
 		h.nextID++
 		id = h.nextID
 	}
-	r := &RunRecord{ID: id, Profile: profile, Endpoint: endpoint, Trigger: trigger, Start: time.Now(), Result: ResultRunning}
-	h.recent = append(h.recent, r)
-	if len(h.recent) > h.keep {
-		h.recent = slices.Delete(h.recent, 0, len(h.recent)-h.keep)
+	for _, r := range h.recent {
+		if r.ID == id && r.Result == ResultQueued {
+			r.Start, r.Result = time.Now(), ResultRunning
+			return r
+		}
 	}
+	r := &RunRecord{ID: id, Profile: profile, Endpoint: endpoint, Trigger: trigger, Start: time.Now(), Result: ResultRunning}
+	h.add(r)
 	return r
+}
+
+// add appends r to the recent runs, the oldest finished ones rolling out
+// first: a run queued or running stays while it is one. Callers hold h.mu.
+func (h *History) add(r *RunRecord) {
+	h.recent = append(h.recent, r)
+	for over := len(h.recent) - h.keep; over > 0; over-- {
+		i := slices.IndexFunc(h.recent, func(r *RunRecord) bool { return r.Result != ResultQueued && r.Result != ResultRunning })
+		if i < 0 {
+			break
+		}
+		h.recent = slices.Delete(h.recent, i, i+1)
+	}
 }
 
 func (h *History) finish(r *RunRecord, s *stats.Summary, result string, err error) {
@@ -185,7 +261,19 @@ func (h *History) Last(profile, endpoint string) (RunRecord, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for i := len(h.recent) - 1; i >= 0; i-- {
-		if r := h.recent[i]; r.Profile == profile && r.Endpoint == endpoint && r.Result != ResultRunning {
+		if r := h.recent[i]; r.Profile == profile && r.Endpoint == endpoint && r.Result != ResultRunning && r.Result != ResultQueued {
+			return h.copyOf(r), true
+		}
+	}
+	return RunRecord{}, false
+}
+
+// Queued returns the job's run queued for its endpoint, if any.
+func (h *History) Queued(profile, endpoint string) (RunRecord, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range h.recent {
+		if r.Profile == profile && r.Endpoint == endpoint && r.Result == ResultQueued {
 			return h.copyOf(r), true
 		}
 	}
@@ -195,6 +283,22 @@ func (h *History) Last(profile, endpoint string) (RunRecord, bool) {
 func (h *History) copyOf(r *RunRecord) RunRecord {
 	c := *r
 	c.Log = slices.Clone(r.Log)
+	if r.Result == ResultQueued {
+		// Where it stands now: runs asked for start in the order asked,
+		// which is their ids' order.
+		c.Position = 1
+		behind := []string{}
+		if hold := h.holdingLocked(r.Endpoint, time.Now()); hold != "" {
+			behind = append(behind, hold)
+		}
+		for _, o := range h.recent {
+			if o.Endpoint == r.Endpoint && o.Result == ResultQueued && o.ID < r.ID {
+				c.Position++
+				behind = append(behind, fmt.Sprintf("run %d (%s, queued)", o.ID, o.Profile))
+			}
+		}
+		c.Behind = strings.Join(behind, ", ")
+	}
 	return c
 }
 

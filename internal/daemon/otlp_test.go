@@ -65,7 +65,7 @@ tracing: {sample: 1}
 func waitEnded(t *testing.T, d *Daemon, id int64) {
 	t.Helper()
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if r, ok := run(d, "p")(); ok && r.ID == id && r.Result != ResultRunning && !d.Jobs()[0].State.Running {
+		if r, ok := run(d, "p")(); ok && r.ID == id && r.Finished() && !d.Jobs()[0].State.Running {
 			return
 		}
 	}

@@ -20,6 +20,8 @@ type JobView struct {
 	Manual bool
 	State  scheduler.State
 	Last   *RunRecord
+	// Queued is the job's run asked for and waiting for its endpoint.
+	Queued *RunRecord
 }
 
 // Jobs lists the scheduled jobs, by profile then endpoint.
@@ -41,6 +43,9 @@ func (d *Daemon) Jobs() []JobView {
 		v.State, _ = d.sched.State(j.key)
 		if last, ok := d.history.Last(j.profile.Name, j.endpoint); ok {
 			v.Last = &last
+		}
+		if q, ok := d.history.Queued(j.profile.Name, j.endpoint); ok {
+			v.Queued = &q
 		}
 		out = append(out, v)
 	}

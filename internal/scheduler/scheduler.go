@@ -114,6 +114,9 @@ type Scheduler struct {
 	// before it, so that a job that runs long and often cannot starve
 	// the others.
 	waiting map[string][]*job
+	// manual are the waiting jobs queued by RunNow: ahead of the ticks,
+	// in the order asked.
+	manual map[*job]bool
 }
 
 type job struct {
@@ -170,7 +173,7 @@ type State struct {
 func New(clock Clock, maxConcurrent int, hooks Hooks) *Scheduler {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Scheduler{clock: clock, hooks: hooks, ctx: ctx, cancel: cancel, jobs: map[string]*job{}, endpoints: map[string]*sync.RWMutex{},
-		waiting: map[string][]*job{}}
+		waiting: map[string][]*job{}, manual: map[*job]bool{}}
 	if maxConcurrent > 0 {
 		s.slots = make(chan struct{}, maxConcurrent)
 	}
@@ -478,8 +481,15 @@ func (s *Scheduler) tick(jb *job, now time.Time, t Trigger) (<-chan struct{}, st
 		// Asked for by an operator: it waits its turn rather than being
 		// refused (a refusal only says "try again", which the operator
 		// then does in a loop), ahead of the ticks already waiting.
-		if !slices.Contains(s.waiting[jb.Endpoint], jb) {
-			s.waiting[jb.Endpoint] = slices.Insert(s.waiting[jb.Endpoint], 0, jb)
+		if q := s.waiting[jb.Endpoint]; !slices.Contains(q, jb) {
+			// Behind the runs asked for before it, which start in the
+			// order asked (first to last, not last to first).
+			at := 0
+			for at < len(q) && s.manual[q[at]] {
+				at++
+			}
+			s.waiting[jb.Endpoint] = slices.Insert(q, at, jb)
+			s.manual[jb] = true
 		}
 		tq := t
 		jb.queued = &tq
@@ -543,6 +553,7 @@ func (s *Scheduler) wait(jb *job) {
 
 // unwait takes jb out of its endpoint's queue. Callers hold s.mu.
 func (s *Scheduler) unwait(jb *job) {
+	delete(s.manual, jb)
 	q := slices.DeleteFunc(s.waiting[jb.Endpoint], func(w *job) bool { return w == jb })
 	if len(q) == 0 {
 		delete(s.waiting, jb.Endpoint)

@@ -68,6 +68,19 @@ var funcs = template.FuncMap{
 		}
 		return "in " + d.String()
 	},
+	"ordinal": func(n int) string {
+		switch {
+		case n%100 >= 11 && n%100 <= 13:
+			return fmt.Sprintf("%dth", n)
+		case n%10 == 1:
+			return fmt.Sprintf("%dst", n)
+		case n%10 == 2:
+			return fmt.Sprintf("%dnd", n)
+		case n%10 == 3:
+			return fmt.Sprintf("%drd", n)
+		}
+		return fmt.Sprintf("%dth", n)
+	},
 	"dur": func(a, b time.Time) string {
 		if b.IsZero() {
 			return "running"
@@ -81,7 +94,7 @@ body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;margin-bottom:1.5em}
 th,td{border-bottom:1px solid #ddd;padding:.3em .6em;text-align:left;font-size:14px}
 th{background:#f4f4f4}
-.passed{color:#1a7f37}.failed,.error{color:#cf222e;font-weight:600}.running{color:#0969da}.cancelled{color:#777}
+.passed{color:#1a7f37}.failed,.error{color:#cf222e;font-weight:600}.running,.queued{color:#0969da}.cancelled{color:#777}
 .not_enough_evidence{color:#9a6700;font-weight:600}
 .num{text-align:right;font-variant-numeric:tabular-nums}
 pre{background:#f6f8fa;padding:1em;overflow:auto;font-size:13px}
@@ -103,7 +116,7 @@ var statusPage = template.Must(template.New("status").Funcs(funcs).Parse(`<!doct
 <th class="num">TTFT p50 / p95</th><th class="num">ITL p50 / p95</th><th>where TTFT went</th></tr>
 {{range .Jobs}}<tr class="job" data-profile="{{.Profile}}" data-endpoint="{{.Endpoint}}">
 <td><b>{{.Profile}}</b> on {{.Endpoint}}<div class="sub">{{.Model}}</div></td><td class="plan">{{.Load}}<div class="sub">{{.Schedule}} · SLO {{.SLO}}</div></td>
-<td>{{if .State.Running}}<span class="running">running</span>{{else if .State.Paused}}paused: {{.State.Paused}}{{else if and .State.Aborts .Manual}}<span class="error">{{.State.Aborts}} aborted runs in a row</span>{{else if .State.Aborts}}<span class="error backoff">backing off: {{.State.Aborts}} aborted runs in a row; next run {{in .State.BackoffUntil}}</span>{{else}}idle{{end}}
+<td>{{if .State.Running}}<span class="running">running</span>{{else if .Queued}}{{with .Queued}}<span class="queued" data-queued="{{.ID}}"><a href="/runs/{{.ID}}">#{{.ID}}</a> queued, {{ordinal .Position}} in line</span><div class="sub">behind {{.Behind}}</div>{{end}}{{else if .State.Paused}}paused: {{.State.Paused}}{{else if and .State.Aborts .Manual}}<span class="error">{{.State.Aborts}} aborted runs in a row</span>{{else if .State.Aborts}}<span class="error backoff">backing off: {{.State.Aborts}} aborted runs in a row; next run {{in .State.BackoffUntil}}</span>{{else}}idle{{end}}
 <div class="sub">next: {{if .Manual}}when asked{{else if .State.Aborts}}{{in .State.BackoffUntil}}{{else}}{{in .State.Next}}{{end}}</div></td>
 {{with .Last}}<td><a href="/runs/{{.ID}}">#{{.ID}}</a> {{ago .End}}</td><td class="{{.Result}}">{{words .Result}}{{with .Summary}}{{with .Probe}}{{if .Starved}}<div class="sub probe-starved" title="{{.Why}}">probe starved</div>{{end}}{{end}}{{end}}</td>
 {{with .Summary}}<td class="num goodput">{{rate .Goodput}}</td><td class="num throughput">{{rate .RequestThroughput}} ({{rate (attempted .)}})</td><td class="num attainment {{attainmentClass .}}" title="{{interval .}}">{{pct .Attainment}}</td>
@@ -124,8 +137,9 @@ var statusPage = template.Must(template.New("status").Funcs(funcs).Parse(`<!doct
 {{define "runs"}}<table class="runs">
 <tr><th>run</th><th>profile</th><th>endpoint</th><th>trigger</th><th>started</th><th>took</th><th>result</th>
 <th class="num">requests</th><th class="num">errors</th><th class="num">goodput</th><th class="num">attainment</th><th class="num">TTFT p50</th><th class="num">TTFT p99</th><th class="num">ITL p50</th><th>error</th></tr>
-{{range .}}<tr><td><a href="/runs/{{.ID}}">#{{.ID}}</a></td><td>{{.Profile}}</td><td>{{.Endpoint}}</td><td>{{.Trigger}}</td><td>{{.Start.Format "2006-01-02 15:04:05"}}</td><td>{{dur .Start .End}}</td>
-<td class="{{.Result}}">{{words .Result}}</td>
+{{range .}}<tr><td><a href="/runs/{{.ID}}">#{{.ID}}</a></td><td>{{.Profile}}</td><td>{{.Endpoint}}</td><td>{{.Trigger}}</td>{{if eq .Result "queued"}}<td>asked {{.Asked.Format "2006-01-02 15:04:05"}}</td><td></td>
+<td class="queued">queued, {{ordinal .Position}} in line<div class="sub">behind {{.Behind}}</div></td>{{else}}<td>{{.Start.Format "2006-01-02 15:04:05"}}</td><td>{{dur .Start .End}}</td>
+<td class="{{.Result}}">{{words .Result}}</td>{{end}}
 {{with .Summary}}<td class="num">{{.Requests}}</td><td class="num">{{.Errors}}</td><td class="num">{{rate .Goodput}}</td><td class="num attainment {{attainmentClass .}}" title="{{interval .}}">{{pct .Attainment}}</td>
 <td class="num">{{msOf .TTFT .TTFT.P50}}</td><td class="num">{{msOf .TTFT .TTFT.P99}}</td><td class="num">{{msOf .ITL .ITL.P50}}</td>{{else}}<td colspan="7"></td>{{end}}<td class="run-error">{{with .Error}}{{.}}{{end}}{{with .ArtifactsError}}<br>artifacts not written: {{.}}{{end}}{{with .Summary}}{{with .Failures}}{{with index . 0}}<br>{{.Reason}} ×{{.Count}}: {{.Message}}{{with .Hint}}<br><i>{{.}}</i>{{end}}{{end}}{{end}}{{range .Checks}}{{if .Fail}}<br>wrong answers: {{.Name}} ×{{.Fail}}: {{.FirstFailure}}{{end}}{{end}}{{end}}</td></tr>
 {{else}}<tr><td colspan="15">No runs yet.</td></tr>{{end}}
@@ -135,7 +149,7 @@ var runPage = template.Must(template.New("run").Funcs(funcs).Parse(`<!doctype ht
 <html><head><meta charset="utf-8"><title>tokenprobe run #{{.Run.ID}}</title>` + style + `</head><body>
 <p><a href="/">← status</a></p>
 {{with .Run}}<h1>Run #{{.ID}}: {{.Profile}} on {{.Endpoint}}</h1>
-<p>Started {{.Start.Format "2006-01-02 15:04:05 MST"}} by {{.Trigger}}, took {{dur .Start .End}}: <span class="{{.Result}}">{{words .Result}}</span>{{with .Error}} ({{.}}){{end}}</p>{{with .Summary}}{{with .Verdict}}<p class="verdict" data-verdict>{{.}}</p>{{end}}{{with .Probe}}<p class="probe{{if .Starved}} warn{{end}}" data-probe-starved="{{.Starved}}">{{if .Starved}}The probe was starved, so it cannot vouch for this run's timing: {{.Why}}. A miss its own delay could account for is not counted against the server, and the run feeds no baseline.{{else}}The probe ran promptly: its own delay p99 {{human .DelayP99Ms}} (max {{human .DelayMaxMs}}){{if ge .StealPercent 0.0}}, CPU steal {{printf "%.1f" .StealPercent}}%{{end}}.{{end}}</p>{{end}}{{end}}{{with .ArtifactsError}}<p class="error">Its artifacts were not written: {{.}}</p>{{end}}{{end}}
+{{if eq .Result "queued"}}<p class="queued" data-queued>Asked for {{.Asked.Format "2006-01-02 15:04:05 MST"}} ({{.Trigger}}) and queued until its endpoint is free: {{ordinal .Position}} in line, behind {{.Behind}}. This page shows the run once it starts.</p>{{else if .Start.IsZero}}<p><span class="{{.Result}}">{{words .Result}}</span> before it started{{with .Error}}: {{.}}{{end}}</p>{{else}}<p>Started {{.Start.Format "2006-01-02 15:04:05 MST"}} by {{.Trigger}}, took {{dur .Start .End}}: <span class="{{.Result}}">{{words .Result}}</span>{{with .Error}} ({{.}}){{end}}</p>{{end}}{{with .Summary}}{{with .Verdict}}<p class="verdict" data-verdict>{{.}}</p>{{end}}{{with .Probe}}<p class="probe{{if .Starved}} warn{{end}}" data-probe-starved="{{.Starved}}">{{if .Starved}}The probe was starved, so it cannot vouch for this run's timing: {{.Why}}. A miss its own delay could account for is not counted against the server, and the run feeds no baseline.{{else}}The probe ran promptly: its own delay p99 {{human .DelayP99Ms}} (max {{human .DelayMaxMs}}){{if ge .StealPercent 0.0}}, CPU steal {{printf "%.1f" .StealPercent}}%{{end}}.{{end}}</p>{{end}}{{end}}{{with .ArtifactsError}}<p class="error">Its artifacts were not written: {{.}}</p>{{end}}{{end}}
 {{with .Run.Summary}}{{if .Failures}}<h2>Failures</h2>
 <table id="failures"><tr><th>reason</th><th class="num">count</th><th>status codes</th><th>most frequent message</th><th>hint</th></tr>
 {{range .Failures}}<tr><td class="error">{{.Reason}}</td><td class="num">{{.Count}}</td><td>{{range $code, $n := .Statuses}}{{$code}} ×{{$n}} {{end}}</td><td>{{.Message}} ({{.MessageCount}} of {{.Count}})</td><td>{{.Hint}}</td></tr>{{end}}

@@ -256,7 +256,7 @@ func charts(recent []daemon.RunRecord) []profileCharts {
 	byKey := map[key][]daemon.RunRecord{}
 	for i := len(recent) - 1; i >= 0; i-- { // oldest first
 		r := recent[i]
-		if r.Summary == nil || r.Result == daemon.ResultRunning {
+		if r.Summary == nil || !r.Finished() {
 			continue
 		}
 		k := key{r.Profile, r.Endpoint}

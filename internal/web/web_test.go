@@ -119,7 +119,7 @@ func (f *fixture) waitForRun(t *testing.T, profile string) daemon.RunRecord {
 		seen = ""
 		for _, r := range recent {
 			seen += fmt.Sprintf("%s %s; ", r.Profile, r.Result)
-			if r.Profile == profile && r.Result != daemon.ResultRunning {
+			if r.Profile == profile && r.Finished() {
 				found = r
 				return true
 			}
@@ -135,7 +135,7 @@ func (f *fixture) waitForRunWithin(profile string, d time.Duration) *daemon.RunR
 	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		recent, _ := f.d.History().Runs()
 		for _, r := range recent {
-			if r.Profile == profile && r.Result != daemon.ResultRunning {
+			if r.Profile == profile && r.Finished() {
 				return &r
 			}
 		}
@@ -455,5 +455,80 @@ func TestRebindingRefusedByDefault(t *testing.T) {
 	}
 	if got := refusedCount(t, reg, "host"); got != 1 {
 		t.Errorf("refused for their host: %v, want 1", got)
+	}
+}
+
+// Runs asked for while their endpoint is held are shown from the 202 on:
+// listed as queued with their place and what they wait for, on the API,
+// the status page and their own page; they start in the order asked; a
+// second request of a queued job is refused naming that job's own run.
+// The lifecycle API answered 202 with /runs/2, which was a 404 until the
+// run started, the list and the status page left it out, and two queued
+// runs started last first.
+func TestQueuedRunsAreShown(t *testing.T) {
+	f := newFixtureWith(t, `
+endpoints:
+  - name: keyed
+    simulator: {slots: 4, decode_base: 2ms, seed: 2}
+profiles:
+  - name: slow
+    endpoints: [keyed]
+    load: {concurrency: 1, duration: 5s}
+    workload: {output_tokens: {mean: 4}}
+    schedule: {manual: true}
+  - name: first
+    endpoints: [keyed]
+    load: {concurrency: 1, requests: 2}
+    workload: {output_tokens: {mean: 4}}
+    schedule: {manual: true, exclusive: true}
+  - name: second
+    endpoints: [keyed]
+    load: {concurrency: 1, requests: 2}
+    workload: {output_tokens: {mean: 4}}
+    schedule: {manual: true, exclusive: true}
+`, true)
+	if code, body := f.do(t, "POST", "/api/v1/runs?profile=slow"); code != http.StatusAccepted {
+		t.Fatalf("slow: %d %s", code, body)
+	}
+	for _, p := range []string{"first", "second"} {
+		if code, body := f.do(t, "POST", "/api/v1/runs?profile="+p); code != http.StatusAccepted || !strings.Contains(body, `"queued"`) {
+			t.Fatalf("%s: %d %s", p, code, body)
+		}
+	}
+	// While slow holds the endpoint (it runs 5 s; were it over, first
+	// would have started and the list would say so).
+	_, body := f.do(t, "GET", "/api/v1/runs")
+	var runs struct {
+		Runs []daemon.RunRecord `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(body), &runs); err != nil {
+		t.Fatal(err)
+	}
+	byProfile := map[string]daemon.RunRecord{}
+	for _, r := range runs.Runs {
+		byProfile[r.Profile] = r
+	}
+	if byProfile["slow"].Finished() {
+		t.Skip("slow ended before the queue could be read: the host is too slow for this check")
+	}
+	first, second := byProfile["first"], byProfile["second"]
+	if first.Result != daemon.ResultQueued || first.ID != 2 || first.Position != 1 || !strings.HasPrefix(first.Behind, "run 1 (slow, started") {
+		t.Errorf("first: %+v", first)
+	}
+	if second.Result != daemon.ResultQueued || second.ID != 3 || second.Position != 2 || !strings.HasSuffix(second.Behind, "run 2 (first, queued)") {
+		t.Errorf("second: %+v", second)
+	}
+	if code, body := f.do(t, "GET", "/runs/3"); code != 200 || !strings.Contains(body, "data-queued") || !strings.Contains(body, "2nd in line") {
+		t.Errorf("the queued run's page: %d\n%s", code, body)
+	}
+	if _, body := f.do(t, "GET", "/"); !strings.Contains(body, `data-queued="2"`) || !strings.Contains(body, `data-queued="3"`) {
+		t.Errorf("the status page does not show the queued runs:\n%s", body)
+	}
+	if code, body := f.do(t, "POST", "/api/v1/runs?profile=second"); code != http.StatusConflict || !strings.Contains(body, "run 3 (second, queued") {
+		t.Errorf("a second request of a queued job: %d %s; want 409 naming run 3", code, body)
+	}
+	a, b := f.waitForRun(t, "first"), f.waitForRun(t, "second")
+	if !a.Start.Before(b.Start) || a.ID != 2 || b.ID != 3 {
+		t.Errorf("first (#%d) started %s, second (#%d) %s: want the order asked", a.ID, a.Start, b.ID, b.Start)
 	}
 }

@@ -257,7 +257,7 @@ func measure(bin, dir string, h *hostile.Server, m mode, idle time.Duration) (st
 		if r, err := rss(cmd.Process.Pid); err == nil {
 			peak = max(peak, r)
 		}
-		if r, ok := lastRun(base); ok && r.Result != daemon.ResultRunning && r.Summary != nil {
+		if r, ok := lastRun(base); ok && r.Finished() && r.Summary != nil {
 			run = r
 			break
 		}
