@@ -35,7 +35,7 @@ lint: ## gofmt, go vet, golangci-lint (.golangci.yml; installed at the pinned ve
 	  $$lint run ./... && (cd deploy && $$lint run --config ../.golangci.yml ./...) && cd tools/bench && $$lint run --config ../../.golangci.yml ./...
 	CGO_ENABLED=0 $(GO) build ./...
 
-bench: build ## the benchmark harness: tokenprobe beside a floor client and k6, 100 to 10,000 streams, 10,000 to 50,000 streams in several processes, and the Mooncake trace replays (about 27 minutes, more when a level is measured again for CPU steal; writes docs/BENCHMARKS.md)
+bench: build ## the benchmark harness: tokenprobe beside a floor client and k6, 100 to 10,000 streams, 10,000 to 50,000 streams in several processes, and the Mooncake trace replays (docs/BENCHMARKS.md: each run says how long it took)
 	@command -v k6 >/dev/null || test -x "$$($(GO) env GOPATH)/bin/k6" || { echo "installing k6 v1.8.1 for the side-by-side figures"; $(GO) install go.k6.io/k6@v1.8.1; }
 	cd tools/bench && $(GO) build -o ../../bin/tokenprobe-bench ./cmd/tokenprobe-bench
 	bin/tokenprobe-bench $(BENCHFLAGS)
@@ -52,13 +52,13 @@ fuzz: ## run each fuzz target for FUZZTIME (default 10s)
 soak: ## the daemon with faults and reloads for SOAK (default 10m); heap, goroutines, files and series must stay flat
 	$(GO) test -run Soak -v -timeout 3h ./internal/daemon/ -args -soak.duration=$${SOAK:-10m}
 
-e2e: prometheus3 ## the alert rules in real Prometheus servers (Debian's 2.42 and 3.16) scraping a real daemon (about 2 minutes)
+e2e: prometheus3 ## the alert rules in real Prometheus servers (Debian's 2.42 and 3.16) scraping a real daemon
 	TOKENPROBE_PROMETHEUS3=$$(tools/prometheus3.sh) $(GO) test -run E2E -v -timeout 5m ./e2e/
 
-e2e-busy: prometheus3 ## the demo daemon beside eight busy loops: QUIET (default 5m) of no page, then an overload pages once (about 13 minutes and QUIET)
+e2e-busy: prometheus3 ## the demo daemon beside eight busy loops: QUIET (default 5m) of no page, then an overload pages once
 	TOKENPROBE_PROMETHEUS3=$$(tools/prometheus3.sh) $(GO) test -run BusyHost -v -timeout 60m ./e2e/ -e2e.busy -e2e.quiet=$${QUIET:-5m}
 
-real-servers: ## build llama.cpp's llama-server (and a tiny random-weight model) and llm-d-inference-sim into GOPATH/bin, once (about 17 minutes on two cores); prints the variables the real-server tests read
+real-servers: ## build llama.cpp's llama-server (and a tiny random-weight model) and llm-d-inference-sim into GOPATH/bin, once (docs/REAL-SERVERS.md has how long); prints the variables the real-server tests read
 	@echo "export TOKENPROBE_LLAMA_SERVER=$$(tools/llamacpp.sh) TOKENPROBE_LLMD_SIM=$$(tools/llmd-sim.sh)"
 
 prometheus3: ## build Prometheus 3.16 from its Go module into GOPATH/bin, once
@@ -86,7 +86,7 @@ manifests: rules dashboards ## copy the rules and dashboards into the Helm chart
 screenshots: ## regenerate docs/img from the current code with headless Chromium
 	$(GO) test ./internal/web -run TestScreenshots -screenshots -count=1 -v
 
-reliability: ## measure the daemon's RSS against each hostile mode and write docs/RELIABILITY.md's table (about 8 minutes)
+reliability: ## measure the daemon's RSS against each hostile mode and write docs/RELIABILITY.md's table
 	$(GO) run ./internal/hostile/cmd/rss -write docs/RELIABILITY.md
 
 docs: ## regenerate docs/METRICS.md from the metric catalog (the demo's series counted), the server table of docs/MEASUREMENT.md and docs/AIPERF.md

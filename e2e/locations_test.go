@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tokenprobe/tokenprobe/alerts"
+	"github.com/tokenprobe/tokenprobe/dashboards"
 	"github.com/tokenprobe/tokenprobe/internal/daemon"
 )
 
@@ -167,6 +169,7 @@ func TestE2EQuorumAcrossLocations(t *testing.T) {
 		t.Errorf("a location's request counter arrives %g times in the centre, want once", n)
 	}
 	rulesHealthy(t, &server{name: "central", base: central})
+	legendsNameEveryLine(t, central)
 
 	if otlpBase == "" {
 		t.Log("no Prometheus 3: the OTLP shape is not tried")
@@ -214,4 +217,49 @@ func description(base, alert string) string {
 		}
 	}
 	return ""
+}
+
+// legendsNameEveryLine evaluates every query of every generated dashboard
+// against base, where three locations' series meet, and fails where two
+// lines of one query would be drawn under one name: a legend must name
+// every label that differs between its lines. The baseline panels'
+// legends left out location, and three locations drew three lines named
+// "baseline answers load 1".
+func legendsNameEveryLine(t *testing.T, base string) {
+	t.Helper()
+	files, err := dashboards.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := strings.NewReplacer(`$profile`, `.*`, `$endpoint`, `.*`, `$model`, `.*`, `$location`, `.*`, `$server`, `vllm`, `$__rate_interval`, `1m`, `$__range`, `5m`)
+	field := regexp.MustCompile(`\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}`)
+	for name, b := range files {
+		var d struct {
+			Panels []struct {
+				Title   string
+				Targets []struct {
+					Expr, LegendFormat, Format string
+				}
+			}
+		}
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, panel := range d.Panels {
+			for _, target := range panel.Targets {
+				if target.Format == "heatmap" || target.LegendFormat == "" {
+					continue
+				}
+				seen := map[string]map[string]string{}
+				for _, r := range instant(base, vars.Replace(target.Expr)) {
+					legend := field.ReplaceAllStringFunc(target.LegendFormat, func(f string) string { return r.Metric[field.FindStringSubmatch(f)[1]] })
+					if other, ok := seen[legend]; ok {
+						t.Errorf("%s / %s: two lines named %q (%v and %v): its legend %q must name the labels that differ", name, panel.Title, legend, other, r.Metric, target.LegendFormat)
+						break
+					}
+					seen[legend] = r.Metric
+				}
+			}
+		}
+	}
 }

@@ -140,3 +140,40 @@ func TestDocsClaimsAreTrue(t *testing.T) {
 	}
 	t.Logf("%d claims checked in %d files", checked, len(docs))
 }
+
+// How long a command takes is stated once, measured, in CONTRIBUTING.md's
+// table of test tiers (and make bench's in its own generated section):
+// the docs gave `.ci/run` as 33 and as 10 to 15 minutes, `make bench` as
+// 17 and 27, and `go test ./...` as 5 against 15 to 22 measured. A line
+// elsewhere that names one of these commands with a time in minutes is
+// refused, unless it records a measurement with its date.
+func TestCommandDurationsAreStatedOnce(t *testing.T) {
+	commands := []string{"go test ./...", ".ci/run", "make bench", "make fuzz", "make e2e", "make real-servers", "make lint", "make race"}
+	minutes := regexp.MustCompile(`\b\d+(\.\d+)?( to \d+)? ?(minutes|min)\b`)
+	dated := regexp.MustCompile(`\b20\d\d-\d\d-\d\d\b`)
+	files, _ := filepath.Glob("../../docs/*.md")
+	files = append(files, "../../README.md", "../../Makefile")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if !minutes.MatchString(line) || dated.MatchString(line) {
+				continue
+			}
+			for _, c := range commands {
+				if strings.Contains(line, c) {
+					t.Errorf("%s:%d names `%s` with a duration: state it in CONTRIBUTING.md's table (measured) and link there\n%s", f, i+1, c, line)
+				}
+			}
+		}
+	}
+	b, err := os.ReadFile("../../CONTRIBUTING.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "| time here (2 cores, measured") {
+		t.Error("CONTRIBUTING.md's table of test tiers does not say when its times were measured")
+	}
+}

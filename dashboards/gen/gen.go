@@ -37,7 +37,25 @@ const sel = `profile=~"$profile",profile!="",endpoint=~"$endpoint",model=~"$mode
 const runSel = `profile=~"$profile",profile!="",endpoint=~"$endpoint",location=~"$location"`
 
 func q(expr, legend string) cog.Builder[variants.Dataquery] {
-	return prometheus.NewDataqueryBuilder().Expr(expr).LegendFormat(legend).Range()
+	return prometheus.NewDataqueryBuilder().Expr(expr).LegendFormat(namesEveryLine(legend)).Range()
+}
+
+// namesEveryLine adds to a legend of tokenprobe's series the labels that
+// tell its lines apart where it leaves them out: the endpoint beside the
+// profile, and the location (empty where the daemons set none). Three
+// locations drew three lines named "baseline answers load 1"
+// (e2e TestE2EQuorumAcrossLocations holds every legend to it).
+func namesEveryLine(legend string) string {
+	if !strings.Contains(legend, "{{profile}}") && !strings.Contains(legend, "{{endpoint}}") {
+		return legend
+	}
+	if !strings.Contains(legend, "{{endpoint}}") {
+		legend = strings.Replace(legend, "{{profile}}", "{{profile}} {{endpoint}}", 1)
+	}
+	if !strings.Contains(legend, "{{location}}") {
+		legend += " {{location}}"
+	}
+	return legend
 }
 
 func ts(title, desc, unit string, queries ...cog.Builder[variants.Dataquery]) *timeseries.PanelBuilder {

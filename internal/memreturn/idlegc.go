@@ -13,7 +13,7 @@ import (
 // few scrapes and stays there. At 50 the idle demo daemon keeps about
 // 1.3 MiB less resident for about 0.05% of a core more; at 25, 2.6 MiB
 // less for 0.3% more, over half again what the idle daemon spends
-// (docs/BENCHMARKS.md, issue 48's sixth round).
+// (docs/BENCHMARKS.md, how to read the figures).
 const DefaultIdlePercent = 50
 
 // IdleGC lowers the garbage collector's percent while no run is in

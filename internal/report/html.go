@@ -54,7 +54,8 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 		}
 		return "failed"
 	},
-	"msOf":      Millis,
+	"attainmentClass": AttainmentClass,
+	"msOf":            Millis,
 	"breakdown": Breakdown,
 	// levels says what load a run ran at: one level, or a staged run's
 	// range, so that a staged run is never headed by its first level.
@@ -78,7 +79,7 @@ body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1200px}
 .chart{border:1px solid #ddd;border-radius:4px;background:#fff}
 pre{background:#f6f8fa;padding:1em;overflow:auto;font-size:12px}
 .kpi{display:flex;gap:2em;margin:.5em 0 1em}.kpi div{font-size:13px}.kpi b{display:block;font-size:20px}
-.failed,.error{color:#cf222e}.passed{color:#1a7f37}.undecided{color:#9a6700}
+.failed,.error{color:#cf222e}.passed{color:#1a7f37}.undecided{color:#9a6700}.pooled{color:inherit}
 .banner{background:#ffebe9;border:1px solid #cf222e;padding:.5em;margin:.5em 0}
 table{border-collapse:collapse}th,td{border-bottom:1px solid #ddd;padding:.3em .6em;text-align:left;font-size:13px}
 </style></head><body>
@@ -87,7 +88,7 @@ table{border-collapse:collapse}th,td{border-bottom:1px solid #ddd;padding:.3em .
 <table class="across"><tr><th>profile</th><th>endpoint</th><th>load</th><th>requests</th><th>error rate</th><th>TTFT p50</th><th>TTFT p95</th><th>ITL p50</th><th>throughput</th><th>goodput</th><th>SLO attainment</th></tr>
 {{range .Runs}}{{$level := .Level}}{{with .Summary}}<tr><td>{{.Profile}}</td><td>{{.Endpoint}}</td><td>{{levels . $level}}</td><td>{{.Requests}}</td><td class="{{if gt .Errors 0}}error{{end}}">{{errorRate .}}</td>
 <td>{{msOf .TTFT .TTFT.P50}}</td><td>{{msOf .TTFT .TTFT.P95}}</td><td>{{msOf .ITL .ITL.P50}}</td><td>{{printf "%.2f" .RequestThroughput}}/s</td><td>{{printf "%.2f" .Goodput}}/s</td>
-<td class="{{verdict .}}">{{printf "%.1f" (mul100 .Attainment)}}%</td></tr>{{end}}{{end}}
+<td class="{{attainmentClass .}}">{{printf "%.1f" (mul100 .Attainment)}}%</td></tr>{{end}}{{end}}
 </table>
 {{if .Across}}<div class="charts across">{{range .Across}}{{.}}{{end}}</div>{{end}}{{end}}
 {{range .Runs}}<section class="run" data-profile="{{.Summary.Profile}}">
@@ -99,7 +100,7 @@ table{border-collapse:collapse}th,td{border-bottom:1px solid #ddd;padding:.3em .
 <div class="kpi">
 <div><b>{{printf "%.2f" .Summary.Goodput}}/s</b>goodput</div>
 <div><b>{{printf "%.2f" .Summary.RequestThroughput}}/s</b>throughput</div>
-<div><b class="{{verdict .Summary}}">{{printf "%.1f" (mul100 .Summary.Attainment)}}%</b>SLO attainment{{with .Summary.Evidence}}{{if .Counted}}<br>95% interval {{printf "%.1f" (mul100 .Attainment.Low)}} to {{printf "%.1f" (mul100 .Attainment.High)}}%{{end}}{{end}}</div>
+<div><b class="{{attainmentClass .Summary}}">{{printf "%.1f" (mul100 .Summary.Attainment)}}%</b>SLO attainment{{with .Summary.Evidence}}{{if .Counted}}<br>95% interval {{printf "%.1f" (mul100 .Attainment.Low)}} to {{printf "%.1f" (mul100 .Attainment.High)}}%{{end}}{{end}}</div>
 <div><b>{{msOf .Summary.TTFT .Summary.TTFT.P50}}</b>TTFT p50</div>
 <div><b>{{msOf .Summary.ITL .Summary.ITL.P50}}</b>ITL p50</div>
 </div>
@@ -118,3 +119,20 @@ table{border-collapse:collapse}th,td{border-bottom:1px solid #ddd;padding:.3em .
 <details><summary>Full report</summary><pre>{{.Text}}</pre></details>
 </section>{{end}}
 </body></html>`))
+
+// AttainmentClass is the class an attainment figure is drawn in: never
+// a pass under its objective. A search's pooled attainment, over steps
+// that overshoot its capacity on purpose, is no verdict: under the
+// objective it is drawn plain ("pooled"), its verdict being the capacity.
+func AttainmentClass(s stats.Summary) string {
+	under := s.Objective > 0 && s.Attainment < s.Objective
+	switch {
+	case under && s.Search != nil:
+		return "pooled"
+	case s.Undecided:
+		return "undecided"
+	case s.Passed && !under:
+		return "passed"
+	}
+	return "failed"
+}

@@ -127,16 +127,31 @@ func Breakdown(sv *stats.Server) template.HTML {
 		for _, p := range parts {
 			total += max(p.ms, 0)
 		}
+		// The parts carry no text: a part a few pixels wide cut its
+		// name to "pr". The legend under the bar names each with its time.
 		b.WriteString(`<div class="bar" style="display:flex;height:1.4em;max-width:640px;border:1px solid #ddd">`)
 		for _, p := range parts {
 			if p.ms <= 0 || total <= 0 {
 				continue
 			}
 			share := 100 * p.ms / total
-			fmt.Fprintf(&b, `<div class="part" data-phase="%s" title="%s %s" style="width:%.2f%%;background:%s;color:#fff;font-size:12px;overflow:hidden;white-space:nowrap;padding-left:2px">%s %s</div>`,
-				p.name, p.name, stats.FormatMillis(p.ms), share, p.color, p.name, stats.FormatMillis(p.ms))
+			fmt.Fprintf(&b, `<div class="part" data-phase="%s" title="%s %s" style="width:%.2f%%;background:%s"></div>`,
+				p.name, p.name, stats.FormatMillis(p.ms), share, p.color)
 		}
-		b.WriteString(`</div>`)
+		b.WriteString(`</div><p class="bar-legend" style="font-size:12px;margin:.3em 0">`)
+		first := true
+		for _, p := range parts {
+			if p.ms <= 0 || total <= 0 {
+				continue
+			}
+			if !first {
+				b.WriteString(" · ")
+			}
+			first = false
+			fmt.Fprintf(&b, `<span class="legend-item" data-phase="%s" style="white-space:nowrap"><span style="display:inline-block;width:.8em;height:.8em;background:%s;margin-right:.3em"></span>%s %s (%.0f%%)</span>`,
+				p.name, p.color, p.name, stats.FormatMillis(p.ms), 100*p.ms/total)
+		}
+		b.WriteString(`</p>`)
 	case sv.Note != "":
 		fmt.Fprintf(&b, `<p class="note">%s</p>`, html.EscapeString(sv.Note))
 	}

@@ -67,7 +67,7 @@ func LineChart(title, unit string, xs []string, series []Series, marks map[int]s
 
 // SVG draws the chart.
 func (c Chart) SVG() template.HTML {
-	const w, h, left, right, top, bottom = 600.0, 300.0, 64.0, 16.0, 44.0, 58.0
+	const w, h, right, top, bottom = 600.0, 300.0, 16.0, 44.0, 58.0
 	maxY := 0.0
 	for _, s := range c.Series {
 		for _, v := range s.Values {
@@ -83,6 +83,7 @@ func (c Chart) SVG() template.HTML {
 		maxY = 1
 	}
 	stepY, maxY := niceTicks(maxY*1.05, 4)
+	left := yTicksLeft(stepY, maxY, c.Unit)
 	n := len(c.X)
 	x := func(i int) float64 {
 		if n == 1 {
@@ -203,6 +204,17 @@ func niceTicks(highest float64, n int) (step, top float64) {
 	return step, math.Ceil(highest/step-1e-9) * step
 }
 
+// yTicksLeft is the plot's left edge: far enough right that the widest
+// y tick ("75000 ms") ends clear of the rotated y axis title, whose line
+// is 11 pixels high around x 13.
+func yTicksLeft(step, top float64, unit string) float64 {
+	widest := 0.0
+	for v := 0.0; v <= top+step/2; v += step {
+		widest = max(widest, labelWidth(short(v)+unit))
+	}
+	return max(64, 4+widest+24)
+}
+
 // labelWidth is about how wide a 10-pixel label is drawn.
 func labelWidth(s string) float64 { return 5.6 * float64(len([]rune(s))) }
 
@@ -311,14 +323,26 @@ func CDF(title, xTitle string, dists []Dist, t Threshold) template.HTML {
 			left, w-right, y(pct), y(pct), left-4, y(pct)+3, pct)
 	}
 	for v := 0.0; v <= maxX+stepX/2; v += stepX {
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%g" y2="%g" stroke="#f0f0f0"/><text class="tick x" x="%.1f" y="%g" font-size="10" text-anchor="middle">%s</text>`,
-			x(v), x(v), top, h-bottom, x(v), h-bottom+14, short(v))
+		// A tick label that would run past the chart's right edge
+		// ("100000" at the last tick) ends at the edge instead.
+		at, anchor := x(v), "middle"
+		if at+labelWidth(short(v))/2 > w-1 {
+			at, anchor = w-1, "end"
+		}
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%g" y2="%g" stroke="#f0f0f0"/><text class="tick x" x="%.1f" y="%g" font-size="10" text-anchor="%s">%s</text>`,
+			x(v), x(v), top, h-bottom, at, h-bottom+14, anchor, short(v))
 	}
 	fmt.Fprintf(&b, `<text class="axis-title x" x="%g" y="%g" font-size="11" text-anchor="middle">%s</text>`, left+(w-left-right)/2, h-bottom+30, esc(xTitle))
 	fmt.Fprintf(&b, `<text class="axis-title y" transform="translate(13 %g) rotate(-90)" font-size="11" text-anchor="middle">share of requests at or under (%%)</text>`, top+(h-top-bottom)/2)
 	if t.Label != "" {
-		fmt.Fprintf(&b, `<line class="slo" x1="%.1f" x2="%.1f" y1="%g" y2="%g" stroke="#bf8700" stroke-width="1.5" stroke-dasharray="6 4"/><text class="slo-label" x="%.1f" y="%g" font-size="10" fill="#9a6700" text-anchor="end">%s</text>`,
-			x(t.Value), x(t.Value), top, h-bottom, x(t.Value)-4, h-bottom-6, esc(t.Label))
+		// The label reads leftwards from its line, or rightwards where it
+		// would run into the y axis (an SLO near 0 of a long axis).
+		lx, anchor := x(t.Value)-4, "end"
+		if lx-labelWidth(t.Label) < left+2 {
+			lx, anchor = x(t.Value)+4, "start"
+		}
+		fmt.Fprintf(&b, `<line class="slo" x1="%.1f" x2="%.1f" y1="%g" y2="%g" stroke="#bf8700" stroke-width="1.5" stroke-dasharray="6 4"/><text class="slo-label" x="%.1f" y="%g" font-size="10" fill="#9a6700" text-anchor="%s">%s</text>`,
+			x(t.Value), x(t.Value), top, h-bottom, lx, h-bottom-6, anchor, esc(t.Label))
 	}
 	lx := left
 	for _, d := range drawn {

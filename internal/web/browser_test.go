@@ -162,6 +162,15 @@ profiles:
 	if !strings.Contains(dom, "staged: concurrency 1 to 8 in 4 stages") || !strings.Contains(dom, "Every stage pooled") {
 		t.Errorf("the report does not say the run is staged, or that its totals pool the stages")
 	}
+	// No label of the status page's and the run page's charts and bars
+	// lies on another, past its chart or cut by its box
+	// (report TestReportLabelsNeitherOverlapNorClip has the widest figures).
+	for _, path := range []string{"/", fmt.Sprintf("/runs/%d", run.ID)} {
+		_, html := f.do(t, "GET", path)
+		if probs := browsertest.LabelProblems(t, browser, html, 1280); len(probs) > 0 {
+			t.Errorf("%s:\n%s", path, strings.Join(probs, "\n"))
+		}
+	}
 }
 
 // roundTicks checks that a chart's y ticks go up in a round step (1, 2,

@@ -23,13 +23,10 @@ var funcs = template.FuncMap{
 	// class its verdict draws it in: an attainment under its objective is
 	// never drawn as a pass.
 	"attainmentClass": func(s *stats.Summary) string {
-		switch {
-		case s.Undecided:
-			return "not_enough_evidence"
-		case !s.Passed:
-			return "failed"
+		if c := report.AttainmentClass(*s); c != "undecided" {
+			return c
 		}
-		return "passed"
+		return "not_enough_evidence"
 	},
 	"interval": func(s *stats.Summary) string {
 		if s.Evidence == nil || s.Evidence.Counted == 0 {

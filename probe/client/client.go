@@ -202,7 +202,7 @@ var errRequestTimeout = errors.New("request timeout")
 // (zero: none). Through probe/h1 the deadline is the connection's, set
 // once a request, not a timer context: that costs a timer and two
 // registrations with the run's context each request, a cost that shows
-// at wide levels (docs/BENCHMARKS.md, issue 48's fifth round).
+// at wide levels (docs/BENCHMARKS.md, how to read the figures).
 // net/http's requests, and signing, still take a context with the
 // deadline.
 type call struct {

@@ -53,7 +53,7 @@ func (c *Client) readStream(q call, api *openai.Protocol, body io.Reader, r *res
 		// back when the stream ends (flush): at wide levels the record
 		// has gone cold in the seconds between a stream's chunks, and
 		// the load of r.ContentChunks was the first cache miss of each
-		// chunk (docs/BENCHMARKS.md, issue 48's fifteenth round).
+		// chunk (docs/BENCHMARKS.md, how to read the figures).
 		n, gaps, hasTTFO = r.ContentChunks, r.Gaps, r.HasTTFO
 	)
 	flush := func() { r.ContentChunks, r.Gaps = n, gaps }

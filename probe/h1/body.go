@@ -103,7 +103,7 @@ func (b *Body) Read(p []byte) (int, error) {
 // A stream's SSE reader takes its lines from here, so a chunk's bytes are
 // not copied into a buffer of the reader's own: that buffer was 1 KiB of
 // heap per stream in flight, 0.7 KiB of RSS per stream at 25,000 and
-// 50,000 streams (docs/BENCHMARKS.md, issue 48's fourth round).
+// 50,000 streams (docs/BENCHMARKS.md, how to read the figures).
 func (b *Body) View(most int) ([]byte, error) {
 	switch {
 	case b.closed:
@@ -118,7 +118,7 @@ func (b *Body) View(most int) ([]byte, error) {
 		// At a chunk's edge a stream waits for its next chunk here, not
 		// in nextChunk's line reads two frames further down: at wide
 		// levels each frame on the way back up after the wait is a cold
-		// cache line (docs/BENCHMARKS.md, issue 48's fifteenth round).
+		// cache line (docs/BENCHMARKS.md, how to read the figures).
 		// The chunk before's line ending, when buffered, is taken first,
 		// so that a buffer holding nothing else counts as empty. A read
 		// that fails here fails as nextChunk's would (chunkErr).

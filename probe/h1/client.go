@@ -6,7 +6,7 @@
 //
 // It exists because net/http's allocations and goroutines per request were
 // the largest cost left in tokenprobe's measurements on a small machine
-// (docs/BENCHMARKS.md has the figures before and after).
+// (the history of docs/BENCHMARKS.md has the figures before and after).
 //
 // It does only what probing an inference server needs: one request at a
 // time per connection, keep-alive, Content-Length, chunked and

@@ -24,7 +24,7 @@ type conn struct {
 	// br reads nc. It is the connection's own, not a pointer to another
 	// object: a stream's chunk passes through it, and at wide levels each
 	// separate object a chunk touches is a cold cache line and page of its
-	// own (docs/BENCHMARKS.md, issue 48's ninth round).
+	// own (docs/BENCHMARKS.md, how to read the figures).
 	br bufio.Reader
 	// body is the response's body; beside br, as a chunk reads both.
 	body Body
@@ -102,7 +102,7 @@ func (cn *conn) disarm() bool {
 // are under that context: a probe's requests share their run's, and a
 // context.AfterFunc of each request's own is an entry in that context's
 // map of children, added and deleted under its lock once a request
-// (docs/BENCHMARKS.md, issue 48's sixteenth round). The watch lives while
+// (docs/BENCHMARKS.md, how to read the figures). The watch lives while
 // a connection is on it.
 //
 // Watches are keyed by the context's Done channel, not by the context:

@@ -147,7 +147,7 @@ func special(w uint64) uint64 {
 // left in place, or nil when it is malformed (an empty string is an empty,
 // non-nil slice of s.b). Keys we match never contain escapes. Strings are
 // most of a chunk's bytes, so it tests eight at a time where eight are
-// left in b, and one at a time after (docs/BENCHMARKS.md says what that
+// left in b, and one at a time after (the history of docs/BENCHMARKS.md says what that
 // bought).
 func (s *scanner) str() []byte {
 	b, i := s.b, s.i

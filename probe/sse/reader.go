@@ -90,7 +90,7 @@ var ErrStreamTooLong = errors.New("sse: stream exceeds the length limit")
 // It is the reader's own, not a wrapper's around the source: a stream
 // waits for its next chunk at the bottom of the calls that read it, and
 // at wide levels each frame and object on the way back up after the wait
-// is a cold cache line (docs/BENCHMARKS.md, issue 48's fifteenth round);
+// is a cold cache line (docs/BENCHMARKS.md, how to read the figures);
 // a wrapper is one of each.
 func (r *Reader) Bound(n int64, err error) {
 	if err == nil {
@@ -143,7 +143,7 @@ func (r *Reader) Next() (Event, error) {
 		// that chooses: a stream waits for its next chunk at the bottom
 		// of the calls that read it, and at wide levels each frame on the
 		// way back up after the wait is a cold cache line
-		// (docs/BENCHMARKS.md, issue 48's fourteenth round).
+		// (docs/BENCHMARKS.md, how to read the figures).
 		var line []byte
 		var err error
 		if r.src != nil {

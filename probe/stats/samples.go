@@ -5,7 +5,7 @@ package stats
 // (by about 1.25x past 256 values), so a run allocated about five times
 // its values' size in copies. That was a quarter of all the bytes a run
 // allocated at 5,000 requests/s, and so a quarter of what paced its
-// garbage collections (docs/BENCHMARKS.md, issue 48's seventh round).
+// garbage collections (docs/BENCHMARKS.md, how to read the figures).
 // Blocks double from firstBlock to lastBlock values, so a run of a few
 // requests holds a few hundred bytes per metric.
 type samples struct {

@@ -248,6 +248,9 @@ type Report struct {
 	Quietness   Quietness   `json:"quietness"`
 	// RetrySteal is Options.RetrySteal.
 	RetrySteal float64 `json:"retry_steal_percent,omitempty"`
+	// Took is how long the whole run took: the one place the docs take
+	// make bench's duration from.
+	Took time.Duration `json:"took_ns,omitempty"`
 }
 
 // Run measures every level with every client against one simulator
@@ -358,6 +361,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				idle.Seconds, idle.Observed, 100*idle.CPUFraction, mib(idle.RSS))
 		}
 	}
+	rep.Took = time.Since(rep.Date)
 	return rep, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Markers delimit the harness's section of docs/BENCHMARKS.md.
@@ -134,7 +135,11 @@ func (r *Report) Markdown() string {
 	if r.K6 != "" {
 		w("; %s", r.K6)
 	}
-	w(".\nCommand: `%s`.\n\n", r.Command)
+	w(".\nCommand: `%s`", r.Command)
+	if r.Took > 0 {
+		w(", which took %s", r.Took.Round(time.Second))
+	}
+	w(".\n\n")
 	if q := r.Quietness.String(); q != "" {
 		w("%s\n\n", q)
 	}

@@ -36,7 +36,7 @@ type WideOptions struct {
 	// tokenprobe, one after the other, the order swapped each time (0 is
 	// 1). One pair's CPU ratio spreads by up to a tenth either way between
 	// runs of the same two binaries on a quiet host, and the order may
-	// weigh (docs/BENCHMARKS.md, the eighth round): the bar takes the
+	// weigh (docs/BENCHMARKS.md, how to read the figures): the bar takes the
 	// median pair's (Report.wideCPUBar).
 	Pairs int
 }
