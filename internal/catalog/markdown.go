@@ -100,7 +100,14 @@ and the server's child span when ` + "`tracing`" + ` is on), and ` + "`request_i
 	b.WriteString("\n" + rulesRead)
 	b.WriteString(`## OpenTelemetry (OTLP push)
 
-GenAI semantic conventions v1.41.0 for the ` + "`gen_ai.*`" + ` instruments; resource attributes
+The ` + "`gen_ai.*`" + ` instruments and attributes follow the OpenTelemetry GenAI semantic conventions,
+which now live in their own repository,
+[open-telemetry/semantic-conventions-genai](https://github.com/open-telemetry/semantic-conventions-genai)
+(v0.1.0, development stability); every name used here is the same there as in core
+semantic-conventions v1.41.0, the last release that carried them. That repository publishes no
+schema URL yet, so the resource, the meter and the tracer carry
+` + "`https://opentelemetry.io/schemas/1.41.0`" + `, the schema the names were released under (the Go
+constants are ` + "`go.opentelemetry.io/otel/semconv/v1.41.0`" + `'s). Resource attributes:
 ` + "`service.name=tokenprobe`" + `, ` + "`service.version`" + `, ` + "`service.instance.id`" + ` (hostname unless set) and
 those of ` + "`OTEL_RESOURCE_ATTRIBUTES`" + `.
 
