@@ -437,6 +437,7 @@ func (r *Run) one(ctx context.Context, index int, st Stage, scheduled time.Time,
 		ID: r.IDBase + r.nextID.Add(1), RunSeq: r.Seq(), Profile: r.Profile, Stage: index, Warmup: warmup,
 		Scheduled: scheduled, ScheduledInStage: inStage, Level: st.reportedLevel(inStage),
 	}
+	judging := ctx // the run's: an impatient user's timer ends the request, not its judging
 	if r.injectCancel() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, r.Plan.CancelAfter, errInjectedCancel)
@@ -452,7 +453,7 @@ func (r *Run) one(ctx context.Context, index int, st Stage, scheduled time.Time,
 	r.inFlight.Add(-1)
 	// Off the request's clock: its length, then its answer's checks.
 	r.settleOSL(res)
-	r.Checks.Run(res, func() openai.Answer { return openai.ParseAnswer(openai.API(res.API), res.Answer) }, p.Expect)
+	r.Checks.Run(judging, res, func() openai.Answer { return openai.ParseAnswer(openai.API(res.API), res.Answer) }, p.Expect)
 	res.Answer = nil
 	r.hold(res)
 	done, errs := &r.done, &r.errors
