@@ -274,7 +274,7 @@ func (r *Run) Execute(parent context.Context) (stats.Summary, error) {
 		s.Undecided = found.Capacity == 0 && !s.WrongAnswersOver() && len(found.Tried) > 0 && found.Tried[0].Evidence.Outcome == stats.Undecided
 	}
 	if name, _ := r.Checks.Served.Name(); name != "" && name != s.Model {
-		s.ServedModel = name
+		s.ServedModel = stats.ServerText(name)
 	}
 	s.SLOThresholds = r.SLO.Values()
 	for i := range s.Stages {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"mime"
+	"strings"
 	"time"
 
 	"github.com/tokenprobe/tokenprobe/probe/apierror"
@@ -389,14 +390,24 @@ func answered(r *result.Request, chunk *openai.Chunk) {
 	finishReason(r, chunk)
 }
 
-// servedModel keeps the model a chunk names as the one that served r.
+// servedModel keeps the model a chunk names as the one that served r,
+// the first MaxServedModel bytes of it: a server's string, kept in every
+// record (a 100 KB name was).
 func servedModel(r *result.Request, m []byte) {
 	if string(m) == r.Model {
 		r.ServedModel = r.Model
-	} else {
-		r.ServedModel = openai.Unescape(m)
+		return
 	}
+	name := openai.Unescape(m)
+	if len(name) > MaxServedModel {
+		name = strings.ToValidUTF8(name[:MaxServedModel], "")
+	}
+	r.ServedModel = name
 }
+
+// MaxServedModel bounds the model name kept from an answer: real names
+// are tens of bytes (a Hugging Face path, a deployment's ARN).
+const MaxServedModel = 256
 
 // finishReason keeps the finish reason a chunk gives, if it gives one.
 func finishReason(r *result.Request, chunk *openai.Chunk) {
