@@ -98,8 +98,11 @@ func (c *Client) readStream(q call, api *openai.Protocol, body io.Reader, r *res
 			// (CountsAdd) counts each event's own.
 			usage.Usage = true
 			if api.CountsAdd {
-				usage.PromptTokens += chunk.PromptTokens
-				usage.CompletionTokens += chunk.CompletionTokens
+				// An untrusted count (openai.Untrusted, a fraction) makes
+				// the sum untrusted, never a term of it: 1.5 four times
+				// and 40 added up to 36, taken as a count.
+				usage.PromptTokens = addCount(usage.PromptTokens, chunk.PromptTokens)
+				usage.CompletionTokens = addCount(usage.CompletionTokens, chunk.CompletionTokens)
 			} else {
 				if chunk.PromptTokens != 0 {
 					usage.PromptTokens = chunk.PromptTokens
@@ -124,11 +127,11 @@ func (c *Client) readStream(q call, api *openai.Protocol, body io.Reader, r *res
 		}
 		finishReason(r, chunk)
 		finished = finished || chunk.Finished
-		if chunk.End { // message_delta's stop_reason, response.completed: the stream's [DONE]
-			done = true
-			break
-		}
 		if !chunk.Content && !chunk.Reasoning {
+			if chunk.End { // message_delta's stop_reason, response.completed: the stream's [DONE]
+				done = true
+				break
+			}
 			continue
 		}
 		switch n {
@@ -158,6 +161,10 @@ func (c *Client) readStream(q call, api *openai.Protocol, body io.Reader, r *res
 		}
 		if c.onChunk != nil {
 			c.onChunk(ev.Data, now)
+		}
+		if chunk.End { // a generate response with text and its finish reason: the last
+			done = true
+			break
 		}
 	}
 	flush()
@@ -439,4 +446,13 @@ func keep(r *result.Request, data []byte, limit int) {
 		return
 	}
 	r.Answer = append(append(r.Answer, data...), 0)
+}
+
+// addCount adds a streamed event's token count to the sum so far, an
+// untrusted one on either side making the sum untrusted.
+func addCount(sum, n int) int {
+	if sum == openai.Untrusted || n == openai.Untrusted {
+		return openai.Untrusted
+	}
+	return sum + n
 }
