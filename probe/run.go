@@ -274,7 +274,7 @@ func (r *Run) Execute(parent context.Context) (stats.Summary, error) {
 		s.Undecided = found.Capacity == 0 && !s.WrongAnswersOver() && len(found.Tried) > 0 && found.Tried[0].Evidence.Outcome == stats.Undecided
 	}
 	if name, _ := r.Checks.Served.Name(); name != "" && name != s.Model {
-		s.ServedModel = name
+		s.ServedModel = stats.ServerText(name)
 	}
 	s.SLOThresholds = r.SLO.Values()
 	for i := range s.Stages {
@@ -437,6 +437,7 @@ func (r *Run) one(ctx context.Context, index int, st Stage, scheduled time.Time,
 		ID: r.IDBase + r.nextID.Add(1), RunSeq: r.Seq(), Profile: r.Profile, Stage: index, Warmup: warmup,
 		Scheduled: scheduled, ScheduledInStage: inStage, Level: st.reportedLevel(inStage),
 	}
+	judging := ctx // the run's: an impatient user's timer ends the request, not its judging
 	if r.injectCancel() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, r.Plan.CancelAfter, errInjectedCancel)
@@ -452,7 +453,7 @@ func (r *Run) one(ctx context.Context, index int, st Stage, scheduled time.Time,
 	r.inFlight.Add(-1)
 	// Off the request's clock: its length, then its answer's checks.
 	r.settleOSL(res)
-	r.Checks.Run(res, func() openai.Answer { return openai.ParseAnswer(openai.API(res.API), res.Answer) }, p.Expect)
+	r.Checks.Run(judging, res, func() openai.Answer { return openai.ParseAnswer(openai.API(res.API), res.Answer) }, p.Expect)
 	res.Answer = nil
 	r.hold(res)
 	done, errs := &r.done, &r.errors

@@ -355,12 +355,8 @@ func run(args []string) int {
 		return runonce.ExitConfig
 	}
 	logger := promslog.New(logCfg)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signals()
 	defer stop()
-	// The first signal asks for an orderly stop; once it came, the
-	// signals' default action is back, so a second one ends the process
-	// at once, as the console promises, whatever it is waiting for.
-	defer context.AfterFunc(ctx, stop)()
 
 	switch cmd {
 	case serveCmd.FullCommand():
@@ -392,9 +388,6 @@ func run(args []string) int {
 			return runonce.ExitRuntime
 		}
 		defer stopProfiles()
-		// The first interrupt ends the run gracefully; a second one, with
-		// the signal's default behaviour restored, quits at once.
-		context.AfterFunc(ctx, stop)
 		o := runonce.Options{
 			ConfigFile: *runConfig, Profiles: *runProfiles, Endpoint: *runEndpoint,
 			ArtifactsDir: *runArtifacts, AIPerf: *runAIPerf, ProgressEvery: *runProgress, Out: os.Stdout, Progress: os.Stderr,
@@ -550,4 +543,41 @@ func apiNames() []string {
 		out = append(out, string(a))
 	}
 	return out
+}
+
+// signals is the context the first SIGINT or SIGTERM ends, for an orderly
+// stop; a second one ends the process at once, as the console promises,
+// whatever it is waiting for: exit 130 (SIGINT) or 143 (SIGTERM), as the
+// shell reports a process the signal killed. Not by restoring the
+// signal's default action: a process started with SIGINT ignored (cmd &
+// in a script, some CI runners) has "ignored" to restore, and ignored the
+// second interrupt too. stop releases the signals.
+func signals() (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case sig := <-sigs:
+			fmt.Fprintln(os.Stderr, "tokenprobe: a second signal: quitting at once")
+			code := 130
+			if sig == syscall.SIGTERM {
+				code = 143
+			}
+			os.Exit(code)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+	}
 }

@@ -1,17 +1,21 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +28,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/internal/memreturn"
 	"github.com/tokenprobe/tokenprobe/internal/schedslice"
 	"github.com/tokenprobe/tokenprobe/internal/sim"
+	"github.com/tokenprobe/tokenprobe/internal/timingtest"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 
 	"github.com/tokenprobe/tokenprobe/internal/realserver"
@@ -879,4 +884,67 @@ func TestAIPerfFiftyUsersMeasureTheQueue(t *testing.T) {
 	if !strings.Contains(out, "Requests") || !strings.Contains(out, "cancelled") {
 		t.Errorf("the report does not count the cancelled requests:\n%s", out)
 	}
+}
+
+// TestSignalHelper is not a test: run by TestSecondSignalQuitsEvenWhenStartedIgnored
+// in a process of its own, started with SIGINT ignored.
+func TestSignalHelper(t *testing.T) {
+	url := os.Getenv("TOKENPROBE_SIGNAL_HELPER_URL")
+	if url == "" {
+		t.Skip("run by TestSecondSignalQuitsEvenWhenStartedIgnored")
+	}
+	os.Exit(run([]string{"run", "--url", url, "--model", "m", "--concurrency", "2", "--requests", "4", "--progress-interval", "0", "--artifacts-dir", ""}))
+}
+
+// A process started with SIGINT ignored (`cmd &` in a script, some CI
+// runners) quits at once at a second interrupt, as the console promises:
+// restoring the signal's default action restored "ignored", and the
+// second interrupt was ignored too, the run waiting out its grace period.
+func TestSecondSignalQuitsEvenWhenStartedIgnored(t *testing.T) {
+	h, err := hostile.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	cmd := exec.Command("sh", "-c", `trap "" INT; exec "$0" -test.run '^TestSignalHelper$'`, os.Args[0])
+	cmd.Env = append(os.Environ(), "TOKENPROBE_SIGNAL_HELPER_URL="+h.URL(hostile.Silent))
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	timingtest.Until(t, func() string { return "the run to start; it wrote: " + stderr.String() }, func() bool { return h.Connections() >= 2 }, nil)
+	_ = cmd.Process.Signal(os.Interrupt)
+	timingtest.Until(t, func() string { return "the first interrupt's notice; it wrote: " + stderr.String() }, func() bool { return strings.Contains(stderr.String(), "Interrupted") }, nil)
+	_ = cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+			t.Fatalf("after a second interrupt: %v, want exit 130 at once\n%s", err, stderr.String())
+		}
+	case <-time.After(time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatalf("the process outlived a second interrupt by a minute\n%s", stderr.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -165,7 +165,7 @@ var (
 	Runs = Metric{Name: "tokenprobe_runs_total", Type: Counter, Unit: "runs", Labels: with(RunLabels, "result"),
 		Help: "Runs finished, by result: passed (met the SLO objective, its attainment's 95% interval wholly at or above it, or had none), failed (missed it, the interval wholly under it, or answered wrongly), not_enough_evidence (the interval holds the objective, or the probe's own delay could account for the misses), error (could not run), cancelled (stopped by a reload or shutdown)."}
 	RunsSkipped = Metric{Name: "tokenprobe_runs_skipped_total", Type: Counter, Unit: "runs", Labels: with(RunLabels, "reason"),
-		Help: "Scheduled ticks that started no run, by reason: overlap (the previous run was still going), max_concurrent, exclusive (the endpoint was held), budget (the hourly budget was spent), backoff (the job backs off after aborted runs)."}
+		Help: "Scheduled ticks that started no run, by reason: overlap (the previous run was still going), max_concurrent, exclusive (the endpoint was held), budget (an hourly budget, or the daily cost budget, was spent), backoff (the job backs off after aborted runs)."}
 	RunsAbortedInARow = Metric{Name: "tokenprobe_runs_aborted_in_a_row", Type: Gauge, Unit: "runs", Labels: RunLabels,
 		Help: "Runs of the job aborted in a row by the failure policy (its endpoint was failing); above 0 the job's schedule backs off. A run that is not aborted sets it to 0."}
 	EndpointFailing = Metric{Name: "tokenprobe_endpoint_failing", Type: Gauge, Unit: "boolean", Labels: with(RunLabels, "reason"),

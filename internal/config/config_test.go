@@ -161,3 +161,35 @@ func TestIsCredentialHeader(t *testing.T) {
 		}
 	}
 }
+
+// Prices and budgets are finite and within their stated ranges, each
+// refusal naming its field: 1e308 made a run's cost +Inf (no summary.json,
+// a counter at +Inf for ever, the daily budget spent for good), and .nan
+// and .inf passed silently.
+func TestPricesAndBudgetsAreFiniteAndInRange(t *testing.T) {
+	for value, want := range map[string]string{
+		"input_per_million: 1e308":           "endpoints[0].price.input_per_million: 1e+308 is not a price",
+		"output_per_million: .inf":           "endpoints[0].price.output_per_million: +Inf is not a price",
+		"output_per_million: .nan":           "endpoints[0].price.output_per_million: NaN is not a price",
+		"cached_input_per_million: -1":       "endpoints[0].price.cached_input_per_million: -1 is not a price",
+		"input_per_million: 600, budget-nan": "profiles[0].schedule.budget.max_cost_per_day: NaN is not a budget",
+		"input_per_million: 600, budget-big": "profiles[0].schedule.budget.max_cost_per_day: 1e+300 is not a budget",
+	} {
+		price, budget, _ := strings.Cut(value, ", ")
+		day := "10"
+		switch budget {
+		case "budget-nan":
+			day = ".nan"
+		case "budget-big":
+			day = "1e300"
+		}
+		doc := fmt.Sprintf("endpoints:\n  - {name: e, base_url: 'http://x/v1', model: m, price: {%s}}\nprofiles:\n  - {name: p, schedule: {budget: {max_cost_per_day: %s}}}\n", price, day)
+		_, err := Parse("tokenprobe.yaml", []byte(doc))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", value, err, want)
+		}
+	}
+	if _, err := Parse("tokenprobe.yaml", []byte("endpoints:\n  - {name: e, base_url: 'http://x/v1', model: m, price: {input_per_million: 600, output_per_million: 2400}}\nprofiles:\n  - {name: p, schedule: {budget: {max_cost_per_day: 50}}}\n")); err != nil {
+		t.Errorf("a dear model's price: %v", err)
+	}
+}

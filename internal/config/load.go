@@ -277,8 +277,14 @@ func (c *Config) validate(l *locator, dir string) {
 			}
 		}
 		if p := e.Price; p != nil {
-			if p.InputPerMillion < 0 || p.OutputPerMillion < 0 || p.CachedInputPerMillion != nil && *p.CachedInputPerMillion < 0 {
-				l.errf(path+".price", "prices must not be negative")
+			fields := []struct {
+				name string
+				v    *float64
+			}{{"input_per_million", &p.InputPerMillion}, {"output_per_million", &p.OutputPerMillion}, {"cached_input_per_million", p.CachedInputPerMillion}}
+			for _, f := range fields {
+				if f.v != nil && !within(*f.v, 0, MaxPricePerMillion) {
+					l.errf(path+".price."+f.name, "%v is not a price: give 0 to %g per million tokens", *f.v, float64(MaxPricePerMillion))
+				}
 			}
 			if p.Currency == "" {
 				p.Currency = "USD"
@@ -655,8 +661,11 @@ func (s *Schedule) validate(l *locator, path string) {
 			l.errf(path+".window", "%v", err)
 		}
 	}
-	if s.Budget.RequestsPerHour < 0 || s.Budget.TokensPerHour < 0 || s.Budget.MaxCostPerDay < 0 {
+	if s.Budget.RequestsPerHour < 0 || s.Budget.TokensPerHour < 0 {
 		l.errf(path+".budget", "must not be negative")
+	}
+	if !within(s.Budget.MaxCostPerDay, 0, MaxCostPerDay) {
+		l.errf(path+".budget.max_cost_per_day", "%v is not a budget: give 0 (none) to %g", s.Budget.MaxCostPerDay, float64(MaxCostPerDay))
 	}
 }
 
@@ -939,4 +948,19 @@ func (c *Config) endpointSuggestion(name string) string {
 		return " (endpoints: " + strings.Join(names, ", ") + ")"
 	}
 	return ""
+}
+
+// The ranges of money: the dearest model priced at a few hundred per
+// million tokens, and a day's budget that a fleet of probes could spend.
+// Beyond them a price is a typo (1e308 made a run's cost +Inf: no
+// summary.json, a counter at +Inf for ever, a daily budget spent for
+// good), and NaN or .inf are never values.
+const (
+	MaxPricePerMillion = 100_000
+	MaxCostPerDay      = 1_000_000_000
+)
+
+// within reports whether v is a finite number in [lo, hi].
+func within(v, lo, hi float64) bool {
+	return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= lo && v <= hi
 }

@@ -18,13 +18,24 @@ import (
 // JSON or HTML, so it reads the same in records, pages and logs.
 const Marker = "[REDACTED]"
 
-// Set is the secrets to take out. It only grows: a key rotated out of the
-// configuration is still a secret. A nil *Set redacts nothing. It is safe
-// for concurrent use; redacting reads a snapshot without locking.
+// Set is the secrets to take out. The configuration's keys only grow: a
+// key rotated out of the configuration is still a secret. Credentials a
+// signer fetches (cloud access tokens) rotate: per owner the set keeps
+// the last RotatingKept, the one in use among them, so that a token
+// endpoint issuing a new token per fetch cannot grow it without end (it
+// kept every one: 60 KB tokens took a daemon to 508 MB in a minute). A
+// nil *Set redacts nothing. It is safe for concurrent use; redacting
+// reads a snapshot without locking.
 type Set struct {
-	mu   sync.Mutex // serialises Add
-	list atomic.Pointer[[]string]
+	mu       sync.Mutex // serialises changes
+	static   []string
+	rotating map[string][]string // by owner, oldest first
+	list     atomic.Pointer[[]string]
 }
+
+// RotatingKept is how many of an owner's rotating credentials a Set
+// keeps: the one in use, and those requests still in flight may carry.
+const RotatingKept = 4
 
 // New returns a set holding secrets.
 func New(secrets ...string) *Set {
@@ -33,27 +44,62 @@ func New(secrets ...string) *Set {
 	return s
 }
 
-// Add adds secrets (empty ones are ignored).
+// Add adds secrets (empty ones are ignored), for good.
 func (s *Set) Add(secrets ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var cur []string
-	if p := s.list.Load(); p != nil {
-		cur = *p
-	}
-	next := slices.Clone(cur)
+	n := len(s.static)
 	for _, v := range secrets {
-		if v != "" && !slices.Contains(next, v) {
-			next = append(next, v)
+		if v != "" && !slices.Contains(s.static, v) {
+			s.static = append(s.static, v)
 		}
 	}
-	if len(next) == len(cur) {
+	if len(s.static) != n {
+		s.publish()
+	}
+}
+
+// AddRotating adds secret, a credential of owner (an endpoint's signer)
+// that a newer one replaces: the owner's oldest beyond RotatingKept
+// leaves the set.
+func (s *Set) AddRotating(owner, secret string) {
+	if s == nil || secret == "" {
 		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rotating == nil {
+		s.rotating = map[string][]string{}
+	}
+	kept := s.rotating[owner]
+	if slices.Contains(kept, secret) {
+		return
+	}
+	kept = append(kept, secret)
+	if len(kept) > RotatingKept {
+		kept = slices.Delete(kept, 0, len(kept)-RotatingKept)
+	}
+	s.rotating[owner] = kept
+	s.publish()
+}
+
+// publish stores the snapshot redacting reads. Callers hold s.mu.
+func (s *Set) publish() {
+	next := slices.Clone(s.static)
+	for _, kept := range s.rotating {
+		for _, v := range kept {
+			if !slices.Contains(next, v) {
+				next = append(next, v)
+			}
+		}
 	}
 	// Longest first, so that a secret holding another is replaced whole.
 	slices.SortFunc(next, func(a, b string) int { return len(b) - len(a) })
 	s.list.Store(&next)
 }
+
+// Len is how many secrets the set holds now.
+func (s *Set) Len() int { return len(s.secrets()) }
 
 func (s *Set) secrets() []string {
 	if s == nil {

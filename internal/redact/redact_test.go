@@ -3,6 +3,7 @@ package redact
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -84,5 +85,29 @@ func TestURLHidesQueryValues(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { _ = URL("http://localhost:8000/v1") }); n != 0 {
 		t.Errorf("a URL without a query: %v allocations", n)
+	}
+}
+
+// A token endpoint that issues a new token per fetch grows the set by at
+// most RotatingKept per owner: it kept every token, and 60 KB tokens took
+// a daemon to 508 MB in a minute. The configuration's keys stay, and the
+// newest tokens are still redacted.
+func TestRotatingSecretsAreBounded(t *testing.T) {
+	s := New("sk-configured-key")
+	token := func(i int) string { return fmt.Sprintf("tok-%06d-", i) + strings.Repeat("x", 1000) }
+	for i := range 10000 {
+		s.AddRotating("bedrock", token(i))
+		s.AddRotating("vertex", "v"+token(i))
+	}
+	if n := s.Len(); n != 1+2*RotatingKept {
+		t.Fatalf("%d secrets held after 20,000 tokens, want the key and %d per owner", n, RotatingKept)
+	}
+	for _, text := range []string{"sk-configured-key", token(9999), "v" + token(9996)} {
+		if got := s.String("echo " + text); got != "echo "+Marker {
+			t.Errorf("%.20s... not redacted: %.40q", text, got)
+		}
+	}
+	if got := s.String(token(0)); got == Marker {
+		t.Error("the first of 10,000 tokens is still held")
 	}
 }

@@ -26,14 +26,16 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 			total += m.Requests
 		}
 		for _, m := range s.ServedModels {
-			parts = append(parts, fmt.Sprintf("%s %d of %d", m.Name, m.Requests, total))
+			parts = append(parts, fmt.Sprintf("%s %d of %d", stats.ServerText(m.Name), m.Requests, total))
 		}
 		if s.ServedOther > 0 {
 			parts = append(parts, fmt.Sprintf("others %d", s.ServedOther))
 		}
 		fmt.Fprintf(w, " (answers name %s)", strings.Join(parts, ", "))
 	case s.ServedModel != "":
-		fmt.Fprintf(w, " (answers name %s)", s.ServedModel)
+		// Escaped again: a summary.json written before it was is read by
+		// merge and compare.
+		fmt.Fprintf(w, " (answers name %s)", stats.ServerText(s.ServedModel))
 	}
 	switch {
 	case len(s.LevelRange) == 2:

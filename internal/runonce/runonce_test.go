@@ -25,8 +25,10 @@ import (
 	"github.com/tokenprobe/tokenprobe/internal/browsertest"
 	"github.com/tokenprobe/tokenprobe/internal/hostile"
 	"github.com/tokenprobe/tokenprobe/internal/redact"
+	"github.com/tokenprobe/tokenprobe/internal/sim"
 	"github.com/tokenprobe/tokenprobe/internal/sink/records"
 	"github.com/tokenprobe/tokenprobe/internal/timingtest"
+	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 )
 
@@ -1001,5 +1003,30 @@ profiles:
 	}
 	if want := fmt.Sprintf("Warmup                       %d (0 success, %d error (timeout %d)", w.Requests, w.Errors, w.Errors); !strings.Contains(out, want) {
 		t.Errorf("the report lacks %q:\n%s", want, out)
+	}
+}
+
+// A model name a server answers with is printed escaped and cut, for
+// every API: the run's header printed it raw (a newline, an escape
+// sequence, a NUL, 100 KB), and a server could forge console lines.
+func TestAHostileServedModelNameForgesNoConsoleLine(t *testing.T) {
+	name := "forged\nlevel=error msg=\"forged line\"\r\x1b[2Jcleared\x00" + strings.Repeat("x", 100<<10)
+	s, err := sim.Start("127.0.0.1:0", sim.Config{Slots: 4, DecodeBase: time.Millisecond, Seed: 1, Faults: sim.Faults{WrongModel: name, WrongModelRate: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, api := range openai.APIs {
+		t.Run(string(api), func(t *testing.T) {
+			cfg := writeConfig(t, fmt.Sprintf("endpoints:\n  - {name: e, base_url: 'http://%s/v1', model: m, api: %s}\nprofiles:\n  - {name: p, load: {concurrency: 1, requests: 2}}\n", s.Addr(), api))
+			_, out, errOut := runCLI(t, Options{ConfigFile: cfg})
+			all := out + errOut
+			if strings.ContainsAny(all, "\x1b\x00\r") || strings.Contains(all, "\nlevel=error") || strings.Contains(all, strings.Repeat("x", 1000)) {
+				t.Errorf("the served model name reached the console raw:\n%.600q", all)
+			}
+			if api != openai.Embeddings && !strings.Contains(all, `answers name forged\nlevel=error`) {
+				t.Errorf("the served model name is not shown escaped:\n%.600s", all)
+			}
+		})
 	}
 }

@@ -2,7 +2,7 @@
 // their schedules: every interval at a deterministic offset plus jitter,
 // or continuously; inside an optional time-of-day window; never two runs
 // of one job at once; at most N runs at a time; exclusive jobs alone on
-// their endpoint; paused while an hourly budget is spent; and backed off
+// their endpoint; paused while an hourly or daily budget is spent; and backed off
 // after aborted runs in a row. Every tick that does not start a run is
 // counted with its reason.
 package scheduler
@@ -29,7 +29,11 @@ const (
 var SkipReasons = []string{SkipOverlap, SkipMaxConcurrent, SkipExclusive, SkipBudget, SkipBackoff}
 
 // SkipError is why a run asked for at once did not start.
-type SkipError struct{ Reason string }
+type SkipError struct {
+	Reason string
+	// Detail says more where the reason has parts: which budget is spent.
+	Detail string
+}
 
 func (e *SkipError) Error() string {
 	switch e.Reason {
@@ -40,7 +44,10 @@ func (e *SkipError) Error() string {
 	case SkipExclusive:
 		return "its endpoint is held by an exclusive run, or it is exclusive and the endpoint is in use"
 	case SkipBudget:
-		return "its hourly budget is spent"
+		if e.Detail != "" {
+			return "its " + e.Detail
+		}
+		return "its budget is spent"
 	}
 	return e.Reason
 }
@@ -338,7 +345,7 @@ func (s *Scheduler) loop(jb *job) {
 		}
 		done, skipped := s.tick(jb, s.clock.Now(), t)
 		if m != nil {
-			m.reply <- replyOf(skipped)
+			m.reply <- jb.replyOf(skipped)
 		}
 		if sp.Continuous {
 			if done == nil {
@@ -372,7 +379,7 @@ func (s *Scheduler) pause(jb *job, d time.Duration) bool {
 	case <-jb.owed:
 	case r := <-jb.trigger:
 		done, skipped := s.tick(jb, s.clock.Now(), Trigger{Manual: true, Ref: r.ref})
-		r.reply <- replyOf(skipped)
+		r.reply <- jb.replyOf(skipped)
 		if skipped != "" {
 			return true
 		}
@@ -391,14 +398,20 @@ func (s *Scheduler) pause(jb *job, d time.Duration) bool {
 // holding its endpoint.
 const queuedReason = "queued"
 
-func replyOf(skipped string) error {
+func (jb *job) replyOf(skipped string) error {
 	switch skipped {
 	case "":
 		return nil
 	case queuedReason:
 		return ErrQueued
 	}
-	return &SkipError{Reason: skipped}
+	e := &SkipError{Reason: skipped}
+	if skipped == SkipBudget {
+		jb.mu.Lock()
+		e.Detail = jb.paused // "daily cost budget spent", "hourly budget spent"
+		jb.mu.Unlock()
+	}
+	return e
 }
 
 // tick decides whether the job starts now; it returns the started run's

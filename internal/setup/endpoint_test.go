@@ -20,6 +20,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/exporter/otlp/otlptest"
 	"github.com/tokenprobe/tokenprobe/internal/config"
 	"github.com/tokenprobe/tokenprobe/internal/hostile"
+	"github.com/tokenprobe/tokenprobe/internal/timingtest"
 	"github.com/tokenprobe/tokenprobe/internal/redact"
 	"github.com/tokenprobe/tokenprobe/internal/sim"
 	"github.com/tokenprobe/tokenprobe/probe/client"
@@ -426,5 +427,57 @@ func TestATokenEndpointThatNeverAnswers(t *testing.T) {
 	}
 	if n := model.TokensIssued(); n != 0 {
 		t.Errorf("the model server issued %d tokens", n)
+	}
+}
+
+// Requests waiting for a token from an endpoint that never answers share
+// one fetch, and each leaves as soon as its own context ends: at
+// concurrency 4 a SIGTERM took 37.5 s (each request's fetch in turn, 10 s
+// each) and the endpoint got three more fetches after the signal. Those
+// the run cancelled are cancelled, not failures of the server.
+func TestSignInSharesOneFetchAndEndsAtCancellation(t *testing.T) {
+	h, err := hostile.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	model, err := sim.Start("127.0.0.1:0", sim.Config{Slots: 1, DecodeBase: time.Millisecond, Auth: sim.Auth{TokenLifetime: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	adc := filepath.Join(t.TempDir(), "adc.json")
+	if err := os.WriteFile(adc, []byte(fmt.Sprintf(`{"type":"authorized_user","client_id":"c","client_secret":"s","refresh_token":"r","token_uri":"http://%s/%s/token"}`, h.Addr(), hostile.Silent)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", adc)
+	tg := openYAML(t, fmt.Sprintf("endpoints:\n  - {name: vertex, base_url: 'http://%s/v1', model: m, auth: {google: {}}}\nprofiles:\n  - name: p\n", model.Addr()), redact.New())
+	defer tg.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	const n = 8
+	done := make(chan result.Request, n)
+	for range n {
+		go func() {
+			var r result.Request
+			tg.Client.Do(ctx, tg.Endpoint, client.Prompt{Text: "x", Stream: true, MaxTokens: 4}, &r)
+			done <- r
+		}()
+	}
+	// The fetch is under way once the token endpoint has its connection.
+	timingtest.Until(t, func() string { return "the token endpoint's first connection" }, func() bool { return h.Connections() > 0 }, nil)
+	cancel() // the signal
+	signalled := time.Now()
+	for range n {
+		select {
+		case r := <-done:
+			if r.Outcome != result.Cancelled {
+				t.Errorf("a request waiting for its token at the signal: %v/%v %q, want cancelled", r.Outcome, r.Reason, r.Err)
+			}
+		case <-time.After(cloudauth.TokenTimeout / 2):
+			t.Fatalf("requests still wait for a token %s after the signal", time.Since(signalled).Round(time.Millisecond))
+		}
+	}
+	if c := h.Connections(); c != 1 {
+		t.Errorf("the token endpoint got %d connections from %d waiting requests, want one fetch", c, n)
 	}
 }

@@ -8,9 +8,12 @@ package setup
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/tokenprobe/tokenprobe/internal/config"
 	"github.com/tokenprobe/tokenprobe/internal/gpu"
+	"github.com/tokenprobe/tokenprobe/internal/regexcost"
 	"github.com/tokenprobe/tokenprobe/internal/sim"
 	"github.com/tokenprobe/tokenprobe/probe/tokenizer"
 )
@@ -104,7 +107,104 @@ func Check(cfg *config.Config) config.Errors {
 				errf(fmt.Sprintf("profiles[%d].checks.tools", i), "%v", err)
 			}
 		}
+		for _, e := range judgingCost(&p.Checks) {
+			errf(fmt.Sprintf("profiles[%d].checks%s", i, e.field), "%s", e.msg)
+		}
 	}
 	errs.Sort()
 	return errs
+}
+
+// fieldError is an error of one field below a block.
+type fieldError struct{ field, msg string }
+
+// judgingCost is what is wrong with the cost of judging one answer by c:
+// a schema's pattern that alone costs too much a byte, or every
+// expression of the set, added up, over regexcost.MaxTotalInsts.
+func judgingCost(c *config.Checks) []fieldError {
+	var errs []fieldError
+	type part struct {
+		what  string
+		insts int
+	}
+	var parts []part
+	add := func(what string, exprs []string) {
+		n := 0
+		for _, e := range exprs {
+			n += regexcost.Insts(e)
+		}
+		if n > 0 {
+			parts = append(parts, part{what, n})
+		}
+	}
+	add("matches", c.Matches)
+	add("not_matches", c.NotMatches)
+	for _, f := range []struct{ field, path string }{{".json_schema", c.SchemaPath}, {".tools", c.ToolsPath}} {
+		if f.path == "" {
+			continue
+		}
+		doc, err := readSchemaJSON(f.path)
+		if err != nil {
+			continue // said by its own check
+		}
+		pats := schemaPatterns(doc, nil)
+		for _, pat := range pats {
+			if why := regexcost.Why(pat); why != "" {
+				errs = append(errs, fieldError{f.field, fmt.Sprintf("the pattern %q %s", pat, why)})
+			}
+		}
+		add(strings.TrimPrefix(f.field, ".")+" patterns", pats)
+	}
+	total := 0
+	var each []string
+	for _, p := range parts {
+		total += p.insts
+		each = append(each, fmt.Sprintf("%s %d", p.what, p.insts))
+	}
+	if total > regexcost.MaxTotalInsts && len(errs) == 0 && !overOne(c) {
+		errs = append(errs, fieldError{"", fmt.Sprintf("judging one answer runs expressions of %d instructions in all (%s), over the %d allowed: about %.1f s of CPU a MB of answer at worst; use fewer or smaller expressions",
+			total, strings.Join(each, ", "), regexcost.MaxTotalInsts, regexcost.SecondsPerMB(total))})
+	}
+	return errs
+}
+
+// schemaPatterns appends to out every regular expression a JSON Schema
+// document runs on a value: its pattern keywords and its
+// patternProperties' names, at any depth.
+func schemaPatterns(doc any, out []string) []string {
+	switch v := doc.(type) {
+	case map[string]any:
+		for k, sub := range v {
+			switch {
+			case k == "pattern":
+				if p, ok := sub.(string); ok {
+					out = append(out, p)
+					continue
+				}
+			case k == "patternProperties":
+				if m, ok := sub.(map[string]any); ok {
+					for name := range m {
+						out = append(out, name)
+					}
+				}
+			}
+			out = schemaPatterns(sub, out)
+		}
+	case []any:
+		for _, sub := range v {
+			out = schemaPatterns(sub, out)
+		}
+	}
+	return out
+}
+
+// overOne reports whether one of c's expressions is over its own bound,
+// which the configuration's check says.
+func overOne(c *config.Checks) bool {
+	for _, e := range append(slices.Clone(c.Matches), c.NotMatches...) {
+		if regexcost.Why(e) != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -16,6 +16,7 @@ func TestFilesAndFieldsAreChecked(t *testing.T) {
 	_ = os.WriteFile(filepath.Join(dir, "bad.jsonl"), []byte("{not json\n"), 0o644)
 	_ = os.WriteFile(filepath.Join(dir, "bad-schema.json"), []byte(`{"type": "no-such-type"}`), 0o644)
 	_ = os.WriteFile(filepath.Join(dir, "bad-tools.json"), []byte(`[{"type": "function", "function": {"name": "f", "parameters": {"type": 7}}}]`), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "costly-schema.json"), []byte(`{"type": "object", "properties": {"a": {"type": "string", "pattern": "a.{0,1000}b"}}}`), 0o644)
 	_ = os.WriteFile(filepath.Join(dir, "tools.json"), []byte(`[{"type": "function", "function": {"name": "f"}}, {"type": "function", "function": {"name": "f"}}]`), 0o644)
 	for name, c := range map[string]struct{ yaml, want string }{
 		"tokenizer missing": {`endpoints:
@@ -66,6 +67,23 @@ profiles:
   - name: p
     checks: {tools: tools.json}
 `, `:5:14: profiles[0].checks.tools: DIR/tools.json: tool 1: a second function named "f"`},
+		// A schema's pattern runs on every answer as a check's expression
+		// does: a.{0,1000}b passed check and took 13 CPU seconds.
+		"a costly pattern in a schema": {`endpoints:
+  - {name: sim, simulator: {}}
+profiles:
+  - name: p
+    checks: {json_schema: costly-schema.json}
+`, `:5:14: profiles[0].checks.json_schema: the pattern "a.{0,1000}b" compiles to 2004 instructions, over the 200 allowed`},
+		// Ten expressions, each within its own bound, took 13 CPU seconds
+		// on one 0.9 MB answer: one budget for them all.
+		"ten costly expressions": {`endpoints:
+  - {name: sim, simulator: {}}
+profiles:
+  - name: p
+    checks:
+      not_matches: ['x.{0,30}y', 'x.{0,30}z', 'y.{0,30}x', 'y.{0,30}z', 'z.{0,30}x', 'z.{0,30}y', 'q.{0,30}r', 'r.{0,30}q', 'q.{0,30}s', 's.{0,30}q']
+`, `:5:5: profiles[0].checks: judging one answer runs expressions of 640 instructions in all (not_matches 640), over the 400 allowed: about 3.8 s of CPU a MB of answer at worst`},
 		"simulator answers invalid": {`endpoints:
   - name: sim
     simulator: {answers: bad.jsonl}

@@ -219,12 +219,20 @@ type startedRun struct {
 	URL string `json:"url"`
 }
 
+// writeJSON answers v as JSON, or a 500 saying why it cannot be: a value
+// JSON has no form for (a non-finite number) answered 200 with an empty
+// body.
 func writeJSON(w http.ResponseWriter, code int, v any) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		http.Error(w, "the answer cannot be written as JSON: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+	_, _ = b.WriteTo(w)
 }
 
 func (s *server) status(w http.ResponseWriter, _ *http.Request) {

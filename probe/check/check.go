@@ -6,6 +6,7 @@
 package check
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -157,10 +158,19 @@ const excerpt = 200
 //
 // expect, when set, is what this request's answer must match (its
 // prompt's, from a known-answer dataset).
-func (s *Set) Run(r *result.Request, read func() openai.Answer, expect *regexp.Regexp) {
+func (s *Set) Run(ctx context.Context, r *result.Request, read func() openai.Answer, expect *regexp.Regexp) {
 	if r.Outcome != result.Success {
 		return
 	}
+	// Judging stops where the run is ending (an interrupt, the daemon's
+	// shutdown): between expressions, each bounded in cost, so that a
+	// signal ends the judging as it ends the requests. The answer, judged
+	// in part, is then cancelled, neither right nor wrong.
+	defer func() {
+		if ctx.Err() != nil {
+			r.Outcome, r.Checks = result.Cancelled, nil
+		}
+	}()
 	var answer *openai.Answer
 	parsed := func() *openai.Answer {
 		if answer == nil {
@@ -205,7 +215,7 @@ func (s *Set) Run(r *result.Request, read func() openai.Answer, expect *regexp.R
 			judge(name, false, func() string { return msg })
 		}
 	} else {
-		s.readText(get, parsed, expect, judge)
+		s.readText(ctx, get, parsed, expect, judge)
 	}
 	if s.Embeddings {
 		judge(Embeddings, r.Vectors == r.Inputs && r.Dimensions > 0, func() string {
@@ -242,7 +252,7 @@ func (s *Set) textChecks(expect bool) []string {
 
 // readText runs the checks that read the answer: get is its text, parsed
 // the whole answer read back.
-func (s *Set) readText(get func() string, parsed func() *openai.Answer, expect *regexp.Regexp, judge func(string, bool, func() string)) {
+func (s *Set) readText(ctx context.Context, get func() string, parsed func() *openai.Answer, expect *regexp.Regexp, judge func(string, bool, func() string)) {
 	quoted := func() string { return quote(get()) }
 	if len(s.Contains) > 0 {
 		missing := ""
@@ -257,6 +267,9 @@ func (s *Set) readText(get func() string, parsed func() *openai.Answer, expect *
 	if len(s.Matches) > 0 {
 		var miss *regexp.Regexp
 		for _, re := range s.Matches {
+			if ctx.Err() != nil {
+				return
+			}
 			if !re.MatchString(get()) {
 				miss = re
 				break
@@ -267,6 +280,9 @@ func (s *Set) readText(get func() string, parsed func() *openai.Answer, expect *
 	if len(s.NotMatches) > 0 {
 		var hit *regexp.Regexp
 		for _, re := range s.NotMatches {
+			if ctx.Err() != nil {
+				return
+			}
 			if re.MatchString(get()) {
 				hit = re
 				break
@@ -276,6 +292,9 @@ func (s *Set) readText(get func() string, parsed func() *openai.Answer, expect *
 	}
 	if s.JSON {
 		judge(JSON, json.Valid([]byte(get())), func() string { return "the answer is not JSON: " + quoted() })
+	}
+	if ctx.Err() != nil {
+		return
 	}
 	if s.Schema != nil {
 		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(get()))
@@ -289,7 +308,7 @@ func (s *Set) readText(get func() string, parsed func() *openai.Answer, expect *
 	if expect != nil {
 		judge(Expect, expect.MatchString(get()), func() string { return fmt.Sprintf("the answer does not match /%s/: %s", expect, quoted()) })
 	}
-	if len(s.Tools) > 0 {
+	if len(s.Tools) > 0 && ctx.Err() == nil {
 		bad := s.toolCalls(parsed().ToolCalls)
 		judge(ToolCall, bad == "", func() string { return bad })
 	}

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"context"
 	"regexp"
 	"slices"
 	"strings"
@@ -34,7 +35,7 @@ func TestModelModesAndTheMessage(t *testing.T) {
 	} {
 		r := &result.Request{Outcome: result.Success, Model: c.asked, ServedModel: c.served}
 		s := Set{Model: c.mode}
-		s.Run(r, func() openai.Answer { t.Fatal("the model check read the text"); return openai.Answer{} }, nil)
+		s.Run(context.Background(), r, func() openai.Answer { t.Fatal("the model check read the text"); return openai.Answer{} }, nil)
 		if got := r.Outcome == result.Success; got != c.pass {
 			t.Errorf("%v %q served by %q: pass %v, want %v (%s)", c.mode, c.asked, c.served, got, c.pass, r.Err)
 		}
@@ -42,13 +43,13 @@ func TestModelModesAndTheMessage(t *testing.T) {
 	long := "a\x00b\n" + strings.Repeat("x", 400)
 	r := &result.Request{Outcome: result.Success}
 	s := Set{Model: ModelOff, Matches: []*regexp.Regexp{regexp.MustCompile(`^Paris$`)}}
-	s.Run(r, text(long), nil)
+	s.Run(context.Background(), r, text(long), nil)
 	if r.Outcome != result.WrongAnswer || !strings.Contains(r.Err, `"a\x00b\n`) || !strings.HasSuffix(r.Err, `"…`) || len(r.Err) > 300 {
 		t.Fatalf("%v: %q", r.Outcome, r.Err)
 	}
 	// Only a success is judged: an error keeps its outcome and gets no check.
 	e := &result.Request{Outcome: result.Error, Model: "a", ServedModel: "b"}
-	(&Set{}).Run(e, nil, nil)
+	(&Set{}).Run(context.Background(), e, nil, nil)
 	if e.Outcome != result.Error || e.Checks != nil {
 		t.Fatalf("an error judged: %+v", e)
 	}
@@ -78,7 +79,7 @@ func TestJSONSchema(t *testing.T) {
 	s := Set{Model: ModelOff, Schema: schema}
 	for answer, pass := range map[string]bool{`{"answer": "Paris"}`: true, `{"city": "Paris"}`: false, `["Paris"]`: false, `{"answer":`: false} {
 		r := &result.Request{Outcome: result.Success}
-		s.Run(r, text(answer), nil)
+		s.Run(context.Background(), r, text(answer), nil)
 		if got := r.Outcome == result.Success; got != pass || len(r.Checks) != 1 || r.Checks[0].Name != JSONSchema {
 			t.Errorf("%s: pass %v, want %v: %s %+v", answer, got, pass, r.Err, r.Checks)
 		}
@@ -93,7 +94,7 @@ func TestJSONSchema(t *testing.T) {
 func TestReasoningIsNotTheAnswer(t *testing.T) {
 	r := &result.Request{Outcome: result.Success}
 	s := Set{Model: ModelOff, JSON: true}
-	s.Run(r, func() openai.Answer { return openai.Answer{Reasoning: "the user wants JSON, so", Text: `{"a":1}`} }, nil)
+	s.Run(context.Background(), r, func() openai.Answer { return openai.Answer{Reasoning: "the user wants JSON, so", Text: `{"a":1}`} }, nil)
 	if r.Outcome != result.Success {
 		t.Fatalf("%v: %s", r.Outcome, r.Err)
 	}
@@ -130,7 +131,7 @@ func TestToolCalls(t *testing.T) {
 	} {
 		r := &result.Request{Outcome: result.Success}
 		s := Set{Model: ModelOff, Tools: tools, ToolCallRequired: tc.required}
-		s.Run(r, func() openai.Answer { return openai.Answer{ToolCalls: tc.calls} }, nil)
+		s.Run(context.Background(), r, func() openai.Answer { return openai.Answer{ToolCalls: tc.calls} }, nil)
 		if len(r.Checks) != 1 || r.Checks[0].Name != ToolCall {
 			t.Fatalf("%s: checks %+v", tc.name, r.Checks)
 		}
@@ -157,7 +158,7 @@ func TestExpect(t *testing.T) {
 		{" Lyon.", nil, nil},
 	} {
 		r := &result.Request{Outcome: result.Success}
-		s.Run(r, text(c.answer), c.expect)
+		s.Run(context.Background(), r, text(c.answer), c.expect)
 		if !slices.Equal(r.Checks, c.want) || (r.Outcome == result.WrongAnswer) != (len(c.want) == 1 && !c.want[0].Pass) {
 			t.Errorf("%q against %v: %v %+v %s", c.answer, c.expect, r.Outcome, r.Checks, r.Err)
 		}
@@ -173,7 +174,7 @@ func TestExpect(t *testing.T) {
 func TestEveryFailingCheckReportsItself(t *testing.T) {
 	s := Set{Model: ModelOff, Expect: true, FinishReasons: []string{"stop"}}
 	r := &result.Request{Outcome: result.Success, FinishReason: "length"}
-	s.Run(r, text(" Lyon, then more"), regexp.MustCompile(`(?i)\bparis\b`))
+	s.Run(context.Background(), r, text(" Lyon, then more"), regexp.MustCompile(`(?i)\bparis\b`))
 	want := []result.Check{
 		{Name: FinishReason, Message: `finish_reason "length", want one of stop`},
 		{Name: Expect, Message: `the answer does not match /(?i)\bparis\b/: " Lyon, then more"`},
@@ -191,7 +192,7 @@ func TestEveryFailingCheckReportsItself(t *testing.T) {
 func TestTheServedModelIsLearned(t *testing.T) {
 	judge := func(s *Set, asked, served string) (bool, string) {
 		r := &result.Request{Outcome: result.Success, Model: asked, ServedModel: served}
-		s.Run(r, nil, nil)
+		s.Run(context.Background(), r, nil, nil)
 		return r.Outcome == result.Success, r.Err
 	}
 	for what, c := range map[string]struct {
@@ -242,8 +243,40 @@ func TestTheServedModelIsLearned(t *testing.T) {
 func TestEmbeddingsOfNoNumbers(t *testing.T) {
 	s := Set{Model: ModelOff, Embeddings: true}
 	r := &result.Request{Outcome: result.Success, Inputs: 1, Vectors: 1, Dimensions: openai.NotNumbers}
-	s.Run(r, text(""), nil)
+	s.Run(context.Background(), r, text(""), nil)
 	if r.Outcome != result.WrongAnswer || r.Err != Embeddings+": a vector holds values that are not numbers" {
 		t.Errorf("%v %q", r.Outcome, r.Err)
+	}
+}
+
+// Judging stops where the run ends: an interrupt's first signal left a
+// judge running for minutes over costly expressions. Once the context is
+// done no further expression runs, and the answer, judged in part, is
+// cancelled: neither right nor wrong.
+func TestJudgingStopsAtCancellation(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	reads := 0
+	s := &Set{NotMatches: []*regexp.Regexp{regexp.MustCompile(`x`), regexp.MustCompile(`y`), regexp.MustCompile(`z`)}}
+	r := &result.Request{Outcome: result.Success, Model: "m", ServedModel: "m"}
+	s.Run(ctx, r, func() openai.Answer {
+		reads++
+		cancel() // the signal comes while the first expression runs
+		return openai.Answer{Text: "an answer"}
+	}, nil)
+	if reads != 1 || r.Outcome != result.Cancelled || r.Checks != nil {
+		t.Fatalf("outcome %s, checks %v, the text read %d times: want the judging stopped and the answer cancelled", r.Outcome, r.Checks, reads)
+	}
+	// The expressions after the signal are not run: not_matches is never
+	// decided, nor the schema reached.
+	ctx, cancel = context.WithCancel(context.Background())
+	var judged []string
+	s.readText(ctx, func() string { cancel(); return "an answer" }, nil, nil, func(name string, _ bool, _ func() string) { judged = append(judged, name) })
+	if len(judged) != 0 {
+		t.Errorf("judged %v after the signal", judged)
+	}
+	r2 := &result.Request{Outcome: result.Success, Model: "m", ServedModel: "m"}
+	s.Run(context.Background(), r2, func() openai.Answer { return openai.Answer{Text: "an answer"} }, nil)
+	if r2.Outcome != result.Success || len(r2.Checks) != 2 {
+		t.Errorf("without a cancellation: outcome %s, checks %v", r2.Outcome, r2.Checks)
 	}
 }

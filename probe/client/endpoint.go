@@ -65,8 +65,9 @@ type Signer interface {
 
 // signed is header with the signer's headers added, and no bearer. The
 // credentials a server could echo back (an access token, a session
-// token) join the secrets every error text is redacted of: they change
-// hourly, not per request, so the set grows slowly.
+// token) join the secrets every error text is redacted of, as the
+// endpoint's rotating ones: the last few are kept, not every one a token
+// endpoint ever issued.
 func (c *Client) signed(ctx context.Context, ep *Endpoint, url string, header http.Header, body []byte) (http.Header, error) {
 	h := header.Clone()
 	if h == nil {
@@ -85,7 +86,7 @@ func (c *Client) signed(ctx context.Context, ep *Endpoint, url string, header ht
 		secret = tok
 	}
 	if last := ep.lastSecret.Load(); c.secrets != nil && secret != "" && (last == nil || *last != secret) {
-		c.secrets.Add(secret)
+		c.secrets.AddRotating(ep.Name+"\x00"+ep.BaseURL, secret)
 		ep.lastSecret.Store(&secret)
 	}
 	return h, nil

@@ -125,3 +125,52 @@ func testKServeGenerateErrorsAndWhole(t *testing.T, newClient func(Options) *Cli
 		t.Fatalf("whole: outcome %v %s at %s, answer %q", r.Outcome, r.Err, path, openai.AnswerText(openai.KServeGenerate, r.Answer))
 	}
 }
+
+// A generate stream that sends its finish reason and then stays open
+// ends at the finish reason, as a Messages stream ends at its stop
+// reason: it ended as a timeout, its answer lost. And counts that are no
+// counts (fractions) are never added up as counts: 1.5 four times and
+// 40 made 36 tokens, taken as the server's.
+func TestKServeGenerateEndsAtItsFinishReason(t *testing.T) { bothClients(t, testKServeGenerateEndsAtItsFinishReason) }
+
+func testKServeGenerateEndsAtItsFinishReason(t *testing.T, newClient func(Options) *Client) {
+	c := newClient(Options{})
+	release := make(chan struct{})
+	defer close(release)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, o := range []string{
+			`{"model_name":"m","text_output":"Hello","num_output_tokens":1.5}`,
+			`{"model_name":"m","text_output":" big","num_output_tokens":1.5}`,
+			`{"model_name":"m","text_output":" wide","num_output_tokens":1.5}`,
+			`{"model_name":"m","text_output":" world","num_output_tokens":1.5}`,
+			`{"model_name":"m","text_output":"!","num_output_tokens":40,"finish_reason":"stop"}`,
+		} {
+			fmt.Fprintf(w, "data: %s\n\n", o)
+		}
+		w.(http.Flusher).Flush()
+		select { // and never ends the body
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	ep := &Endpoint{Name: "t", BaseURL: srv.URL, API: openai.KServeGenerate, Model: "m", Timeout: time.Minute}
+	var r result.Request
+	done := make(chan struct{})
+	go func() {
+		c.Do(context.Background(), ep, Prompt{Text: "hi", MaxTokens: 10, Stream: true}, &r)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the request still waits on a stream that finished and stayed open")
+	}
+	if r.Outcome != result.Success || r.FinishReason != "stop" || r.ContentChunks != 5 {
+		t.Fatalf("outcome %v/%v %q, finish %q, %d chunks: want the answer, ended at its finish reason", r.Outcome, r.Reason, r.Err, r.FinishReason, r.ContentChunks)
+	}
+	if r.OutputSource == result.SourceUsage || r.OutputTokens == 36 {
+		t.Errorf("%d output tokens from %v: fractions were added up as the server's count", r.OutputTokens, r.OutputSource)
+	}
+}

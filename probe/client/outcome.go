@@ -124,6 +124,12 @@ func (e *signError) Unwrap() error { return e.err }
 // classify maps a transport error to a reason. ReasonNone means the
 // workload cancelled the request.
 func (c *Client) classify(q call, err error) result.Reason {
+	// A request that could not be signed is auth, whether the token
+	// endpoint refused or never answered within the request's time; one
+	// the run itself cancelled (an interrupt) stays cancelled.
+	if se := (*signError)(nil); errors.As(err, &se) && (q.ctx.Err() == nil || errors.Is(context.Cause(q.ctx), errRequestTimeout) || q.pastDeadline()) {
+		return result.ReasonAuth
+	}
 	if q.ctx.Err() != nil {
 		if errors.Is(context.Cause(q.ctx), errRequestTimeout) {
 			return result.ReasonTimeout

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"mime"
+	"strings"
 	"time"
 
 	"github.com/tokenprobe/tokenprobe/probe/apierror"
@@ -97,8 +98,11 @@ func (c *Client) readStream(q call, api *openai.Protocol, body io.Reader, r *res
 			// (CountsAdd) counts each event's own.
 			usage.Usage = true
 			if api.CountsAdd {
-				usage.PromptTokens += chunk.PromptTokens
-				usage.CompletionTokens += chunk.CompletionTokens
+				// An untrusted count (openai.Untrusted, a fraction) makes
+				// the sum untrusted, never a term of it: 1.5 four times
+				// and 40 added up to 36, taken as a count.
+				usage.PromptTokens = addCount(usage.PromptTokens, chunk.PromptTokens)
+				usage.CompletionTokens = addCount(usage.CompletionTokens, chunk.CompletionTokens)
 			} else {
 				if chunk.PromptTokens != 0 {
 					usage.PromptTokens = chunk.PromptTokens
@@ -123,11 +127,11 @@ func (c *Client) readStream(q call, api *openai.Protocol, body io.Reader, r *res
 		}
 		finishReason(r, chunk)
 		finished = finished || chunk.Finished
-		if chunk.End { // message_delta's stop_reason, response.completed: the stream's [DONE]
-			done = true
-			break
-		}
 		if !chunk.Content && !chunk.Reasoning {
+			if chunk.End { // message_delta's stop_reason, response.completed: the stream's [DONE]
+				done = true
+				break
+			}
 			continue
 		}
 		switch n {
@@ -157,6 +161,10 @@ func (c *Client) readStream(q call, api *openai.Protocol, body io.Reader, r *res
 		}
 		if c.onChunk != nil {
 			c.onChunk(ev.Data, now)
+		}
+		if chunk.End { // a generate response with text and its finish reason: the last
+			done = true
+			break
 		}
 	}
 	flush()
@@ -389,14 +397,24 @@ func answered(r *result.Request, chunk *openai.Chunk) {
 	finishReason(r, chunk)
 }
 
-// servedModel keeps the model a chunk names as the one that served r.
+// servedModel keeps the model a chunk names as the one that served r,
+// the first MaxServedModel bytes of it: a server's string, kept in every
+// record (a 100 KB name was).
 func servedModel(r *result.Request, m []byte) {
 	if string(m) == r.Model {
 		r.ServedModel = r.Model
-	} else {
-		r.ServedModel = openai.Unescape(m)
+		return
 	}
+	name := openai.Unescape(m)
+	if len(name) > MaxServedModel {
+		name = strings.ToValidUTF8(name[:MaxServedModel], "")
+	}
+	r.ServedModel = name
 }
+
+// MaxServedModel bounds the model name kept from an answer: real names
+// are tens of bytes (a Hugging Face path, a deployment's ARN).
+const MaxServedModel = 256
 
 // finishReason keeps the finish reason a chunk gives, if it gives one.
 func finishReason(r *result.Request, chunk *openai.Chunk) {
@@ -428,4 +446,13 @@ func keep(r *result.Request, data []byte, limit int) {
 		return
 	}
 	r.Answer = append(append(r.Answer, data...), 0)
+}
+
+// addCount adds a streamed event's token count to the sum so far, an
+// untrusted one on either side making the sum untrusted.
+func addCount(sum, n int) int {
+	if sum == openai.Untrusted || n == openai.Untrusted {
+		return openai.Untrusted
+	}
+	return sum + n
 }

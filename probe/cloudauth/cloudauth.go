@@ -17,13 +17,18 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials/endpointcreds"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 )
@@ -45,6 +50,14 @@ func NewSigV4(ctx context.Context, region, service, profile string) (*SigV4, err
 	if profile != "" {
 		opts = append(opts, awsconfig.WithSharedConfigProfile(profile))
 	}
+	// The credential providers' HTTP calls (the container and instance
+	// endpoints, STS) go through a client bounded as Google's is: a
+	// credentials endpoint answering 60 MB took a run to 253 MB.
+	bounded := awsBoundedClient()
+	opts = append(opts, awsconfig.WithHTTPClient(bounded),
+		// The container credentials' provider takes no client from the
+		// configuration: given here, or it reads an answer whole.
+		awsconfig.WithEndpointCredentialOptions(func(o *endpointcreds.Options) { o.HTTPClient = bounded }))
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("aws_sigv4: the AWS default credential chain: %w", err)
@@ -63,9 +76,18 @@ var signedHeaders = []string{"Content-Type"}
 // credentials, X-Amz-Security-Token headers of a POST of body to url
 // carrying header.
 func (s *SigV4) Sign(ctx context.Context, url string, header http.Header, body []byte) (http.Header, error) {
-	creds, err := s.creds.Retrieve(ctx)
+	// The SDK's cache shares one fetch among the requests waiting for it
+	// and lets each leave when its context ends; the fetch is bounded
+	// here, as Google's is.
+	fetch, cancel := context.WithTimeout(ctx, TokenTimeout)
+	defer cancel()
+	creds, err := s.creds.Retrieve(fetch)
 	if err != nil {
 		return nil, fmt.Errorf("aws_sigv4: no AWS credentials: %w", err)
+	}
+	if creds.AccessKeyID == "" || creds.SecretAccessKey == "" {
+		// A credentials endpoint's answer of other JSON decodes to none.
+		return nil, fmt.Errorf("aws_sigv4: the credentials from %s carry no access key", creds.Source)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 	if err != nil {
@@ -93,6 +115,17 @@ func (s *SigV4) Sign(ctx context.Context, url string, header http.Header, body [
 // Credentials.
 type Google struct {
 	ts oauth2.TokenSource
+
+	mu    sync.Mutex
+	tok   *oauth2.Token
+	fetch *fetch // in progress, shared by every request waiting for it
+}
+
+// fetch is one fetch of a token, its result read once done is closed.
+type fetch struct {
+	done chan struct{}
+	tok  *oauth2.Token
+	err  error
 }
 
 // DefaultScope is what a Vertex AI call needs.
@@ -113,7 +146,7 @@ func NewGoogle(ctx context.Context, scopes ...string) (*Google, error) {
 	}
 	// The library keeps this context for every later refresh: no
 	// cancellation of the caller's, and a client with a timeout.
-	ctx = context.WithValue(context.WithoutCancel(ctx), oauth2.HTTPClient, &http.Client{Timeout: TokenTimeout})
+	ctx = context.WithValue(context.WithoutCancel(ctx), oauth2.HTTPClient, boundedClient())
 	creds, err := google.FindDefaultCredentials(ctx, scopes...)
 	if err != nil {
 		return nil, fmt.Errorf("google: no Application Default Credentials: %w", err)
@@ -122,13 +155,132 @@ func NewGoogle(ctx context.Context, scopes ...string) (*Google, error) {
 }
 
 // Sign returns the Authorization header with the current access token:
-// the cached one, or one fetched within TokenTimeout.
-func (g *Google) Sign(context.Context, string, http.Header, []byte) (http.Header, error) {
-	tok, err := g.ts.Token()
+// the cached one, or one fetched within TokenTimeout. Requests that need
+// a token while one is fetched wait for that fetch, each until its own
+// context ends: the library's source made them take turns, each fetch
+// up to TokenTimeout, and a signal waited for them all.
+func (g *Google) Sign(ctx context.Context, _ string, _ http.Header, _ []byte) (http.Header, error) {
+	tok, err := g.token(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("google: no access token: %w", redactToken(err))
 	}
 	return http.Header{"Authorization": {"Bearer " + tok.AccessToken}}, nil
+}
+
+// token is the cached token while it is valid (oauth2's margin before
+// its expiry), or the result of the fetch in progress, started if none
+// is; ctx's end stops the wait, not the fetch.
+func (g *Google) token(ctx context.Context) (*oauth2.Token, error) {
+	g.mu.Lock()
+	if g.tok.Valid() {
+		t := g.tok
+		g.mu.Unlock()
+		return t, nil
+	}
+	f := g.fetch
+	if f == nil {
+		f = &fetch{done: make(chan struct{})}
+		g.fetch = f
+		go func() {
+			t, err := g.ts.Token() // within TokenTimeout: its client's
+			g.mu.Lock()
+			if err == nil {
+				g.tok = t
+			}
+			g.fetch = nil
+			g.mu.Unlock()
+			f.tok, f.err = t, err
+			close(f.done)
+		}()
+	}
+	g.mu.Unlock()
+	select {
+	case <-f.done:
+		return f.tok, f.err
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// MaxInfraBody bounds what tokenprobe reads from an infrastructure
+// endpoint (a token endpoint, the cloud's credentials or metadata
+// endpoint): a token answer is a few KB.
+const MaxInfraBody = 1 << 20
+
+// boundedClient is the HTTP client of the sign-in libraries: each call
+// within TokenTimeout, each answer's body cut with an error past
+// MaxInfraBody.
+func boundedClient() *http.Client {
+	return &http.Client{Timeout: TokenTimeout, Transport: boundedTransport{http.DefaultTransport}}
+}
+
+// awsBoundedClient is boundedClient as the AWS SDK takes it: its own
+// client type (a custom CA bundle is added through it), each connection
+// used once and its reads cut past MaxInfraBody and the head's room.
+func awsBoundedClient() *awshttp.BuildableClient {
+	return awshttp.NewBuildableClient().WithTimeout(TokenTimeout).WithTransportOptions(func(tr *http.Transport) {
+		tr.DisableKeepAlives = true
+		dial := tr.DialContext
+		if dial == nil {
+			dial = (&net.Dialer{Timeout: TokenTimeout}).DialContext
+		}
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &boundedConn{Conn: c, left: MaxInfraBody + 64<<10}, nil
+		}
+	})
+}
+
+// boundedConn fails a read past its bound: a connection of one answer.
+type boundedConn struct {
+	net.Conn
+	left int64
+}
+
+func (c *boundedConn) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, ErrInfraBodyTooLarge
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.Conn.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+type boundedTransport struct{ next http.RoundTripper }
+
+func (t boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err == nil {
+		resp.Body = &boundedBody{ReadCloser: resp.Body, left: MaxInfraBody}
+	}
+	return resp, err
+}
+
+// boundedBody fails a read past its bound instead of handing more on.
+type boundedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+// ErrInfraBodyTooLarge is a read past MaxInfraBody.
+var ErrInfraBodyTooLarge = fmt.Errorf("the answer is over %d bytes: not a token", MaxInfraBody)
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, ErrInfraBodyTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // redactToken keeps a token endpoint's error and drops its body, which

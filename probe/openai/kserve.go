@@ -103,10 +103,13 @@ func kserveRead(data []byte, c *Chunk) error {
 }
 
 // finishReason reads a finish reason string, null or empty meaning none.
+// A finish reason ends the answer, and a generate stream, which has no
+// end marker of its own: a server that sends one and leaves the stream
+// open ended the request as a timeout, its answer lost.
 func (s *scanner) finishReason(c *Chunk) error {
 	r, err := s.strOrSkip()
 	if len(r) > 0 && string(r) != "None" {
-		c.Finished, c.FinishReason = true, r
+		c.Finished, c.FinishReason, c.End = true, r, true
 	}
 	return err
 }

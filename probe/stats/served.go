@@ -64,3 +64,8 @@ func (a *Aggregator) servedSummary() []ServedModel {
 	})
 	return out
 }
+
+// ServerText is a name a server sent, as outputs may print it: its
+// control characters escaped (a newline forged a console line, an escape
+// sequence cleared the screen) and cut to maxServedName characters.
+func ServerText(name string) string { return cut(name, maxServedName) }
