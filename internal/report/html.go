@@ -56,7 +56,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	},
 	"attainmentClass": AttainmentClass,
 	"msOf":            Millis,
-	"breakdown": Breakdown,
+	"breakdown":       Breakdown,
 	// levels says what load a run ran at: one level, or a staged run's
 	// range, so that a staged run is never headed by its first level.
 	"levels": func(s stats.Summary, name string) string {

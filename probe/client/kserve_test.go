@@ -131,7 +131,9 @@ func testKServeGenerateErrorsAndWhole(t *testing.T, newClient func(Options) *Cli
 // reason: it ended as a timeout, its answer lost. And counts that are no
 // counts (fractions) are never added up as counts: 1.5 four times and
 // 40 made 36 tokens, taken as the server's.
-func TestKServeGenerateEndsAtItsFinishReason(t *testing.T) { bothClients(t, testKServeGenerateEndsAtItsFinishReason) }
+func TestKServeGenerateEndsAtItsFinishReason(t *testing.T) {
+	bothClients(t, testKServeGenerateEndsAtItsFinishReason)
+}
 
 func testKServeGenerateEndsAtItsFinishReason(t *testing.T, newClient func(Options) *Client) {
 	c := newClient(Options{})
