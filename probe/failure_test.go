@@ -381,7 +381,7 @@ func (e *errorRecorder) String() string {
 // hour here, and the test's own deadline would cancel them instead.
 func TestGracePeriodEndsRequestsInFlight(t *testing.T) {
 	hung := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 		case <-hung:

@@ -98,14 +98,8 @@ func (h *History) release(id int64) {
 	}
 }
 
-// holding names the runs in progress on endpoint: "run 7 (staircase,
-// started 12s ago)".
-func (h *History) holding(endpoint string, now time.Time) string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.holdingLocked(endpoint, now)
-}
-
+// holdingLocked names the runs in progress on endpoint: "run 7
+// (staircase, started 12s ago)". Callers hold h.mu.
 func (h *History) holdingLocked(endpoint string, now time.Time) string {
 	var out []string
 	for _, r := range h.recent {

@@ -175,13 +175,13 @@ func schemaPatterns(doc any, out []string) []string {
 	switch v := doc.(type) {
 	case map[string]any:
 		for k, sub := range v {
-			switch {
-			case k == "pattern":
+			switch k {
+			case "pattern":
 				if p, ok := sub.(string); ok {
 					out = append(out, p)
 					continue
 				}
-			case k == "patternProperties":
+			case "patternProperties":
 				if m, ok := sub.(map[string]any); ok {
 					for name := range m {
 						out = append(out, name)
