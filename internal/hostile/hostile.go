@@ -74,7 +74,15 @@ const (
 	// bytes without a newline, in chunks of 64 KiB, until the client
 	// hangs up. A reader must cut it at its line limit, holding no more.
 	EndlessLine = "endless-line"
+	// TokenPerFetch is an OAuth2 token endpoint (Google's refresh-token
+	// grant, any path below it) that answers every fetch with a new
+	// access token of TokenPerFetchBytes, expiring in a second: a client
+	// that kept every token it used would grow without end.
+	TokenPerFetch = "token-per-fetch"
 )
+
+// TokenPerFetchBytes is the size of TokenPerFetch's tokens.
+const TokenPerFetchBytes = 60 << 10
 
 // BigAnswerBytes is the size of BigAnswer's content.
 const BigAnswerBytes = 20 << 20
@@ -107,6 +115,9 @@ const ManyChunksBytes = 60 << 20
 
 // EscapesMessage is Escapes' error message.
 const EscapesMessage = "overloaded\nlevel=error msg=\"forged line\"\r\u001b[2Jcleared"
+
+// tokens numbers TokenPerFetch's tokens, so that each is new.
+var tokens atomic.Int64
 
 // Server is a running hostile endpoint.
 type Server struct {
@@ -214,6 +225,12 @@ func answer(conn net.Conn, req *http.Request) bool {
 	auth := req.Header.Get("Authorization")
 	stream := strings.Contains(req.Header.Get("Accept"), "text/event-stream")
 	switch behaviour {
+	case TokenPerFetch:
+		n := tokens.Add(1)
+		tok := fmt.Sprintf("tok-%08d-", n) + strings.Repeat("x", TokenPerFetchBytes)
+		body := `{"access_token":"` + tok + `","token_type":"Bearer","expires_in":1}`
+		_, _ = fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		return true
 	case Echo401:
 		body, _ := json.Marshal(map[string]any{"error": map[string]any{"message": "invalid api key", "request": req.Method + " " + req.RequestURI, "request_headers": req.Header}})
 		fmt.Fprintf(conn, "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)

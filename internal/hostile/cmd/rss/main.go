@@ -46,6 +46,9 @@ type mode struct {
 	files   map[string]string
 	// otlp points the daemon's OTLP push at the mode's address.
 	otlp bool
+	// env is the daemon's environment beside this process's, %[1]s and
+	// %[2]s expanded as in profile.
+	env []string
 }
 
 // noPolicy keeps a run sending whatever fails: the failure policy's abort
@@ -121,6 +124,33 @@ profiles:
 otlp: {protocol: http, endpoint: "%[1]s", insecure: true, interval: 1s, timeout: 1s}
 tracing: {sample: 1}
 `},
+	// Vertex AI's sign-in against a token endpoint that issues a new 60 KB
+	// token per fetch, each expiring at once: every request fetches one,
+	// and the redaction set keeps the last few (it kept every one, and
+	// the daemon went from 35 MB to 508 MB in 60 s).
+	{name: hostile.TokenPerFetch, what: "a Google token endpoint issuing a new 60 KB token per fetch, 60 s at concurrency 4",
+		files: map[string]string{"adc.json": `{"type":"authorized_user","client_id":"c","client_secret":"s","refresh_token":"r","token_uri":"%[1]s/token"}`},
+		env:   []string{"GOOGLE_APPLICATION_CREDENTIALS=%[2]s/adc.json"},
+		profile: `endpoints: [{name: s, simulator: {slots: 4}, model: m, auth: {google: {}}}]
+profiles:
+  - name: p
+    endpoints: [s]
+    load: {concurrency: 4, duration: 60s}
+    workload: {input_tokens: {mean: 10}, output_tokens: {mean: 16}}
+    schedule: {manual: true}
+`},
+	// Bedrock's sign-in with the container credentials endpoint answering
+	// 60 MB: the SDK read it whole (a run went to 253 MB).
+	{name: hostile.BigVector + " (AWS credentials)", what: "an AWS container credentials endpoint answering 60 MB, 8 requests",
+		env: []string{"AWS_CONTAINER_CREDENTIALS_FULL_URI=%[1]s/creds", "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_SHARED_CREDENTIALS_FILE=%[2]s/none", "AWS_CONFIG_FILE=%[2]s/none"},
+		profile: `endpoints: [{name: s, simulator: {slots: 4}, model: m, auth: {aws_sigv4: {region: us-east-1}}}]
+profiles:
+  - name: p
+    endpoints: [s]
+    load: {concurrency: 4, requests: 8}
+    workload: {input_tokens: {mean: 10}, output_tokens: {mean: 16}}
+    schedule: {manual: true}
+` + noPolicy},
 }
 
 func main() {
@@ -206,14 +236,17 @@ func measure(bin, dir string, h *hostile.Server, m mode, idle time.Duration) (st
 	if err := os.MkdirAll(mdir, 0o755); err != nil {
 		return "", err
 	}
-	for name, body := range m.files {
-		if err := os.WriteFile(filepath.Join(mdir, name), []byte(body), 0o644); err != nil {
-			return "", err
-		}
-	}
 	url := h.URL(strings.Fields(m.name)[0])
 	if m.otlp {
 		url = "http://" + h.Addr() + "/" + hostile.Silent
+	}
+	for name, body := range m.files {
+		if strings.Contains(body, "%[") { // a file naming the mode's address or folder
+			body = fmt.Sprintf(body, url, mdir)
+		}
+		if err := os.WriteFile(filepath.Join(mdir, name), []byte(body), 0o644); err != nil {
+			return "", err
+		}
 	}
 	cfg := filepath.Join(mdir, "tokenprobe.yaml")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, m.profile, url, mdir), 0o644); err != nil {
@@ -230,6 +263,13 @@ func measure(bin, dir string, h *hostile.Server, m mode, idle time.Duration) (st
 	defer log.Close()
 	cmd := exec.Command(bin, "serve", "-c", cfg, "--web.listen-address="+addr, "--web.enable-lifecycle", "--shutdown.timeout=10s")
 	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Env = os.Environ()
+	for _, e := range m.env {
+		if strings.Contains(e, "%[") {
+			e = fmt.Sprintf(e, url, mdir)
+		}
+		cmd.Env = append(cmd.Env, e)
+	}
 	if err := cmd.Start(); err != nil {
 		return "", err
 	}
