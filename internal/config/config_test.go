@@ -155,6 +155,7 @@ func TestIsCredentialHeader(t *testing.T) {
 		"Authorization": true, "X-Honeycomb-Team": true, "X-Password": true, "X-Credential": true, "X-Bearer": true,
 		"X-Signature": true, "X-Amz-Sig": true, "X-Session-Id": true, "X-Api-Key": true,
 		"X-Team": false, "X-Design": false, "Content-Type": false, "Anthropic-Version": false,
+		"X-Portkey-Provider": false, "X-Portkey-Custom-Host": false, "X-Portkey-Api-Key": true, "X-Portkey-Virtual-Key": true,
 	} {
 		if got := IsCredentialHeader(name); got != want {
 			t.Errorf("%s: %v, want %v", name, got, want)

@@ -152,8 +152,12 @@ func IsCredentialHeader(name string) bool {
 			return true
 		}
 	}
+	// A vendor whose name holds a word of them (Portkey's gateway's
+	// x-portkey-provider, x-portkey-custom-host) is read without it; its
+	// x-portkey-api-key still says key.
+	words := strings.ReplaceAll(n, "portkey", "port")
 	for _, w := range CredentialWords {
-		if strings.Contains(n, w) {
+		if strings.Contains(words, w) {
 			return true
 		}
 	}

@@ -29,6 +29,7 @@ import (
 const (
 	LlamaServerEnv = "TOKENPROBE_LLAMA_SERVER" // llama-server; the tiny model beside it
 	LLMDSimEnv     = "TOKENPROBE_LLMD_SIM"     // llm-d-inference-sim
+	PortkeyEnv     = "TOKENPROBE_PORTKEY"      // Portkey's gateway: its start-server.js
 	RequireEnv     = "TOKENPROBE_REQUIRE_REAL_SERVERS"
 )
 
@@ -46,6 +47,7 @@ type Server struct {
 	args    []string
 	port    int
 	inner   string // llm-d-inference-sim only: its address in its namespace
+	health  string // the path that answers 200 once it is ready (default /health)
 	relay   *relay // and the way in, one per start
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -120,6 +122,50 @@ func LLMDSim(t testing.TB, model string, args ...string) *Server {
 	return s
 }
 
+// Portkey starts Portkey's AI gateway (@portkey-ai/gateway, installed
+// by tools/portkey.sh) on a loopback port, with node: every listen of its
+// process is bound to 127.0.0.1 by tools/portkey/loopback.cjs, preloaded
+// (the gateway listens on every interface, with no option to bind one).
+// Requests reach a model server through it with x-portkey-provider:
+// openai and x-portkey-custom-host: that server's /v1.
+func Portkey(t testing.TB) *Server {
+	t.Helper()
+	script := binary(t, PortkeyEnv, "tools/portkey.sh")
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("Portkey's gateway runs on Node.js: %v", err)
+	}
+	preload, err := filepath.Abs(filepath.Join(moduleRoot(t), "tools", "portkey", "loopback.cjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{t: t, name: "portkey-gateway", health: "/", argv: func(port int) []string {
+		return []string{node, "--require", preload, script, fmt.Sprintf("--port=%d", port), "--headless"}
+	}}
+	s.start(freePort(t))
+	return s
+}
+
+// moduleRoot is the folder of this module's go.mod, found upwards from
+// the test's working directory.
+func moduleRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's folder")
+		}
+		dir = parent
+	}
+}
+
 // start runs the server at port and waits until it answers.
 func (s *Server) start(port int) {
 	s.t.Helper()
@@ -158,6 +204,9 @@ func (s *Server) start(port int) {
 func (s *Server) waitReady(exited <-chan struct{}) {
 	s.t.Helper()
 	health := s.URL + "/health"
+	if s.health != "" {
+		health = s.URL + s.health
+	}
 	deadline := time.Now().Add(time.Minute)
 	for {
 		resp, err := http.Get(health)

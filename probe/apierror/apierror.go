@@ -166,7 +166,7 @@ func (f *fields) cause(status int) result.Reason {
 	case f.has("insufficient_quota", "billing_error", "billing_hard_limit_reached", "enforced_spend_limit_reached", "insufficientquota", "quota_exceeded") ||
 		f.says("exceeded your current quota", "credit balance is too low", "spend limit", "usage limits"):
 		return result.ReasonQuota
-	case f.has("content_filter", "content_policy_violation", "responsibleaipolicyviolation"):
+	case f.has("content_filter", "content_policy_violation", "responsibleaipolicyviolation", "hooks_failed"):
 		return result.ReasonContentFilter
 	case f.has("context_length_exceeded", "exceed_context_size_error") ||
 		refused && f.says("maximum context length", "context length", "context size", "context window", "prompt is too long", "`max_new_tokens` must be <="):
@@ -183,4 +183,30 @@ func (f *fields) cause(status int) result.Reason {
 		return result.ReasonRateLimit
 	}
 	return result.ReasonNone
+}
+
+// Gateway names the gateway whose own answer body is, or "": an error a
+// gateway made itself (its validation, its own failure, its guardrail),
+// not one it passed on from the model server.
+//
+//	Portkey (@portkey-ai/gateway): {"status": "failure", "message": "…"}
+//	for its validation (400) and its own exceptions (500, with
+//	x-portkey-gateway-exception: true); {"error": {"type": "hooks_failed", …},
+//	"hook_results": …} for a guardrail's deny (446).
+func Gateway(body []byte) string {
+	if len(body) > MaxBody {
+		return ""
+	}
+	var b struct {
+		Status      string          `json:"status"`
+		Message     *string         `json:"message"`
+		HookResults json.RawMessage `json:"hook_results"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return ""
+	}
+	if b.Status == "failure" && b.Message != nil || len(b.HookResults) > 0 {
+		return "the Portkey gateway"
+	}
+	return ""
 }

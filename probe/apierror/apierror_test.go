@@ -152,3 +152,23 @@ func BenchmarkReason(b *testing.B) {
 		Reason(429, body)
 	}
 }
+
+// A gateway's own answers are told from the model server's it passes on:
+// Portkey's validation and its exceptions name it; an error body of a
+// model server does not.
+func TestGatewayNamesItsOwnAnswers(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"status":"failure","message":"Either x-portkey-config or x-portkey-provider header is required"}`:                                           "the Portkey gateway",
+		`{"status":"failure","message":"Something went wrong"}`:                                                                                       "the Portkey gateway",
+		`{"error":{"message":"The guardrail checks defined in the config failed.","type":"hooks_failed","param":null,"code":null},"hook_results":{}}`: "the Portkey gateway",
+		`{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`:                                                   "",
+		`{"object":"error","message":"overloaded","type":"ServiceUnavailable"}`:                                                                       "",
+	} {
+		if got := Gateway([]byte(body)); got != want {
+			t.Errorf("%s: %q, want %q", body, got, want)
+		}
+	}
+	if r := Reason(446, []byte(`{"error":{"message":"The guardrail checks defined in the config failed.","type":"hooks_failed"},"hook_results":{}}`)); r != result.ReasonContentFilter {
+		t.Errorf("a guardrail's deny: %v, want content_filter", r)
+	}
+}

@@ -65,6 +65,10 @@ func (c *Client) failStatus(q call, r *result.Request, resp response) {
 	}
 	reason := apierror.Reason(resp.status, body.Bytes())
 	msg := fmt.Sprintf("HTTP %d: %s", resp.status, snippet)
+	if gw := apierror.Gateway(body.Bytes()); gw != "" {
+		// Its own answer, not the model server's passed on: where to look.
+		msg = fmt.Sprintf("HTTP %d from %s itself: %s", resp.status, gw, snippet)
+	}
 	if len(resp.retryAfter) > 0 {
 		msg += " (Retry-After: " + c.secrets.Excerpt(resp.retryAfter, 80) + ")"
 	}
