@@ -45,7 +45,7 @@ func (e *SkipError) Error() string {
 		return "its endpoint is held by an exclusive run, or it is exclusive and the endpoint is in use"
 	case SkipBudget:
 		if e.Detail != "" {
-			return "its " + e.Detail
+			return "its budget is spent: " + e.Detail // "daily cost budget spent"
 		}
 		return "its budget is spent"
 	}
