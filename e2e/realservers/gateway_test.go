@@ -3,7 +3,12 @@ package realservers
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,7 +21,8 @@ import (
 // probe and two model servers, tokenprobe's simulator and llama.cpp's
 // llama-server: whole answers come through it, right and counted once;
 // its own failures are told from the server's, each classified and the
-// gateway named. A streamed answer through it fails in the gateway itself
+// gateway named: its validation (bad_request), its guardrail's deny (a
+// 446, content_filter). A streamed answer through it fails in the gateway itself
 // on this Node.js (20: "TypeError: immutable" as it appends its headers to
 // the upstream's response), with either upstream: classified as the
 // gateway's server_error, never as the model server's. Captured in
@@ -41,7 +47,11 @@ func TestThroughPortkeysGateway(t *testing.T) {
 				}
 				return fmt.Sprintf("  - {name: %s, base_url: %q, model: %q, timeout: 60s, headers: {%s}}\n", name, gw.URL+"/v1", up.model, h)
 			}
-			cfg := "endpoints:\n" + endpoint("gateway", true) + endpoint("gateway-misconfigured", false) + `profiles:
+			// An input guardrail of the gateway's own (its default.wordCount
+			// plugin, no network) that denies every prompt: its 446.
+			guard := fmt.Sprintf(`{"provider":"openai","custom_host":%q,"input_guardrails":[{"default.wordCount":{"minWords":5000,"maxWords":10000},"deny":true}]}`, up.url+"/v1")
+			guarded := fmt.Sprintf("  - {name: gateway-guarded, base_url: %q, model: %q, timeout: 60s, headers: {x-portkey-config: %q}}\n", gw.URL+"/v1", up.model, guard)
+			cfg := "endpoints:\n" + endpoint("gateway", true) + endpoint("gateway-misconfigured", false) + guarded + `profiles:
   - name: whole
     endpoints: [gateway]
     load: {concurrency: 2, requests: 8}
@@ -56,11 +66,19 @@ func TestThroughPortkeysGateway(t *testing.T) {
     load: {concurrency: 1, requests: 3}
     workload: {input_tokens: {mean: 16}, output_tokens: {mean: 8}, stream: false}
     failure: {abort: {error_ratio: 0}, backoff: {base: 0s}}
+  - name: guarded
+    endpoints: [gateway-guarded]
+    load: {concurrency: 1, requests: 3}
+    workload: {input_tokens: {mean: 16}, output_tokens: {mean: 8}, stream: false}
+    failure: {abort: {error_ratio: 0}, backoff: {base: 0s}}
 `
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			_, sums, _, out := runConfig(ctx, t, cfg)
 			by := map[string]stats.Summary{}
+			defer func() {
+				t.Logf("by profile: whole %d/%d, streamed %v, misconfigured %v, guarded %v", by["whole"].Success, by["whole"].Requests, by["streamed"].ByReason, by["misconfigured"].ByReason, by["guarded"].ByReason)
+			}()
 			for _, s := range sums {
 				by[s.Profile] = s
 			}
@@ -79,6 +97,54 @@ func TestThroughPortkeysGateway(t *testing.T) {
 				!strings.Contains(m.Failures[0].Message, "from the Portkey gateway itself") || !strings.Contains(m.Failures[0].Message, "x-portkey-provider header is required") {
 				t.Errorf("a request the gateway refuses: %v, %+v; want bad_request naming the gateway and its message", m.ByReason, m.Failures)
 			}
+			if g := by["guarded"]; g.ByReason["content_filter"] != g.Requests || len(g.Failures) == 0 || !strings.Contains(g.Failures[0].Message, "HTTP 446 from the Portkey gateway itself") {
+				t.Errorf("a prompt the gateway's guardrail denies: %v, %+v; want content_filter, its 446 naming the gateway", g.ByReason, g.Failures)
+			}
 		})
+	}
+}
+
+// The gateway's own retries (its retry config: on 429, up to five
+// attempts) are its, not the probe's: the probe counts each request it
+// sent once, however many times the gateway sent it on, while the model
+// server, behind a counter, sees the retries.
+func TestPortkeysRetriesAreNotTheProbes(t *testing.T) {
+	gw := realserver.Portkey(t)
+	s, err := sim.Start("127.0.0.1:0", sim.Config{Slots: 4, DecodeBase: time.Millisecond, Seed: 3, Faults: sim.Faults{Error429: 0.5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	var seen atomic.Int64
+	target, _ := url.Parse("http://" + s.Addr())
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	counter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/chat/completions") {
+			seen.Add(1)
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(counter.Close)
+	retry := fmt.Sprintf(`{"provider":"openai","custom_host":%q,"retry":{"attempts":5,"on_status_codes":[429]}}`, counter.URL+"/v1")
+	cfg := fmt.Sprintf(`endpoints:
+  - {name: gateway, base_url: %q, model: %q, timeout: 60s, headers: {x-portkey-config: %q}}
+profiles:
+  - name: retried
+    endpoints: [gateway]
+    load: {concurrency: 1, requests: 12}
+    workload: {input_tokens: {mean: 16}, output_tokens: {mean: 8}, stream: false}
+    failure: {abort: {error_ratio: 0}, max_error_ratio: 0, backoff: {base: 0s}, retry_after_max: 0s}
+`, gw.URL+"/v1", s.Config().Model, retry)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	_, sums, recs, out := runConfig(ctx, t, cfg)
+	r := sums[0]
+	if r.Requests != 12 || len(recs) != 12 || r.Success+r.Errors != 12 {
+		t.Fatalf("%d requests counted, %d records, %d success and %d errors: want the probe's 12, each once\n%s", r.Requests, len(recs), r.Success, r.Errors, out)
+	}
+	if n := seen.Load(); n <= 12 {
+		t.Errorf("the model server saw %d requests for the probe's 12: the gateway retried none of half the answers being 429", n)
+	} else {
+		t.Logf("the probe sent 12 requests, the model server saw %d (the gateway's retries), %d succeeded", n, r.Success)
 	}
 }
