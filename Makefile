@@ -58,8 +58,8 @@ e2e: prometheus3 ## the alert rules in real Prometheus servers (Debian's 2.42 an
 e2e-busy: prometheus3 ## the demo daemon beside eight busy loops: QUIET (default 5m) of no page, then an overload pages once
 	TOKENPROBE_PROMETHEUS3=$$(tools/prometheus3.sh) $(GO) test -run BusyHost -v -timeout 60m ./e2e/ -e2e.busy -e2e.quiet=$${QUIET:-5m}
 
-real-servers: ## build llama.cpp's llama-server (and a tiny random-weight model) and llm-d-inference-sim into GOPATH/bin, and install Portkey's gateway from npm, once (docs/REAL-SERVERS.md has how long); prints the variables the real-server tests read
-	@echo "export TOKENPROBE_LLAMA_SERVER=$$(tools/llamacpp.sh) TOKENPROBE_LLMD_SIM=$$(tools/llmd-sim.sh) TOKENPROBE_PORTKEY=$$(tools/portkey.sh)"
+real-servers: ## build llama.cpp's llama-server (and a tiny random-weight model) and llm-d-inference-sim into GOPATH/bin, build the gateway one-api, and install Portkey's gateway from npm, once (docs/REAL-SERVERS.md has how long); prints the variables the real-server tests read
+	@echo "export TOKENPROBE_LLAMA_SERVER=$$(tools/llamacpp.sh) TOKENPROBE_LLMD_SIM=$$(tools/llmd-sim.sh) TOKENPROBE_PORTKEY=$$(tools/portkey.sh) TOKENPROBE_ONE_API=$$(tools/one-api.sh)"
 
 prometheus3: ## build Prometheus 3.16 from its Go module into GOPATH/bin, once
 	tools/prometheus3.sh

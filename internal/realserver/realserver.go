@@ -30,6 +30,7 @@ const (
 	LlamaServerEnv = "TOKENPROBE_LLAMA_SERVER" // llama-server; the tiny model beside it
 	LLMDSimEnv     = "TOKENPROBE_LLMD_SIM"     // llm-d-inference-sim
 	PortkeyEnv     = "TOKENPROBE_PORTKEY"      // Portkey's gateway: its start-server.js
+	OneAPIEnv      = "TOKENPROBE_ONE_API"      // one-api, an OpenAI-compatible gateway
 	RequireEnv     = "TOKENPROBE_REQUIRE_REAL_SERVERS"
 )
 
@@ -48,6 +49,7 @@ type Server struct {
 	port    int
 	inner   string // llm-d-inference-sim only: its address in its namespace
 	health  string // the path that answers 200 once it is ready (default /health)
+	env     []string // added to this process's environment
 	relay   *relay // and the way in, one per start
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -146,6 +148,61 @@ func Portkey(t testing.TB) *Server {
 	return s
 }
 
+// OneAPIToken is the key a request through OneAPI's gateway carries:
+// Authorization: Bearer sk-OneAPIToken.
+const OneAPIToken = "tokenprobetesttoken0123456789abcdef"
+
+// OneAPI starts one-api v0.6.10 (tools/one-api.sh builds it), a gateway
+// that relays OpenAI's API to the servers of its channels, with one
+// channel: upstream (a model server's root, http://127.0.0.1:PORT),
+// serving models (comma separated). It listens on every interface, with
+// no option to bind one, so it runs in a network namespace of its own, as
+// llm-d-inference-sim does: reached through a relay on 127.0.0.1, and
+// reaching upstream through a relay back out. Its database is a fresh
+// SQLite file; requests carry Bearer sk-OneAPIToken.
+func OneAPI(t testing.TB, upstream, models string) *Server {
+	t.Helper()
+	bin := binary(t, OneAPIEnv, "tools/one-api.sh")
+	if err := exec.Command("unshare", "-n", "true").Run(); err != nil {
+		if os.Getenv(RequireEnv) != "" {
+			t.Fatalf("one-api is kept off the network in a namespace of its own, and unshare -n fails here: %v", err)
+		}
+		t.Skipf("one-api listens on every interface; keeping it to loopback needs unshare -n, which fails here: %v", err)
+	}
+	const inner, back = 3000, 9000 // its port inside its namespace, and the way out
+	dir := t.TempDir()
+	const admin = "tokenprobeadminaccess0123456789"
+	s := &Server{t: t, name: "one-api", health: "/api/status", argv: func(int) []string {
+		return []string{"unshare", "-n", "--", "sh", "-c", `ip link set lo up && exec "$@"`, "sh",
+			bin, "--port", fmt.Sprint(inner), "--log-dir", dir}
+	}, env: []string{"SQLITE_PATH=" + filepath.Join(dir, "one-api.db"), "TIKTOKEN_CACHE_DIR=" + bin + ".tiktoken",
+		"INITIAL_ROOT_TOKEN=" + OneAPIToken, "INITIAL_ROOT_ACCESS_TOKEN=" + admin, "SESSION_SECRET=tokenprobe-test"}}
+	s.inner = fmt.Sprintf("127.0.0.1:%d", inner)
+	s.start(freePort(t))
+	s.mu.Lock()
+	pid := s.cmd.Process.Pid
+	s.mu.Unlock()
+	b, err := openBackRelay(fmt.Sprintf("/proc/%d/ns/net", pid), fmt.Sprintf("127.0.0.1:%d", back), strings.TrimPrefix(upstream, "http://"))
+	if err != nil {
+		t.Fatalf("one-api: the relay to its upstream: %v", err)
+	}
+	t.Cleanup(b.close)
+	body := fmt.Sprintf(`{"type":1,"key":"sk-upstream","name":"upstream","base_url":"http://127.0.0.1:%d","models":%q,"group":"default"}`, back, models)
+	req, _ := http.NewRequest(http.MethodPost, s.URL+"/api/channel/", strings.NewReader(body))
+	req.Header.Set("Authorization", admin)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("one-api: adding its channel: %v", err)
+	}
+	got, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(got, []byte(`"success":true`)) {
+		t.Fatalf("one-api: adding its channel: HTTP %d %s", resp.StatusCode, got)
+	}
+	return s
+}
+
 // moduleRoot is the folder of this module's go.mod, found upwards from
 // the test's working directory.
 func moduleRoot(t testing.TB) string {
@@ -176,6 +233,9 @@ func (s *Server) start(port int) {
 	logs := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = &syncWriter{w: logs}, &syncWriter{w: logs}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if s.env != nil {
+		cmd.Env = append(os.Environ(), s.env...)
+	}
 	if err := cmd.Start(); err != nil {
 		s.t.Fatalf("%s: %v", s.name, err)
 	}

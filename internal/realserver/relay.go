@@ -158,3 +158,77 @@ func (r *relay) err() string {
 	s, _ := r.lastErr.Load().(string)
 	return s
 }
+
+// backRelay is the way out of a server's namespace to a server in ours: a
+// listener on 127.0.0.1 inside the namespace (made by a thread that entered
+// it, which then ends with its goroutine), each connection it accepts
+// joined to one dialled to target from our side. A gateway in a namespace
+// of its own reaches its upstream through it.
+type backRelay struct {
+	ln     net.Listener
+	target string
+	wg     sync.WaitGroup
+}
+
+// openBackRelay listens on inner (127.0.0.1:port) inside the namespace at
+// nsPath, relaying to target in ours.
+func openBackRelay(nsPath, inner, target string) (*backRelay, error) {
+	fd, err := unix.Open(nsPath, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	type listened struct {
+		ln  net.Listener
+		err error
+	}
+	got := make(chan listened, 1)
+	go func() {
+		// Locked and never unlocked: Go ends the thread with the
+		// goroutine, so nothing else runs in that namespace.
+		runtime.LockOSThread()
+		err := unix.Setns(fd, unix.CLONE_NEWNET)
+		_ = unix.Close(fd)
+		if err != nil {
+			got <- listened{nil, fmt.Errorf("entering its namespace: %w", err)}
+			return
+		}
+		ln, err := net.Listen("tcp", inner)
+		got <- listened{ln, err}
+	}()
+	l := <-got
+	if l.err != nil {
+		return nil, l.err
+	}
+	b := &backRelay{ln: l.ln, target: target}
+	b.wg.Add(1)
+	go b.accept()
+	return b, nil
+}
+
+func (b *backRelay) accept() {
+	defer b.wg.Done()
+	for {
+		c, err := b.ln.Accept()
+		if err != nil {
+			return
+		}
+		d, err := net.DialTimeout("tcp", b.target, 5*time.Second)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		b.wg.Add(2)
+		go b.pipe(c, d)
+		go b.pipe(d, c)
+	}
+}
+
+func (b *backRelay) pipe(dst, src net.Conn) {
+	defer b.wg.Done()
+	_, _ = io.Copy(dst, src)
+	dst.Close()
+	src.Close()
+}
+
+// close stops listening; the pipes end as their connections close.
+func (b *backRelay) close() { b.ln.Close() }

@@ -249,7 +249,11 @@ func measure(bin, dir string, h *hostile.Server, m mode, idle time.Duration) (st
 		}
 	}
 	cfg := filepath.Join(mdir, "tokenprobe.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, m.profile, url, mdir), 0o644); err != nil {
+	profile := m.profile
+	if strings.Contains(profile, "%[") { // it names the mode's address or folder
+		profile = fmt.Sprintf(profile, url, mdir)
+	}
+	if err := os.WriteFile(cfg, []byte(profile), 0o644); err != nil {
 		return "", err
 	}
 	addr, err := freeAddr()
