@@ -47,10 +47,10 @@ type Server struct {
 	argv    func(port int) []string // the command, args appended
 	args    []string
 	port    int
-	inner   string // llm-d-inference-sim only: its address in its namespace
-	health  string // the path that answers 200 once it is ready (default /health)
+	inner   string   // llm-d-inference-sim only: its address in its namespace
+	health  string   // the path that answers 200 once it is ready (default /health)
 	env     []string // added to this process's environment
-	relay   *relay // and the way in, one per start
+	relay   *relay   // and the way in, one per start
 	mu      sync.Mutex
 	cmd     *exec.Cmd
 	exited  chan struct{}
