@@ -476,6 +476,13 @@ func (o Options) sloAlerts() []Rule {
 		return fmt.Sprintf(`(%s or %s)`, held, outage)
 	}
 	page := burn(burnWindows[0].long, burnWindows[0].short, burnWindows[0].burn) + " or " + burn(burnWindows[1].long, burnWindows[1].short, burnWindows[1].burn)
+	// An endpoint that was failing (a cause page: a revoked key, a spent
+	// quota, no server) within the slower page's short window burns its
+	// budget because of that cause, which pages alone. Alertmanager's
+	// inhibition holds the burn back only while the cause fires: after
+	// the fix the burn, still high over its windows, paged on its own, a
+	// page after the problem had ended.
+	page = fmt.Sprintf(`(%s) unless on (%s) max by (%s) (max_over_time(tokenprobe_endpoint_failing[%s]) == 1)`, page, by, by, o.window(burnWindows[1].short))
 	ticket := burn(burnWindows[2].long, burnWindows[2].short, burnWindows[2].burn) + " or " + burn(burnWindows[3].long, burnWindows[3].short, burnWindows[3].burn)
 	goodDrop := o.alert("TokenprobeGoodputDrop", "ticket",
 		fmt.Sprintf(`tokenprobe:goodput:rate1h < 0.5 * (tokenprobe:goodput:rate1h offset %s) and on (%s) sum by (%s) (increase(%s[%s])) > 50`,

@@ -179,11 +179,15 @@ profiles:
 	}
 	// The inhibitions held back pages that fired, not pages that never
 	// did: without them the webhook would have had these.
+	// The burn page is held back in its own rule (a failing endpoint's
+	// burn is its cause's), so that it cannot page once the cause ends:
+	// that it was due is read off its error ratios.
 	held := seriesLabel(t, base, `max_over_time(ALERTS{alertstate="firing",severity="page",alertname!~"`+strings.Join(want, "|")+`"}[10m])`, "alertname")
-	if len(held) == 0 {
-		t.Fatalf("no other page fired in Prometheus: the inhibitions were not tried")
+	due := seriesLabel(t, base, `max_over_time((tokenprobe:slo_errors:ratio_rate5m >= 1)[10m:1s])`, "profile")
+	if len(held) == 0 && len(due) == 0 {
+		t.Fatalf("no other page fired in Prometheus, nor was the burn due: the inhibitions were not tried")
 	}
-	t.Logf("held back by the causes: %v", held)
+	t.Logf("held back by the causes: %v; every request not good for %v (the burn due, held back in its rule)", held, due)
 
 	// Fixed: the key restored, the quota raised, the server up. Each
 	// page resolves within a window (5 s here) of the endpoint's first
