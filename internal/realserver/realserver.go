@@ -54,7 +54,7 @@ type Server struct {
 	mu      sync.Mutex
 	cmd     *exec.Cmd
 	exited  chan struct{}
-	logs    *bytes.Buffer
+	logs    *syncWriter
 	stopped bool
 }
 
@@ -231,7 +231,11 @@ func (s *Server) start(port int) {
 	argv := append(s.argv(port), s.args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	logs := &bytes.Buffer{}
-	cmd.Stdout, cmd.Stderr = &syncWriter{w: logs}, &syncWriter{w: logs}
+	// One writer for both streams: two, each with a lock of its own, wrote
+	// the one buffer at once (the race detector caught it with Portkey's
+	// gateway, which writes both).
+	out := &syncWriter{w: logs}
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if s.env != nil {
 		cmd.Env = append(os.Environ(), s.env...)
@@ -242,7 +246,7 @@ func (s *Server) start(port int) {
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	s.mu.Lock()
-	s.cmd, s.exited, s.logs, s.stopped = cmd, exited, logs, false
+	s.cmd, s.exited, s.logs, s.stopped = cmd, exited, out, false
 	s.mu.Unlock()
 	s.t.Cleanup(s.Stop)
 	if s.inner != "" {
@@ -332,6 +336,13 @@ func (s *Server) Logs() string {
 		return ""
 	}
 	return s.logs.String()
+}
+
+// String is what was written so far.
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.String()
 }
 
 // Get fetches path from the server, failing the test on error.
