@@ -141,8 +141,9 @@ func (h *History) queue(id int64, profile, endpoint, trigger string) {
 	h.add(&RunRecord{ID: id, Profile: profile, Endpoint: endpoint, Trigger: trigger, Asked: time.Now(), Result: ResultQueued})
 }
 
-// dropQueued ends the queued runs of a job that will not run them (it was
-// removed, or the daemon is stopping), with why.
+// dropQueued ends the queued runs of a job that will not run them (a
+// reload removed or changed it), with why. A daemon that stops leaves
+// them queued: it answers no more.
 func (h *History) dropQueued(profile, endpoint, why string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
