@@ -27,10 +27,21 @@ const MaxBody = 16 << 10
 // (a nesting depth over 10,000 is refused by it, which is no error here:
 // the status alone decides then).
 func Reason(status int, body []byte) result.Reason {
+	r, _ := Classify(status, body)
+	return r
+}
+
+// Classify is Reason and Gateway of one reading of body.
+func Classify(status int, body []byte) (result.Reason, string) {
 	if len(body) > MaxBody {
 		body = body[:MaxBody]
 	}
 	f := read(body)
+	return f.reason(status), f.gateway
+}
+
+// reason is Reason of what f read.
+func (f *fields) reason(status int) result.Reason {
 	if r := f.cause(status); r != result.ReasonNone {
 		return r
 	}
@@ -69,6 +80,8 @@ type fields struct {
 	// raw: the body is no whole JSON (cut at MaxBody, an HTML page):
 	// message is all of it, and a code counts where it stands quoted.
 	raw bool
+	// gateway names the gateway whose own answer the body is (Gateway).
+	gateway string
 }
 
 func (f *fields) code(v any) {
@@ -102,6 +115,10 @@ func read(body []byte) fields {
 	top, _ := v.(map[string]any)
 	if top == nil {
 		return f
+	}
+	_, message := top["message"].(string)
+	if _, hooks := top["hook_results"]; top["status"] == "failure" && message || hooks {
+		f.gateway = "the Portkey gateway"
 	}
 	if t, _ := top["type"].(string); t != "error" { // Anthropic's envelope names no cause
 		f.code(t)
@@ -194,19 +211,6 @@ func (f *fields) cause(status int) result.Reason {
 //	x-portkey-gateway-exception: true); {"error": {"type": "hooks_failed", …},
 //	"hook_results": …} for a guardrail's deny (446).
 func Gateway(body []byte) string {
-	if len(body) > MaxBody {
-		return ""
-	}
-	var b struct {
-		Status      string          `json:"status"`
-		Message     *string         `json:"message"`
-		HookResults json.RawMessage `json:"hook_results"`
-	}
-	if json.Unmarshal(body, &b) != nil {
-		return ""
-	}
-	if b.Status == "failure" && b.Message != nil || len(b.HookResults) > 0 {
-		return "the Portkey gateway"
-	}
-	return ""
+	_, gw := Classify(0, body)
+	return gw
 }

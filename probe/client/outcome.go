@@ -63,9 +63,9 @@ func (c *Client) failStatus(q call, r *result.Request, resp response) {
 	if stalled {
 		snippet += " (the body did not end within " + wait.Round(time.Millisecond).String() + "; connection closed)"
 	}
-	reason := apierror.Reason(resp.status, body.Bytes())
+	reason, gw := apierror.Classify(resp.status, body.Bytes())
 	msg := fmt.Sprintf("HTTP %d: %s", resp.status, snippet)
-	if gw := apierror.Gateway(body.Bytes()); gw != "" {
+	if gw != "" {
 		// Its own answer, not the model server's passed on: where to look.
 		msg = fmt.Sprintf("HTTP %d from %s itself: %s", resp.status, gw, snippet)
 	}
