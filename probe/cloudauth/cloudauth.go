@@ -17,7 +17,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -208,30 +207,36 @@ func (g *Google) token(ctx context.Context) (*oauth2.Token, error) {
 const MaxInfraBody = 1 << 20
 
 // boundedClient is the HTTP client of the sign-in libraries: each call
-// within TokenTimeout, each answer's body cut with an error past
-// MaxInfraBody.
+// within TokenTimeout, each answer cut with an error past MaxInfraBody.
 func boundedClient() *http.Client {
-	return &http.Client{Timeout: TokenTimeout, Transport: boundedTransport{http.DefaultTransport}}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	bound(tr)
+	return &http.Client{Timeout: TokenTimeout, Transport: tr}
 }
 
 // awsBoundedClient is boundedClient as the AWS SDK takes it: its own
-// client type (a custom CA bundle is added through it), each connection
-// used once and its reads cut past MaxInfraBody and the head's room.
+// client type, through which it adds a custom CA bundle.
 func awsBoundedClient() *awshttp.BuildableClient {
-	return awshttp.NewBuildableClient().WithTimeout(TokenTimeout).WithTransportOptions(func(tr *http.Transport) {
-		tr.DisableKeepAlives = true
-		dial := tr.DialContext
-		if dial == nil {
-			dial = (&net.Dialer{Timeout: TokenTimeout}).DialContext
+	return awshttp.NewBuildableClient().WithTimeout(TokenTimeout).WithTransportOptions(bound)
+}
+
+// bound makes each of tr's connections carry one answer, its reads cut
+// past MaxInfraBody and the head's room: the bound lies under every
+// library's own reading (the AWS SDK's container credentials read a
+// 60 MB answer whole), TLS or not.
+func bound(tr *http.Transport) {
+	tr.DisableKeepAlives = true
+	dial := tr.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: TokenTimeout}).DialContext
+	}
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
 		}
-		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := dial(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &boundedConn{Conn: c, left: MaxInfraBody + 64<<10}, nil
-		}
-	})
+		return &boundedConn{Conn: c, left: MaxInfraBody + 64<<10}, nil
+	}
 }
 
 // boundedConn fails a read past its bound: a connection of one answer.
@@ -239,6 +244,9 @@ type boundedConn struct {
 	net.Conn
 	left int64
 }
+
+// ErrInfraBodyTooLarge is a read past MaxInfraBody.
+var ErrInfraBodyTooLarge = fmt.Errorf("the answer is over %d bytes: not a token", MaxInfraBody)
 
 func (c *boundedConn) Read(p []byte) (int, error) {
 	if c.left <= 0 {
@@ -249,37 +257,6 @@ func (c *boundedConn) Read(p []byte) (int, error) {
 	}
 	n, err := c.Conn.Read(p)
 	c.left -= int64(n)
-	return n, err
-}
-
-type boundedTransport struct{ next http.RoundTripper }
-
-func (t boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(req)
-	if err == nil {
-		resp.Body = &boundedBody{ReadCloser: resp.Body, left: MaxInfraBody}
-	}
-	return resp, err
-}
-
-// boundedBody fails a read past its bound instead of handing more on.
-type boundedBody struct {
-	io.ReadCloser
-	left int64
-}
-
-// ErrInfraBodyTooLarge is a read past MaxInfraBody.
-var ErrInfraBodyTooLarge = fmt.Errorf("the answer is over %d bytes: not a token", MaxInfraBody)
-
-func (b *boundedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		return 0, ErrInfraBodyTooLarge
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.ReadCloser.Read(p)
-	b.left -= int64(n)
 	return n, err
 }
 
