@@ -387,30 +387,7 @@ func openYAML(t *testing.T, yml string, secrets *redact.Set) *Target {
 // context, so without the bound the request would wait forever (the guard
 // below fails the test at a minute).
 func TestATokenEndpointThatNeverAnswers(t *testing.T) {
-	h, err := hostile.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	model, err := sim.Start("127.0.0.1:0", sim.Config{Slots: 1, DecodeBase: time.Millisecond, Auth: sim.Auth{TokenLifetime: time.Hour}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer model.Close()
-	adc := filepath.Join(t.TempDir(), "adc.json")
-	if err := os.WriteFile(adc, []byte(fmt.Sprintf(`{"type":"authorized_user","client_id":"c","client_secret":"s","refresh_token":"r","token_uri":"http://%s/%s/token"}`, h.Addr(), hostile.Silent)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", adc)
-	cfg, err := config.Parse("tokenprobe.yaml", []byte(fmt.Sprintf("endpoints:\n  - {name: vertex, base_url: 'http://%s/v1', model: m, auth: {google: {}}}\nprofiles:\n  - name: p\n", model.Addr())))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg, err := OpenEndpoint(cfg.Endpoints[0], redact.New(), Tracing{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.Close()
+	_, model, tg := silentTokenEndpoint(t)
 	done := make(chan result.Request, 1)
 	go func() {
 		var r result.Request
@@ -436,23 +413,7 @@ func TestATokenEndpointThatNeverAnswers(t *testing.T) {
 // each) and the endpoint got three more fetches after the signal. Those
 // the run cancelled are cancelled, not failures of the server.
 func TestSignInSharesOneFetchAndEndsAtCancellation(t *testing.T) {
-	h, err := hostile.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	model, err := sim.Start("127.0.0.1:0", sim.Config{Slots: 1, DecodeBase: time.Millisecond, Auth: sim.Auth{TokenLifetime: time.Hour}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer model.Close()
-	adc := filepath.Join(t.TempDir(), "adc.json")
-	if err := os.WriteFile(adc, []byte(fmt.Sprintf(`{"type":"authorized_user","client_id":"c","client_secret":"s","refresh_token":"r","token_uri":"http://%s/%s/token"}`, h.Addr(), hostile.Silent)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", adc)
-	tg := openYAML(t, fmt.Sprintf("endpoints:\n  - {name: vertex, base_url: 'http://%s/v1', model: m, auth: {google: {}}}\nprofiles:\n  - name: p\n", model.Addr()), redact.New())
-	defer tg.Close()
+	h, _, tg := silentTokenEndpoint(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	const n = 8
 	done := make(chan result.Request, n)
@@ -480,4 +441,30 @@ func TestSignInSharesOneFetchAndEndsAtCancellation(t *testing.T) {
 	if c := h.Connections(); c != 1 {
 		t.Errorf("the token endpoint got %d connections from %d waiting requests, want one fetch", c, n)
 	}
+}
+
+// silentTokenEndpoint is a Vertex AI endpoint (a simulator taking only
+// its own tokens) whose Application Default Credentials name a token
+// endpoint that accepts and never answers (hostile.Silent); all closed
+// with the test.
+func silentTokenEndpoint(t *testing.T) (*hostile.Server, *sim.Server, *Target) {
+	t.Helper()
+	h, err := hostile.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	model, err := sim.Start("127.0.0.1:0", sim.Config{Slots: 1, DecodeBase: time.Millisecond, Auth: sim.Auth{TokenLifetime: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { model.Close() })
+	adc := filepath.Join(t.TempDir(), "adc.json")
+	if err := os.WriteFile(adc, []byte(fmt.Sprintf(`{"type":"authorized_user","client_id":"c","client_secret":"s","refresh_token":"r","token_uri":"http://%s/%s/token"}`, h.Addr(), hostile.Silent)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", adc)
+	tg := openYAML(t, fmt.Sprintf("endpoints:\n  - {name: vertex, base_url: 'http://%s/v1', model: m, auth: {google: {}}}\nprofiles:\n  - name: p\n", model.Addr()), redact.New())
+	t.Cleanup(func() { tg.Close() })
+	return h, model, tg
 }
