@@ -241,19 +241,12 @@ func measure(bin, dir string, h *hostile.Server, m mode, idle time.Duration) (st
 		url = "http://" + h.Addr() + "/" + hostile.Silent
 	}
 	for name, body := range m.files {
-		if strings.Contains(body, "%[") { // a file naming the mode's address or folder
-			body = fmt.Sprintf(body, url, mdir)
-		}
-		if err := os.WriteFile(filepath.Join(mdir, name), []byte(body), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(mdir, name), []byte(expand(body, url, mdir)), 0o644); err != nil {
 			return "", err
 		}
 	}
 	cfg := filepath.Join(mdir, "tokenprobe.yaml")
-	profile := m.profile
-	if strings.Contains(profile, "%[") { // it names the mode's address or folder
-		profile = fmt.Sprintf(profile, url, mdir)
-	}
-	if err := os.WriteFile(cfg, []byte(profile), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(expand(m.profile, url, mdir)), 0o644); err != nil {
 		return "", err
 	}
 	addr, err := freeAddr()
@@ -269,10 +262,7 @@ func measure(bin, dir string, h *hostile.Server, m mode, idle time.Duration) (st
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Env = os.Environ()
 	for _, e := range m.env {
-		if strings.Contains(e, "%[") {
-			e = fmt.Sprintf(e, url, mdir)
-		}
-		cmd.Env = append(cmd.Env, e)
+		cmd.Env = append(cmd.Env, expand(e, url, mdir))
 	}
 	if err := cmd.Start(); err != nil {
 		return "", err
@@ -434,4 +424,14 @@ func freeAddr() (string, error) {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "rss:", err)
 	os.Exit(1)
+}
+
+// expand puts the mode's address and folder in for %[1]s and %[2]s in a
+// text naming them; one that names neither is left as it is (Sprintf
+// would append its unused arguments).
+func expand(text, url, dir string) string {
+	if !strings.Contains(text, "%[") {
+		return text
+	}
+	return fmt.Sprintf(text, url, dir)
 }
