@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tokenprobe/tokenprobe/internal/childproc"
 	"github.com/tokenprobe/tokenprobe/internal/merge"
 	"github.com/tokenprobe/tokenprobe/internal/rundir"
 	"github.com/tokenprobe/tokenprobe/internal/runonce"
@@ -170,7 +171,8 @@ func runInProcesses(ctx context.Context, args []string, n int, o runonce.Options
 		// this process dies, SIGKILL included: no load goes on without
 		// the parent that merges it.
 		cmd.SysProcAttr = childAttr()
-		if err := cmd.Start(); err != nil {
+		wait, err := childproc.Start(cmd)
+		if err != nil {
 			return failed(fmt.Errorf("starting process %d/%d: %w", i+1, n, err))
 		}
 		started = append(started, cmd)
@@ -178,7 +180,7 @@ func runInProcesses(ctx context.Context, args []string, n int, o runonce.Options
 		wg.Go(func() {
 			defer stop()
 			prefixLines(pipe, os.Stderr, &stderr, fmt.Sprintf("process %d/%d: ", i+1, n), func() { ready <- i })
-			codes[i] = exitCode(cmd.Wait())
+			codes[i] = exitCode(wait())
 			exited <- i
 		})
 	}

@@ -14,14 +14,15 @@ const module = "github.com/tokenprobe/tokenprobe/"
 
 // layer of every package: a package imports only packages of lower
 // layers. Below the leaves are the rate-limit headers' reader (-2), which
-// the HTTP client and the result model hold, and the result model (-1),
+// the HTTP client and the result model hold (with the regex cost and the
+// child process starter, imported by leaves), and the result model (-1),
 // which every layer reads. 0 is the leaves (the schema, wire formats,
 // helpers), then the
 // engine's parts (1, 2), the engine and the GPU sources (3), the metric
 // catalog (4), the sinks (5), setup and runner (6), the commands' logic
 // (7), the HTTP surface and the generators (8), and the wiring (9).
 var layer = map[string]int{
-	"probe/ratelimit": -2, "internal/regexcost": -2,
+	"probe/ratelimit": -2, "internal/regexcost": -2, "internal/childproc": -2,
 	"probe/result":    -1,
 	"internal/config": 0, "internal/scheduler": 0, "internal/sim": 0, "probe/apierror": 0, "probe/cloudauth": 0, "probe/served": 0, "internal/realserver": 0, "probe/openai": 0, "probe/sse": 0, "probe/h1": 0, "probe/load": 0, "probe/tokenizer": 0,
 	"internal/hostile": 0, "internal/redact": 0, "internal/schedslice": 0, "internal/steal": 0,

@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tokenprobe/tokenprobe/internal/childproc"
 )
 
 // The variables .ci/run sets to the servers it built.
@@ -191,9 +193,9 @@ func OneAPI(t testing.TB, upstream, models string) *Server {
 	req, _ := http.NewRequest(http.MethodPost, s.URL+"/api/channel/", strings.NewReader(body))
 	req.Header.Set("Authorization", admin)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := oneShot.Do(req)
 	if err != nil {
-		t.Fatalf("one-api: adding its channel: %v", err)
+		t.Fatalf("one-api: adding its channel: %v\n%s", err, s.Logs())
 	}
 	got, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	resp.Body.Close()
@@ -240,11 +242,15 @@ func (s *Server) start(port int) {
 	if s.env != nil {
 		cmd.Env = append(os.Environ(), s.env...)
 	}
-	if err := cmd.Start(); err != nil {
+	// Killed with this process, whichever of its threads ends first
+	// (childproc: one-api was killed mid-test, 3 starts in 60, when a
+	// relay's goroutine ended on the thread that had started it).
+	wait, err := childproc.Start(cmd)
+	if err != nil {
 		s.t.Fatalf("%s: %v", s.name, err)
 	}
 	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
+	go func() { _ = wait(); close(exited) }()
 	s.mu.Lock()
 	s.cmd, s.exited, s.logs, s.stopped = cmd, exited, out, false
 	s.mu.Unlock()
@@ -273,7 +279,7 @@ func (s *Server) waitReady(exited <-chan struct{}) {
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
-		resp, err := http.Get(health)
+		resp, err := oneShot.Get(health)
 		if err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
@@ -362,6 +368,10 @@ func (s *Server) Get(path string) []byte {
 	}
 	return b
 }
+
+// oneShot is the client of the harness's own calls (readiness, set-up):
+// a connection each, bounded in time.
+var oneShot = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
 
 // freePort is a loopback port nothing listens on now.
 func freePort(t testing.TB) int {
