@@ -5,7 +5,7 @@ LDFLAGS := -X github.com/prometheus/common/version.Version=$(VERSION) \
            -X github.com/prometheus/common/version.Revision=$(shell git rev-parse --short HEAD 2>/dev/null) \
            -X github.com/prometheus/common/version.Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
 
-.PHONY: reliability real-servers screenshots gobench grafana-push dashboards test-deploy help build run demo-once e2e e2e-busy prometheus3 rules soak manifests test race lint bench fuzz docs clean
+.PHONY: reliability reliability-soak real-servers screenshots gobench grafana-push dashboards test-deploy help build run demo-once e2e e2e-busy prometheus3 rules soak manifests test race lint bench fuzz docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ n[NR] = $$1; d[NR] = $$2; if (length($$1) > w) w = length($$1) } END { for (i = 1; i <= NR; i++) printf "  %-*s  %s\n", w, n[i], d[i] }'
@@ -88,6 +88,10 @@ screenshots: ## regenerate docs/img from the current code with headless Chromium
 
 reliability: ## measure the daemon's RSS against each hostile mode and write docs/RELIABILITY.md's table
 	$(GO) run ./internal/hostile/cmd/rss -write docs/RELIABILITY.md
+
+SOAK_RSS ?= 60m
+reliability-soak: ## the token-per-fetch mode for SOAK_RSS (default 60m), RSS at each quarter, into docs/RELIABILITY.md
+	$(GO) run ./internal/hostile/cmd/rss -soak $(SOAK_RSS) -write docs/RELIABILITY.md
 
 docs: ## regenerate docs/METRICS.md from the metric catalog (the demo's series counted), the server table of docs/MEASUREMENT.md and docs/AIPERF.md
 	$(GO) test ./internal/daemon -run TestDemoSeries -update

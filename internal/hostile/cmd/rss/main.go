@@ -4,7 +4,9 @@
 //	go run ./internal/hostile/cmd/rss -write docs/RELIABILITY.md   (make reliability)
 //
 // writes it between the file's markers (beginMarker, endMarker); without
-// -write it prints it.
+// -write it prints it. With -soak DURATION it measures one row instead,
+// the token-per-fetch mode for that long, reading RSS at each quarter,
+// and writes it between the soak's markers (make reliability-soak).
 // For each mode it starts `tokenprobe serve` (built from this tree) with
 // one profile against the mode, reads the process's RSS from /proc before
 // the run, every 100 ms during it and for a minute after it (-idle), then
@@ -49,6 +51,9 @@ type mode struct {
 	// env is the daemon's environment beside this process's, %[1]s and
 	// %[2]s expanded as in profile.
 	env []string
+	// soak is the run's duration when it is the soak's (its RSS read at
+	// each quarter, its progress shown every minute); 0 otherwise.
+	soak time.Duration
 }
 
 // noPolicy keeps a run sending whatever fails: the failure policy's abort
@@ -158,9 +163,14 @@ func main() {
 	only := flag.String("mode", "", "measure this mode alone")
 	bin := flag.String("bin", "", "the tokenprobe binary (default: built from this tree)")
 	write := flag.String("write", "", "write the table into this file, between its markers")
+	soak := flag.Duration("soak", 0, "measure the token-per-fetch mode alone, for this long, into the soak's table")
 	flag.Parse()
+	begin, end, run := beginMarker, endMarker, modes
+	if *soak > 0 {
+		begin, end, run = soakBegin, soakEnd, []mode{soakMode(*soak)}
+	}
 	if *write != "" {
-		if _, err := replaceTable(*write, ""); err != nil {
+		if _, err := replaceTable(*write, begin, end, ""); err != nil {
 			fail(err) // before minutes of measuring
 		}
 	}
@@ -184,11 +194,18 @@ func main() {
 	defer h.Close()
 	var table strings.Builder
 	out := io.MultiWriter(os.Stdout, &table)
-	fmt.Fprintf(out, "Measured %s by `go run ./internal/hostile/cmd/rss` (`make reliability`), %d cores, RSS read from /proc every 100 ms; idle: %v after the run.\n\n",
-		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), *idle)
-	fmt.Fprintln(out, "| mode | load | requests, outcome | RSS before | RSS peak | RSS after idle | SIGTERM to exit |")
-	fmt.Fprintln(out, "| --- | --- | --- | ---: | ---: | ---: | ---: |")
-	for _, m := range modes {
+	if *soak > 0 {
+		fmt.Fprintf(out, "Measured %s by `go run ./internal/hostile/cmd/rss -soak %v` (`make reliability-soak`), %d cores, RSS read from /proc every 100 ms; idle: %v after the run.\n\n",
+			time.Now().UTC().Format("2006-01-02"), *soak, runtime.NumCPU(), *idle)
+		fmt.Fprintln(out, "| mode | load | requests, outcome | RSS before | RSS at each quarter of the run | RSS peak | RSS after idle | SIGTERM to exit |")
+		fmt.Fprintln(out, "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
+	} else {
+		fmt.Fprintf(out, "Measured %s by `go run ./internal/hostile/cmd/rss` (`make reliability`), %d cores, RSS read from /proc every 100 ms; idle: %v after the run.\n\n",
+			time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), *idle)
+		fmt.Fprintln(out, "| mode | load | requests, outcome | RSS before | RSS peak | RSS after idle | SIGTERM to exit |")
+		fmt.Fprintln(out, "| --- | --- | --- | ---: | ---: | ---: | ---: |")
+	}
+	for _, m := range run {
 		if *only != "" && !strings.HasPrefix(m.name, *only) {
 			continue
 		}
@@ -200,21 +217,42 @@ func main() {
 		fmt.Fprintf(out, "| `%s` | %s | %s |\n", m.name, m.what, row)
 	}
 	if *write != "" {
-		if _, err := replaceTable(*write, table.String()); err != nil {
+		if _, err := replaceTable(*write, begin, end, table.String()); err != nil {
 			fail(err)
 		}
 	}
 }
 
-// The markers around the table in the file -write names.
+// The markers around the tables in the file -write names.
 const (
 	beginMarker = "<!-- begin: make reliability -->"
 	endMarker   = "<!-- end: make reliability -->"
+	soakBegin   = "<!-- begin: make reliability-soak -->"
+	soakEnd     = "<!-- end: make reliability-soak -->"
 )
 
-// replaceTable puts table between path's markers (with table empty, it
-// only checks that they are there).
-func replaceTable(path, table string) ([]byte, error) {
+// soakMode is the token-per-fetch row run for d: every token the daemon
+// has seen is a secret to redact, and a new one comes with every request
+// (about 24 a second here), so a set that kept them all would grow
+// without end (60 KB each: 5 GB an hour).
+func soakMode(d time.Duration) mode {
+	for _, m := range modes {
+		if m.name == hostile.TokenPerFetch {
+			profile := strings.Replace(m.profile, "duration: 60s", "duration: "+d.String(), 1)
+			if profile == m.profile {
+				panic("the " + hostile.TokenPerFetch + " mode's profile has no duration: 60s to replace")
+			}
+			m.what = strings.Replace(m.what, "60 s", d.String(), 1)
+			m.profile, m.soak = profile, d
+			return m
+		}
+	}
+	panic("no " + hostile.TokenPerFetch + " mode")
+}
+
+// replaceTable puts table between path's markers begin and end (with
+// table empty, it only checks that they are there).
+func replaceTable(path, beginMarker, endMarker, table string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -287,16 +325,31 @@ func measure(bin, dir string, h *hostile.Server, m mode, idle time.Duration) (st
 	resp.Body.Close()
 	peak := before
 	var run daemon.RunRecord
-	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		if r, err := rss(cmd.Process.Pid); err == nil {
+	started := time.Now()
+	var quarters []string
+	nextQuarter, nextProgress := m.soak/4, time.Minute
+	for deadline := started.Add(5*time.Minute + m.soak); ; time.Sleep(100 * time.Millisecond) {
+		r, err := rss(cmd.Process.Pid)
+		if err == nil {
 			peak = max(peak, r)
+		}
+		if m.soak > 0 && err == nil {
+			ran := time.Since(started)
+			if ran >= nextQuarter && len(quarters) < 4 {
+				quarters = append(quarters, fmt.Sprintf("%d MiB", r>>20))
+				nextQuarter += m.soak / 4
+			}
+			if ran >= nextProgress {
+				fmt.Fprintf(os.Stderr, "%s: %v of %v, RSS %d MiB, peak %d MiB\n", m.name, ran.Round(time.Second), m.soak, r>>20, peak>>20)
+				nextProgress += time.Minute
+			}
 		}
 		if r, ok := lastRun(base); ok && r.Finished() && r.Summary != nil {
 			run = r
 			break
 		}
 		if time.Now().After(deadline) {
-			return "", errors.New("the run did not end in 5 minutes")
+			return "", fmt.Errorf("the run did not end in %v", 5*time.Minute+m.soak)
 		}
 	}
 	for end := time.Now().Add(idle); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
@@ -332,6 +385,9 @@ func measure(bin, dir string, h *hostile.Server, m mode, idle time.Duration) (st
 	}
 	if m.otlp {
 		outcome += fmt.Sprintf("; %.0f spans and points dropped and counted", dropped)
+	}
+	if m.soak > 0 {
+		return fmt.Sprintf("%s | %d MiB | %s | %d MiB | %d MiB | %s", outcome, before>>20, strings.Join(quarters, ", "), peak>>20, after>>20, exit), nil
 	}
 	return fmt.Sprintf("%s | %d MiB | %d MiB | %d MiB | %s", outcome, before>>20, peak>>20, after>>20, exit), nil
 }
