@@ -7,6 +7,7 @@ replace github.com/tokenprobe/tokenprobe => ../
 require (
 	github.com/argoproj/argo-rollouts v1.10.1
 	github.com/fluxcd/flagger v1.36.1
+	github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring v0.85.0
 	github.com/slok/sloth v0.12.0
 	github.com/tokenprobe/tokenprobe v0.0.0-00010101000000-000000000000
 	gopkg.in/yaml.v3 v3.0.1

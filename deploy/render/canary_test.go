@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -10,9 +11,22 @@ import (
 	flagger "github.com/fluxcd/flagger/pkg/apis/flagger/v1beta1"
 	sloth "github.com/slok/sloth/pkg/prometheus/api/v1"
 	yaml3 "gopkg.in/yaml.v3"
+	"sigs.k8s.io/yaml"
 
 	"github.com/tokenprobe/tokenprobe/alerts"
 )
+
+// strict decodes a YAML document into v as the API server's strict field
+// validation reads it: a field v's type lacks is an error.
+func strict(doc []byte, v any) error {
+	j, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
 
 // The canary templates decode into the Argo Rollouts and Flagger API
 // types with no unknown field, and say what the rules say.

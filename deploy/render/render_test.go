@@ -9,9 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"sigs.k8s.io/yaml"
@@ -20,68 +24,17 @@ import (
 	"github.com/tokenprobe/tokenprobe/internal/config"
 )
 
-// Minimal shapes of the Prometheus Operator resources: unknown fields are
-// errors here too.
-type monitor struct {
-	APIVersion string         `json:"apiVersion"`
-	Kind       string         `json:"kind"`
-	Metadata   map[string]any `json:"metadata"`
-	Spec       struct {
-		// ScrapeClassicHistograms is prometheus-operator's spec-level field
-		// (NativeHistogramConfig); it is not valid inside an endpoint.
-		ScrapeClassicHistograms *bool          `json:"scrapeClassicHistograms"`
-		Selector                map[string]any `json:"selector"`
-		Endpoints               []struct {
-			Port            string   `json:"port"`
-			Interval        string   `json:"interval"`
-			ScrapeProtocols []string `json:"scrapeProtocols"`
-		} `json:"endpoints"`
-	} `json:"spec"`
-}
-
-type rule struct {
-	APIVersion string         `json:"apiVersion"`
-	Kind       string         `json:"kind"`
-	Metadata   map[string]any `json:"metadata"`
-	Spec       struct {
-		Groups []struct {
-			Name  string           `json:"name"`
-			Rules []map[string]any `json:"rules"`
-		} `json:"groups"`
-	} `json:"spec"`
-}
-
-type amConfig struct {
-	APIVersion string         `json:"apiVersion"`
-	Kind       string         `json:"kind"`
-	Metadata   map[string]any `json:"metadata"`
-	Spec       struct {
-		InhibitRules []struct {
-			SourceMatch []struct{ Name, Value, MatchType string } `json:"sourceMatch"`
-			TargetMatch []struct{ Name, Value, MatchType string } `json:"targetMatch"`
-			Equal       []string                                  `json:"equal"`
-		} `json:"inhibitRules"`
-	} `json:"spec"`
-}
-
-func strict(doc []byte, v any) error {
-	j, err := yaml.YAMLToJSON(doc)
-	if err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(j))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
-}
-
-// decodeAll decodes every rendered object with the Kubernetes API types
-// (unknown fields are errors) and returns them by kind.
+// decodeAll decodes every rendered object with its own API's Go types,
+// Kubernetes' and prometheus-operator's (unknown fields are errors: the
+// API server drops them or refuses them), and returns them by kind.
 func decodeAll(t *testing.T, stream string) map[string][]any {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	_ = corev1.AddToScheme(scheme)
 	_ = appsv1.AddToScheme(scheme)
 	_ = batchv1.AddToScheme(scheme)
+	_ = monitoringv1.AddToScheme(scheme)
+	_ = monitoringv1alpha1.AddToScheme(scheme)
 	codec := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
 	out := map[string][]any{}
 	for _, doc := range strings.Split(stream, "\n---\n") {
@@ -93,32 +46,11 @@ func decodeAll(t *testing.T, stream string) map[string][]any {
 		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
 			t.Fatalf("%v\n%s", err, doc)
 		}
-		switch meta.Kind {
-		case "ServiceMonitor":
-			var m monitor
-			if err := strict([]byte(doc), &m); err != nil {
-				t.Fatalf("ServiceMonitor: %v", err)
-			}
-			out[meta.Kind] = append(out[meta.Kind], m)
-		case "AlertmanagerConfig":
-			var c amConfig
-			if err := strict([]byte(doc), &c); err != nil {
-				t.Fatalf("AlertmanagerConfig: %v", err)
-			}
-			out[meta.Kind] = append(out[meta.Kind], c)
-		case "PrometheusRule":
-			var r rule
-			if err := strict([]byte(doc), &r); err != nil {
-				t.Fatalf("PrometheusRule: %v", err)
-			}
-			out[meta.Kind] = append(out[meta.Kind], r)
-		default:
-			obj, _, err := codec.Decode([]byte(doc), nil, nil)
-			if err != nil {
-				t.Fatalf("%s: %v\n%s", meta.Kind, err, doc)
-			}
-			out[meta.Kind] = append(out[meta.Kind], obj)
+		obj, _, err := codec.Decode([]byte(doc), nil, nil)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", meta.Kind, err, doc)
 		}
+		out[meta.Kind] = append(out[meta.Kind], obj)
 	}
 	return out
 }
@@ -179,22 +111,22 @@ func TestExampleValues(t *testing.T) {
 	}
 	// The inhibitions beside the rules: every one of alerts/alertmanager.yaml,
 	// its matchers as the operator spells them.
-	am := objs["AlertmanagerConfig"][0].(amConfig)
+	am := objs["AlertmanagerConfig"][0].(*monitoringv1alpha1.AlertmanagerConfig)
 	if want := alerts.Inhibitions(); len(am.Spec.InhibitRules) != len(want) {
 		t.Errorf("%d inhibit rules, alerts ships %d", len(am.Spec.InhibitRules), len(want))
 	} else {
 		for i, r := range am.Spec.InhibitRules {
 			m := r.SourceMatch[0]
-			if got := m.Name + m.MatchType + `"` + m.Value + `"`; got != want[i].Source[0] || !slices.Equal(r.Equal, want[i].Equal) {
+			if got := m.Name + string(m.MatchType) + `"` + m.Value + `"`; got != want[i].Source[0] || !slices.Equal(r.Equal, want[i].Equal) {
 				t.Errorf("inhibit rule %d: source %s equal %v, want %s equal %v", i, got, r.Equal, want[i].Source[0], want[i].Equal)
 			}
 		}
 	}
 	// Native histograms first, and the classic buckets kept beside them:
 	// without the flag Prometheus drops them (issue 24).
-	if sm := objs["ServiceMonitor"][0].(monitor); sm.Spec.ScrapeClassicHistograms == nil || !*sm.Spec.ScrapeClassicHistograms ||
-		sm.Spec.Endpoints[0].ScrapeProtocols[0] != "PrometheusProto" {
-		t.Errorf("ServiceMonitor keeps classic histograms: %v, protocols %v", sm.Spec.ScrapeClassicHistograms, sm.Spec.Endpoints[0].ScrapeProtocols)
+	if sm := objs["ServiceMonitor"][0].(*monitoringv1.ServiceMonitor); sm.Spec.ScrapeClassicHistograms == nil || !*sm.Spec.ScrapeClassicHistograms ||
+		len(sm.Spec.ScrapeProtocols) == 0 || sm.Spec.ScrapeProtocols[0] != monitoringv1.PrometheusProto {
+		t.Errorf("ServiceMonitor keeps classic histograms: %v, protocols %v", sm.Spec.ScrapeClassicHistograms, sm.Spec.ScrapeProtocols)
 	}
 	sec := objs["Secret"][0].(*corev1.Secret)
 	if sec.StringData["OPENAI_API_KEY"] == "" || sts.Spec.Template.Spec.Containers[0].EnvFrom[0].SecretRef.Name != sec.Name {
@@ -210,7 +142,7 @@ func TestExampleValues(t *testing.T) {
 	if _, err := config.Parse("configmap/tokenprobe.yaml", []byte(cm.Data["tokenprobe.yaml"])); err != nil {
 		t.Fatalf("the example configuration is invalid: %v", err)
 	}
-	pr := objs["PrometheusRule"][0].(rule)
+	pr := objs["PrometheusRule"][0].(*monitoringv1.PrometheusRule)
 	if want := len(alerts.Generate(alerts.Defaults()).Groups); len(pr.Spec.Groups) != want {
 		t.Errorf("%d rule groups, the rule file has %d", len(pr.Spec.Groups), want)
 	}
@@ -294,15 +226,14 @@ func TestLocationAndQuorum(t *testing.T) {
 		t.Errorf("args %v", args)
 	}
 	quorums := 0
-	for _, g := range objs["PrometheusRule"][0].(rule).Spec.Groups {
+	for _, g := range objs["PrometheusRule"][0].(*monitoringv1.PrometheusRule).Spec.Groups {
 		for _, r := range g.Rules {
-			name, _ := r["alert"].(string)
+			name := r.Alert
 			if !strings.HasSuffix(name, "Quorum") {
 				continue
 			}
 			quorums++
-			expr, _ := r["expr"].(string)
-			desc, _ := r["annotations"].(map[string]any)["description"].(string)
+			expr, desc := r.Expr.String(), r.Annotations["description"]
 			if !strings.HasSuffix(strings.TrimSpace(expr), ")) >= 3") || !strings.Contains(desc, "(at least 3)") {
 				t.Errorf("%s asks for another quorum than 3:\n%s\n%s", name, expr, desc)
 			}
@@ -327,13 +258,14 @@ func TestLocationAndQuorum(t *testing.T) {
 // strictly into batch/v1. Without study.enabled, neither.
 func TestStudyJobs(t *testing.T) {
 	values := t.TempDir() + "/v.yaml"
-	_ = os.WriteFile(values, []byte("study: {enabled: true, shards: 3, profile: capacity, startAt: '2026-11-25T10:00:00Z', artifactsClaim: study-artifacts}\n"), 0o644)
+	_ = os.WriteFile(values, []byte("study: {enabled: true, shards: 3, profile: capacity, startAt: '2026-11-25T10:00:00Z', artifactsClaim: study-artifacts}\nserviceMonitor: {enabled: true}\n"), 0o644)
 	out, err := Chart("../helm/tokenprobe", values, "tokenprobe", "monitoring")
 	if err != nil {
 		t.Fatal(err)
 	}
+	objs := decodeAll(t, out)
 	jobs := map[string]*batchv1.Job{}
-	for _, o := range decodeAll(t, out)["Job"] {
+	for _, o := range objs["Job"] {
 		j := o.(*batchv1.Job)
 		jobs[j.Name] = j
 	}
@@ -358,6 +290,24 @@ func TestStudyJobs(t *testing.T) {
 		v := j.Spec.Template.Spec.Volumes
 		if len(v) != 2 || v[1].PersistentVolumeClaim == nil || v[1].PersistentVolumeClaim.ClaimName != "study-artifacts" {
 			t.Errorf("%s volumes %+v", j.Name, v)
+		}
+	}
+	// The daemon's Service and ServiceMonitor select its pods and no
+	// shard's: a shard listed as the daemon's endpoint is scraped as one.
+	sel := labels.SelectorFromSet(objs["Service"][0].(*corev1.Service).Spec.Selector)
+	smSel, err := metav1.LabelSelectorAsSelector(&objs["ServiceMonitor"][0].(*monitoringv1.ServiceMonitor).Spec.Selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sel.Matches(labels.Set(objs["StatefulSet"][0].(*appsv1.StatefulSet).Spec.Template.Labels)) {
+		t.Error("the Service does not select the daemon's pods")
+	}
+	if !smSel.Matches(labels.Set(objs["Service"][0].(*corev1.Service).Labels)) {
+		t.Error("the ServiceMonitor does not select the daemon's Service")
+	}
+	for _, j := range []*batchv1.Job{study, merge} {
+		if l := labels.Set(j.Spec.Template.Labels); sel.Matches(l) {
+			t.Errorf("the daemon's Service selects %s's pods (%v)", j.Name, l)
 		}
 	}
 	// Without a claim the chart says what is missing.

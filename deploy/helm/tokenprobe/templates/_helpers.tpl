@@ -15,6 +15,16 @@ app.kubernetes.io/name: {{ .Chart.Name }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
+{{- /* A study's pods: the daemon's Service and ServiceMonitor select
+name and instance, so these carry another name (changing the daemon's
+selector instead would make its StatefulSet's immutable selector refuse
+an upgrade). */ -}}
+{{- define "tokenprobe.studyLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}-study
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
 {{- define "tokenprobe.secretName" -}}
 {{- if .Values.existingSecret }}{{ .Values.existingSecret }}{{ else }}{{ include "tokenprobe.fullname" . }}{{ end }}
 {{- end }}
