@@ -569,7 +569,25 @@ func (o Options) latencyAlerts() []Rule {
 			o.window(7*24*time.Hour), o.window(7*24*time.Hour)), "C", o.m("tokenprobe_run_last_capacity_at_slo")),
 		"Capacity at SLO of {{ $labels.endpoint }} ({{ $labels.profile }}) fell below half its 7-day level",
 		"The last sweep meets its SLO objective up to load level {{ $value }} only, under half the median of the last 7 days: a deploy, a config change or lost replicas cut capacity.")
-	return []Rule{cliff, tail, capacity,
+	// A prefix-cache probe's run is broken only when the whole interval
+	// of its warm requests' speed-up is under its bar and the probe was
+	// not starved (stats.PrefixCache): the first such run fires. It stays
+	// firing through runs that cannot tell, for an hour, and resolves at
+	// the first run that finds the cache working: one alert per breakage,
+	// not one per run. A ticket: users feel it in TTFT, which the SLO
+	// pages watch; this one names the cause.
+	verdict := func(v string) string {
+		return o.m("tokenprobe_run_last_prefix_cache_verdict", `verdict="`+v+`"`)
+	}
+	cache := o.alert("TokenprobePrefixCacheBroken", "ticket",
+		fmt.Sprintf(`max without (verdict) (max_over_time(%s[%s])) == 1 unless on (%s) max without (verdict) (%s) == 1`,
+			verdict("broken"), o.window(time.Hour), by, verdict("working")),
+		"The prefix cache of {{ $labels.endpoint }} ({{ $labels.profile }}) is not working",
+		`Requests that repeat a long prefix at once are no faster than those with a new one: the warm request's speed-up over its cold and fresh neighbours is under the profile's bar with 95% confidence`+
+			`{{ with printf "tokenprobe_run_last_prefix_cache_speedup_ratio{profile=%q,endpoint=%q,location=%q}" $labels.profile $labels.endpoint (or $labels.location "") | query }} (the last run: {{ . | first | value | printf "%.2f" }}x`+
+			`{{ with printf "tokenprobe_run_last_prefix_cache_speedup_interval_ratio{profile=%q,endpoint=%q,location=%q,bound=\"high\"}" $labels.profile $labels.endpoint (or $labels.location "") | query }}, at most {{ . | first | value | printf "%.2f" }}x{{ end }}){{ end }}. `+
+			"Every long shared prompt (system prompts, agent histories) pays its full prefill: a server flag (vLLM --enable-prefix-caching, llama.cpp cache_prompt), a router no longer sending a prompt to the replica that holds its prefix, or a restart. The run's report has cold, warm and fresh TTFT and the cached tokens the server reported.")
+	return []Rule{cliff, tail, capacity, cache,
 		o.alert("TokenprobeQueueingWithIdleGPUs", "info",
 			`ALERTS{alertname="TokenprobeTTFTCliff",alertstate="firing"} and on () (avg(DCGM_FI_PROF_SM_ACTIVE) < 0.3)`,
 			"TTFT cliff on {{ $labels.endpoint }} while the GPUs are mostly idle",

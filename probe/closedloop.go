@@ -86,6 +86,9 @@ func (r *Run) next(stop, ctx context.Context, index int, st Stage, scheduled tim
 	if r.Sessions != nil {
 		return r.session(stop, ctx, index, st, scheduled, r.Sessions.NextSession(), warmup, out)
 	}
+	if r.PrefixCache != nil {
+		return r.triple(stop, ctx, index, st, scheduled, r.PrefixCache.NextTriple(), warmup, out)
+	}
 	var p client.Prompt
 	select {
 	case p = <-prompts:
@@ -95,6 +98,34 @@ func (r *Run) next(stop, ctx context.Context, index int, st Stage, scheduled tim
 	res := r.one(ctx, index, st, scheduled, p, warmup)
 	out <- res
 	return res
+}
+
+// triple sends a prefix-cache probe's three requests one after the other,
+// each as soon as the one before it has ended: the warm one finds its
+// prefix as fresh in the server's cache as it can be. All three are
+// encoded before the first is sent. A request that fails ends the triple
+// (its TTFTs cannot be compared); so does the end of the stage. It returns
+// the last request it sent.
+func (r *Run) triple(stop, ctx context.Context, index int, st Stage, scheduled time.Time, ps [3]client.Prompt, warmup bool, out chan<- *result.Request) (last *result.Request) {
+	for i := range ps {
+		ps[i].Extra = r.Extra
+		_ = client.Encode(r.Endpoint, &ps[i]) // on error Do encodes again and reports it
+	}
+	for i, p := range ps {
+		if i > 0 {
+			if stop.Err() != nil || ctx.Err() != nil {
+				return last
+			}
+			scheduled = time.Now()
+		}
+		res := r.one(ctx, index, st, scheduled, p, warmup)
+		out <- res
+		last = res
+		if !res.Measured() {
+			return last
+		}
+	}
+	return last
 }
 
 // session sends a session's turns one after the other, each after its

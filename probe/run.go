@@ -33,7 +33,11 @@ type Run struct {
 	// request of the plan becomes a session whose turns are sent in order,
 	// each with the conversation before it.
 	Sessions workload.SessionSource
-	SLO      slo.Set
+	// PrefixCache, when set, replaces Workload with a prefix-cache probe's
+	// triples: each request of the plan becomes a triple, its three
+	// requests sent one after the other (cold, warm, fresh).
+	PrefixCache *workload.PrefixCache
+	SLO         slo.Set
 	// Checks judge every answer; the zero Set checks that the answer's
 	// model is the one asked for.
 	Checks check.Set
@@ -166,6 +170,9 @@ func (r *Run) Execute(parent context.Context) (stats.Summary, error) {
 	defer health.End()
 	all := stats.NewAggregator(r.Profile, r.Endpoint.Name, r.Endpoint.Model, r.Plan.Level(), r.SLO.Objective)
 	all.SetMaxWrongRatio(r.MaxWrongRatio)
+	if r.PrefixCache != nil {
+		all.SetPrefixCache(r.PrefixCache.MinSpeedup)
+	}
 	levels := newLevelGroups(r)
 	results := make(chan *result.Request, 1024)
 	collected := make(chan struct{})
@@ -325,7 +332,7 @@ func (r *Run) phase(send, ctx context.Context, index int, st Stage, warmup bool,
 	// the first are ready. A session's later turns wait for its answers:
 	// nothing to prepare.
 	var prompts <-chan client.Prompt
-	if r.Sessions == nil {
+	if r.Sessions == nil && r.PrefixCache == nil {
 		var stopPrompts func()
 		prompts, stopPrompts = r.prepare(send, st.Requests)
 		defer stopPrompts()

@@ -31,6 +31,7 @@ var foreignFlags = map[string]string{
 	"set": "helm", "values": "helm", "namespace": "helm", "create-namespace": "helm", "timeout": "helm",
 	"rm": "docker", "network": "docker", "build-arg": "docker", "count": "go test", "run": "go test",
 	"tool": "valgrind", "callgrind-out-file": "valgrind", "query-gpu": "nvidia-smi", "format": "nvidia-smi", "lms": "nvidia-smi", "served-model-name": "vllm serve", "alias": "llama-server", "host": "llama-server", "no-jinja": "llama-server", "chat-template": "llama-server", "force-dummy-tokenizer": "llm-d-inference-sim",
+	"enable-prefix-caching": "vllm serve", "disable-radix-cache": "sglang", "enable-kvcache": "llm-d-inference-sim", "prefill-time-per-token": "llm-d-inference-sim", "block-size": "llm-d-inference-sim", "prefill-overhead": "llm-d-inference-sim",
 }
 
 var (

@@ -305,6 +305,9 @@ func cliff() *dashboard.DashboardBuilder {
 	b.WithPanel(ts("Server load by load level (last run)", "The server's own running and waiting requests and KV cache usage at each load level of the last run (tokenprobe_run_last_server_requests, tokenprobe_run_last_server_kv_cache_usage_ratio; endpoints with server_metrics): waiting leaves 0 at the level where TTFT leaves its floor.", "short",
 		q(fmt.Sprintf(`max by (load_level, state) (tokenprobe_run_last_server_requests{%s})`, runSel), "{{state}} at load {{load_level}}"),
 		q(fmt.Sprintf(`max by (load_level) (tokenprobe_run_last_server_kv_cache_usage_ratio{%s}) * 100`, runSel), "KV cache % at load {{load_level}}")))
+	b.WithPanel(ts("Prefix cache speed-up (last run)", "For prefix_cache profiles: how many times faster than uncached the warm request of each triple was in the last run (tokenprobe_run_last_prefix_cache_speedup_ratio), with its 95% interval (tokenprobe_run_last_prefix_cache_speedup_interval_ratio). Near 1 the cache does nothing: TokenprobePrefixCacheBroken opens a ticket once the whole interval is under the profile's min_speedup.", "x",
+		q(fmt.Sprintf(`tokenprobe_run_last_prefix_cache_speedup_ratio{%s}`, runSel), "speed-up {{profile}}"),
+		q(fmt.Sprintf(`tokenprobe_run_last_prefix_cache_speedup_interval_ratio{%s}`, runSel), "{{bound}} {{profile}}")))
 	serverVariable(b)
 	serverPanels(b)
 	return b

@@ -36,6 +36,7 @@ type Exporter struct {
 	objective, info, next, aborts, capacity, cliff, breakdown, dominant, served         *prometheus.GaugeVec
 	dominantByLevel                                                                     *prometheus.GaugeVec
 	serverRequests, serverKV, attInterval, probeDelay, probeStarved, failing, clock     *prometheus.GaugeVec
+	cacheSpeedup, cacheInterval, cacheVerdict                                           *prometheus.GaugeVec
 	rateLimit                                                                           [3]*prometheus.GaugeVec // by ratelimit.Field
 	cost                                                                                *prometheus.CounterVec
 	checks                                                                              *prometheus.CounterVec
@@ -127,6 +128,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	e.served, e.clock = gauge(catalog.RunLastServedModel), gauge(catalog.ServerTTFTClock)
 	e.serverRequests, e.serverKV = gauge(catalog.RunLastServerRequests), gauge(catalog.RunLastServerKVCache)
 	e.attInterval, e.probeDelay, e.probeStarved = gauge(catalog.RunLastAttainmentInterval), gauge(catalog.RunLastProbeDelay), gauge(catalog.RunLastProbeStarved)
+	e.cacheSpeedup, e.cacheInterval, e.cacheVerdict = gauge(catalog.RunLastPrefixCacheSpeedup), gauge(catalog.RunLastPrefixCacheInterval), gauge(catalog.RunLastPrefixCacheVerdict)
 	e.rateLimit = [3]*prometheus.GaugeVec{ratelimit.Limit: gauge(catalog.RateLimitLimit), ratelimit.Remaining: gauge(catalog.RateLimitRemaining), ratelimit.Reset: gauge(catalog.RateLimitReset)}
 	e.dropped.WithLabelValues("otlp") // at 0 without an OTLP push too: nothing dropped
 	e.otlpDropped = counter(catalog.OTLPDropped)
@@ -140,6 +142,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 		e.runs, e.skipped, e.dropped, e.otlpDropped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr,
 		e.objective, e.info, e.next, e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.served, e.serverRequests, e.serverKV, e.reloadOK, e.reloadTime, e.artifactFailures,
 		e.attInterval, e.probeDelay, e.probeStarved, e.failing, e.clock, e.dominantByLevel,
+		e.cacheSpeedup, e.cacheInterval, e.cacheVerdict,
 		e.rateLimit[0], e.rateLimit[1], e.rateLimit[2], e.cost, (*liveCollector)(e), probeDelayCollector{},
 	} {
 		if err := reg.Register(c); err != nil {
@@ -443,6 +446,7 @@ func (e *Exporter) RunFinished(run *probe.Run, f probe.Finished) {
 	} else {
 		e.attInterval.DeletePartialMatch(prometheus.Labels{"profile": k.profile, "endpoint": k.endpoint})
 	}
+	e.setPrefixCache(lv, s.PrefixCache)
 	if p := s.Probe; p != nil {
 		e.probeDelay.WithLabelValues(lv...).Set(p.DelayP99Ms / 1000)
 		starved := 0.0
@@ -704,6 +708,7 @@ func (e *Exporter) Forget(profile, endpoint string) {
 		e.runs, e.skipped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr, e.objective, e.info, e.next,
 		e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.served, e.serverRequests, e.serverKV, e.artifactFailures,
 		e.attInterval, e.probeDelay, e.probeStarved, e.failing, e.clock, e.dominantByLevel,
+		e.cacheSpeedup, e.cacheInterval, e.cacheVerdict,
 		e.rateLimit[0], e.rateLimit[1], e.rateLimit[2], e.cost,
 	} {
 		v.DeletePartialMatch(match)
@@ -765,5 +770,31 @@ func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, inFlight, k.profile, k.endpoint)
 		ch <- prometheus.MustNewConstMetric(targetConcDesc, prometheus.GaugeValue, conc, k.profile, k.endpoint)
 		ch <- prometheus.MustNewConstMetric(targetRateDesc, prometheus.GaugeValue, rate, k.profile, k.endpoint)
+	}
+}
+
+// setPrefixCache exports a prefix-cache probe's last verdict: its
+// speed-up where a triple was complete, its interval where two were, and
+// the verdict as a state set.
+func (e *Exporter) setPrefixCache(lv []string, pc *stats.PrefixCache) {
+	match := prometheus.Labels{"profile": lv[0], "endpoint": lv[1]}
+	if pc == nil {
+		return
+	}
+	e.cacheSpeedup.DeletePartialMatch(match)
+	e.cacheInterval.DeletePartialMatch(match)
+	if pc.Triples > 0 {
+		e.cacheSpeedup.WithLabelValues(lv...).Set(pc.Speedup)
+	}
+	if pc.Triples > 1 {
+		e.cacheInterval.WithLabelValues(plus(lv, "low")...).Set(pc.Interval.Low)
+		e.cacheInterval.WithLabelValues(plus(lv, "high")...).Set(pc.Interval.High)
+	}
+	for _, v := range []stats.Outcome{stats.CacheWorking, stats.CacheBroken, stats.Undecided} {
+		on := 0.0
+		if pc.Verdict == v {
+			on = 1
+		}
+		e.cacheVerdict.WithLabelValues(plus(lv, string(v))...).Set(on)
 	}
 }

@@ -789,3 +789,52 @@ func TestDominantPhaseByLevel(t *testing.T) {
 		t.Fatalf("a run without a breakdown left %d series", n)
 	}
 }
+
+// A prefix-cache run's verdict is a state set of three, its speed-up and
+// interval beside it; a run with one triple has no interval, and a
+// profile that is no prefix-cache probe has none of these series.
+func TestPrefixCacheVerdictOfTheLastRun(t *testing.T) {
+	reg, e := feed(t)
+	run := &probe.Run{Profile: "cache", Endpoint: &client.Endpoint{Name: "ls"}}
+	values := func() map[string]float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]float64{}
+		for _, mf := range mfs {
+			if !strings.HasPrefix(mf.GetName(), "tokenprobe_run_last_prefix_cache_") {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				key := strings.TrimPrefix(mf.GetName(), "tokenprobe_run_last_prefix_cache_")
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "verdict" || l.GetName() == "bound" {
+						key += "/" + l.GetValue()
+					}
+				}
+				out[key] = m.GetGauge().GetValue()
+			}
+		}
+		return out
+	}
+	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{PrefixCache: &stats.PrefixCache{Triples: 8, Speedup: 0.94,
+		Interval: stats.Interval{Low: 0.77, High: 1.14}, MinSpeedup: 1.25, Verdict: stats.CacheBroken}}, Verdict: probe.Passed})
+	want := map[string]float64{"speedup_ratio": 0.94, "speedup_interval_ratio/low": 0.77, "speedup_interval_ratio/high": 1.14,
+		"verdict/broken": 1, "verdict/working": 0, "verdict/not_enough_evidence": 0}
+	if got := values(); !maps.Equal(got, want) {
+		t.Fatalf("series %v, want %v", got, want)
+	}
+	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{PrefixCache: &stats.PrefixCache{Triples: 1, Speedup: 2, MinSpeedup: 1.25, Verdict: stats.Undecided}}, Verdict: probe.Passed})
+	want = map[string]float64{"speedup_ratio": 2, "verdict/broken": 0, "verdict/working": 0, "verdict/not_enough_evidence": 1}
+	if got := values(); !maps.Equal(got, want) {
+		t.Fatalf("after one triple, series %v, want %v", got, want)
+	}
+	other := &probe.Run{Profile: "chat", Endpoint: &client.Endpoint{Name: "ls"}}
+	e.Forget("cache", "")
+	e.RunFinished(other, probe.Finished{Summary: &stats.Summary{}, Verdict: probe.Passed})
+	if got := values(); len(got) != 0 {
+		t.Fatalf("a profile without prefix_cache has %v", got)
+	}
+}

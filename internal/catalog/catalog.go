@@ -210,6 +210,12 @@ var (
 		Help: "The probe's own delay p99 over the last run: how late its timer wake-ups came, the delay any timestamp it took could have had (tokenprobe_probe_scheduling_delay_seconds, over the run)."}
 	RunLastProbeStarved = Metric{Name: "tokenprobe_run_last_probe_starved", Type: Gauge, Unit: "boolean", Labels: RunLabels,
 		Help: "1 when the probe could not vouch for the last run's timing: its own delay p99 was over a tenth of the run's median TTFT (and over 2 ms), or the hypervisor took a tenth of the CPU; the run page says which. A miss within the probe's delay is not counted against the server."}
+	RunLastPrefixCacheSpeedup = Metric{Name: "tokenprobe_run_last_prefix_cache_speedup_ratio", Type: Gauge, Unit: "ratio", Labels: RunLabels,
+		Help: "How many times faster than uncached a prefix-cache probe's warm requests were in its last run: the geometric mean over its triples of the cold and fresh requests' TTFT over the warm one's (prefix_cache profiles only)."}
+	RunLastPrefixCacheInterval = Metric{Name: "tokenprobe_run_last_prefix_cache_speedup_interval_ratio", Type: Gauge, Unit: "ratio", Labels: with(RunLabels, "bound"),
+		Help: "The 95% interval of tokenprobe_run_last_prefix_cache_speedup_ratio (Student's t over the triples' logarithms), bound low or high: the cache works when low is at or above the profile's min_speedup, is broken when high is under it."}
+	RunLastPrefixCacheVerdict = Metric{Name: "tokenprobe_run_last_prefix_cache_verdict", Type: Gauge, Unit: "boolean", Labels: with(RunLabels, "verdict"),
+		Help: "1 for the last run's prefix-cache verdict (verdict working, broken or not_enough_evidence), 0 for the other two: broken only when the whole interval is under min_speedup and the probe was not starved."}
 	RunObjective = Metric{Name: "tokenprobe_slo_objective_ratio", Type: Gauge, Unit: "ratio", Labels: RunLabels,
 		Help: "The profile's SLO objective (fraction of requests that must be good); 0 when none."}
 	ProfileInfo = Metric{Name: "tokenprobe_profile_info", Type: Gauge, Unit: "info", Labels: []string{"profile", "endpoint", "model", "url", "api", "server_instance"},
@@ -244,6 +250,7 @@ var All = []Metric{
 	Runs, RunsSkipped, RunsAbortedInARow, EndpointFailing, RunNext, RunLastTimestamp, RunLastSuccess, RunLastPassed, RunLastDuration,
 	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunLastCapacity, RunLastCliff, RunLastTTFTBreakdown, RunLastTTFTDominant, RunLastTTFTDominantByLevel, RunLastServedModel, ServerTTFTClock,
 	RunLastServerRequests, RunLastServerKVCache, RunLastAttainmentInterval, RunLastProbeDelay, RunLastProbeStarved,
+	RunLastPrefixCacheSpeedup, RunLastPrefixCacheInterval, RunLastPrefixCacheVerdict,
 	RunObjective, ProfileInfo,
 	ConfigReloadOK, ConfigReloadTime, ArtifactFailures, WebRefused, Dropped, ProbeDelay, OTLPDropped,
 }

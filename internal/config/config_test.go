@@ -194,3 +194,30 @@ func TestPricesAndBudgetsAreFiniteAndInRange(t *testing.T) {
 		t.Errorf("a dear model's price: %v", err)
 	}
 }
+
+// A prefix_cache profile takes its defaults and sets its own load: one
+// triple at a time, prefix_cache.triples of them, short answers.
+func TestPrefixCacheDefaults(t *testing.T) {
+	cfg, err := Parse("cache.yaml", []byte(`endpoints: [{name: vllm, base_url: "http://vllm:8000", model: m}]
+profiles:
+  - name: cache
+    prefix_cache: {}
+  - name: longer
+    prefix_cache: {prefix_tokens: 4096, triples: 20, min_speedup: 2}
+    workload: {output_tokens: {mean: 1}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Profiles[0]
+	if pc := p.PrefixCache; pc.PrefixTokens != DefaultPrefixTokens || pc.Triples != DefaultCacheTriples || pc.MinSpeedup != DefaultMinSpeedup {
+		t.Errorf("defaults %+v", pc)
+	}
+	if st := p.Load.Stage; st.Concurrency != 1 || st.Requests != DefaultCacheTriples || st.Duration != 0 || p.Workload.OutputTokens.Mean != DefaultCacheOutTokens {
+		t.Errorf("load %+v, output tokens %d", st, p.Workload.OutputTokens.Mean)
+	}
+	q := cfg.Profiles[1]
+	if q.PrefixCache.PrefixTokens != 4096 || q.Load.Stage.Requests != 20 || q.Workload.OutputTokens.Mean != 1 || q.PrefixCache.MinSpeedup != 2 {
+		t.Errorf("given values %+v, load %+v, output %d", q.PrefixCache, q.Load.Stage, q.Workload.OutputTokens.Mean)
+	}
+}

@@ -188,6 +188,26 @@ func (c *Config) defaults() {
 					st.Arrival = "gamma"
 				}
 			}
+		case p.PrefixCache != nil:
+			pc := p.PrefixCache
+			if pc.PrefixTokens == 0 {
+				pc.PrefixTokens = DefaultPrefixTokens
+			}
+			if pc.Triples == 0 {
+				pc.Triples = DefaultCacheTriples
+			}
+			if pc.MinSpeedup == 0 {
+				pc.MinSpeedup = DefaultMinSpeedup
+			}
+			// One triple at a time, the plan's requests being triples.
+			pc.loadGiven = !reflect.ValueOf(p.Load).IsZero()
+			pc.inputGiven = p.Workload.InputTokens != (Tokens{})
+			if !pc.loadGiven {
+				p.Load.Stage = Stage{Concurrency: 1, Requests: pc.Triples}
+			}
+			if p.Workload.OutputTokens.Mean == 0 {
+				p.Workload.OutputTokens.Mean = DefaultCacheOutTokens
+			}
 		case len(p.Load.Stages) == 0 && p.Workload.Trace == nil:
 			p.Load.Stage.defaults()
 		}
@@ -387,6 +407,42 @@ func (c *Config) validate(l *locator, dir string) {
 		}
 		p.SLO.validate(l, path+".slo")
 		p.Failure.validate(l, path+".failure")
+		if pc := p.PrefixCache; pc != nil {
+			pc.validate(l, path, p, c)
+		}
+	}
+}
+
+// validate checks a prefix-cache probe's bounds, and that nothing else in
+// its profile sets what it sets itself or cannot be compared by TTFT.
+func (pc *PrefixCache) validate(l *locator, path string, p *Profile, c *Config) {
+	pcPath := path + ".prefix_cache"
+	if pc.PrefixTokens < 16 || pc.PrefixTokens > MaxPrefixTokens {
+		l.errf(pcPath+".prefix_tokens", "%d is not between 16 and %d", pc.PrefixTokens, MaxPrefixTokens)
+	}
+	if pc.Triples < 2 || pc.Triples > MaxCacheTriples {
+		l.errf(pcPath+".triples", "%d is not between 2 and %d (a verdict needs two triples for an interval)", pc.Triples, MaxCacheTriples)
+	}
+	if !(pc.MinSpeedup > 1 && pc.MinSpeedup <= MaxMinSpeedup) {
+		l.errf(pcPath+".min_speedup", "%v is not above 1 and at most %d (warm this many times faster than uncached)", pc.MinSpeedup, MaxMinSpeedup)
+	}
+	w := &p.Workload
+	switch {
+	case pc.loadGiven:
+		l.errf(path+".load", "a prefix_cache profile sends its triples one at a time, prefix_cache.triples of them: leave load out")
+	case pc.inputGiven:
+		l.errf(path+".workload.input_tokens", "a prefix_cache profile's prompts are its prefix_tokens and a short question: leave input_tokens out")
+	case w.Dataset != nil || w.Trace != nil:
+		l.errf(path+".workload", "a prefix_cache profile makes its own prompts: no dataset nor trace")
+	case w.Batch > 1 || w.Cancel.Fraction > 0:
+		l.errf(path+".workload", "a prefix_cache profile compares whole answers' TTFT: no batch nor cancel")
+	case w.Tokenizer != "":
+		l.errf(path+".workload.tokenizer", "a prefix_cache profile's prefix is vocabulary words, one token each in common vocabularies: no tokenizer")
+	}
+	for j, name := range p.Endpoints {
+		if e := c.Endpoint(name); e != nil && e.API == "embeddings" {
+			l.errf(fmt.Sprintf("%s.endpoints[%d]", path, j), "endpoint %q speaks embeddings, which has no first token: a prefix_cache profile needs a generating API", name)
+		}
 	}
 }
 

@@ -567,7 +567,39 @@ type Profile struct {
 	// Checks judge every answer, beside its timing: an answer that fails
 	// one is a wrong answer (docs/CONFIGURATION.md#checks).
 	Checks Checks `yaml:"checks"`
+	// PrefixCache, when set, makes the profile a prefix-cache probe: it
+	// sends triples of requests (a long prefix cold, the same prefix warm,
+	// a new one fresh) and judges whether the server's prefix cache
+	// works (docs/CONFIGURATION.md#prefix_cache).
+	PrefixCache *PrefixCache `yaml:"prefix_cache"`
 }
+
+// PrefixCache is a prefix-cache probe's shape and bar.
+type PrefixCache struct {
+	// PrefixTokens is the shared prefix's length (default 1024).
+	PrefixTokens int `yaml:"prefix_tokens"`
+	// Triples is how many triples a run sends (default 8): 3 requests
+	// each, one at a time.
+	Triples int `yaml:"triples"`
+	// MinSpeedup is how many times faster than uncached a warm request
+	// must be for the cache to work (default 1.25).
+	MinSpeedup float64 `yaml:"min_speedup"`
+
+	// loadGiven and inputGiven say the profile set a load or input
+	// lengths, which the probe sets itself: refused by validate.
+	loadGiven, inputGiven bool
+}
+
+// The prefix-cache probe's defaults and bounds.
+const (
+	DefaultPrefixTokens   = 1024
+	DefaultCacheTriples   = 8
+	DefaultMinSpeedup     = 1.25
+	DefaultCacheOutTokens = 8
+	MaxPrefixTokens       = 200_000
+	MaxCacheTriples       = 1000
+	MaxMinSpeedup         = 100
+)
 
 // Checks are a profile's answer checks. The model is checked unless
 // model is off; the rest only when set.

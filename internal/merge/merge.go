@@ -168,6 +168,9 @@ func join(shards []*Run) Merged {
 	slices.SortStableFunc(m.Records, func(a, b records.Record) int { return a.Start.Compare(b.Start) })
 	all := stats.NewAggregator(first.Profile, first.Endpoint, first.Model, 0, first.Objective)
 	all.SetMaxWrongRatio(first.MaxWrongRatio) // the shards' tolerance, as their runs had it
+	if pc := first.PrefixCache; pc != nil {
+		all.SetPrefixCache(pc.MinSpeedup) // each triple is one shard's: their ids stay apart
+	}
 	levels := map[float64]*stats.Aggregator{}
 	set := slo.FromValues(first.SLOThresholds, first.Objective)
 	for i := range m.Records {
@@ -264,6 +267,9 @@ func Request(rec *records.Record) (result.Request, slo.Verdict) {
 		}
 	}
 	r.Reason, _ = result.ParseReason(rec.Reason)
+	if rec.CacheTriple != nil {
+		r.CachePhase, r.CacheTriple = result.ParseCachePhase(rec.CachePhase), *rec.CacheTriple
+	}
 	if rec.InputSource == result.SourceUsage.String() {
 		r.InputSource = result.SourceUsage
 	}

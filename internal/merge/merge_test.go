@@ -209,3 +209,29 @@ func orZero(p *float64) *float64 {
 	}
 	return p
 }
+
+// A prefix-cache run merged alone keeps its verdict: the records say each
+// request's phase and triple, and the speed-up is computed again from
+// them.
+func TestPrefixCacheMergedIsItself(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "tokenprobe.yaml")
+	if err := os.WriteFile(p, []byte(`
+endpoints:
+  - name: sim
+    simulator: {slots: 4, decode_base: 1ms, prefill_base: 2ms, prefill_per_token: 20us, seed: 1}
+profiles:
+  - name: cache
+    prefix_cache: {prefix_tokens: 64, triples: 4}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := Load(run(t, p, 0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, got := runs[0].Summary.PrefixCache, Merge(runs)[0].Summary.PrefixCache
+	if want == nil || got == nil || want.Triples != 4 || got.Triples != want.Triples || got.Verdict != want.Verdict ||
+		math.Abs(got.Speedup-want.Speedup) > 1e-5*want.Speedup || got.MinSpeedup != want.MinSpeedup {
+		t.Fatalf("merged %+v, the run's %+v", got, want)
+	}
+}

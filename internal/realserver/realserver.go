@@ -117,7 +117,9 @@ func LLMDSim(t testing.TB, model string, args ...string) *Server {
 		t.Skipf("llm-d-inference-sim listens on every interface; keeping it to loopback needs unshare -n, which fails here: %v", err)
 	}
 	const inner = 8000 // its port inside its own namespace
-	s := &Server{t: t, name: "llm-d-inference-sim", Model: model, args: args, argv: func(int) []string {
+	// POD_IP names the pod in its KV-cache events; --enable-kvcache
+	// refuses to start without it.
+	s := &Server{t: t, name: "llm-d-inference-sim", Model: model, args: args, env: []string{"POD_IP=127.0.0.1"}, argv: func(int) []string {
 		return []string{"unshare", "-n", "--", "sh", "-c", `ip link set lo up && exec "$@"`, "sh",
 			bin, "--model", model, "--port", fmt.Sprint(inner), "--force-dummy-tokenizer"}
 	}}

@@ -142,6 +142,9 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 		}
 		kv("Wrong answers", "%.1f%% of the requests (tolerance %.1f%%: %s)", 100*s.WrongShare(), 100*s.MaxWrongRatio, state)
 	}
+	if pc := s.PrefixCache; pc != nil {
+		kv("Prefix cache", "%s", PrefixCacheLine(pc))
+	}
 	kv("Errors by reason", "%s", reasons(s.ByReason))
 	Failures(w, s.Failures, "  ")
 	if s.Currency != "" {
@@ -403,4 +406,27 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// PrefixCacheLine is a prefix-cache probe's verdict in one line: the warm
+// request's speed-up over its uncached neighbours with its interval, the
+// bar, and what the server said it read from its cache.
+func PrefixCacheLine(pc *stats.PrefixCache) string {
+	if pc.Triples == 0 {
+		return "NOT ENOUGH EVIDENCE: " + pc.Why
+	}
+	word := map[stats.Outcome]string{stats.CacheWorking: "WORKING", stats.CacheBroken: "BROKEN"}[pc.Verdict]
+	if word == "" {
+		word = "NOT ENOUGH EVIDENCE"
+	}
+	if pc.Why != "" {
+		word += " (" + pc.Why + ")"
+	}
+	line := fmt.Sprintf("warm %.2fx faster than uncached, 95%% interval %.2fx to %.2fx over %d triples (bar %.2gx): %s; TTFT p50 cold %s, warm %s, fresh %s",
+		pc.Speedup, pc.Interval.Low, pc.Interval.High, pc.Triples, pc.MinSpeedup, word,
+		stats.FormatMillis(pc.ColdTTFT), stats.FormatMillis(pc.WarmTTFT), stats.FormatMillis(pc.FreshTTFT))
+	if pc.ColdCached == 0 && pc.WarmCached == 0 {
+		return line + "; the server reported no cached tokens"
+	}
+	return line + fmt.Sprintf("; cached tokens the server reported, per request: cold %.0f, warm %.0f", pc.ColdCached, pc.WarmCached)
 }

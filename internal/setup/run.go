@@ -97,6 +97,10 @@ func NewRun(p *config.Profile, ep *client.Endpoint, c *client.Client, sinks ...p
 	if w.Batch > 1 {
 		run.Workload = workload.Batched{Source: run.Workload, N: w.Batch}
 	}
+	if pc := p.PrefixCache; pc != nil {
+		run.PrefixCache = workload.NewPrefixCache(pc.PrefixTokens,
+			workload.Lengths{Mean: w.OutputTokens.Mean, Stddev: w.OutputTokens.Stddev}, w.Streaming(), pc.MinSpeedup)
+	}
 	return run, nil
 }
 

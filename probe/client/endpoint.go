@@ -164,6 +164,10 @@ type Prompt struct {
 	Stream    bool
 	// History is the conversation before Text, for a session's later turns.
 	History []openai.Message
+	// CachePhase and CacheTriple are copied to the request's measurement
+	// (result.Request): its place in a prefix-cache probe's triple.
+	CachePhase  result.CachePhase
+	CacheTriple int
 	// Inputs are an embeddings batch's inputs after Text.
 	Inputs []string
 	// KeepText keeps the answer's text (Request.Answer), for a tokenizer to

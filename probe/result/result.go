@@ -9,6 +9,37 @@ import (
 	"github.com/tokenprobe/tokenprobe/probe/ratelimit"
 )
 
+// CachePhase is a prefix-cache probe's request's place in its triple: the
+// first use of a new prefix, the same prefix again at once, then another
+// new prefix of the same length.
+type CachePhase uint8
+
+const (
+	NoCache CachePhase = iota
+	CacheCold
+	CacheWarm
+	CacheFresh
+)
+
+var cachePhaseNames = [...]string{"", "cold", "warm", "fresh"}
+
+func (c CachePhase) String() string {
+	if int(c) < len(cachePhaseNames) {
+		return cachePhaseNames[c]
+	}
+	return ""
+}
+
+// ParseCachePhase is the phase String names (NoCache for any other text).
+func ParseCachePhase(s string) CachePhase {
+	for i, n := range cachePhaseNames {
+		if n == s {
+			return CachePhase(i)
+		}
+	}
+	return NoCache
+}
+
 // Outcome is how a request ended (METRICS.md section 2).
 type Outcome uint8
 
@@ -204,6 +235,11 @@ type Request struct {
 	// counts from 0); Session is empty for single requests. Never labels.
 	Session string
 	Turn    int
+	// CachePhase and CacheTriple place a request of a prefix-cache probe
+	// in its triple (probe/workload.PrefixCache); CachePhase is NoCache
+	// for every other request. Never labels.
+	CachePhase  CachePhase
+	CacheTriple int
 
 	Scheduled time.Time // when the load generator meant to send it
 	Start     time.Time // just before the HTTP request was issued

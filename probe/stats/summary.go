@@ -151,6 +151,9 @@ type Summary struct {
 	// Probe is how promptly the probe's own process ran during the run:
 	// the delay its timestamps could have had.
 	Probe *Probe `json:"probe,omitempty"`
+	// PrefixCache is a prefix-cache probe's verdict (nil for any other
+	// profile).
+	PrefixCache *PrefixCache `json:"prefix_cache,omitempty"`
 	// Verdict is VerdictLine, written into summary.json.
 	Verdict string `json:"verdict,omitempty"`
 	// MaxWrongRatio is the share of wrong answers the run tolerates
@@ -228,6 +231,10 @@ type Aggregator struct {
 	misses []float32
 	probe  *Probe
 	served map[string]int // by model name, at most maxServedNames
+	// triples are a prefix-cache probe's, by CacheTriple (nil for any
+	// other profile); cacheMin its bar.
+	triples  map[int]*cacheTriple
+	cacheMin float64
 }
 
 // Probe is how promptly the probe's own process ran over a run
@@ -476,6 +483,7 @@ func (a *Aggregator) Add(r *result.Request, v slo.Verdict) {
 	if r.HasTTFT() {
 		a.ttft.add(ms(r.TTFT))
 	}
+	a.addCache(r)
 	if r.HasTTST() {
 		a.ttst.add(ms(r.TTST))
 	}
@@ -549,11 +557,16 @@ func (a *Aggregator) Summary() Summary {
 			s.PerSLO[k.String()] = float64(a.met[k]) / float64(a.counted)
 		}
 	}
+	starved := ""
 	if a.probe != nil {
 		p := *a.probe
 		p.judge(&s)
 		s.Probe = &p
+		if p.Starved {
+			starved = p.Why
+		}
 	}
+	s.PrefixCache = a.prefixCache(starved)
 	s.Passed = s.Objective == 0
 	if s.Objective > 0 {
 		delay := 0.0

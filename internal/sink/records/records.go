@@ -23,11 +23,15 @@ type Record struct {
 	Profile   string `json:"profile"`
 	Endpoint  string `json:"endpoint"`
 	// Location is where the probe ran from (--probe.location).
-	Location      string    `json:"location,omitempty"`
-	Model         string    `json:"model"`
-	Level         float64   `json:"level"`
-	Session       string    `json:"session_id,omitempty"`
-	Turn          *int      `json:"turn,omitempty"`
+	Location string  `json:"location,omitempty"`
+	Model    string  `json:"model"`
+	Level    float64 `json:"level"`
+	Session  string  `json:"session_id,omitempty"`
+	Turn     *int    `json:"turn,omitempty"`
+	// CachePhase (cold, warm, fresh) and CacheTriple place a prefix-cache
+	// probe's request in its triple.
+	CachePhase    string    `json:"cache_phase,omitempty"`
+	CacheTriple   *int      `json:"cache_triple,omitempty"`
 	Start         time.Time `json:"start"`
 	ScheduledMs   float64   `json:"scheduled_ms"`
 	DispatchLagMs float64   `json:"dispatch_lag_ms"`
@@ -86,6 +90,9 @@ func NewRecord(r *result.Request, v slo.Verdict) Record {
 	}
 	if r.Session != "" {
 		rec.Session, rec.Turn = r.Session, &r.Turn
+	}
+	if r.CachePhase != result.NoCache {
+		rec.CachePhase, rec.CacheTriple = r.CachePhase.String(), &r.CacheTriple
 	}
 	rec.Checks, rec.ServedModel, rec.FinishReason = r.Checks, r.ServedModel, r.FinishReason
 	rec.Inputs, rec.Vectors, rec.Dimensions = r.Inputs, r.Vectors, r.Dimensions
