@@ -5,8 +5,9 @@
 //
 // writes it between the file's markers (beginMarker, endMarker); without
 // -write it prints it. With -soak DURATION it measures one row instead,
-// the token-per-fetch mode for that long, reading RSS at each quarter,
-// and writes it between the soak's markers (make reliability-soak).
+// the token-per-fetch mode's run asked for again as each ends, for that
+// long, reading RSS at each quarter, and writes it between the soak's
+// markers (make reliability-soak).
 // For each mode it starts `tokenprobe serve` (built from this tree) with
 // one profile against the mode, reads the process's RSS from /proc before
 // the run, every 100 ms during it and for a minute after it (-idle), then
@@ -51,8 +52,8 @@ type mode struct {
 	// env is the daemon's environment beside this process's, %[1]s and
 	// %[2]s expanded as in profile.
 	env []string
-	// soak is the run's duration when it is the soak's (its RSS read at
-	// each quarter, its progress shown every minute); 0 otherwise.
+	// soak is how long the mode's run is asked for again as each ends
+	// (RSS read at each quarter, progress shown every minute); 0: once.
 	soak time.Duration
 }
 
@@ -231,19 +232,15 @@ const (
 	soakEnd     = "<!-- end: make reliability-soak -->"
 )
 
-// soakMode is the token-per-fetch row run for d: every token the daemon
-// has seen is a secret to redact, and a new one comes with every request
-// (about 24 a second here), so a set that kept them all would grow
-// without end (60 KB each: 5 GB an hour).
+// soakMode is the token-per-fetch row, its 60 s run asked for again and
+// again for d: every token the daemon has seen is a secret to redact, and
+// a new one comes with every request (about 24 a second here), so a set
+// that kept them all would grow without end (60 KB each: 5 GB an hour).
 func soakMode(d time.Duration) mode {
 	for _, m := range modes {
 		if m.name == hostile.TokenPerFetch {
-			profile := strings.Replace(m.profile, "duration: 60s", "duration: "+d.String(), 1)
-			if profile == m.profile {
-				panic("the " + hostile.TokenPerFetch + " mode's profile has no duration: 60s to replace")
-			}
-			m.what = strings.Replace(m.what, "60 s", d.String(), 1)
-			m.profile, m.soak = profile, d
+			m.what = strings.Replace(m.what, "60 s at concurrency 4", "runs of 60 s at concurrency 4, one after the other for "+d.String(), 1)
+			m.soak = d
 			return m
 		}
 	}
@@ -318,38 +315,58 @@ func measure(bin, dir string, h *hostile.Server, m mode, idle time.Duration) (st
 	if err != nil {
 		return "", err
 	}
-	resp, err := http.Post(base+"/api/v1/runs?profile=p", "", nil)
-	if err != nil {
+	// A soak asks for the mode's run again each time one ends, until it
+	// has lasted m.soak: the daemon as it runs in production, a run at a
+	// time, each one's per-request figures let go at its end, so that
+	// what grows across them is what the mode makes the daemon keep.
+	ask := func() error {
+		resp, err := http.Post(base+"/api/v1/runs?profile=p", "", nil)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	}
+	if err := ask(); err != nil {
 		return "", err
 	}
-	resp.Body.Close()
 	peak := before
 	var run daemon.RunRecord
 	started := time.Now()
 	var quarters []string
+	var runs, requests int
+	var lastID int64
 	nextQuarter, nextProgress := m.soak/4, time.Minute
 	for deadline := started.Add(5*time.Minute + m.soak); ; time.Sleep(100 * time.Millisecond) {
 		r, err := rss(cmd.Process.Pid)
 		if err == nil {
 			peak = max(peak, r)
 		}
+		ran := time.Since(started)
 		if m.soak > 0 && err == nil {
-			ran := time.Since(started)
 			if ran >= nextQuarter && len(quarters) < 4 {
 				quarters = append(quarters, fmt.Sprintf("%d MiB", r>>20))
 				nextQuarter += m.soak / 4
 			}
 			if ran >= nextProgress {
-				fmt.Fprintf(os.Stderr, "%s: %v of %v, RSS %d MiB, peak %d MiB\n", m.name, ran.Round(time.Second), m.soak, r>>20, peak>>20)
+				fmt.Fprintf(os.Stderr, "%s: %v of %v, %d runs, RSS %d MiB, peak %d MiB\n", m.name, ran.Round(time.Second), m.soak, runs, r>>20, peak>>20)
 				nextProgress += time.Minute
 			}
 		}
-		if r, ok := lastRun(base); ok && r.Finished() && r.Summary != nil {
-			run = r
+		if last, ok := lastRun(base); ok && last.Finished() && last.Summary != nil && last.ID != lastID {
+			lastID, run = last.ID, last
+			runs++
+			requests += last.Summary.Requests
+			if ran < m.soak {
+				if err := ask(); err != nil {
+					return "", err
+				}
+				continue
+			}
 			break
 		}
 		if time.Now().After(deadline) {
-			return "", fmt.Errorf("the run did not end in %v", 5*time.Minute+m.soak)
+			return "", fmt.Errorf("the runs did not end in %v", 5*time.Minute+m.soak)
 		}
 	}
 	for end := time.Now().Add(idle); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
@@ -387,6 +404,7 @@ func measure(bin, dir string, h *hostile.Server, m mode, idle time.Duration) (st
 		outcome += fmt.Sprintf("; %.0f spans and points dropped and counted", dropped)
 	}
 	if m.soak > 0 {
+		outcome = fmt.Sprintf("%d in %d runs, the last %s", requests, runs, run.Result)
 		return fmt.Sprintf("%s | %d MiB | %s | %d MiB | %d MiB | %s", outcome, before>>20, strings.Join(quarters, ", "), peak>>20, after>>20, exit), nil
 	}
 	return fmt.Sprintf("%s | %d MiB | %d MiB | %d MiB | %s", outcome, before>>20, peak>>20, after>>20, exit), nil
