@@ -41,7 +41,8 @@ const effectQuorumPages = `alertname=~"TokenprobeGoodputBudgetBurnQuorum|Tokenpr
 // latency and run alerts of the same profile and endpoint (from the same
 // location; the quorum alerts from any). A TTFT cliff names the cause of
 // the goodput pages of every profile on its endpoint from its location
-// (requests queue, so none meets its TTFT): it holds them back.
+// (requests queue, so none meets its TTFT): it holds them back. Wrong
+// answers hold back a model change on their endpoint.
 //
 // A starved probe holds back nothing here: the latency rules take the
 // probe's own delay off what they read (docs/RUNBOOK.md), so a page
@@ -54,6 +55,9 @@ func Inhibitions() []Inhibition {
 		{Source: []string{causePages}, Target: []string{effectPages}, Equal: []string{"profile", "endpoint", "location"}},
 		{Source: []string{causePages}, Target: []string{effectQuorumPages}, Equal: []string{"profile", "endpoint"}},
 		{Source: []string{`alertname="TokenprobeTTFTCliff"`}, Target: []string{goodputPages}, Equal: []string{"endpoint", "location"}},
+		// Answers naming another model page as wrong answers: the model
+		// behind the name changed too, and is the same problem.
+		{Source: []string{`alertname="TokenprobeWrongAnswers"`}, Target: []string{`alertname="TokenprobeModelChanged"`}, Equal: []string{"endpoint", "location"}},
 	}
 }
 

@@ -587,7 +587,25 @@ func (o Options) latencyAlerts() []Rule {
 			`{{ with printf "tokenprobe_run_last_prefix_cache_speedup_ratio{profile=%q,endpoint=%q,location=%q}" $labels.profile $labels.endpoint (or $labels.location "") | query }} (the last run: {{ . | first | value | printf "%.2f" }}x`+
 			`{{ with printf "tokenprobe_run_last_prefix_cache_speedup_interval_ratio{profile=%q,endpoint=%q,location=%q,bound=\"high\"}" $labels.profile $labels.endpoint (or $labels.location "") | query }}, at most {{ . | first | value | printf "%.2f" }}x{{ end }}){{ end }}. `+
 			"Every long shared prompt (system prompts, agent histories) pays its full prefill: a server flag (vLLM --enable-prefix-caching, llama.cpp cache_prompt), a router no longer sending a prompt to the replica that holds its prefix, or a restart. The run's report has cold, warm and fresh TTFT and the cached tokens the server reported.")
-	return []Rule{cliff, tail, capacity, cache,
+	// A model-identity probe's run calls the model changed only when the
+	// whole interval of its prompts' agreement with the reference is
+	// under its bar. It pages from the first such run, holds through runs
+	// that cannot tell for an hour, and resolves when a run finds the
+	// same model or the reference is being learned anew (someone accepted
+	// the new model: DELETE /api/v1/model-identity).
+	identity := func(v string) string {
+		return o.m("tokenprobe_run_last_model_identity_verdict", `verdict=~"`+v+`"`)
+	}
+	changed := o.alert("TokenprobeModelChanged", "page",
+		fmt.Sprintf(`max without (verdict) (max_over_time(%s[%s])) == 1 unless on (%s) max without (verdict) (%s) == 1`,
+			identity("changed"), o.window(time.Hour), by, identity("same|learning")),
+		"The model behind {{ $labels.endpoint }} ({{ $labels.profile }}) has changed",
+		`Fixed prompts under greedy decoding are no longer answered as the reference learned from this endpoint's first runs answered them`+
+			`{{ with printf "tokenprobe_run_last_model_identity_agreement_ratio{profile=%q,endpoint=%q,location=%q}" $labels.profile $labels.endpoint (or $labels.location "") | query }} (the last run: {{ . | first | value | humanizePercentage }} of them{{ end }}`+
+			`{{ with printf "tokenprobe_run_last_model_identity_agreement_interval_ratio{profile=%q,endpoint=%q,location=%q,bound=\"high\"}" $labels.profile $labels.endpoint (or $labels.location "") | query }}, at most {{ . | first | value | humanizePercentage }}){{ end }}, while the model's name is the same: other weights, another quantization or chat template, or a gateway's fallback. `+
+			`{{ with printf "tokenprobe_run_last_model_identity_moved_prompt_info{profile=%q,endpoint=%q,location=%q}" $labels.profile $labels.endpoint (or $labels.location "") | query }}The prompt whose answer moved most: "{{ . | first | label "prompt" }}". {{ end }}`+
+			"The run's report quotes its answer and the reference's. A change the team accepts: DELETE /api/v1/model-identity?profile=...&endpoint=... learns the reference anew.")
+	return []Rule{cliff, tail, capacity, cache, changed,
 		o.alert("TokenprobeQueueingWithIdleGPUs", "info",
 			`ALERTS{alertname="TokenprobeTTFTCliff",alertstate="firing"} and on () (avg(DCGM_FI_PROF_SM_ACTIVE) < 0.3)`,
 			"TTFT cliff on {{ $labels.endpoint }} while the GPUs are mostly idle",

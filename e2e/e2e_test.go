@@ -887,9 +887,11 @@ func otlpArrived(t *testing.T, p *server, runs []daemon.RunRecord) {
 
 // noDataBecause are the dashboard queries allowed to be empty here, and why.
 var noDataBecause = map[string]string{
-	"DCGM_":                           "GPU series: there is no GPU and no gpu block here",
-	"tokenprobe_gpu_source_up":        "exported only with a gpu block",
-	"tokenprobe_request_errors_total": "the panel draws only error reasons that occur (> 0), and no request of this run failed",
+	"DCGM_":                               "GPU series: there is no GPU and no gpu block here",
+	"tokenprobe_gpu_source_up":            "exported only with a gpu block",
+	"tokenprobe_request_errors_total":     "the panel draws only error reasons that occur (> 0), and no request of this run failed",
+	"tokenprobe_run_last_prefix_cache_":   "prefix_cache profiles only: e2e/realservers TestPrefixCacheBrokenAlertsInPrometheus reads the panel's queries",
+	"tokenprobe_run_last_model_identity_": "model_identity profiles only: exporter/prom TestModelIdentityOfTheLastRun holds its series",
 }
 
 // dashboardsShowData evaluates every query of every generated dashboard,

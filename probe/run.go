@@ -37,7 +37,10 @@ type Run struct {
 	// triples: each request of the plan becomes a triple, its three
 	// requests sent one after the other (cold, warm, fresh).
 	PrefixCache *workload.PrefixCache
-	SLO         slo.Set
+	// Identity, when set, collects a model-identity probe's answers (the
+	// prompts' IdentityPrompt) and judges them at the run's end.
+	Identity *stats.IdentityRun
+	SLO      slo.Set
 	// Checks judge every answer; the zero Set checks that the answer's
 	// model is the one asked for.
 	Checks check.Set
@@ -284,6 +287,10 @@ func (r *Run) Execute(parent context.Context) (stats.Summary, error) {
 		s.ServedModel = stats.ServerText(name)
 	}
 	s.SLOThresholds = r.SLO.Values()
+	if r.Identity != nil {
+		// Only a run carried out in full teaches the reference.
+		s.ModelIdentity = r.Identity.Finish(err == nil && !interrupted)
+	}
 	for i := range s.Stages {
 		s.Stages[i].SLOThresholds = s.SLOThresholds
 	}
@@ -450,7 +457,7 @@ func (r *Run) one(ctx context.Context, index int, st Stage, scheduled time.Time,
 		ctx, cancel = context.WithTimeoutCause(ctx, r.Plan.CancelAfter, errInjectedCancel)
 		defer cancel()
 	}
-	p.KeepText = r.keepText() || r.Checks.NeedsText() || p.Expect != nil
+	p.KeepText = r.keepText() || r.Checks.NeedsText() || p.Expect != nil || p.IdentityPrompt > 0
 	p.KeepLimit = r.Checks.AnswerLimit()
 	if p.Extra == nil {
 		p.Extra = r.Extra
@@ -461,6 +468,9 @@ func (r *Run) one(ctx context.Context, index int, st Stage, scheduled time.Time,
 	// Off the request's clock: its length, then its answer's checks.
 	r.settleOSL(res)
 	r.Checks.Run(judging, res, func() openai.Answer { return openai.ParseAnswer(openai.API(res.API), res.Answer) }, p.Expect)
+	if p.IdentityPrompt > 0 && r.Identity != nil && res.Measured() && !warmup {
+		r.Identity.Answer(p.IdentityPrompt-1, openai.ParseAnswer(openai.API(res.API), res.Answer).Text)
+	}
 	res.Answer = nil
 	r.hold(res)
 	done, errs := &r.done, &r.errors

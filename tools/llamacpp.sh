@@ -2,9 +2,10 @@
 # Builds llama.cpp's llama-server on CPU from the llama.cpp tree that npm's
 # node-llama-cpp 3.22.1 ships (a git bundle of llama.cpp de3ff81), and writes
 # a random-weight tiny llama with that tree's own gguf-py (tinyllama.py beside
-# this script), once: both are kept in $(go env GOPATH)/bin as
-# llama-server-de3ff81 and tiny-llama-de3ff81.gguf, and the server's path is
-# printed. No GPU, no curl, no OpenSSL, no tests or examples. About 10 minutes
+# this script), and a second one of other weights under the same name, once:
+# all are kept in $(go env GOPATH)/bin as llama-server-de3ff81,
+# tiny-llama-de3ff81.gguf and tiny-llama-other-de3ff81.gguf, and the
+# server's path is printed. No GPU, no curl, no OpenSSL, no tests or examples. About 10 minutes
 # on two idle cores. Needs npm, cmake, g++ and python3 with numpy (Debian's
 # cmake, g++, python3-numpy).
 set -euo pipefail
@@ -13,9 +14,10 @@ commit=de3ff81
 bin="$(go env GOPATH)/bin"
 out="$bin/llama-server-$commit"
 model="$bin/tiny-llama-$commit.gguf"
+other="$bin/tiny-llama-other-$commit.gguf"
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
-if [ ! -x "$out" ] || [ ! -s "$model" ]; then
+if [ ! -x "$out" ] || [ ! -s "$model" ] || [ ! -s "$other" ]; then
   mkdir -p "$bin"
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
@@ -32,7 +34,11 @@ if [ ! -x "$out" ] || [ ! -s "$model" ]; then
       cmake --build build --target llama-server -j "$(nproc)" >/dev/null) >&2
     cp "$work/llama.cpp/build/bin/llama-server" "$out.tmp" && mv "$out.tmp" "$out"
   fi
-  "$py" "$(dirname "$0")/llamacpp/tinyllama.py" "$work/llama.cpp" "$model.tmp" >/dev/null
-  mv "$model.tmp" "$model"
+  if [ ! -s "$model" ]; then
+    "$py" "$(dirname "$0")/llamacpp/tinyllama.py" "$work/llama.cpp" "$model.tmp" >/dev/null
+    mv "$model.tmp" "$model"
+  fi
+  "$py" "$(dirname "$0")/llamacpp/tinyllama.py" "$work/llama.cpp" "$other.tmp" 2 >/dev/null
+  mv "$other.tmp" "$other"
 fi
 echo "$out"

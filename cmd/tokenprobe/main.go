@@ -199,6 +199,7 @@ func run(args []string) int {
 	serveCmd.Flag("artifacts-dir", "Keep each run's records.jsonl, summary.json and report.txt in a folder of its own here, so the request_id exemplars on /metrics find their records (empty: keep none).").Default("").StringVar(&so.artifactsDir)
 	serveCmd.Flag("probe.location", "Where this daemon probes from (eu-west-1, on-prem-dc2): a location label on every series, tokenprobe.location on the OTLP resource, and a field of every record and summary, so that one view compares places and alerts can ask several to agree.").PlaceHolder("NAME").StringVar(&so.location)
 	serveCmd.Flag("artifacts-retain", "How many run folders --artifacts-dir keeps, the newest.").Default("100").IntVar(&so.artifactsRetain)
+	serveCmd.Flag("storage.path", "Folder where the daemon keeps what it learns across restarts: each model_identity profile's reference (empty: kept in memory only, and learned anew at each start).").Default("").StringVar(&so.storagePath)
 	serveSlice := schedSliceFlag(serveCmd)
 	serveCmd.Flag("shutdown.timeout", "How long to wait for runs to stop and metrics to flush on SIGTERM.").Default("30s").DurationVar(&so.shutdownTimeout)
 

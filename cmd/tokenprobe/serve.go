@@ -30,6 +30,7 @@ type serveOptions struct {
 	configFile        string
 	artifactsDir      string
 	artifactsRetain   int
+	storagePath       string
 	web               *toolkitweb.FlagConfig
 	lifecycle         bool
 	checkInterval     time.Duration
@@ -144,7 +145,7 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger, hup <-chan 
 		ConfigFile: o.configFile, Logger: logger, Registerer: registerer, Location: o.location,
 		MaxConcurrentRuns: o.maxConcurrentRuns, Version: v,
 		ShardIndex: max(o.shardIndex, 0), ShardCount: o.shardCount,
-		ArtifactsDir: o.artifactsDir, ArtifactsRetain: o.artifactsRetain,
+		ArtifactsDir: o.artifactsDir, ArtifactsRetain: o.artifactsRetain, StoragePath: o.storagePath,
 		OnIdle: func() { idleGC.Idle(); ret.Settle() }, OnBusy: idleGC.Busy,
 	})
 	if err != nil {

@@ -308,6 +308,9 @@ func cliff() *dashboard.DashboardBuilder {
 	b.WithPanel(ts("Prefix cache speed-up (last run)", "For prefix_cache profiles: how many times faster than uncached the warm request of each triple was in the last run (tokenprobe_run_last_prefix_cache_speedup_ratio), with its 95% interval (tokenprobe_run_last_prefix_cache_speedup_interval_ratio). Near 1 the cache does nothing: TokenprobePrefixCacheBroken opens a ticket once the whole interval is under the profile's min_speedup.", "x",
 		q(fmt.Sprintf(`tokenprobe_run_last_prefix_cache_speedup_ratio{%s}`, runSel), "speed-up {{profile}}"),
 		q(fmt.Sprintf(`tokenprobe_run_last_prefix_cache_speedup_interval_ratio{%s}`, runSel), "{{bound}} {{profile}}")))
+	b.WithPanel(ts("Model identity: prompts answered as the reference (last run)", "For model_identity profiles: the share of fixed prompts the last run answered, under greedy decoding, as the reference learned from the endpoint's first runs answered them (tokenprobe_run_last_model_identity_agreement_ratio), with its 95% interval (tokenprobe_run_last_model_identity_agreement_interval_ratio). The same model answers them all alike; TokenprobeModelChanged pages once the whole interval is under the profile's min_agreement.", "percentunit",
+		q(fmt.Sprintf(`tokenprobe_run_last_model_identity_agreement_ratio{%s}`, runSel), "agreement {{profile}}"),
+		q(fmt.Sprintf(`tokenprobe_run_last_model_identity_agreement_interval_ratio{%s}`, runSel), "{{bound}} {{profile}}")))
 	serverVariable(b)
 	serverPanels(b)
 	return b

@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tokenprobe/tokenprobe/alerts"
+	"github.com/tokenprobe/tokenprobe/dashboards"
 	"github.com/tokenprobe/tokenprobe/internal/daemon"
 	"github.com/tokenprobe/tokenprobe/internal/realserver"
 	"github.com/tokenprobe/tokenprobe/internal/web"
@@ -112,6 +114,40 @@ profiles:
 	t.Logf("verdicts: %v", verdicts)
 	if got := promQuery(t, base, `max_over_time(ALERTS{alertname="TokenprobePrefixCacheBroken",endpoint="served"}[10m])`); len(got) > 0 {
 		t.Fatalf("TokenprobePrefixCacheBroken fired for the working cache (verdicts %v)", verdicts)
+	}
+	// The cliff dashboard's panel has its lines: the speed-up and both
+	// bounds of each endpoint, its queries as the dashboard has them.
+	files, err := dashboards.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := strings.NewReplacer(`$profile`, `.*`, `$endpoint`, `.*`, `$location`, `.*`)
+	checked := 0
+	for _, b := range files {
+		var d struct {
+			Panels []struct{ Targets []struct{ Expr string } }
+		}
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range d.Panels {
+			for _, target := range p.Targets {
+				if !strings.Contains(target.Expr, "prefix_cache") {
+					continue
+				}
+				want := 2
+				if strings.Contains(target.Expr, "interval") {
+					want = 4
+				}
+				if got := promQuery(t, base, vars.Replace(target.Expr)); len(got) != want {
+					t.Errorf("the dashboard's %s: %d series, want %d: %v", target.Expr, len(got), want, got)
+				}
+				checked++
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no dashboard query reads the prefix cache's series")
 	}
 }
 

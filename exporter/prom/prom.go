@@ -37,6 +37,7 @@ type Exporter struct {
 	dominantByLevel                                                                     *prometheus.GaugeVec
 	serverRequests, serverKV, attInterval, probeDelay, probeStarved, failing, clock     *prometheus.GaugeVec
 	cacheSpeedup, cacheInterval, cacheVerdict                                           *prometheus.GaugeVec
+	idAgreement, idInterval, idVerdict, idMoved                                         *prometheus.GaugeVec
 	rateLimit                                                                           [3]*prometheus.GaugeVec // by ratelimit.Field
 	cost                                                                                *prometheus.CounterVec
 	checks                                                                              *prometheus.CounterVec
@@ -129,6 +130,8 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	e.serverRequests, e.serverKV = gauge(catalog.RunLastServerRequests), gauge(catalog.RunLastServerKVCache)
 	e.attInterval, e.probeDelay, e.probeStarved = gauge(catalog.RunLastAttainmentInterval), gauge(catalog.RunLastProbeDelay), gauge(catalog.RunLastProbeStarved)
 	e.cacheSpeedup, e.cacheInterval, e.cacheVerdict = gauge(catalog.RunLastPrefixCacheSpeedup), gauge(catalog.RunLastPrefixCacheInterval), gauge(catalog.RunLastPrefixCacheVerdict)
+	e.idAgreement, e.idInterval = gauge(catalog.RunLastIdentityAgreement), gauge(catalog.RunLastIdentityInterval)
+	e.idVerdict, e.idMoved = gauge(catalog.RunLastIdentityVerdict), gauge(catalog.RunLastIdentityMoved)
 	e.rateLimit = [3]*prometheus.GaugeVec{ratelimit.Limit: gauge(catalog.RateLimitLimit), ratelimit.Remaining: gauge(catalog.RateLimitRemaining), ratelimit.Reset: gauge(catalog.RateLimitReset)}
 	e.dropped.WithLabelValues("otlp") // at 0 without an OTLP push too: nothing dropped
 	e.otlpDropped = counter(catalog.OTLPDropped)
@@ -142,7 +145,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 		e.runs, e.skipped, e.dropped, e.otlpDropped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr,
 		e.objective, e.info, e.next, e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.served, e.serverRequests, e.serverKV, e.reloadOK, e.reloadTime, e.artifactFailures,
 		e.attInterval, e.probeDelay, e.probeStarved, e.failing, e.clock, e.dominantByLevel,
-		e.cacheSpeedup, e.cacheInterval, e.cacheVerdict,
+		e.cacheSpeedup, e.cacheInterval, e.cacheVerdict, e.idAgreement, e.idInterval, e.idVerdict, e.idMoved,
 		e.rateLimit[0], e.rateLimit[1], e.rateLimit[2], e.cost, (*liveCollector)(e), probeDelayCollector{},
 	} {
 		if err := reg.Register(c); err != nil {
@@ -447,6 +450,7 @@ func (e *Exporter) RunFinished(run *probe.Run, f probe.Finished) {
 		e.attInterval.DeletePartialMatch(prometheus.Labels{"profile": k.profile, "endpoint": k.endpoint})
 	}
 	e.setPrefixCache(lv, s.PrefixCache)
+	e.setIdentity(lv, s.ModelIdentity)
 	if p := s.Probe; p != nil {
 		e.probeDelay.WithLabelValues(lv...).Set(p.DelayP99Ms / 1000)
 		starved := 0.0
@@ -708,7 +712,7 @@ func (e *Exporter) Forget(profile, endpoint string) {
 		e.runs, e.skipped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr, e.objective, e.info, e.next,
 		e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.served, e.serverRequests, e.serverKV, e.artifactFailures,
 		e.attInterval, e.probeDelay, e.probeStarved, e.failing, e.clock, e.dominantByLevel,
-		e.cacheSpeedup, e.cacheInterval, e.cacheVerdict,
+		e.cacheSpeedup, e.cacheInterval, e.cacheVerdict, e.idAgreement, e.idInterval, e.idVerdict, e.idMoved,
 		e.rateLimit[0], e.rateLimit[1], e.rateLimit[2], e.cost,
 	} {
 		v.DeletePartialMatch(match)
@@ -796,5 +800,33 @@ func (e *Exporter) setPrefixCache(lv []string, pc *stats.PrefixCache) {
 			on = 1
 		}
 		e.cacheVerdict.WithLabelValues(plus(lv, string(v))...).Set(on)
+	}
+}
+
+// setIdentity exports a model-identity probe's last verdict: the share
+// of prompts that agreed and its interval once a reference is learned,
+// the verdict as a state set, and the prompt that moved most.
+func (e *Exporter) setIdentity(lv []string, mi *stats.ModelIdentity) {
+	if mi == nil {
+		return
+	}
+	match := prometheus.Labels{"profile": lv[0], "endpoint": lv[1]}
+	for _, g := range []*prometheus.GaugeVec{e.idAgreement, e.idInterval, e.idMoved} {
+		g.DeletePartialMatch(match)
+	}
+	if mi.Prompts > 0 {
+		e.idAgreement.WithLabelValues(lv...).Set(mi.Agreement)
+		e.idInterval.WithLabelValues(plus(lv, "low")...).Set(mi.Interval.Low)
+		e.idInterval.WithLabelValues(plus(lv, "high")...).Set(mi.Interval.High)
+	}
+	if m := mi.Moved; m != nil {
+		e.idMoved.WithLabelValues(plus(lv, m.Prompt)...).Set(1)
+	}
+	for _, v := range []stats.Outcome{stats.SameModel, stats.ModelChanged, stats.Undecided, stats.Learning} {
+		on := 0.0
+		if mi.Verdict == v {
+			on = 1
+		}
+		e.idVerdict.WithLabelValues(plus(lv, string(v))...).Set(on)
 	}
 }

@@ -838,3 +838,47 @@ func TestPrefixCacheVerdictOfTheLastRun(t *testing.T) {
 		t.Fatalf("a profile without prefix_cache has %v", got)
 	}
 }
+
+// A model-identity run's verdict is a state set of four, with the share
+// of prompts that agreed, its interval and the prompt that moved most; a
+// run that learns has no share, and the moved prompt goes with the run
+// that named it.
+func TestModelIdentityOfTheLastRun(t *testing.T) {
+	reg, e := feed(t)
+	run := &probe.Run{Profile: "identity", Endpoint: &client.Endpoint{Name: "vllm"}}
+	values := func() map[string]float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]float64{}
+		for _, mf := range mfs {
+			if !strings.HasPrefix(mf.GetName(), "tokenprobe_run_last_model_identity_") {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				key := strings.TrimPrefix(mf.GetName(), "tokenprobe_run_last_model_identity_")
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "verdict" || l.GetName() == "bound" || l.GetName() == "prompt" {
+						key += "/" + l.GetValue()
+					}
+				}
+				out[key] = m.GetGauge().GetValue()
+			}
+		}
+		return out
+	}
+	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{ModelIdentity: &stats.ModelIdentity{Prompts: 16, Agreeing: 0, Agreement: 0,
+		Interval: stats.Interval{Low: 0, High: 0.194}, MinAgreement: 0.5, Verdict: stats.ModelChanged, Moved: &stats.MovedPrompt{Prompt: "p1"}}}, Verdict: probe.Passed})
+	want := map[string]float64{"agreement_ratio": 0, "agreement_interval_ratio/low": 0, "agreement_interval_ratio/high": 0.194, "moved_prompt_info/p1": 1,
+		"verdict/same": 0, "verdict/changed": 1, "verdict/not_enough_evidence": 0, "verdict/learning": 0}
+	if got := values(); !maps.Equal(got, want) {
+		t.Fatalf("series %v, want %v", got, want)
+	}
+	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{ModelIdentity: &stats.ModelIdentity{Verdict: stats.Learning, LearnedRuns: 1, LearnRuns: 3}}, Verdict: probe.Passed})
+	want = map[string]float64{"verdict/same": 0, "verdict/changed": 0, "verdict/not_enough_evidence": 0, "verdict/learning": 1}
+	if got := values(); !maps.Equal(got, want) {
+		t.Fatalf("a learning run: series %v, want %v", got, want)
+	}
+}

@@ -216,6 +216,14 @@ var (
 		Help: "The 95% interval of tokenprobe_run_last_prefix_cache_speedup_ratio (Student's t over the triples' logarithms), bound low or high: the cache works when low is at or above the profile's min_speedup, is broken when high is under it."}
 	RunLastPrefixCacheVerdict = Metric{Name: "tokenprobe_run_last_prefix_cache_verdict", Type: Gauge, Unit: "boolean", Labels: with(RunLabels, "verdict"),
 		Help: "1 for the last run's prefix-cache verdict (verdict working, broken or not_enough_evidence), 0 for the other two: broken only when the whole interval is under min_speedup and the probe was not starved."}
+	RunLastIdentityAgreement = Metric{Name: "tokenprobe_run_last_model_identity_agreement_ratio", Type: Gauge, Unit: "ratio", Labels: RunLabels,
+		Help: "The share of a model-identity probe's prompts its last run answered, under greedy decoding, as the reference learned from the endpoint's first runs answered them (model_identity profiles only; absent while the reference is learned)."}
+	RunLastIdentityInterval = Metric{Name: "tokenprobe_run_last_model_identity_agreement_interval_ratio", Type: Gauge, Unit: "ratio", Labels: with(RunLabels, "bound"),
+		Help: "The 95% interval of tokenprobe_run_last_model_identity_agreement_ratio (Wilson's, over the prompts), bound low or high: the same model when low is at or above the profile's min_agreement, changed when high is under it."}
+	RunLastIdentityVerdict = Metric{Name: "tokenprobe_run_last_model_identity_verdict", Type: Gauge, Unit: "boolean", Labels: with(RunLabels, "verdict"),
+		Help: "1 for the last run's model-identity verdict (verdict same, changed, not_enough_evidence or learning), 0 for the other three."}
+	RunLastIdentityMoved = Metric{Name: "tokenprobe_run_last_model_identity_moved_prompt_info", Type: Gauge, Unit: "info", Labels: with(RunLabels, "prompt"),
+		Help: "1, labelled with the built-in prompt whose answer moved most from the reference in the last run (the least of its start shared with any reference answer); absent when every prompt agreed. The prompts are the probe's own, at most 32."}
 	RunObjective = Metric{Name: "tokenprobe_slo_objective_ratio", Type: Gauge, Unit: "ratio", Labels: RunLabels,
 		Help: "The profile's SLO objective (fraction of requests that must be good); 0 when none."}
 	ProfileInfo = Metric{Name: "tokenprobe_profile_info", Type: Gauge, Unit: "info", Labels: []string{"profile", "endpoint", "model", "url", "api", "server_instance"},
@@ -251,6 +259,7 @@ var All = []Metric{
 	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunLastCapacity, RunLastCliff, RunLastTTFTBreakdown, RunLastTTFTDominant, RunLastTTFTDominantByLevel, RunLastServedModel, ServerTTFTClock,
 	RunLastServerRequests, RunLastServerKVCache, RunLastAttainmentInterval, RunLastProbeDelay, RunLastProbeStarved,
 	RunLastPrefixCacheSpeedup, RunLastPrefixCacheInterval, RunLastPrefixCacheVerdict,
+	RunLastIdentityAgreement, RunLastIdentityInterval, RunLastIdentityVerdict, RunLastIdentityMoved,
 	RunObjective, ProfileInfo,
 	ConfigReloadOK, ConfigReloadTime, ArtifactFailures, WebRefused, Dropped, ProbeDelay, OTLPDropped,
 }

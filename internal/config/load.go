@@ -208,6 +208,27 @@ func (c *Config) defaults() {
 			if p.Workload.OutputTokens.Mean == 0 {
 				p.Workload.OutputTokens.Mean = DefaultCacheOutTokens
 			}
+		case p.ModelIdentity != nil:
+			mi := p.ModelIdentity
+			if mi.Prompts == 0 {
+				mi.Prompts = DefaultIdentityPrompts
+			}
+			if mi.MaxTokens == 0 {
+				mi.MaxTokens = DefaultIdentityMaxTokens
+			}
+			if mi.LearnRuns == 0 {
+				mi.LearnRuns = DefaultLearnRuns
+			}
+			if mi.MinAgreement == 0 {
+				mi.MinAgreement = DefaultMinAgreement
+			}
+			// Every prompt once, one at a time: a server batching
+			// requests together may answer them otherwise.
+			mi.loadGiven = !reflect.ValueOf(p.Load).IsZero()
+			mi.lengthsGiven = p.Workload.InputTokens != (Tokens{}) || p.Workload.OutputTokens != (Tokens{})
+			if !mi.loadGiven {
+				p.Load.Stage = Stage{Concurrency: 1, Requests: mi.Prompts}
+			}
 		case len(p.Load.Stages) == 0 && p.Workload.Trace == nil:
 			p.Load.Stage.defaults()
 		}
@@ -410,6 +431,45 @@ func (c *Config) validate(l *locator, dir string) {
 		if pc := p.PrefixCache; pc != nil {
 			pc.validate(l, path, p, c)
 		}
+		if mi := p.ModelIdentity; mi != nil {
+			mi.validate(l, path, p, dir)
+		}
+	}
+}
+
+// validate checks a model-identity probe's bounds, and that nothing else
+// in its profile sets what it sets itself.
+func (mi *ModelIdentity) validate(l *locator, path string, p *Profile, dir string) {
+	miPath := path + ".model_identity"
+	if p.PrefixCache != nil {
+		l.errf(miPath, "a profile is a prefix_cache probe or a model_identity probe, not both")
+		return
+	}
+	if mi.Prompts < 4 || mi.Prompts > MaxIdentityPrompts {
+		l.errf(miPath+".prompts", "%d is not between 4 and %d (the built-in prompts)", mi.Prompts, MaxIdentityPrompts)
+	}
+	if mi.MaxTokens < 1 || mi.MaxTokens > MaxIdentityMaxTokens {
+		l.errf(miPath+".max_tokens", "%d is not between 1 and %d", mi.MaxTokens, MaxIdentityMaxTokens)
+	}
+	if mi.LearnRuns < 1 || mi.LearnRuns > MaxLearnRuns {
+		l.errf(miPath+".learn_runs", "%d is not between 1 and %d", mi.LearnRuns, MaxLearnRuns)
+	}
+	if !(mi.MinAgreement > 0 && mi.MinAgreement < 1) {
+		l.errf(miPath+".min_agreement", "%v is not a share between 0 and 1 (0.5: half the prompts answered as the reference answers them)", mi.MinAgreement)
+	}
+	if mi.Reference != "" {
+		mi.ReferencePath = resolve(dir, mi.Reference)
+	}
+	w := &p.Workload
+	switch {
+	case mi.loadGiven:
+		l.errf(path+".load", "a model_identity profile sends each prompt once, one at a time: leave load out")
+	case mi.lengthsGiven:
+		l.errf(path+".workload", "a model_identity profile's prompts are its own and its answers max_tokens long: leave input_tokens and output_tokens out")
+	case w.Dataset != nil || w.Trace != nil || w.Batch > 1 || w.Cancel.Fraction > 0 || w.Tokenizer != "":
+		l.errf(path+".workload", "a model_identity profile makes its own prompts: no dataset, trace, batch, cancel nor tokenizer")
+	case p.Shard.Split:
+		l.errf(path+".shard.split", "a model_identity profile's answers are judged together: it cannot be divided over replicas")
 	}
 }
 

@@ -572,7 +572,45 @@ type Profile struct {
 	// a new one fresh) and judges whether the server's prefix cache
 	// works (docs/CONFIGURATION.md#prefix_cache).
 	PrefixCache *PrefixCache `yaml:"prefix_cache"`
+	// ModelIdentity, when set, makes the profile a model-identity probe:
+	// fixed prompts under greedy decoding, each run's answers held to a
+	// reference learned from the endpoint's first runs
+	// (docs/CONFIGURATION.md#model_identity).
+	ModelIdentity *ModelIdentity `yaml:"model_identity"`
 }
+
+// ModelIdentity is a model-identity probe's prompts and bar.
+type ModelIdentity struct {
+	// Prompts is how many of the built-in prompts a run sends (default
+	// 16).
+	Prompts int `yaml:"prompts"`
+	// MaxTokens is each answer's length (default 16).
+	MaxTokens int `yaml:"max_tokens"`
+	// LearnRuns is how many complete runs the reference is learned from
+	// (default 3).
+	LearnRuns int `yaml:"learn_runs"`
+	// MinAgreement is the share of prompts that must be answered as the
+	// reference answers them for the model to be the same (default 0.5).
+	MinAgreement float64 `yaml:"min_agreement"`
+	// Reference is a reference file to hold the runs to, never learned
+	// (GET /api/v1/model-identity writes one); ReferencePath is it
+	// resolved against the configuration's folder.
+	Reference     string `yaml:"reference"`
+	ReferencePath string `yaml:"-"`
+
+	loadGiven, lengthsGiven bool
+}
+
+// The model-identity probe's defaults and bounds.
+const (
+	DefaultIdentityPrompts   = 16
+	DefaultIdentityMaxTokens = 16
+	DefaultLearnRuns         = 3
+	DefaultMinAgreement      = 0.5
+	MaxIdentityPrompts       = 32 // the built-in prompts (workload.IdentityPrompts)
+	MaxIdentityMaxTokens     = 256
+	MaxLearnRuns             = 100
+)
 
 // PrefixCache is a prefix-cache probe's shape and bar.
 type PrefixCache struct {

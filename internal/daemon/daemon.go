@@ -31,8 +31,10 @@ import (
 	"github.com/tokenprobe/tokenprobe/internal/setup"
 	"github.com/tokenprobe/tokenprobe/internal/sink"
 	"github.com/tokenprobe/tokenprobe/probe"
+	"github.com/tokenprobe/tokenprobe/probe/client"
 	"github.com/tokenprobe/tokenprobe/probe/result"
 	"github.com/tokenprobe/tokenprobe/probe/slo"
+	"github.com/tokenprobe/tokenprobe/probe/stats"
 )
 
 // Options configure a Daemon.
@@ -58,6 +60,10 @@ type Options struct {
 	// summary's location. The Prometheus label is the Registerer's to
 	// add (cmd/tokenprobe wraps it).
 	Location string
+	// StoragePath, when set, is where the daemon keeps what it learns
+	// across restarts: each model-identity profile's reference, under
+	// model-identity/. Without it references live in memory only.
+	StoragePath string
 	// OnIdle, when set, is called as a run ends with no other run in
 	// progress: what the runs allocated is garbage then (cmd/tokenprobe
 	// gives the heap's free pages back to the system there). OnBusy, when
@@ -105,6 +111,11 @@ type Daemon struct {
 	lastReload time.Time // the last reload tried
 	lastLoaded time.Time // the last configuration applied: the one running
 	lastErr    error
+
+	// identities are the model-identity trackers, by setup.IdentityKey:
+	// a reference outlives a reload that keeps its profile's settings.
+	identitiesMu sync.Mutex
+	identities   map[string]*stats.IdentityTracker
 }
 
 type job struct {
@@ -422,6 +433,15 @@ func (d *Daemon) execute(ctx context.Context, j *job, t scheduler.Trigger) sched
 		d.history.finish(rec, nil, ResultError, d.secrets.Error(err))
 		return scheduler.Ran{}
 	}
+	if j.profile.ModelIdentity != nil {
+		t, err := d.identityTracker(j.profile, j.target.Endpoint)
+		if err != nil {
+			log.Error("run not started", "err", err)
+			d.history.finish(rec, nil, ResultError, d.secrets.Error(err))
+			return scheduler.Ran{}
+		}
+		run.Identity = t.Begin()
+	}
 	run.IDBase = uint64(rec.ID) * RequestIDsPerRun
 	if j.profile.Shard.Split && d.o.ShardCount > 1 {
 		run.Plan = run.Plan.Split(d.o.ShardIndex, d.o.ShardCount)
@@ -677,4 +697,66 @@ func (d *Daemon) closeTargets() {
 	for _, t := range d.targets {
 		_ = t.t.Close()
 	}
+}
+
+// identityTracker is the model-identity tracker of profile p against ep,
+// made at its first run.
+func (d *Daemon) identityTracker(p *config.Profile, ep *client.Endpoint) (*stats.IdentityTracker, error) {
+	key := setup.IdentityKey(p, ep)
+	d.identitiesMu.Lock()
+	defer d.identitiesMu.Unlock()
+	if t := d.identities[key]; t != nil {
+		return t, nil
+	}
+	t, err := setup.NewIdentityTracker(p, ep, d.o.StoragePath)
+	if err != nil {
+		return nil, err
+	}
+	if d.identities == nil {
+		d.identities = map[string]*stats.IdentityTracker{}
+	}
+	d.identities[key] = t
+	return t, nil
+}
+
+// ErrNoIdentity: no model-identity profile runs against that endpoint.
+var ErrNoIdentity = errors.New("no model_identity profile of that name runs against that endpoint")
+
+// identityOf is the tracker of the running model-identity profile
+// against endpoint.
+func (d *Daemon) identityOf(profile, endpoint string) (*stats.IdentityTracker, error) {
+	d.mu.Lock()
+	var p *config.Profile
+	var ep *client.Endpoint
+	for _, j := range d.jobs {
+		if j.profile.Name == profile && j.endpoint == endpoint && j.profile.ModelIdentity != nil {
+			p, ep = j.profile, j.target.Endpoint
+		}
+	}
+	d.mu.Unlock()
+	if p == nil {
+		return nil, ErrNoIdentity
+	}
+	return d.identityTracker(p, ep)
+}
+
+// IdentityReference is the model-identity reference the profile's runs
+// against endpoint are held to (nil while none is learned): written to a
+// file, it pins them (model_identity.reference).
+func (d *Daemon) IdentityReference(profile, endpoint string) (*stats.IdentityReference, error) {
+	t, err := d.identityOf(profile, endpoint)
+	if err != nil {
+		return nil, err
+	}
+	return t.Reference(), nil
+}
+
+// ForgetIdentity drops the reference of the profile against endpoint,
+// kept or not: its next complete runs learn it anew.
+func (d *Daemon) ForgetIdentity(profile, endpoint string) error {
+	t, err := d.identityOf(profile, endpoint)
+	if err != nil {
+		return err
+	}
+	return t.Forget()
 }

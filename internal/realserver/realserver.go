@@ -50,6 +50,7 @@ type Server struct {
 	args    []string
 	port    int
 	inner   string   // llm-d-inference-sim only: its address in its namespace
+	weights string   // llama-server only: its model file
 	health  string   // the path that answers 200 once it is ready (default /health)
 	env     []string // added to this process's environment
 	relay   *relay   // and the way in, one per start
@@ -93,12 +94,34 @@ func LlamaServer(t testing.TB, args ...string) *Server {
 	if len(args) > 1 && args[0] == "--alias" {
 		alias, args = args[1], args[2:]
 	}
-	s := &Server{t: t, name: "llama-server", Model: alias, args: args, argv: func(port int) []string {
-		return []string{bin, "-m", model, "--host", "127.0.0.1", "--port", fmt.Sprint(port), "--alias", alias,
+	s := &Server{t: t, name: "llama-server", Model: alias, args: args, weights: model}
+	s.argv = func(port int) []string {
+		return []string{bin, "-m", s.weights, "--host", "127.0.0.1", "--port", fmt.Sprint(port), "--alias", alias,
 			"-np", "4", "-c", "4096", "-t", "1", "--metrics", "--no-warmup"}
-	}}
+	}
 	s.start(freePort(t))
 	return s
+}
+
+// OtherWeights is the second tiny llama tools/llamacpp.sh writes: the same
+// shape, vocabulary and name, other random weights.
+func OtherWeights(t testing.TB) string {
+	t.Helper()
+	bin := binary(t, LlamaServerEnv, "tools/llamacpp.sh")
+	path := filepath.Join(filepath.Dir(bin), strings.Replace(filepath.Base(bin), "llama-server-", "tiny-llama-other-", 1)+".gguf")
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the other weights: %v (tools/llamacpp.sh writes them)", err)
+	}
+	return path
+}
+
+// Swap restarts llama-server on the same address and alias with the
+// weights at path: a redeploy of another model under the same name.
+func (s *Server) Swap(path string) {
+	s.t.Helper()
+	s.Stop()
+	s.weights = path
+	s.start(s.port)
 }
 
 // LLMDSim starts llm-d-inference-sim v0.10.2 serving model, with args

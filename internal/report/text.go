@@ -145,6 +145,12 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 	if pc := s.PrefixCache; pc != nil {
 		kv("Prefix cache", "%s", PrefixCacheLine(pc))
 	}
+	if mi := s.ModelIdentity; mi != nil {
+		kv("Model identity", "%s", IdentityLine(mi))
+		if m := mi.Moved; m != nil {
+			kv("  moved most", "prompt %d %q: answered %q, the reference %q", m.Index+1, m.Prompt, m.Answer, m.Reference)
+		}
+	}
 	kv("Errors by reason", "%s", reasons(s.ByReason))
 	Failures(w, s.Failures, "  ")
 	if s.Currency != "" {
@@ -429,4 +435,30 @@ func PrefixCacheLine(pc *stats.PrefixCache) string {
 		return line + "; the server reported no cached tokens"
 	}
 	return line + fmt.Sprintf("; cached tokens the server reported, per request: cold %.0f, warm %.0f", pc.ColdCached, pc.WarmCached)
+}
+
+// IdentityLine is a model-identity probe's verdict in one line: the
+// prompts answered as the reference answers them, with the interval and
+// the bar, or how far the reference is learned.
+func IdentityLine(mi *stats.ModelIdentity) string {
+	why := ""
+	if mi.Why != "" {
+		why = " (" + mi.Why + ")"
+	}
+	if mi.Verdict == stats.Learning {
+		return fmt.Sprintf("LEARNING the reference: %d of %d runs%s", mi.LearnedRuns, mi.LearnRuns, why)
+	}
+	if mi.Prompts == 0 {
+		return "NOT ENOUGH EVIDENCE" + why
+	}
+	word := map[stats.Outcome]string{stats.SameModel: "THE SAME MODEL", stats.ModelChanged: "CHANGED"}[mi.Verdict]
+	if word == "" {
+		word = "NOT ENOUGH EVIDENCE"
+	}
+	line := fmt.Sprintf("%d of %d prompts answered as the reference answers them, 95%% interval %s to %s (bar %s): %s%s",
+		mi.Agreeing, mi.Prompts, stats.Pct(mi.Interval.Low), stats.Pct(mi.Interval.High), stats.Pct(mi.MinAgreement), word, why)
+	if mi.Unstable > 0 {
+		line += fmt.Sprintf("; %d prompts left out, answered too many ways while learning", mi.Unstable)
+	}
+	return line
 }

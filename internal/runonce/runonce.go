@@ -420,6 +420,15 @@ func runOne(ctx context.Context, o Options, p *config.Profile, t *setup.Target, 
 	if o.ShardCount > 1 {
 		run.Plan = run.Plan.Share(o.ShardIndex, o.ShardCount)
 	}
+	if p.ModelIdentity != nil {
+		// One run holds its answers to a pinned reference, or learns the
+		// first of a reference it keeps for no later run.
+		t, err := setup.NewIdentityTracker(p, t.Endpoint, "")
+		if err != nil {
+			return nil, "", err
+		}
+		run.Identity = t.Begin()
+	}
 	levelName := run.Plan.LevelName()
 	fmt.Fprintf(o.Progress, "Running profile %s against %s (%s)...\n", p.Name, t.Endpoint.Name, run.Plan)
 	var stop func()

@@ -97,6 +97,17 @@ func NewRun(p *config.Profile, ep *client.Endpoint, c *client.Client, sinks ...p
 	if w.Batch > 1 {
 		run.Workload = workload.Batched{Source: run.Workload, N: w.Batch}
 	}
+	if mi := p.ModelIdentity; mi != nil {
+		run.Workload = &workload.Identity{Prompts: IdentityPromptsOf(mi), MaxTokens: mi.MaxTokens, Stream: w.Streaming()}
+		// Greedy over the profile's own fields, which the endpoint's
+		// extra_body cannot override.
+		greedy := maps.Clone(extra)
+		if greedy == nil {
+			greedy = map[string]any{}
+		}
+		maps.Copy(greedy, openai.Of(api).Greedy)
+		run.Extra = greedy
+	}
 	if pc := p.PrefixCache; pc != nil {
 		run.PrefixCache = workload.NewPrefixCache(pc.PrefixTokens,
 			workload.Lengths{Mean: w.OutputTokens.Mean, Stddev: w.OutputTokens.Stddev}, w.Streaming(), pc.MinSpeedup)

@@ -15,6 +15,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/internal/gpu"
 	"github.com/tokenprobe/tokenprobe/internal/regexcost"
 	"github.com/tokenprobe/tokenprobe/internal/sim"
+	"github.com/tokenprobe/tokenprobe/probe/openai"
 	"github.com/tokenprobe/tokenprobe/probe/tokenizer"
 )
 
@@ -109,6 +110,18 @@ func Check(cfg *config.Config) config.Errors {
 		}
 		for _, e := range judgingCost(&p.Checks) {
 			errf(fmt.Sprintf("profiles[%d].checks%s", i, e.field), "%s", e.msg)
+		}
+		if mi := p.ModelIdentity; mi != nil {
+			for j, name := range p.Endpoints {
+				if e := cfg.Endpoint(name); e != nil && openai.Of(openai.API(e.API)).Greedy == nil {
+					errf(fmt.Sprintf("profiles[%d].endpoints[%d]", i, j), "endpoint %q speaks %s, which tokenprobe cannot ask to decode greedily (temperature 0): a model_identity profile needs chat, completions, responses or messages", name, e.API)
+				}
+			}
+			if mi.ReferencePath != "" {
+				if _, err := ReadIdentityReference(mi.ReferencePath, len(IdentityPromptsOf(mi))); err != nil {
+					errf(fmt.Sprintf("profiles[%d].model_identity.reference", i), "%v", err)
+				}
+			}
 		}
 	}
 	errs.Sort()

@@ -70,6 +70,8 @@ func Handler(d *daemon.Daemon, o Options) http.Handler {
 	mux.HandleFunc("GET /config", s.config)
 	mux.HandleFunc("GET /api/v1/runs", s.runs)
 	mux.HandleFunc("POST /api/v1/runs", s.lifecycle(s.runNow))
+	mux.HandleFunc("GET /api/v1/model-identity", s.identity)
+	mux.HandleFunc("DELETE /api/v1/model-identity", s.lifecycle(s.forgetIdentity))
 	if len(o.AllowedHosts) == 0 {
 		return mux
 	}
@@ -210,6 +212,36 @@ func (s *server) runNow(w http.ResponseWriter, r *http.Request) {
 			resp["not_started"] = err.Error()
 		}
 		writeJSON(w, http.StatusAccepted, resp)
+	}
+}
+
+// identity answers the model-identity reference a profile's runs against
+// an endpoint are held to, as a reference file pins it; 404 while none is
+// learned.
+func (s *server) identity(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	ref, err := s.d.IdentityReference(q.Get("profile"), q.Get("endpoint"))
+	switch {
+	case err != nil:
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+	case ref == nil:
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no reference is learned yet: it is learned from the profile's first complete runs"})
+	default:
+		writeJSON(w, http.StatusOK, ref)
+	}
+}
+
+// forgetIdentity drops a learned reference: the next complete runs learn
+// it anew (after a model change the team has accepted).
+func (s *server) forgetIdentity(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	switch err := s.d.ForgetIdentity(q.Get("profile"), q.Get("endpoint")); {
+	case errors.Is(err, daemon.ErrNoIdentity):
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+	case err != nil:
+		writeJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
+	default:
+		writeJSON(w, http.StatusOK, map[string]string{"forgotten": "the next complete runs learn the reference anew"})
 	}
 }
 

@@ -235,7 +235,7 @@ func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Reque
 	base := ep.URL()
 	r.Endpoint, r.Model, r.API, r.URL = ep.Name, ep.Model, string(ep.API), redact.URL(base)
 	r.IntendedInputTokens = p.InputTokens
-	r.CachePhase, r.CacheTriple = p.CachePhase, p.CacheTriple
+	r.CachePhase, r.CacheTriple, r.IdentityPrompt = p.CachePhase, p.CacheTriple, p.IdentityPrompt
 	r.InputTokens, r.InputSource = p.InputTokens, result.SourceIntended
 
 	if p.Body == nil {

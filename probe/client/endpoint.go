@@ -168,6 +168,8 @@ type Prompt struct {
 	// (result.Request): its place in a prefix-cache probe's triple.
 	CachePhase  result.CachePhase
 	CacheTriple int
+	// IdentityPrompt is a model-identity probe's prompt, from 1.
+	IdentityPrompt int
 	// Inputs are an embeddings batch's inputs after Text.
 	Inputs []string
 	// KeepText keeps the answer's text (Request.Answer), for a tokenizer to

@@ -8,7 +8,8 @@ import "encoding/json"
 const Chat API = "chat"
 
 var chat = &Protocol{API: Chat, Operation: "chat", Provider: "openai", URL: at("/chat/completions"), Root: "/v1",
-	Body: chatBody, Event: ParseChunk, Whole: ParseChunk, Answer: chatAnswer}
+	Body: chatBody, Event: ParseChunk, Whole: ParseChunk, Answer: chatAnswer,
+	Greedy: map[string]any{"temperature": 0, "top_p": 1, "seed": 1}}
 
 func chatBody(b *RequestBody) ([]byte, error) {
 	out := append(b.open(), `,"messages":[`...)

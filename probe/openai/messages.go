@@ -18,6 +18,8 @@ var messages = &Protocol{
 	Answer:    messagesAnswer,
 	KeyHeader: "X-Api-Key",
 	Headers:   [][2]string{{"Anthropic-Version", AnthropicVersion}},
+	// The Messages API takes no seed; top_k 1 is its greedy choice.
+	Greedy: map[string]any{"temperature": 0, "top_k": 1},
 }
 
 // DefaultMaxTokens is the max_tokens of a Messages request that sets

@@ -55,6 +55,11 @@ type Protocol struct {
 	// CountsAdd: each streamed event's token counts are its own, added
 	// up over the stream, where other APIs' are totals so far.
 	CountsAdd bool
+	// Greedy are the body fields that make the API decode greedily and
+	// as reproducibly as it can (temperature 0, a seed where it takes
+	// one), for a model-identity probe; nil: the API generates nothing
+	// to compare.
+	Greedy map[string]any
 }
 
 // protocols are the APIs, in the order the configuration lists them. A

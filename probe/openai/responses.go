@@ -16,6 +16,8 @@ var responses = &Protocol{
 	Event:  func(data []byte, c *Chunk) error { s := reading(data, c); return s.end(s.responsesEvent(c)) },
 	Whole:  func(data []byte, c *Chunk) error { s := reading(data, c); return s.end(s.responsesWhole(c)) },
 	Answer: responsesAnswer,
+	// The Responses API takes no seed.
+	Greedy: map[string]any{"temperature": 0, "top_p": 1},
 }
 
 // responsesBody sends a lone prompt as the input string, a conversation

@@ -240,6 +240,9 @@ type Request struct {
 	// for every other request. Never labels.
 	CachePhase  CachePhase
 	CacheTriple int
+	// IdentityPrompt is a model-identity probe's prompt, numbered from 1
+	// (0 for every other request). Never a label.
+	IdentityPrompt int
 
 	Scheduled time.Time // when the load generator meant to send it
 	Start     time.Time // just before the HTTP request was issued

@@ -154,6 +154,9 @@ type Summary struct {
 	// PrefixCache is a prefix-cache probe's verdict (nil for any other
 	// profile).
 	PrefixCache *PrefixCache `json:"prefix_cache,omitempty"`
+	// ModelIdentity is a model-identity probe's verdict (nil for any
+	// other profile).
+	ModelIdentity *ModelIdentity `json:"model_identity,omitempty"`
 	// Verdict is VerdictLine, written into summary.json.
 	Verdict string `json:"verdict,omitempty"`
 	// MaxWrongRatio is the share of wrong answers the run tolerates

@@ -8,12 +8,17 @@ framing, naming, usage and metrics, which is what tokenprobe's tests read. The
 tokenizer is llama.cpp's own vocabulary-only GGUF (models/ggml-vocab-llama-spm.gguf),
 copied key for key, so token counts are the real SentencePiece ones.
 
-Usage: tinyllama.py LLAMA_CPP_TREE OUT.gguf  (uses the tree's own gguf-py)
+Usage: tinyllama.py LLAMA_CPP_TREE OUT.gguf [SEED]  (uses the tree's own gguf-py)
+
+SEED (default 20261126) draws the weights: another seed is another model of
+the same shape, vocabulary and name, as a redeploy with other weights under
+the same alias would serve (the model-identity tests swap them).
 """
 import sys
 from pathlib import Path
 
 tree, out = Path(sys.argv[1]), Path(sys.argv[2])
+seed = int(sys.argv[3]) if len(sys.argv) > 3 else 20261126
 sys.path.insert(0, str(tree / "gguf-py"))
 import numpy as np  # noqa: E402
 import gguf  # noqa: E402
@@ -56,7 +61,7 @@ w.add_chat_template(
     "{% if tools %}<|tools|>{{ tools | tojson }}\n{% endif %}"
     "{% if add_generation_prompt %}<|assistant|>{% endif %}")
 
-rng = np.random.default_rng(20261126)
+rng = np.random.default_rng(seed)
 
 
 def t(name, *shape):

@@ -1,0 +1,108 @@
+package realservers
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tokenprobe/tokenprobe/internal/daemon"
+	"github.com/tokenprobe/tokenprobe/internal/realserver"
+	"github.com/tokenprobe/tokenprobe/probe/stats"
+)
+
+// identityDaemon starts a daemon probing srv with a model_identity
+// profile asked for by hand, its references kept under storage.
+func identityDaemon(t *testing.T, srv *realserver.Server, storage string) *daemon.Daemon {
+	t.Helper()
+	cfg := fmt.Sprintf(`endpoints:
+  - {name: llama, base_url: %q, model: %q, timeout: 60s}
+profiles:
+  - name: identity
+    endpoints: [llama]
+    model_identity: {}
+    schedule: {manual: true}
+`, srv.URL+"/v1", srv.Model)
+	file := filepath.Join(t.TempDir(), "tokenprobe.yaml")
+	if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := daemon.New(daemon.Options{ConfigFile: file, Registerer: prometheus.NewRegistry(), StoragePath: storage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = d.Shutdown(ctx)
+	})
+	return d
+}
+
+// identityRun asks d for a run of the identity profile and returns its
+// model-identity verdict once it has ended.
+func identityRun(t *testing.T, d *daemon.Daemon) *stats.ModelIdentity {
+	t.Helper()
+	started, err := d.RunNow("identity", "llama")
+	if err != nil || len(started) != 1 {
+		t.Fatalf("run now: %v (%d started)", err, len(started))
+	}
+	var rec daemon.RunRecord
+	waitUntil(t, time.Minute, "the identity run's end", func() bool {
+		r, ok := d.History().Get(started[0].ID)
+		rec = r
+		return ok && r.Finished()
+	})
+	if rec.Summary == nil || rec.Summary.ModelIdentity == nil {
+		t.Fatalf("run %d (%s, %s): no model-identity verdict", rec.ID, rec.Result, rec.Error)
+	}
+	return rec.Summary.ModelIdentity
+}
+
+// One llama-server alias, its weights swapped for other random ones: the
+// daemon learns the reference from three runs, holds 20 runs each after a
+// restart of the same weights to be the same model, and calls the first
+// run after the swap changed, naming the prompt whose answer moved most.
+// A daemon started again on the same storage keeps the reference (and
+// still calls it changed); forgotten, it is learned anew.
+func TestModelIdentityCatchesAWeightSwap(t *testing.T) {
+	srv := realserver.LlamaServer(t)
+	storage := t.TempDir()
+	d := identityDaemon(t, srv, storage)
+	for i := range 3 {
+		if mi := identityRun(t, d); mi.Verdict != stats.Learning || mi.LearnedRuns != i+1 {
+			t.Fatalf("learning run %d: %+v", i+1, mi)
+		}
+	}
+	same := 0
+	for i := range 20 {
+		srv.Restart()
+		mi := identityRun(t, d)
+		if mi.Verdict != stats.SameModel {
+			t.Errorf("after restart %d of the same weights: %s, %d of %d prompts agree (%s); moved: %+v", i+1, mi.Verdict, mi.Agreeing, mi.Prompts, mi.Why, mi.Moved)
+			continue
+		}
+		same++
+	}
+	t.Logf("the same weights after 20 restarts: %d runs the same model", same)
+	srv.Swap(realserver.OtherWeights(t))
+	mi := identityRun(t, d)
+	t.Logf("after the swap: %s, %d of %d prompts agree (interval %.2f to %.2f); moved most: %+v", mi.Verdict, mi.Agreeing, mi.Prompts, mi.Interval.Low, mi.Interval.High, mi.Moved)
+	if mi.Verdict != stats.ModelChanged || mi.Moved == nil || mi.Moved.Prompt == "" {
+		t.Fatalf("the first run after the swap: %+v", mi)
+	}
+	again := identityDaemon(t, srv, storage)
+	if mi := identityRun(t, again); mi.Verdict != stats.ModelChanged || mi.LearnedRuns != 3 {
+		t.Fatalf("a daemon started again on the same storage: %+v, want the kept reference's verdict, changed", mi)
+	}
+	if err := again.ForgetIdentity("identity", "llama"); err != nil {
+		t.Fatal(err)
+	}
+	if mi := identityRun(t, again); mi.Verdict != stats.Learning || mi.LearnedRuns != 1 {
+		t.Fatalf("after the reference was forgotten: %+v, want learning anew", mi)
+	}
+}
