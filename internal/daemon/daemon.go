@@ -113,7 +113,7 @@ type Daemon struct {
 	lastErr    error
 
 	// identities are the model-identity trackers, by setup.IdentityKey:
-	// a reference outlives a reload that keeps its profile's settings.
+	// a reference outlives a reload that keeps its profile's prompts.
 	identitiesMu sync.Mutex
 	identities   map[string]*stats.IdentityTracker
 }
@@ -700,12 +700,14 @@ func (d *Daemon) closeTargets() {
 }
 
 // identityTracker is the model-identity tracker of profile p against ep,
-// made at its first run.
+// made at its first run; a reload that changes only its bar or learning
+// runs keeps its reference.
 func (d *Daemon) identityTracker(p *config.Profile, ep *client.Endpoint) (*stats.IdentityTracker, error) {
 	key := setup.IdentityKey(p, ep)
 	d.identitiesMu.Lock()
 	defer d.identitiesMu.Unlock()
 	if t := d.identities[key]; t != nil {
+		t.Configure(p.ModelIdentity.LearnRuns, p.ModelIdentity.MinAgreement)
 		return t, nil
 	}
 	t, err := setup.NewIdentityTracker(p, ep, d.o.StoragePath)

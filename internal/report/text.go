@@ -428,8 +428,12 @@ func PrefixCacheLine(pc *stats.PrefixCache) string {
 	if pc.Why != "" {
 		word += " (" + pc.Why + ")"
 	}
-	line := fmt.Sprintf("warm %.2fx faster than uncached, 95%% interval %.2fx to %.2fx over %d triples (bar %.2gx): %s; TTFT p50 cold %s, warm %s, fresh %s",
-		pc.Speedup, pc.Interval.Low, pc.Interval.High, pc.Triples, pc.MinSpeedup, word,
+	interval := fmt.Sprintf("95%% interval %.2fx to %.2fx over %d triples", pc.Interval.Low, pc.Interval.High, pc.Triples)
+	if pc.Triples < 2 {
+		interval = "one triple, no interval"
+	}
+	line := fmt.Sprintf("warm %.2fx faster than uncached, %s (bar %.2gx): %s; TTFT p50 cold %s, warm %s, fresh %s",
+		pc.Speedup, interval, pc.MinSpeedup, word,
 		stats.FormatMillis(pc.ColdTTFT), stats.FormatMillis(pc.WarmTTFT), stats.FormatMillis(pc.FreshTTFT))
 	if pc.ColdCached == 0 && pc.WarmCached == 0 {
 		return line + "; the server reported no cached tokens"

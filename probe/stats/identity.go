@@ -122,6 +122,14 @@ func NewIdentityTracker(prompts []string, learnRuns int, minAgreement float64, s
 	return t
 }
 
+// Configure sets the runs the reference is learned from and the bar, as
+// a reloaded configuration gives them.
+func (t *IdentityTracker) Configure(learnRuns int, minAgreement float64) {
+	t.mu.Lock()
+	t.LearnRuns, t.MinAgreement = learnRuns, minAgreement
+	t.mu.Unlock()
+}
+
 // Forget drops the learned reference (and the stored one): the next
 // complete runs learn it anew. A pinned reference stays.
 func (t *IdentityTracker) Forget() error {

@@ -25,7 +25,8 @@ type PrefixCache struct {
 	// Speedup is the geometric mean over the triples of each one's
 	// uncached TTFT (the geometric mean of its cold and fresh requests')
 	// over its warm TTFT; Interval its 95% interval (Student's t on the
-	// logarithms). Both are 0 without a complete triple.
+	// logarithms). Both are 0 without a complete triple, and the
+	// interval with only one.
 	Speedup  float64  `json:"speedup"`
 	Interval Interval `json:"speedup_interval"`
 	// MinSpeedup is the bar: the cache works when the whole interval is
@@ -123,7 +124,7 @@ func (a *Aggregator) prefixCache(starved string) *PrefixCache {
 	mean, half := meanInterval(logs)
 	pc.Speedup = math.Exp(mean)
 	if pc.Triples < 2 {
-		pc.Interval = Interval{0, math.Inf(1)}
+		// No interval (and none written: JSON has no infinity).
 		pc.Why = "one triple: no interval"
 		return pc
 	}

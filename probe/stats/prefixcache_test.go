@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -108,5 +109,20 @@ func TestTQuantile(t *testing.T) {
 		if got := tQuantile(df); math.Abs(got-want) > 0.001 {
 			t.Errorf("t(0.975, %d) = %.4f, want %.4f", df, got, want)
 		}
+	}
+}
+
+// One whole triple has a speed-up and no interval, and its summary is
+// JSON (an infinite bound would not be).
+func TestPrefixCacheOneTripleIsJSON(t *testing.T) {
+	a := NewAggregator("cache", "ls", "m", 1, 0)
+	a.SetPrefixCache(1.25)
+	addTriples(a, rand.New(rand.NewPCG(1, 2)), 1, 30*time.Millisecond, 10*time.Millisecond, 30*time.Millisecond, 0, 0)
+	s := a.Summary()
+	if pc := s.PrefixCache; pc.Triples != 1 || pc.Verdict != Undecided || pc.Interval != (Interval{}) || pc.Speedup < 2.9 {
+		t.Fatalf("%+v", pc)
+	}
+	if _, err := json.Marshal(s); err != nil {
+		t.Fatal(err)
 	}
 }
