@@ -86,7 +86,7 @@ type series struct {
 	labels       []string
 }
 
-var anomalyKinds = [...]result.Anomaly{result.AnomalyNone, result.AnomalyDrain, result.AnomalyRetried, result.AnomalyUsage}
+var anomalyKinds = [...]result.Anomaly{result.AnomalyNone, result.AnomalyDrain, result.AnomalyRetried, result.AnomalyUsage, result.AnomalyStatus}
 
 var kinds = [...]slo.Kind{slo.TTFT, slo.TTST, slo.ITL, slo.RequestLatency, slo.OutputTokensPerSecond}
 

@@ -281,6 +281,9 @@ func (c *Client) Do(ctx context.Context, ep *Endpoint, p Prompt, r *result.Reque
 		r.FirstByte = ph.FirstByte.Sub(r.Start)
 	}
 	c.readBody(q, api, resp, r, p)
+	if resp.status != 200 && r.Outcome == result.Success && r.Anomaly == result.AnomalyNone {
+		r.Anomaly = result.AnomalyStatus
+	}
 	if c.closeBody(resp.body, tg.h1 == nil) {
 		r.Anomaly = result.AnomalyDrain
 	}

@@ -166,9 +166,14 @@ const (
 	// overflow, far more than max_tokens allows): the request's tokens
 	// were counted from its chunks instead.
 	AnomalyUsage
+	// AnomalyStatus: the answer came whole with a 2xx status other than
+	// 200 (HTTPStatus says which): Portkey's gateway answers 246 "Hooks
+	// failed" when its guardrails failed without denying, the model's
+	// answer unchanged. It is measured as any answer.
+	AnomalyStatus
 )
 
-var anomalyNames = [...]string{AnomalyNone: "", AnomalyDrain: "drain", AnomalyRetried: "retried", AnomalyUsage: "usage"}
+var anomalyNames = [...]string{AnomalyNone: "", AnomalyDrain: "drain", AnomalyRetried: "retried", AnomalyUsage: "usage", AnomalyStatus: "status"}
 
 func (a Anomaly) String() string {
 	if int(a) < len(anomalyNames) {
@@ -178,7 +183,7 @@ func (a Anomaly) String() string {
 }
 
 // Anomalies lists every anomaly, in label order.
-var Anomalies = []Anomaly{AnomalyDrain, AnomalyRetried, AnomalyUsage}
+var Anomalies = []Anomaly{AnomalyDrain, AnomalyRetried, AnomalyUsage, AnomalyStatus}
 
 // TokenSource says where a token count came from.
 type TokenSource uint8
