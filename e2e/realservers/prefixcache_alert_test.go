@@ -19,15 +19,14 @@ import (
 	"github.com/tokenprobe/tokenprobe/alerts"
 	"github.com/tokenprobe/tokenprobe/dashboards"
 	"github.com/tokenprobe/tokenprobe/internal/daemon"
-	"github.com/tokenprobe/tokenprobe/internal/realserver"
 	"github.com/tokenprobe/tokenprobe/internal/web"
 )
 
-// The daemon probes one llama-server through two endpoints, every 2 s: as
-// served, and with every request asking cache_prompt: false. Debian's
+// The daemon probes llama-server (slowPrefill, one for each endpoint)
+// every 2 s: as served, and with every request asking cache_prompt: false. Debian's
 // Prometheus 2.42 scrapes it with the shipped rules (their hour-long
 // window 60 times shorter): TokenprobePrefixCacheBroken fires for the
-// defeated endpoint, and never for the served one over ten runs of each.
+// defeated endpoint, and never for the served one over six runs of each.
 func TestPrefixCacheBrokenAlertsInPrometheus(t *testing.T) {
 	prom, err := exec.LookPath("prometheus")
 	if err != nil {
@@ -36,17 +35,17 @@ func TestPrefixCacheBrokenAlertsInPrometheus(t *testing.T) {
 		}
 		t.Skip("prometheus not on PATH (apt-get install prometheus)")
 	}
-	srv := realserver.LlamaServer(t)
+	srv, other := slowPrefill(t), slowPrefill(t)
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`endpoints:
-  - {name: served, base_url: %[1]q, model: %[2]q, timeout: 60s}
-  - {name: defeated, base_url: %[1]q, model: %[2]q, timeout: 60s, extra_body: {cache_prompt: false}}
+  - {name: served, base_url: %[1]q, model: %[3]q, timeout: 60s}
+  - {name: defeated, base_url: %[2]q, model: %[3]q, timeout: 60s, extra_body: {cache_prompt: false}}
 profiles:
   - name: cache
     endpoints: [served, defeated]
     prefix_cache: {prefix_tokens: 512}
     schedule: {every: 2s}
-`, srv.URL+"/v1", srv.Model)
+`, srv.URL+"/v1", other.URL+"/v1", srv.Model)
 	cfgFile := filepath.Join(dir, "tokenprobe.yaml")
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -102,8 +101,8 @@ profiles:
 		}
 		return n
 	}
-	waitUntil(t, 2*time.Minute, "TokenprobePrefixCacheBroken for the defeated endpoint, and ten runs of each",
-		func() bool { return firing("defeated") && runs("served") >= 10 && runs("defeated") >= 10 })
+	waitUntil(t, 2*time.Minute, "TokenprobePrefixCacheBroken for the defeated endpoint, and six runs of each",
+		func() bool { return firing("defeated") && runs("served") >= 6 && runs("defeated") >= 6 })
 	verdicts := map[string]int{}
 	recent, _ := d.History().Runs()
 	for _, r := range recent {

@@ -3,6 +3,7 @@ package realservers
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/tokenprobe/tokenprobe/internal/realserver"
@@ -10,17 +11,14 @@ import (
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 )
 
-// prefixCacheConfig probes two endpoints of one server with a
-// prefix_cache profile of 8 triples: as served, and with extra (body
-// fields of every request; empty for none) on the second.
-func prefixCacheConfig(url, model, extra string, prefixTokens int) string {
-	second := ""
-	if extra != "" {
+// prefixCacheConfig probes a server with a prefix_cache profile of 8
+// triples as served, and, where defeatedURL is set, a second one with
+// extra (body fields of every request) as endpoint "defeated".
+func prefixCacheConfig(url, defeatedURL, model, extra string, prefixTokens int) string {
+	second, eps := "", "[served]"
+	if defeatedURL != "" {
 		second = fmt.Sprintf(`  - {name: defeated, base_url: %q, model: %q, timeout: 60s, extra_body: %s}
-`, url+"/v1", model, extra)
-	}
-	eps := "[served]"
-	if second != "" {
+`, defeatedURL+"/v1", model, extra)
 		eps = "[served, defeated]"
 	}
 	return fmt.Sprintf(`endpoints:
@@ -30,6 +28,18 @@ func prefixCacheConfig(url, model, extra string, prefixTokens int) string {
     endpoints: %s
     prefix_cache: {prefix_tokens: %d}
 `, url+"/v1", model, second, eps, prefixTokens)
+}
+
+// slowPrefill is llama-server with one slot of 4096 tokens prefilling in
+// batches of 32: a prefix of 1,024 words takes about 0.3 s cold (a tenth
+// of that in its default batches), so that a probe that is not starved
+// beside a busy host's other tests can tell it apart from a warm one (a
+// 20 ms TTFT starved the probe under the race detector: its own delay
+// p99 was over a tenth of it, and the verdicts were rightly withheld).
+// One slot: two endpoints on one server would take each other's cached
+// prompt.
+func slowPrefill(t *testing.T) *realserver.Server {
+	return realserver.LlamaServer(t, "-np", "1", "-b", "32", "-ub", "32")
 }
 
 func byEndpoint(sums []stats.Summary) map[string]*stats.PrefixCache {
@@ -43,30 +53,35 @@ func byEndpoint(sums []stats.Summary) map[string]*stats.PrefixCache {
 // llama-server (its prompt cache on by default, each slot keeping its
 // last prompt) is found working; the same server with every request
 // asking cache_prompt: false, which its completion handler documents as
-// reusing nothing of the slot's KV cache, is found broken. Its usage
-// says so too: prompt_tokens_details.cached_tokens is the prefix on the
-// warm requests and 0 with the cache defeated. Its 4 slots hold 1024
-// tokens each: a prefix of 512 words.
+// reusing nothing of the slot's KV cache, is found broken (a server of its
+// own, so that neither evicts the other's prompt). Its usage says so too:
+// prompt_tokens_details.cached_tokens is the prefix on the warm requests
+// and 0 with the cache defeated. A verdict withheld because the probe was
+// starved is the probe's to say: the interval must still be under the bar.
 func TestPrefixCacheOnLlamaServer(t *testing.T) {
-	srv := realserver.LlamaServer(t)
+	srv, other := slowPrefill(t), slowPrefill(t)
 	timingtest.Retry(t, 3, func(a *timingtest.Attempt) {
-		_, sums, _, out := runConfig(context.Background(), t, prefixCacheConfig(srv.URL, srv.Model, "{cache_prompt: false}", 512))
+		_, sums, _, out := runConfig(context.Background(), t, prefixCacheConfig(srv.URL, other.URL, srv.Model, "{cache_prompt: false}", 1024))
 		pc := byEndpoint(sums)
 		on, off := pc["served"], pc["defeated"]
 		if on == nil || off == nil || on.Triples != 8 || off.Triples != 8 {
 			t.Fatalf("prefix cache verdicts %+v %+v, want 8 triples each:\n%s", on, off, out)
 		}
-		t.Logf("cache on: %.2fx (%.2fx to %.2fx), cold %.1f ms warm %.1f ms, warm cached %.0f tokens; cache_prompt false: %.2fx (%.2fx to %.2fx), warm cached %.0f",
-			on.Speedup, on.Interval.Low, on.Interval.High, on.ColdTTFT, on.WarmTTFT, on.WarmCached, off.Speedup, off.Interval.Low, off.Interval.High, off.WarmCached)
+		t.Logf("cache on: %.2fx (%.2fx to %.2fx), cold %.1f ms warm %.1f ms, warm cached %.0f tokens; cache_prompt false: %.2fx (%.2fx to %.2fx), cold %.1f ms, warm cached %.0f",
+			on.Speedup, on.Interval.Low, on.Interval.High, on.ColdTTFT, on.WarmTTFT, on.WarmCached, off.Speedup, off.Interval.Low, off.Interval.High, off.ColdTTFT, off.WarmCached)
 		// A cold prompt shares with the slot's last one only the chat
 		// template's opening: a few tokens.
-		if on.WarmCached < 500 || off.WarmCached != 0 || on.ColdCached > 16 {
+		if on.WarmCached < 1000 || off.WarmCached != 0 || on.ColdCached > 16 {
 			t.Errorf("cached tokens: served cold %.0f warm %.0f, defeated warm %.0f; want the template's few, the prefix, 0", on.ColdCached, on.WarmCached, off.WarmCached)
 		}
 		if on.Verdict != stats.CacheWorking {
 			a.Errorf("the working cache is %s: %s", on.Verdict, on.Why)
 		}
-		if off.Verdict != stats.CacheBroken {
+		switch {
+		case off.Verdict == stats.CacheBroken:
+		case strings.Contains(off.Why, "starved") && off.Interval.High < off.MinSpeedup:
+			t.Logf("the defeated cache's verdict was withheld, the probe starved: %s", off.Why)
+		default:
 			a.Errorf("the defeated cache is %s: %s", off.Verdict, off.Why)
 		}
 	})
@@ -88,7 +103,7 @@ func TestPrefixCacheOnLLMDSim(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			srv := realserver.LLMDSim(t, "llmd-model", c.args...)
 			timingtest.Retry(t, 3, func(a *timingtest.Attempt) {
-				_, sums, _, out := runConfig(context.Background(), t, prefixCacheConfig(srv.URL, "llmd-model", "", 256))
+				_, sums, _, out := runConfig(context.Background(), t, prefixCacheConfig(srv.URL, "", "llmd-model", "", 256))
 				pc := byEndpoint(sums)["served"]
 				if pc == nil || pc.Triples != 8 {
 					t.Fatalf("prefix cache %+v, want 8 triples:\n%s", pc, out)
