@@ -210,8 +210,26 @@ func join(shards []*Run) Merged {
 			s.Level = l
 		}
 	} else {
-		for _, a := range levels {
-			if worst != nil {
+		// Each level is read against the probe's delay during that level
+		// (the worst shard's, from its summary's stages), as the run read
+		// it: the whole run's p99 of one level's stall took the low end of
+		// another level's cliff ratio below its bar, and the merged run of
+		// one shard lost the cliff its run had proven (beside eight busy
+		// loops).
+		during := map[float64]*stats.Probe{}
+		for _, sh := range shards {
+			for _, st := range sh.Summary.Stages {
+				if p := st.Probe; p != nil && (during[st.Level] == nil || p.DelayP99Ms > during[st.Level].DelayP99Ms) {
+					during[st.Level] = p
+				}
+			}
+		}
+		for level, a := range levels {
+			if p := during[level]; p != nil {
+				q := *p
+				q.Starved, q.Why = false, ""
+				a.SetProbe(q)
+			} else if worst != nil {
 				a.SetProbe(*worst)
 			}
 			st := a.Summary()
