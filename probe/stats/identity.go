@@ -261,8 +261,8 @@ func (r *IdentityRun) Finish(complete bool) *ModelIdentity {
 		}
 		if best < 0 || shared < mi.Moved.Shared {
 			best = i
-			mi.Moved = &MovedPrompt{Index: i, Prompt: ServerText(cut(t.Prompts[i], MaxMessage)), Answer: ServerText(cut(*a, MaxMessage)),
-				Reference: ServerText(cut(closest, MaxMessage)), Shared: shared}
+			mi.Moved = &MovedPrompt{Index: i, Prompt: cut(t.Prompts[i], MaxMessage), Answer: cut(*a, MaxMessage),
+				Reference: cut(closest, MaxMessage), Shared: shared}
 		}
 	}
 	if mi.Prompts == 0 {

@@ -3,7 +3,6 @@ package stats
 import (
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 
 	"github.com/tokenprobe/tokenprobe/probe/result"
@@ -119,7 +118,7 @@ func (a *Aggregator) prefixCache(starved string) *PrefixCache {
 		pc.Why = "no triple had its three requests measured"
 		return pc
 	}
-	pc.ColdTTFT, pc.WarmTTFT, pc.FreshTTFT = median(cold), median(warm), median(fresh)
+	pc.ColdTTFT, pc.WarmTTFT, pc.FreshTTFT = Compute(cold).P50, Compute(warm).P50, Compute(fresh).P50
 	pc.ColdCached, pc.WarmCached = float64(coldCached)/float64(pc.Triples), float64(warmCached)/float64(pc.Triples)
 	mean, half := meanInterval(logs)
 	pc.Speedup = math.Exp(mean)
@@ -175,14 +174,4 @@ func tQuantile(df int) float64 {
 	}
 	d, z3 := float64(df), z*z*z
 	return z + (z3+z)/(4*d) + (5*z3*z*z+16*z3+3*z)/(96*d*d)
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
