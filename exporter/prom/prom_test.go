@@ -796,29 +796,7 @@ func TestDominantPhaseByLevel(t *testing.T) {
 func TestPrefixCacheVerdictOfTheLastRun(t *testing.T) {
 	reg, e := feed(t)
 	run := &probe.Run{Profile: "cache", Endpoint: &client.Endpoint{Name: "ls"}}
-	values := func() map[string]float64 {
-		t.Helper()
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]float64{}
-		for _, mf := range mfs {
-			if !strings.HasPrefix(mf.GetName(), "tokenprobe_run_last_prefix_cache_") {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				key := strings.TrimPrefix(mf.GetName(), "tokenprobe_run_last_prefix_cache_")
-				for _, l := range m.GetLabel() {
-					if l.GetName() == "verdict" || l.GetName() == "bound" {
-						key += "/" + l.GetValue()
-					}
-				}
-				out[key] = m.GetGauge().GetValue()
-			}
-		}
-		return out
-	}
+	values := func() map[string]float64 { return gauges(t, reg, "tokenprobe_run_last_prefix_cache_") }
 	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{PrefixCache: &stats.PrefixCache{Triples: 8, Speedup: 0.94,
 		Interval: stats.Interval{Low: 0.77, High: 1.14}, MinSpeedup: 1.25, Verdict: stats.CacheBroken}}, Verdict: probe.Passed})
 	want := map[string]float64{"speedup_ratio": 0.94, "speedup_interval_ratio/low": 0.77, "speedup_interval_ratio/high": 1.14,
@@ -846,29 +824,7 @@ func TestPrefixCacheVerdictOfTheLastRun(t *testing.T) {
 func TestModelIdentityOfTheLastRun(t *testing.T) {
 	reg, e := feed(t)
 	run := &probe.Run{Profile: "identity", Endpoint: &client.Endpoint{Name: "vllm"}}
-	values := func() map[string]float64 {
-		t.Helper()
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]float64{}
-		for _, mf := range mfs {
-			if !strings.HasPrefix(mf.GetName(), "tokenprobe_run_last_model_identity_") {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				key := strings.TrimPrefix(mf.GetName(), "tokenprobe_run_last_model_identity_")
-				for _, l := range m.GetLabel() {
-					if l.GetName() == "verdict" || l.GetName() == "bound" || l.GetName() == "prompt" {
-						key += "/" + l.GetValue()
-					}
-				}
-				out[key] = m.GetGauge().GetValue()
-			}
-		}
-		return out
-	}
+	values := func() map[string]float64 { return gauges(t, reg, "tokenprobe_run_last_model_identity_") }
 	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{ModelIdentity: &stats.ModelIdentity{Prompts: 16, Agreeing: 0, Agreement: 0,
 		Interval: stats.Interval{Low: 0, High: 0.194}, MinAgreement: 0.5, Verdict: stats.ModelChanged, Moved: &stats.MovedPrompt{Prompt: "p1"}}}, Verdict: probe.Passed})
 	want := map[string]float64{"agreement_ratio": 0, "agreement_interval_ratio/low": 0, "agreement_interval_ratio/high": 0.194, "moved_prompt_info/p1": 1,
@@ -881,4 +837,30 @@ func TestModelIdentityOfTheLastRun(t *testing.T) {
 	if got := values(); !maps.Equal(got, want) {
 		t.Fatalf("a learning run: series %v, want %v", got, want)
 	}
+}
+
+// gauges are the values of the gauges named with prefix, each keyed by
+// the rest of its name and its verdict, bound or prompt label.
+func gauges(t *testing.T, reg prometheus.Gatherer, prefix string) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if !strings.HasPrefix(mf.GetName(), prefix) {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			key := strings.TrimPrefix(mf.GetName(), prefix)
+			for _, l := range m.GetLabel() {
+				if n := l.GetName(); n == "verdict" || n == "bound" || n == "prompt" {
+					key += "/" + l.GetValue()
+				}
+			}
+			out[key] = m.GetGauge().GetValue()
+		}
+	}
+	return out
 }
