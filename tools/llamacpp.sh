@@ -2,9 +2,11 @@
 # Builds llama.cpp's llama-server on CPU from the llama.cpp tree that npm's
 # node-llama-cpp 3.22.1 ships (a git bundle of llama.cpp de3ff81), and writes
 # a random-weight tiny llama with that tree's own gguf-py (tinyllama.py beside
-# this script), and a second one of other weights under the same name, once:
-# all are kept in $(go env GOPATH)/bin as llama-server-de3ff81,
-# tiny-llama-de3ff81.gguf and tiny-llama-other-de3ff81.gguf, and the
+# this script), a second one of other weights under the same name, and the
+# first one's weights in F16 and in Q8_0, once: all are kept in
+# $(go env GOPATH)/bin as llama-server-de3ff81, tiny-llama-de3ff81.gguf,
+# tiny-llama-other-de3ff81.gguf, tiny-llama-f16-de3ff81.gguf and
+# tiny-llama-q8_0-de3ff81.gguf, and the
 # server's path is printed. No GPU, no curl, no OpenSSL, no tests or examples. About 10 minutes
 # on two idle cores. Needs npm, cmake, g++ and python3 with numpy (Debian's
 # cmake, g++, python3-numpy).
@@ -15,9 +17,11 @@ bin="$(go env GOPATH)/bin"
 out="$bin/llama-server-$commit"
 model="$bin/tiny-llama-$commit.gguf"
 other="$bin/tiny-llama-other-$commit.gguf"
+f16="$bin/tiny-llama-f16-$commit.gguf"
+q8="$bin/tiny-llama-q8_0-$commit.gguf"
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
-if [ ! -x "$out" ] || [ ! -s "$model" ] || [ ! -s "$other" ]; then
+if [ ! -x "$out" ] || [ ! -s "$model" ] || [ ! -s "$other" ] || [ ! -s "$f16" ] || [ ! -s "$q8" ]; then
   mkdir -p "$bin"
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
@@ -40,5 +44,10 @@ if [ ! -x "$out" ] || [ ! -s "$model" ] || [ ! -s "$other" ]; then
   fi
   "$py" "$(dirname "$0")/llamacpp/tinyllama.py" "$work/llama.cpp" "$other.tmp" 2 >/dev/null
   mv "$other.tmp" "$other"
+  # The first model's weights (its seed) in two other precisions.
+  "$py" "$(dirname "$0")/llamacpp/tinyllama.py" "$work/llama.cpp" "$f16.tmp" 20261126 f16 >/dev/null
+  mv "$f16.tmp" "$f16"
+  "$py" "$(dirname "$0")/llamacpp/tinyllama.py" "$work/llama.cpp" "$q8.tmp" 20261126 q8_0 >/dev/null
+  mv "$q8.tmp" "$q8"
 fi
 echo "$out"

@@ -107,13 +107,29 @@ func LlamaServer(t testing.TB, args ...string) *Server {
 // shape, vocabulary and name, other random weights.
 func OtherWeights(t testing.TB) string {
 	t.Helper()
+	return weights(t, "other")
+}
+
+// Precision is the first tiny llama's weights in another precision (f16
+// or q8_0), as tools/llamacpp.sh writes them: a redeploy of another
+// quantization of the same model.
+func Precision(t testing.TB, precision string) string {
+	t.Helper()
+	return weights(t, precision)
+}
+
+func weights(t testing.TB, kind string) string {
+	t.Helper()
 	bin := binary(t, LlamaServerEnv, "tools/llamacpp.sh")
-	path := filepath.Join(filepath.Dir(bin), strings.Replace(filepath.Base(bin), "llama-server-", "tiny-llama-other-", 1)+".gguf")
+	path := filepath.Join(filepath.Dir(bin), strings.Replace(filepath.Base(bin), "llama-server-", "tiny-llama-"+kind+"-", 1)+".gguf")
 	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("the other weights: %v (tools/llamacpp.sh writes them)", err)
+		t.Fatalf("the %s weights: %v (tools/llamacpp.sh writes them)", kind, err)
 	}
 	return path
 }
+
+// Weights is the model file llama-server serves now.
+func (s *Server) Weights() string { return s.weights }
 
 // Swap restarts llama-server on the same address and alias with the
 // weights at path: a redeploy of another model under the same name.

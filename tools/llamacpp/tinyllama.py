@@ -8,17 +8,23 @@ framing, naming, usage and metrics, which is what tokenprobe's tests read. The
 tokenizer is llama.cpp's own vocabulary-only GGUF (models/ggml-vocab-llama-spm.gguf),
 copied key for key, so token counts are the real SentencePiece ones.
 
-Usage: tinyllama.py LLAMA_CPP_TREE OUT.gguf [SEED]  (uses the tree's own gguf-py)
+Usage: tinyllama.py LLAMA_CPP_TREE OUT.gguf [SEED [TYPE]]  (uses the tree's own gguf-py)
 
 SEED (default 20261126) draws the weights: another seed is another model of
 the same shape, vocabulary and name, as a redeploy with other weights under
-the same alias would serve (the model-identity tests swap them).
+the same alias would serve (the model-identity tests swap them). TYPE (f32,
+the default; f16; q8_0) writes the same weights in another precision, as a
+redeploy of another quantization would serve (docs/MEASUREMENT.md, "The
+model behind the name": the hard case).
 """
 import sys
 from pathlib import Path
 
 tree, out = Path(sys.argv[1]), Path(sys.argv[2])
 seed = int(sys.argv[3]) if len(sys.argv) > 3 else 20261126
+qtype = sys.argv[4] if len(sys.argv) > 4 else "f32"
+if qtype not in ("f32", "f16", "q8_0"):
+    sys.exit(f"tinyllama.py: TYPE {qtype!r}: f32, f16 or q8_0")
 sys.path.insert(0, str(tree / "gguf-py"))
 import numpy as np  # noqa: E402
 import gguf  # noqa: E402
@@ -54,7 +60,8 @@ w.add_head_count(n_head)
 w.add_head_count_kv(n_head)
 w.add_rope_dimension_count(n_embd // n_head)
 w.add_layer_norm_rms_eps(1e-5)
-w.add_file_type(gguf.LlamaFileType.ALL_F32)
+w.add_file_type({"f32": gguf.LlamaFileType.ALL_F32, "f16": gguf.LlamaFileType.MOSTLY_F16,
+                 "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}[qtype])
 # A chat template that renders tools, so --jinja serves tool calls.
 w.add_chat_template(
     "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
@@ -65,7 +72,16 @@ rng = np.random.default_rng(seed)
 
 
 def t(name, *shape):
-    w.add_tensor(name, (rng.standard_normal(shape) * 0.02).astype(np.float32))
+    # The same draws whatever the type: only the precision they are kept in
+    # differs (the norms stay F32, as llama.cpp's own conversions keep them).
+    data = (rng.standard_normal(shape) * 0.02).astype(np.float32)
+    if qtype == "f16":
+        w.add_tensor(name, data.astype(np.float16))
+    elif qtype == "q8_0":
+        q = gguf.GGMLQuantizationType.Q8_0
+        w.add_tensor(name, gguf.quants.quantize(data, q), raw_dtype=q)
+    else:
+        w.add_tensor(name, data)
 
 
 t("token_embd.weight", n_vocab, n_embd)
