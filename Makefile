@@ -5,7 +5,7 @@ LDFLAGS := -X github.com/prometheus/common/version.Version=$(VERSION) \
            -X github.com/prometheus/common/version.Revision=$(shell git rev-parse --short HEAD 2>/dev/null) \
            -X github.com/prometheus/common/version.Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
 
-.PHONY: reliability reliability-soak real-servers screenshots gobench grafana-push dashboards test-deploy help build run demo-once e2e e2e-busy prometheus3 rules soak manifests test race lint bench fuzz docs clean
+.PHONY: reliability reliability-soak real-servers screenshots gobench grafana-push dashboards test-deploy deploy-test kube help build run demo-once e2e e2e-busy prometheus3 rules soak manifests test race lint bench fuzz docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ n[NR] = $$1; d[NR] = $$2; if (length($$1) > w) w = length($$1) } END { for (i = 1; i <= NR; i++) printf "  %-*s  %s\n", w, n[i], d[i] }'
@@ -24,6 +24,12 @@ test: ## the test suite, as the README and .ci/run run it (the deploy module: ma
 
 test-deploy: ## render the Helm chart and decode every object with the Kubernetes API types
 	cd deploy && $(GO) test ./...
+
+deploy-test: ## apply every Kubernetes object tokenprobe ships to the cluster KUBECONFIG names (namespaces tokenprobe-test-*, deleted after), read each back and compare it with what was sent (docs/SCALING.md#on-a-real-cluster)
+	cd deploy && $(GO) run ./cmd/deploy-test -kubeconfig "$(if $(findstring :,$(KUBECONFIG)),$(KUBECONFIG),$(abspath $(KUBECONFIG)))" $(DEPLOY_TEST_FLAGS)
+
+kube: ## build the test control plane (etcd, kube-apiserver, controller-manager, scheduler, kubectl, kwok, helm) from the Go module proxy: about 25 minutes the first time, kept in GOPATH/bin
+	tools/kube.sh
 
 race: ## the test suite under the race detector (needs a C compiler)
 	GOFLAGS="$(shell $(GO) env GOFLAGS) -race" $(GO) test ./...
