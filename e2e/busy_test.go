@@ -27,7 +27,8 @@ import (
 
 // The busy-host test runs when asked (-e2e.busy): it takes 13 minutes
 // or more, past Go's default 10-minute limit for a package, which the
-// README's `go test ./...` keeps. .ci/run runs it on its own, watching
+// README's `go test ./...` keeps. .ci/run runs it beside the busy pass of
+// the suite and that pass's eight busy loops (-e2e.burners=0), watching
 // the quiet daemon for 5 minutes; docs/MEASUREMENT.md quotes a watch of
 // 20 (go test ./e2e -run BusyHost -e2e.busy -e2e.quiet=20m -timeout 45m).
 var (
