@@ -469,7 +469,8 @@ func (r *Run) one(ctx context.Context, index int, st Stage, scheduled time.Time,
 	r.settleOSL(res)
 	r.Checks.Run(judging, res, func() openai.Answer { return openai.ParseAnswer(openai.API(res.API), res.Answer) }, p.Expect)
 	if p.IdentityPrompt > 0 && r.Identity != nil && res.Measured() && !warmup {
-		r.Identity.Answer(p.IdentityPrompt-1, openai.ParseAnswer(openai.API(res.API), res.Answer).Text)
+		a := openai.ParseAnswer(openai.API(res.API), res.Answer)
+		r.Identity.Answer(p.IdentityPrompt-1, a.Text, a.Logprobs)
 	}
 	res.Answer = nil
 	r.hold(res)

@@ -37,7 +37,7 @@ type Exporter struct {
 	dominantByLevel                                                                     *prometheus.GaugeVec
 	serverRequests, serverKV, attInterval, probeDelay, probeStarved, failing, clock     *prometheus.GaugeVec
 	cacheSpeedup, cacheInterval, cacheVerdict                                           *prometheus.GaugeVec
-	idAgreement, idInterval, idVerdict, idMoved                                         *prometheus.GaugeVec
+	idAgreement, idInterval, idVerdict, idMoved, idLogprob                              *prometheus.GaugeVec
 	rateLimit                                                                           [3]*prometheus.GaugeVec // by ratelimit.Field
 	cost                                                                                *prometheus.CounterVec
 	checks                                                                              *prometheus.CounterVec
@@ -132,6 +132,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 	e.cacheSpeedup, e.cacheInterval, e.cacheVerdict = gauge(catalog.RunLastPrefixCacheSpeedup), gauge(catalog.RunLastPrefixCacheInterval), gauge(catalog.RunLastPrefixCacheVerdict)
 	e.idAgreement, e.idInterval = gauge(catalog.RunLastIdentityAgreement), gauge(catalog.RunLastIdentityInterval)
 	e.idVerdict, e.idMoved = gauge(catalog.RunLastIdentityVerdict), gauge(catalog.RunLastIdentityMoved)
+	e.idLogprob = gauge(catalog.RunLastIdentityLogprobDistance)
 	e.rateLimit = [3]*prometheus.GaugeVec{ratelimit.Limit: gauge(catalog.RateLimitLimit), ratelimit.Remaining: gauge(catalog.RateLimitRemaining), ratelimit.Reset: gauge(catalog.RateLimitReset)}
 	e.dropped.WithLabelValues("otlp") // at 0 without an OTLP push too: nothing dropped
 	e.otlpDropped = counter(catalog.OTLPDropped)
@@ -145,7 +146,7 @@ func New(reg prometheus.Registerer) (*Exporter, error) {
 		e.runs, e.skipped, e.dropped, e.otlpDropped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr,
 		e.objective, e.info, e.next, e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.served, e.serverRequests, e.serverKV, e.reloadOK, e.reloadTime, e.artifactFailures,
 		e.attInterval, e.probeDelay, e.probeStarved, e.failing, e.clock, e.dominantByLevel,
-		e.cacheSpeedup, e.cacheInterval, e.cacheVerdict, e.idAgreement, e.idInterval, e.idVerdict, e.idMoved,
+		e.cacheSpeedup, e.cacheInterval, e.cacheVerdict, e.idAgreement, e.idInterval, e.idVerdict, e.idMoved, e.idLogprob,
 		e.rateLimit[0], e.rateLimit[1], e.rateLimit[2], e.cost, (*liveCollector)(e), probeDelayCollector{},
 	} {
 		if err := reg.Register(c); err != nil {
@@ -712,7 +713,7 @@ func (e *Exporter) Forget(profile, endpoint string) {
 		e.runs, e.skipped, e.lastTS, e.lastOK, e.lastPassed, e.lastDur, e.lastAtt, e.lastGood, e.lastThr, e.objective, e.info, e.next,
 		e.aborts, e.capacity, e.cliff, e.breakdown, e.dominant, e.served, e.serverRequests, e.serverKV, e.artifactFailures,
 		e.attInterval, e.probeDelay, e.probeStarved, e.failing, e.clock, e.dominantByLevel,
-		e.cacheSpeedup, e.cacheInterval, e.cacheVerdict, e.idAgreement, e.idInterval, e.idVerdict, e.idMoved,
+		e.cacheSpeedup, e.cacheInterval, e.cacheVerdict, e.idAgreement, e.idInterval, e.idVerdict, e.idMoved, e.idLogprob,
 		e.rateLimit[0], e.rateLimit[1], e.rateLimit[2], e.cost,
 	} {
 		v.DeletePartialMatch(match)
@@ -811,7 +812,7 @@ func (e *Exporter) setIdentity(lv []string, mi *stats.ModelIdentity) {
 		return
 	}
 	match := prometheus.Labels{"profile": lv[0], "endpoint": lv[1]}
-	for _, g := range []*prometheus.GaugeVec{e.idAgreement, e.idInterval, e.idMoved} {
+	for _, g := range []*prometheus.GaugeVec{e.idAgreement, e.idInterval, e.idMoved, e.idLogprob} {
 		g.DeletePartialMatch(match)
 	}
 	if mi.Prompts > 0 {
@@ -821,6 +822,9 @@ func (e *Exporter) setIdentity(lv []string, mi *stats.ModelIdentity) {
 	}
 	if m := mi.Moved; m != nil {
 		e.idMoved.WithLabelValues(plus(lv, m.Prompt)...).Set(1)
+	}
+	if l := mi.Logprobs; l != nil {
+		e.idLogprob.WithLabelValues(lv...).Set(l.Distance)
 	}
 	for _, v := range []stats.Outcome{stats.SameModel, stats.ModelChanged, stats.Undecided, stats.Learning} {
 		on := 0.0

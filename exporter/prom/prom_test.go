@@ -818,7 +818,8 @@ func TestPrefixCacheVerdictOfTheLastRun(t *testing.T) {
 }
 
 // A model-identity run's verdict is a state set of four, with the share
-// of prompts that agreed, its interval and the prompt that moved most; a
+// of prompts that agreed, its interval, the log-probabilities' distance
+// and the prompt that moved most; a
 // run that learns has no share, and the moved prompt goes with the run
 // that named it.
 func TestModelIdentityOfTheLastRun(t *testing.T) {
@@ -826,9 +827,10 @@ func TestModelIdentityOfTheLastRun(t *testing.T) {
 	run := &probe.Run{Profile: "identity", Endpoint: &client.Endpoint{Name: "vllm"}}
 	values := func() map[string]float64 { return gauges(t, reg, "tokenprobe_run_last_model_identity_") }
 	e.RunFinished(run, probe.Finished{Summary: &stats.Summary{ModelIdentity: &stats.ModelIdentity{Prompts: 16, Agreeing: 0, Agreement: 0,
-		Interval: stats.Interval{Low: 0, High: 0.194}, MinAgreement: 0.5, Verdict: stats.ModelChanged, Moved: &stats.MovedPrompt{Prompt: "p1"}}}, Verdict: probe.Passed})
+		Interval: stats.Interval{Low: 0, High: 0.194}, MinAgreement: 0.5, Verdict: stats.ModelChanged, Moved: &stats.MovedPrompt{Prompt: "p1"},
+		Logprobs: &stats.LogprobDrift{Prompts: 11, Distance: 0.0016}}}, Verdict: probe.Passed})
 	want := map[string]float64{"agreement_ratio": 0, "agreement_interval_ratio/low": 0, "agreement_interval_ratio/high": 0.194, "moved_prompt_info/p1": 1,
-		"verdict/same": 0, "verdict/changed": 1, "verdict/not_enough_evidence": 0, "verdict/learning": 0}
+		"logprob_distance_nats": 0.0016, "verdict/same": 0, "verdict/changed": 1, "verdict/not_enough_evidence": 0, "verdict/learning": 0}
 	if got := values(); !maps.Equal(got, want) {
 		t.Fatalf("series %v, want %v", got, want)
 	}

@@ -222,6 +222,8 @@ var (
 		Help: "The 95% interval of tokenprobe_run_last_model_identity_agreement_ratio (Wilson's, over the prompts), bound low or high: the same model when low is at or above the profile's min_agreement, changed when high is under it."}
 	RunLastIdentityVerdict = Metric{Name: "tokenprobe_run_last_model_identity_verdict", Type: Gauge, Unit: "boolean", Labels: with(RunLabels, "verdict"),
 		Help: "1 for the last run's model-identity verdict (verdict same, changed, not_enough_evidence or learning), 0 for the other three."}
+	RunLastIdentityLogprobDistance = Metric{Name: "tokenprobe_run_last_model_identity_logprob_distance_nats", Type: Gauge, Unit: "nats", Labels: RunLabels,
+		Help: "The mean distance, in nats a token, between the log-probabilities of the last run's answers alike in their text and the reference's (model_identity profiles with logprobs, where the server sends them and the reference has them; absent otherwise). An answer over the larger of max_logprob_distance and 4 times the learning runs' own spread is not alike."}
 	RunLastIdentityMoved = Metric{Name: "tokenprobe_run_last_model_identity_moved_prompt_info", Type: Gauge, Unit: "info", Labels: with(RunLabels, "prompt"),
 		Help: "1, labelled with the built-in prompt whose answer moved most from the reference in the last run (the least of its start shared with any reference answer); absent when every prompt agreed. The prompts are the probe's own, at most 32."}
 	RunObjective = Metric{Name: "tokenprobe_slo_objective_ratio", Type: Gauge, Unit: "ratio", Labels: RunLabels,
@@ -259,7 +261,7 @@ var All = []Metric{
 	RunLastAttainment, RunLastGoodput, RunLastThroughput, RunLastCapacity, RunLastCliff, RunLastTTFTBreakdown, RunLastTTFTDominant, RunLastTTFTDominantByLevel, RunLastServedModel, ServerTTFTClock,
 	RunLastServerRequests, RunLastServerKVCache, RunLastAttainmentInterval, RunLastProbeDelay, RunLastProbeStarved,
 	RunLastPrefixCacheSpeedup, RunLastPrefixCacheInterval, RunLastPrefixCacheVerdict,
-	RunLastIdentityAgreement, RunLastIdentityInterval, RunLastIdentityVerdict, RunLastIdentityMoved,
+	RunLastIdentityAgreement, RunLastIdentityInterval, RunLastIdentityVerdict, RunLastIdentityMoved, RunLastIdentityLogprobDistance,
 	RunObjective, ProfileInfo,
 	ConfigReloadOK, ConfigReloadTime, ArtifactFailures, WebRefused, Dropped, ProbeDelay, OTLPDropped,
 }

@@ -222,6 +222,9 @@ func (c *Config) defaults() {
 			if mi.MinAgreement == 0 {
 				mi.MinAgreement = DefaultMinAgreement
 			}
+			if mi.MaxLogprobDistance == 0 {
+				mi.MaxLogprobDistance = DefaultMaxLogprobDistance
+			}
 			// Every prompt once, one at a time: a server batching
 			// requests together may answer them otherwise.
 			mi.loadGiven = !reflect.ValueOf(p.Load).IsZero()
@@ -456,6 +459,9 @@ func (mi *ModelIdentity) validate(l *locator, path string, p *Profile, dir strin
 	}
 	if !(mi.MinAgreement > 0 && mi.MinAgreement < 1) {
 		l.errf(miPath+".min_agreement", "%v is not a share between 0 and 1 (0.5: half the prompts answered as the reference answers them)", mi.MinAgreement)
+	}
+	if !(mi.MaxLogprobDistance > 0 && mi.MaxLogprobDistance <= MaxMaxLogprobDistance) {
+		l.errf(miPath+".max_logprob_distance", "%v is not between 0 and %d nats a token (%v: between the same weights in F32 and in F16, and in F16 and in Q8_0)", mi.MaxLogprobDistance, MaxMaxLogprobDistance, DefaultMaxLogprobDistance)
 	}
 	if mi.Reference != "" {
 		mi.ReferencePath = resolve(dir, mi.Reference)

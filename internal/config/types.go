@@ -592,6 +592,12 @@ type ModelIdentity struct {
 	// MinAgreement is the share of prompts that must be answered as the
 	// reference answers them for the model to be the same (default 0.5).
 	MinAgreement float64 `yaml:"min_agreement"`
+	// Logprobs asks for each token's log-probability where the API
+	// offers them (chat and completions; default true): an answer alike
+	// in its text whose log-probabilities moved by more than
+	// MaxLogprobDistance (nats per token, mean) is not alike.
+	Logprobs           *bool   `yaml:"logprobs"`
+	MaxLogprobDistance float64 `yaml:"max_logprob_distance"`
 	// Reference is a reference file to hold the runs to, never learned
 	// (GET /api/v1/model-identity writes one); ReferencePath is it
 	// resolved against the configuration's folder.
@@ -601,15 +607,23 @@ type ModelIdentity struct {
 	loadGiven, lengthsGiven bool
 }
 
+// WantsLogprobs says whether the probe asks for log-probabilities.
+func (mi *ModelIdentity) WantsLogprobs() bool { return mi.Logprobs == nil || *mi.Logprobs }
+
 // The model-identity probe's defaults and bounds.
 const (
 	DefaultIdentityPrompts   = 16
 	DefaultIdentityMaxTokens = 16
 	DefaultLearnRuns         = 3
 	DefaultMinAgreement      = 0.5
-	MaxIdentityPrompts       = 32 // the built-in prompts (workload.IdentityPrompts)
-	MaxIdentityMaxTokens     = 256
-	MaxLearnRuns             = 100
+	// DefaultMaxLogprobDistance sits between the same weights in F32 and
+	// F16 (at most 0.00012 nats a token apart) and in F16 and Q8_0 (at
+	// least 0.0011) on llama-server (docs/MEASUREMENT.md).
+	DefaultMaxLogprobDistance = 0.0005
+	MaxMaxLogprobDistance     = 10
+	MaxIdentityPrompts        = 32 // the built-in prompts (workload.IdentityPrompts)
+	MaxIdentityMaxTokens      = 256
+	MaxLearnRuns              = 100
 )
 
 // PrefixCache is a prefix-cache probe's shape and bar.

@@ -707,7 +707,7 @@ func (d *Daemon) identityTracker(p *config.Profile, ep *client.Endpoint) (*stats
 	d.identitiesMu.Lock()
 	defer d.identitiesMu.Unlock()
 	if t := d.identities[key]; t != nil {
-		t.Configure(p.ModelIdentity.LearnRuns, p.ModelIdentity.MinAgreement)
+		t.Configure(p.ModelIdentity.LearnRuns, p.ModelIdentity.MinAgreement, p.ModelIdentity.MaxLogprobDistance)
 		return t, nil
 	}
 	t, err := setup.NewIdentityTracker(p, ep, d.o.StoragePath)

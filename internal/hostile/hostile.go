@@ -79,6 +79,12 @@ const (
 	// access token of TokenPerFetchBytes, expiring in a second: a client
 	// that kept every token it used would grow without end.
 	TokenPerFetch = "token-per-fetch"
+	// LogprobFlood streams 100 content chunks (within the client's bound
+	// on chunks for any max_tokens over 12), each carrying
+	// log-probabilities for 1,000 tokens, about 5 MB, whatever
+	// top_logprobs asked for: a model-identity probe must keep no more
+	// than its bounds.
+	LogprobFlood = "logprob-flood"
 )
 
 // TokenPerFetchBytes is the size of TokenPerFetch's tokens.
@@ -274,6 +280,18 @@ func answer(conn net.Conn, req *http.Request) bool {
 		piece := Chunk(strings.Repeat(event, 64<<10/len(event)))
 		_, _ = io.WriteString(conn, SSEHead)
 		for sent := 0; sent < ManyChunksBytes; sent += len(piece) {
+			if _, err := io.WriteString(conn, piece); err != nil {
+				return false // the client ended it
+			}
+		}
+		_, _ = io.WriteString(conn, Chunk("data: [DONE]\n\n")+"0\r\n\r\n")
+		return true
+	case LogprobFlood:
+		lp := `{"token":"a","logprob":-1.5,"top_logprobs":[]},`
+		event := "data: " + `{"choices":[{"index":0,"delta":{"content":"a"},"logprobs":{"content":[` + strings.Repeat(lp, 999) + strings.TrimSuffix(lp, ",") + `]}}]}` + "\n\n"
+		piece := Chunk(event)
+		_, _ = io.WriteString(conn, SSEHead)
+		for range 100 {
 			if _, err := io.WriteString(conn, piece); err != nil {
 				return false // the client ended it
 			}

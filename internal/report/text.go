@@ -147,7 +147,9 @@ func Text(w io.Writer, s *stats.Summary, levelName string) {
 	}
 	if mi := s.ModelIdentity; mi != nil {
 		kv("Model identity", "%s", IdentityLine(mi))
-		if m := mi.Moved; m != nil {
+		if m := mi.Moved; m != nil && m.LogprobDistance > 0 {
+			kv("  moved most", "prompt %d %q: answered %q as the reference did, its log-probabilities %.5f nats a token from the reference's", m.Index+1, m.Prompt, m.Answer, m.LogprobDistance)
+		} else if m != nil {
 			kv("  moved most", "prompt %d %q: answered %q, the reference %q", m.Index+1, m.Prompt, m.Answer, m.Reference)
 		}
 	}
@@ -463,6 +465,10 @@ func IdentityLine(mi *stats.ModelIdentity) string {
 		mi.Agreeing, mi.Prompts, stats.Pct(mi.Interval.Low), stats.Pct(mi.Interval.High), stats.Pct(mi.MinAgreement), word, why)
 	if mi.Unstable > 0 {
 		line += fmt.Sprintf("; %d prompts left out, answered too many ways while learning", mi.Unstable)
+	}
+	if l := mi.Logprobs; l != nil {
+		line += fmt.Sprintf("; log-probabilities of the %d answers alike in their text %.5f nats a token from the reference's (95%% interval %.5f to %.5f), %d past %.5f",
+			l.Prompts, l.Distance, l.Interval.Low, l.Interval.High, l.Moved, l.Tolerance)
 	}
 	return line
 }

@@ -46,14 +46,14 @@ func NewIdentityTracker(p *config.Profile, ep *client.Endpoint, dir string) (*st
 		if err != nil {
 			return nil, err
 		}
-		return stats.NewIdentityTracker(prompts, mi.LearnRuns, mi.MinAgreement, nil, ref), nil
+		return stats.NewIdentityTracker(prompts, mi.LearnRuns, mi.MinAgreement, mi.MaxLogprobDistance, nil, ref), nil
 	}
 	var store stats.IdentityStore
 	if dir != "" {
 		sum := sha256.Sum256([]byte(IdentityKey(p, ep)))
 		store = &IdentityFile{Path: filepath.Join(dir, "model-identity", hex.EncodeToString(sum[:12])+".json"), Key: fmt.Sprintf("%s on %s (%s)", p.Name, ep.Name, ep.Model)}
 	}
-	return stats.NewIdentityTracker(prompts, mi.LearnRuns, mi.MinAgreement, store, nil), nil
+	return stats.NewIdentityTracker(prompts, mi.LearnRuns, mi.MinAgreement, mi.MaxLogprobDistance, store, nil), nil
 }
 
 // identityFile is a reference as written: what it is of, beside it.

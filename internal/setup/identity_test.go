@@ -41,7 +41,7 @@ func TestIdentityFile(t *testing.T) {
 	}
 	r := tr.Begin()
 	for i := range 4 {
-		r.Answer(i, "answer")
+		r.Answer(i, "answer", nil)
 	}
 	if mi := r.Finish(true); mi.Verdict != stats.Learning || mi.Why != "" {
 		t.Fatalf("%+v", mi)

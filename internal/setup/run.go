@@ -106,6 +106,9 @@ func NewRun(p *config.Profile, ep *client.Endpoint, c *client.Client, sinks ...p
 			greedy = map[string]any{}
 		}
 		maps.Copy(greedy, openai.Of(api).Greedy)
+		if mi.WantsLogprobs() {
+			maps.Copy(greedy, openai.Of(api).Logprobs)
+		}
 		run.Extra = greedy
 	}
 	if pc := p.PrefixCache; pc != nil {

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"math"
 	"strings"
 )
 
@@ -11,7 +12,13 @@ import (
 type Answer struct {
 	Text, Reasoning string
 	ToolCalls       []ToolCall
+	// Logprobs are the generated tokens' log-probabilities, in order,
+	// where the server sent them (at most MaxAnswerLogprobs).
+	Logprobs []float64
 }
+
+// MaxAnswerLogprobs bounds the log-probabilities an answer keeps.
+const MaxAnswerLogprobs = 4096
 
 // ToolCall is one function call of an answer.
 type ToolCall struct {
@@ -30,12 +37,13 @@ func ParseAnswer(api API, chunks []byte) Answer {
 			read(raw, &a)
 		}
 	}
-	return Answer{Text: a.text.String(), Reasoning: a.reasoning.String(), ToolCalls: a.calls}
+	return Answer{Text: a.text.String(), Reasoning: a.reasoning.String(), ToolCalls: a.calls, Logprobs: a.logprobs}
 }
 
 type answerBuilder struct {
 	text, reasoning strings.Builder
 	calls           []ToolCall
+	logprobs        []float64
 	// slots maps an event's block or output index to its call.
 	slots map[int]int
 }
@@ -59,6 +67,14 @@ func (a *answerBuilder) call(index *int, fresh bool) *ToolCall {
 		}
 	}
 	return &a.calls[i]
+}
+
+// logprob adds a token's log-probability: a finite one, up to
+// MaxAnswerLogprobs.
+func (a *answerBuilder) logprob(v *float64) {
+	if v != nil && !math.IsNaN(*v) && !math.IsInf(*v, 0) && len(a.logprobs) < MaxAnswerLogprobs {
+		a.logprobs = append(a.logprobs, *v)
+	}
 }
 
 // AnswerText is all that an answer kept as its chunks generated: its

@@ -9,7 +9,8 @@ const Chat API = "chat"
 
 var chat = &Protocol{API: Chat, Operation: "chat", Provider: "openai", URL: at("/chat/completions"), Root: "/v1",
 	Body: chatBody, Event: ParseChunk, Whole: ParseChunk, Answer: chatAnswer,
-	Greedy: map[string]any{"temperature": 0, "top_p": 1, "seed": 1}}
+	Greedy:   map[string]any{"temperature": 0, "top_p": 1, "seed": 1},
+	Logprobs: map[string]any{"logprobs": true, "top_logprobs": 1}}
 
 func chatBody(b *RequestBody) ([]byte, error) {
 	out := append(b.open(), `,"messages":[`...)
@@ -211,14 +212,23 @@ type chatMessage struct {
 }
 
 // chatAnswer adds a chat or completions chunk, or a whole response: its
-// deltas' or message's text and reasoning, completions' text, and tool
-// calls, a streamed call's pieces joined by their index.
+// deltas' or message's text and reasoning, completions' text, tool
+// calls, a streamed call's pieces joined by their index, and the
+// tokens' log-probabilities in either shape: chat's logprobs.content
+// (which llama-server also sends for completions) or the legacy
+// completions' logprobs.token_logprobs (vLLM's).
 func chatAnswer(raw []byte, a *answerBuilder) {
 	var e struct {
 		Choices []struct {
-			Text    string      `json:"text"`
-			Delta   chatMessage `json:"delta"`
-			Message chatMessage `json:"message"`
+			Text     string      `json:"text"`
+			Delta    chatMessage `json:"delta"`
+			Message  chatMessage `json:"message"`
+			Logprobs *struct {
+				Content []struct {
+					Logprob *float64 `json:"logprob"`
+				} `json:"content"`
+				TokenLogprobs []*float64 `json:"token_logprobs"`
+			} `json:"logprobs"`
 		} `json:"choices"`
 	}
 	if json.Unmarshal(raw, &e) != nil {
@@ -244,5 +254,13 @@ func chatAnswer(raw []byte, a *answerBuilder) {
 			}
 		}
 		a.text.WriteString(ch.Text)
+		if lp := ch.Logprobs; lp != nil {
+			for _, c := range lp.Content {
+				a.logprob(c.Logprob)
+			}
+			for _, v := range lp.TokenLogprobs {
+				a.logprob(v)
+			}
+		}
 	}
 }

@@ -7,7 +7,8 @@ const Completions API = "completions"
 
 var completions = &Protocol{API: Completions, Operation: "text_completion", Provider: "openai", URL: at("/completions"), Root: "/v1",
 	Body: completionsBody, Event: ParseChunk, Whole: ParseChunk, Answer: chatAnswer,
-	Greedy: map[string]any{"temperature": 0, "top_p": 1, "seed": 1}}
+	Greedy:   map[string]any{"temperature": 0, "top_p": 1, "seed": 1},
+	Logprobs: map[string]any{"logprobs": 1}}
 
 // completionsBody sends the conversation before the prompt as text
 // before it.

@@ -60,6 +60,11 @@ type Protocol struct {
 	// one), for a model-identity probe; nil: the API generates nothing
 	// to compare.
 	Greedy map[string]any
+	// Logprobs are the body fields that ask for each generated token's
+	// log-probability (the chosen token's alone), which Answer reads
+	// back; nil: the API offers none (Anthropic's Messages), or tokenprobe
+	// does not read them yet (OpenAI's Responses).
+	Logprobs map[string]any
 }
 
 // protocols are the APIs, in the order the configuration lists them. A

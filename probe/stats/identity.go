@@ -3,6 +3,7 @@ package stats
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -41,6 +42,27 @@ type ModelIdentity struct {
 	Moved *MovedPrompt `json:"moved,omitempty"`
 	// Pinned: the reference was read from a file and is never learned.
 	Pinned bool `json:"pinned,omitempty"`
+	// Logprobs is the distance between the log-probabilities of the
+	// answers alike in their text and the reference's, where both have
+	// them; nil where the server sent none or the reference has none.
+	Logprobs *LogprobDrift `json:"logprobs,omitempty"`
+}
+
+// LogprobDrift is how far the log-probabilities of the answers alike in
+// their text moved from the reference's: the mean over those prompts of
+// each answer's mean absolute difference per token, in nats, with its
+// 95% interval (Student's t over the prompts). A prompt whose distance is
+// over Tolerance is not alike: the same text from other arithmetic.
+type LogprobDrift struct {
+	Prompts  int      `json:"prompts"`
+	Distance float64  `json:"distance"`
+	Interval Interval `json:"distance_interval"`
+	// Moved is the prompts whose distance is over Tolerance: the larger
+	// of the profile's max_logprob_distance and 4 times Noise, the
+	// largest distance between the learning runs' own answers.
+	Moved     int     `json:"moved"`
+	Tolerance float64 `json:"tolerance"`
+	Noise     float64 `json:"noise"`
 }
 
 // MovedPrompt is the prompt whose answer moved most.
@@ -52,6 +74,9 @@ type MovedPrompt struct {
 	// Shared is the bytes the answer shares with the start of the
 	// reference answer closest to it.
 	Shared int `json:"shared_bytes"`
+	// LogprobDistance, where set, is why an answer alike in its text
+	// moved: its log-probabilities' distance from the reference's.
+	LogprobDistance float64 `json:"logprob_distance,omitempty"`
 }
 
 // The model-identity verdicts beside Undecided.
@@ -68,6 +93,7 @@ const (
 	MaxIdentityAnswers     = 4
 	MaxIdentityAnswerBytes = 1024
 	MaxIdentityPrompts     = 64
+	MaxIdentityLogprobs    = 256 // the longest answer a profile asks for
 )
 
 // IdentityReference is what an endpoint's model answered to each prompt
@@ -83,6 +109,13 @@ type IdentityReference struct {
 	Answers  [][]string `json:"answers"`
 	Unstable []bool     `json:"unstable"`
 	Runs     int        `json:"runs"`
+	// Logprobs are, per prompt, the log-probabilities of its first
+	// answer's tokens where the server sent them (at most
+	// MaxIdentityLogprobs; none: compared by text alone); LogprobNoise
+	// the largest distance from them of a later learning run's answer
+	// alike in its text.
+	Logprobs     [][]float64 `json:"logprobs,omitempty"`
+	LogprobNoise float64     `json:"logprob_noise,omitempty"`
 }
 
 // IdentityStore keeps references across restarts; Load returns nil, nil
@@ -100,6 +133,9 @@ type IdentityTracker struct {
 	Prompts      []string
 	LearnRuns    int
 	MinAgreement float64
+	// MaxLogprobDistance is the least distance (nats a token) between
+	// log-probabilities that makes an answer alike in its text not alike.
+	MaxLogprobDistance float64
 	// Pinned: ref came from a file, and is never learned nor forgotten.
 	Pinned bool
 	Store  IdentityStore // nil: kept in memory only
@@ -114,8 +150,8 @@ type IdentityTracker struct {
 
 // NewIdentityTracker starts a tracker of prompts; pinned, when set, is
 // its reference for good.
-func NewIdentityTracker(prompts []string, learnRuns int, minAgreement float64, store IdentityStore, pinned *IdentityReference) *IdentityTracker {
-	t := &IdentityTracker{Prompts: prompts, LearnRuns: learnRuns, MinAgreement: minAgreement, Store: store}
+func NewIdentityTracker(prompts []string, learnRuns int, minAgreement, maxLogprobDistance float64, store IdentityStore, pinned *IdentityReference) *IdentityTracker {
+	t := &IdentityTracker{Prompts: prompts, LearnRuns: learnRuns, MinAgreement: minAgreement, MaxLogprobDistance: maxLogprobDistance, Store: store}
 	if pinned != nil {
 		t.ref, t.loaded, t.Pinned = pinned, true, true
 	}
@@ -124,9 +160,9 @@ func NewIdentityTracker(prompts []string, learnRuns int, minAgreement float64, s
 
 // Configure sets the runs the reference is learned from and the bar, as
 // a reloaded configuration gives them.
-func (t *IdentityTracker) Configure(learnRuns int, minAgreement float64) {
+func (t *IdentityTracker) Configure(learnRuns int, minAgreement, maxLogprobDistance float64) {
 	t.mu.Lock()
-	t.LearnRuns, t.MinAgreement = learnRuns, minAgreement
+	t.LearnRuns, t.MinAgreement, t.MaxLogprobDistance = learnRuns, minAgreement, maxLogprobDistance
 	t.mu.Unlock()
 }
 
@@ -153,34 +189,44 @@ func (t *IdentityTracker) Reference() *IdentityReference {
 	if t.ref == nil {
 		return nil
 	}
-	c := &IdentityReference{Prompts: slices.Clone(t.ref.Prompts), Unstable: slices.Clone(t.ref.Unstable), Runs: t.ref.Runs}
+	c := &IdentityReference{Prompts: slices.Clone(t.ref.Prompts), Unstable: slices.Clone(t.ref.Unstable), Runs: t.ref.Runs, LogprobNoise: t.ref.LogprobNoise}
 	for _, as := range t.ref.Answers {
 		c.Answers = append(c.Answers, slices.Clone(as))
+	}
+	for _, lp := range t.ref.Logprobs {
+		c.Logprobs = append(c.Logprobs, slices.Clone(lp))
 	}
 	return c
 }
 
 // Begin starts collecting one run's answers.
 func (t *IdentityTracker) Begin() *IdentityRun {
-	return &IdentityRun{t: t, answers: make([]*string, len(t.Prompts))}
+	return &IdentityRun{t: t, answers: make([]*string, len(t.Prompts)), logprobs: make([][]float64, len(t.Prompts))}
 }
 
 // IdentityRun collects one run's answers, one per prompt.
 type IdentityRun struct {
-	t       *IdentityTracker
-	mu      sync.Mutex
-	answers []*string
+	t        *IdentityTracker
+	mu       sync.Mutex
+	answers  []*string
+	logprobs [][]float64
 }
 
 // Answer records the answer to prompt i (its text as the API's answer
-// reads back), cut to MaxIdentityAnswerBytes.
-func (r *IdentityRun) Answer(i int, text string) {
+// reads back), cut to MaxIdentityAnswerBytes, and its tokens'
+// log-probabilities where the server sent them (the first
+// MaxIdentityLogprobs).
+func (r *IdentityRun) Answer(i int, text string, logprobs []float64) {
 	if i < 0 || i >= len(r.answers) {
 		return
 	}
 	text = cutBytes(text, MaxIdentityAnswerBytes)
+	if len(logprobs) > MaxIdentityLogprobs {
+		logprobs = logprobs[:MaxIdentityLogprobs]
+	}
 	r.mu.Lock()
 	r.answers[i] = &text
+	r.logprobs[i] = slices.Clone(logprobs)
 	r.mu.Unlock()
 }
 
@@ -194,7 +240,7 @@ func (r *IdentityRun) Finish(complete bool) *ModelIdentity {
 	t.load()
 	mi := &ModelIdentity{MinAgreement: t.MinAgreement, LearnRuns: t.LearnRuns, Pinned: t.Pinned, Verdict: Undecided}
 	r.mu.Lock()
-	answers := r.answers
+	answers, logprobs := r.answers, r.logprobs
 	r.mu.Unlock()
 	for _, a := range answers {
 		complete = complete && a != nil
@@ -215,12 +261,29 @@ func (r *IdentityRun) Finish(complete bool) *ModelIdentity {
 		if ref == nil {
 			ref = &IdentityReference{Prompts: t.Prompts, Answers: make([][]string, len(t.Prompts)), Unstable: make([]bool, len(t.Prompts))}
 		}
+		if ref.Logprobs == nil {
+			ref.Logprobs = make([][]float64, len(t.Prompts))
+		}
 		for i, a := range answers {
-			if ref.Unstable[i] || slices.Contains(ref.Answers[i], *a) {
+			if ref.Unstable[i] {
 				continue
 			}
+			// The first answer's log-probabilities are the reference's;
+			// a later answer alike in its text measures the server's
+			// own noise against them.
+			if len(ref.Answers[i]) > 0 && ref.Answers[i][0] == *a && len(logprobs[i]) > 0 {
+				if d, ok := logprobDistance(ref.Logprobs[i], logprobs[i]); ok {
+					ref.LogprobNoise = max(ref.LogprobNoise, d)
+				}
+			}
+			if slices.Contains(ref.Answers[i], *a) {
+				continue
+			}
+			if len(ref.Answers[i]) == 0 {
+				ref.Logprobs[i] = logprobs[i]
+			}
 			if len(ref.Answers[i]) == MaxIdentityAnswers {
-				ref.Answers[i], ref.Unstable[i] = nil, true
+				ref.Answers[i], ref.Unstable[i], ref.Logprobs[i] = nil, true, nil
 				continue
 			}
 			ref.Answers[i] = append(ref.Answers[i], *a)
@@ -240,6 +303,10 @@ func (r *IdentityRun) Finish(complete bool) *ModelIdentity {
 	}
 	mi.LearnedRuns = ref.Runs
 	best := -1
+	tolerance := max(t.MaxLogprobDistance, 4*ref.LogprobNoise)
+	var distances []float64
+	var lpMoved *MovedPrompt
+	lpMovedN := 0
 	for i, a := range answers {
 		if ref.Unstable[i] {
 			mi.Unstable++
@@ -249,6 +316,20 @@ func (r *IdentityRun) Finish(complete bool) *ModelIdentity {
 			continue
 		}
 		mi.Prompts++
+		if ref.Answers[i][0] == *a && i < len(ref.Logprobs) {
+			if d, ok := logprobDistance(ref.Logprobs[i], logprobs[i]); ok {
+				distances = append(distances, d)
+				if tolerance > 0 && d > tolerance {
+					// The same text from other arithmetic: not alike.
+					lpMovedN++
+					if lpMoved == nil || d > lpMoved.LogprobDistance {
+						lpMoved = &MovedPrompt{Index: i, Prompt: cut(t.Prompts[i], MaxMessage), Answer: cut(*a, MaxMessage),
+							Reference: cut(ref.Answers[i][0], MaxMessage), Shared: len(*a), LogprobDistance: d}
+					}
+					continue
+				}
+			}
+		}
 		if slices.Contains(ref.Answers[i], *a) {
 			mi.Agreeing++
 			continue
@@ -264,6 +345,14 @@ func (r *IdentityRun) Finish(complete bool) *ModelIdentity {
 			mi.Moved = &MovedPrompt{Index: i, Prompt: cut(t.Prompts[i], MaxMessage), Answer: cut(*a, MaxMessage),
 				Reference: cut(closest, MaxMessage), Shared: shared}
 		}
+	}
+	if len(distances) > 0 {
+		mean, half := meanInterval(distances)
+		mi.Logprobs = &LogprobDrift{Prompts: len(distances), Distance: mean, Interval: Interval{Low: max(mean-half, 0), High: mean + half},
+			Moved: lpMovedN, Tolerance: tolerance, Noise: ref.LogprobNoise}
+	}
+	if mi.Moved == nil {
+		mi.Moved = lpMoved
 	}
 	if mi.Prompts == 0 {
 		mi.Why = "no prompt was answered that the reference holds"
@@ -315,6 +404,22 @@ func (ref *IdentityReference) Check(prompts int) error {
 	case ref.Runs < 1:
 		return errors.New("learned from no run")
 	}
+	if len(ref.Logprobs) != 0 && len(ref.Logprobs) != n {
+		return fmt.Errorf("%d prompts and log-probabilities of %d: one each, or none", n, len(ref.Logprobs))
+	}
+	if math.IsNaN(ref.LogprobNoise) || math.IsInf(ref.LogprobNoise, 0) || ref.LogprobNoise < 0 {
+		return fmt.Errorf("a log-probability noise of %v: a finite distance, 0 or more", ref.LogprobNoise)
+	}
+	for i, lp := range ref.Logprobs {
+		if len(lp) > MaxIdentityLogprobs {
+			return fmt.Errorf("prompt %d: %d log-probabilities, over %d", i+1, len(lp), MaxIdentityLogprobs)
+		}
+		for _, v := range lp {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("prompt %d: a log-probability of %v", i+1, v)
+			}
+		}
+	}
 	for i, as := range ref.Answers {
 		if len(as) > MaxIdentityAnswers || ref.Unstable[i] && len(as) > 0 || !ref.Unstable[i] && len(as) == 0 {
 			return fmt.Errorf("prompt %d: %d answers (unstable %v): a stable prompt has 1 to %d, an unstable none", i+1, len(as), ref.Unstable[i], MaxIdentityAnswers)
@@ -326,6 +431,21 @@ func (ref *IdentityReference) Check(prompts int) error {
 		}
 	}
 	return nil
+}
+
+// logprobDistance is the mean absolute difference between two answers'
+// log-probabilities over the tokens both have; false where either has
+// none.
+func logprobDistance(ref, got []float64) (float64, bool) {
+	n := min(len(ref), len(got))
+	if n == 0 {
+		return 0, false
+	}
+	var sum float64
+	for i := range n {
+		sum += math.Abs(ref[i] - got[i])
+	}
+	return sum / float64(n), true
 }
 
 // sharedPrefix is the bytes a and b share from their start, whole runes.
