@@ -188,7 +188,7 @@ func identityRunWith(t *IdentityTracker, lp func(i int) []float64) *ModelIdentit
 // log-probabilities is judged by its text.
 func TestIdentityLogprobsTellTheSameTextApart(t *testing.T) {
 	lps := func(shift float64) func(i int) []float64 {
-		return func(i int) []float64 {
+		return func(int) []float64 {
 			out := make([]float64, 16)
 			for k := range out {
 				out[k] = -9.7 - float64(k%3)*0.01 + shift
