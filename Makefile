@@ -28,7 +28,7 @@ test-deploy: ## render the Helm chart and decode every object with the Kubernete
 deploy-test: ## apply every Kubernetes object tokenprobe ships to the cluster KUBECONFIG names (namespaces tokenprobe-test-*, deleted after), read each back and compare it with what was sent (docs/SCALING.md#on-a-real-cluster)
 	cd deploy && $(GO) run ./cmd/deploy-test -kubeconfig "$(if $(findstring :,$(KUBECONFIG)),$(KUBECONFIG),$(abspath $(KUBECONFIG)))" $(DEPLOY_TEST_FLAGS)
 
-kube: ## build the test control plane (etcd, kube-apiserver, controller-manager, scheduler, kubectl, kwok, helm) from the Go module proxy: about 25 minutes the first time, kept in GOPATH/bin
+kube: ## build the test control plane (etcd, kube-apiserver, controller-manager, scheduler, kubectl, kwok, helm) from the Go module proxy: 14 min the first time on two cores (docs/SCALING.md), kept in GOPATH/bin
 	tools/kube.sh
 
 race: ## the test suite under the race detector (needs a C compiler)

@@ -22,7 +22,7 @@ func controlPlane(ctx context.Context, t *testing.T) *ControlPlane {
 		if os.Getenv(RequireEnv) == "1" {
 			t.Fatalf("%s is not set and %s=1: run tools/kube.sh and set %s to the folder it prints", Env, RequireEnv, Env)
 		}
-		t.Skipf("no control plane: %s=$(tools/kube.sh) (about 25 minutes the first time) runs this test", Env)
+		t.Skipf("no control plane: %s=$(tools/kube.sh) (14 minutes on two cores the first time) runs this test", Env)
 	}
 	cp, err := Start(ctx, bin, t.TempDir())
 	if err != nil {
