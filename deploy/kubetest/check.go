@@ -133,13 +133,12 @@ func Check(ctx context.Context, k Kubectl, root string, opts Options) (Report, e
 		progress = func(string, ...any) {}
 	}
 	var rep Report
-	var warnings []string
 	k.Stderr = func(args []string, stderr []byte) {
 		for _, line := range strings.Split(string(stderr), "\n") {
 			// kubectl writes "Warning: ..."; helm client-go's handler,
 			// "W1207 ... warnings.go:70] ...".
 			if strings.HasPrefix(line, "Warning:") || strings.Contains(line, "warnings.go:") {
-				warnings = append(warnings, fmt.Sprintf("kubectl %s: %s", strings.Join(args, " "), line))
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("kubectl %s: %s", strings.Join(args, " "), line))
 			}
 		}
 	}
@@ -218,7 +217,6 @@ func Check(ctx context.Context, k Kubectl, root string, opts Options) (Report, e
 		rep.Applied = append(rep.Applied, applied...)
 		rep.Errors = append(rep.Errors, errs...)
 	}
-	rep.Warnings = warnings
 	return rep, nil
 }
 
