@@ -21,16 +21,27 @@ work="$(go env GOPATH)/src/tokenprobe-kube"
 mkdir -p "$bin" "$work"
 cache="$(go env GOMODCACHE)"
 
+# moddir downloads a module and prints its folder in the module cache;
+# it fails, saying so, where the module cannot be had.
+moddir() { # module version
+  local dir
+  # go mod download -json says why in its output, not its exit alone.
+  dir=$(go mod download -json "$1@$2" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p') || true
+  if [ -z "$dir" ]; then echo "kube.sh: $1@$2 could not be downloaded" >&2; return 1; fi
+  echo "$dir"
+}
+
 # copyout copies a module out of the (read-only) module cache into a fixed,
 # writable folder; a folder already there is kept (its build cache entries
 # stay valid).
 copyout() { # module version folder
   local dir="$work/$3"
   if [ ! -f "$dir/.copied" ]; then
-    go mod download "$1@$2"
+    local src
+    src=$(moddir "$1" "$2")
     rm -rf "$dir"
     mkdir -p "$dir"
-    cp -r "$(go mod download -json "$1@$2" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')/." "$dir"
+    cp -r "$src/." "$dir"
     chmod -R u+w "$dir"
     touch "$dir/.copied"
   fi
@@ -127,9 +138,8 @@ build_helm() {
 crds() { # module version glob name
   local out="$bin/crds-$4-$2"
   [ -d "$out" ] && return
-  go mod download "$1@$2"
   local dir
-  dir=$(go mod download -json "$1@$2" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  dir=$(moddir "$1" "$2")
   rm -rf "$out.tmp"
   mkdir -p "$out.tmp"
   # shellcheck disable=SC2086 # the glob is meant to expand

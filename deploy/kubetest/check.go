@@ -134,12 +134,8 @@ func Check(ctx context.Context, k Kubectl, root string, opts Options) (Report, e
 	}
 	var rep Report
 	k.Stderr = func(args []string, stderr []byte) {
-		for _, line := range strings.Split(string(stderr), "\n") {
-			// kubectl writes "Warning: ..."; helm client-go's handler,
-			// "W1207 ... warnings.go:70] ...".
-			if strings.HasPrefix(line, "Warning:") || strings.Contains(line, "warnings.go:") {
-				rep.Warnings = append(rep.Warnings, fmt.Sprintf("kubectl %s: %s", strings.Join(args, " "), line))
-			}
+		for _, line := range warningLines(stderr) {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("kubectl %s: %s", strings.Join(args, " "), line))
 		}
 	}
 	// The CRDs' own warnings (Flagger's schema names formats the API
@@ -148,10 +144,8 @@ func Check(ctx context.Context, k Kubectl, root string, opts Options) (Report, e
 		progress("CRDs from %s", dir)
 		crdk := k
 		crdk.Stderr = func(_ []string, stderr []byte) {
-			for _, line := range strings.Split(string(stderr), "\n") {
-				if strings.HasPrefix(line, "Warning:") {
-					rep.CRDWarnings = append(rep.CRDWarnings, fmt.Sprintf("%s: %s", filepath.Base(dir), line))
-				}
+			for _, line := range warningLines(stderr) {
+				rep.CRDWarnings = append(rep.CRDWarnings, fmt.Sprintf("%s: %s", filepath.Base(dir), line))
 			}
 		}
 		if _, err := crdk.Run(ctx, nil, "apply", "--server-side", "--force-conflicts", "--field-manager=tokenprobe-deploy-test", "-f", dir); err != nil {
@@ -218,6 +212,19 @@ func Check(ctx context.Context, k Kubectl, root string, opts Options) (Report, e
 		rep.Errors = append(rep.Errors, errs...)
 	}
 	return rep, nil
+}
+
+// warningLines are the lines of a kubectl's or helm's standard error that
+// warn: kubectl writes "Warning: ...", helm's client-go handler
+// "W1207 ... warnings.go:70] ...".
+func warningLines(stderr []byte) []string {
+	var out []string
+	for _, line := range strings.Split(string(stderr), "\n") {
+		if strings.HasPrefix(line, "Warning:") || strings.Contains(line, "warnings.go:") {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // namespace makes ns with Pod Security's restricted profile enforced,

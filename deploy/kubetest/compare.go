@@ -128,12 +128,8 @@ func quantity(v any) (resource.Quantity, bool) {
 	switch x := v.(type) {
 	case string:
 		s = x
-	case float64:
+	case float64: // JSON's only number
 		s = strconv.FormatFloat(x, 'f', -1, 64)
-	case int64:
-		s = strconv.FormatInt(x, 10)
-	case int:
-		s = strconv.Itoa(x)
 	default:
 		return resource.Quantity{}, false
 	}

@@ -2,7 +2,6 @@ package openai
 
 import (
 	"bytes"
-	"math"
 	"strings"
 )
 
@@ -69,10 +68,10 @@ func (a *answerBuilder) call(index *int, fresh bool) *ToolCall {
 	return &a.calls[i]
 }
 
-// logprob adds a token's log-probability: a finite one, up to
-// MaxAnswerLogprobs.
+// logprob adds a token's log-probability, up to MaxAnswerLogprobs (JSON
+// has no NaN nor infinity: every one decoded is finite).
 func (a *answerBuilder) logprob(v *float64) {
-	if v != nil && !math.IsNaN(*v) && !math.IsInf(*v, 0) && len(a.logprobs) < MaxAnswerLogprobs {
+	if v != nil && len(a.logprobs) < MaxAnswerLogprobs {
 		a.logprobs = append(a.logprobs, *v)
 	}
 }
