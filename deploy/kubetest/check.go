@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -168,7 +169,10 @@ func Check(ctx context.Context, k Kubectl, root string, opts Options) (Report, e
 			return
 		}
 		progress("deleting namespaces %s", strings.Join(namespaces, " "))
-		_, _ = k.Run(context.WithoutCancel(ctx), nil, append([]string{"delete", "namespace", "--wait=false"}, namespaces...)...)
+		// Also after a signal, but not for longer than a shutdown allows.
+		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_, _ = k.Run(cleanup, nil, append([]string{"delete", "namespace", "--wait=false"}, namespaces...)...)
 	}()
 	for _, v := range variants {
 		if v.Error != nil {
