@@ -13,6 +13,18 @@ import (
 	"time"
 )
 
+// testContext bounds a test by limit, and ends it a minute and a half
+// before go test's own deadline (10 minutes a package by default): a wait
+// starved on a busy host then fails naming what it waited for, with the
+// control plane's logs, and the namespaces are still deleted, where go
+// test's panic would print goroutines alone and leave the processes.
+func testContext(t *testing.T, limit time.Duration) (context.Context, context.CancelFunc) {
+	if d, ok := t.Deadline(); ok {
+		limit = min(limit, time.Until(d)-90*time.Second)
+	}
+	return context.WithTimeout(context.Background(), limit)
+}
+
 // controlPlane starts a control plane from $TOKENPROBE_KUBE, or skips (fails
 // with TOKENPROBE_REQUIRE_KUBE=1) without one.
 func controlPlane(ctx context.Context, t *testing.T) *ControlPlane {
@@ -50,7 +62,7 @@ func controlPlane(ctx context.Context, t *testing.T) *ControlPlane {
 // ordinals; the DaemonSet lands on the GPU node alone; and `make
 // deploy-test` against the same cluster exits 0, listing every object.
 func TestManifestsOnARealControlPlane(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	ctx, cancel := testContext(t, 12*time.Minute)
 	defer cancel()
 	cp := controlPlane(ctx, t)
 	k := Kubectl{Path: cp.Kubectl, Kubeconfig: cp.Kubeconfig}
