@@ -890,7 +890,7 @@ var noDataBecause = map[string]string{
 	"DCGM_":                               "GPU series: there is no GPU and no gpu block here",
 	"tokenprobe_gpu_source_up":            "exported only with a gpu block",
 	"tokenprobe_request_errors_total":     "the panel draws only error reasons that occur (> 0), and no request of this run failed",
-	"tokenprobe_run_last_prefix_cache_":   "prefix_cache profiles only: e2e/realservers TestPrefixCacheBrokenAlertsInPrometheus reads the panel's queries",
+	"tokenprobe_run_last_prefix_cache_":   "prefix_cache profiles only: e2e/silentchanges TestPrefixCacheBrokenAlertsInPrometheus reads the panel's queries",
 	"tokenprobe_run_last_model_identity_": "model_identity profiles only: exporter/prom TestModelIdentityOfTheLastRun holds its series",
 }
 

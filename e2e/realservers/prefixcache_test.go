@@ -30,18 +30,6 @@ func prefixCacheConfig(url, defeatedURL, model, extra string, prefixTokens int) 
 `, url+"/v1", model, second, eps, prefixTokens)
 }
 
-// slowPrefill is llama-server with one slot of 4096 tokens prefilling in
-// batches of 32: a prefix of 1,024 words takes about 0.3 s cold (a tenth
-// of that in its default batches), so that a probe that is not starved
-// beside a busy host's other tests can tell it apart from a warm one (a
-// 20 ms TTFT starved the probe under the race detector: its own delay
-// p99 was over a tenth of it, and the verdicts were rightly withheld).
-// One slot: two endpoints on one server would take each other's cached
-// prompt.
-func slowPrefill(t *testing.T) *realserver.Server {
-	return realserver.LlamaServer(t, "-np", "1", "-b", "32", "-ub", "32")
-}
-
 func byEndpoint(sums []stats.Summary) map[string]*stats.PrefixCache {
 	out := map[string]*stats.PrefixCache{}
 	for _, s := range sums {
@@ -59,7 +47,7 @@ func byEndpoint(sums []stats.Summary) map[string]*stats.PrefixCache {
 // and 0 with the cache defeated. A verdict withheld because the probe was
 // starved is the probe's to say: the interval must still be under the bar.
 func TestPrefixCacheOnLlamaServer(t *testing.T) {
-	srv, other := slowPrefill(t), slowPrefill(t)
+	srv, other := realserver.SlowPrefill(t), realserver.SlowPrefill(t)
 	timingtest.Retry(t, 3, func(a *timingtest.Attempt) {
 		_, sums, _, out := runConfig(context.Background(), t, prefixCacheConfig(srv.URL, other.URL, srv.Model, "{cache_prompt: false}", 1024))
 		pc := byEndpoint(sums)

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,26 +31,6 @@ import (
 	"github.com/tokenprobe/tokenprobe/internal/timingtest"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 )
-
-// waitUntil waits for cond, saying so past limit (slower than usual, as
-// on a busy host) and failing only when nothing comes in 10 minutes: a
-// hang.
-func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	const hang = 10 * time.Minute
-	start, late := time.Now(), false
-	for time.Since(start) < max(limit, hang) {
-		if cond() {
-			return
-		}
-		if !late && time.Since(start) > limit {
-			late = true
-			t.Logf("still waiting after %v for %s: slower than usual, as on a busy host", limit, what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %v (hung?) waiting for %s", max(limit, hang), what)
-}
 
 // runConfig runs every profile of a configuration once, as `tokenprobe
 // run -c` does, and returns the exit code, the summaries and the records.
@@ -77,27 +58,73 @@ func runIn(ctx context.Context, dir, yaml string, out io.Writer) int {
 }
 
 // runAcrossRestart runs a configuration of one profile while srv is
-// restarted (with args, when given): once answered says the server has
-// answered enough, and the run is ended once it says so of the new
-// process. Bounded by what the server counted, not by a fixed wait.
-func runAcrossRestart(t *testing.T, cfg string, srv *realserver.Server, answered func(), args ...string) ([]stats.Summary, []records.Record, string) {
+// restarted (with args, when given): the restart comes once the server
+// has served n (what served reads, counted since it started), and the run
+// is ended once the new process has too. Bounded by what the server
+// counted and by the run itself: a run that ends first (aborted, say, by
+// a restart slower than its unreachable_for on a busy host) fails the
+// test with what the run printed, where a wait for the server alone hung
+// until go test's deadline. The configuration's run must outlast both
+// waits (a long duration, ended here) and the restart's errors: streams
+// cut, and, through the relay into the namespace of llm-d-inference-sim,
+// connections reset until the new process listens, which on a busy host
+// were more than half of the first 20 requests and aborted the run on its
+// error ratio (abort: {min_requests: 0}).
+func runAcrossRestart(t *testing.T, cfg string, srv *realserver.Server, what string, n float64, served func() float64, args ...string) ([]stats.Summary, []records.Record, string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir := t.TempDir()
-	var out strings.Builder
-	done := make(chan int)
-	go func() { done <- runIn(ctx, dir, cfg, &out) }()
-	answered()
+	var out syncBuilder
+	var code int
+	ended := make(chan struct{})
+	go func() { code = runIn(ctx, dir, cfg, &out); close(ended) }()
+	runEnded := func() bool {
+		select {
+		case <-ended:
+			return true
+		default:
+			return false
+		}
+	}
+	wait := func(when string) {
+		timingtest.Until(t, func() string {
+			msg := fmt.Sprintf("%s to serve %g %s %s (%g so far)", srv.Name(), n, what, when, served())
+			if runEnded() {
+				msg = fmt.Sprintf("the run ended (exit %d) before %s:\n%s", code, msg, out.String())
+			}
+			return msg
+		}, func() bool { return served() >= n }, runEnded)
+	}
+	wait("before the restart")
 	srv.Restart(args...)
-	answered()
+	wait("after the restart")
 	cancel()
-	<-done
+	<-ended
 	sums, recs := readRuns(t, dir)
 	if len(sums) != 1 {
 		t.Fatalf("%d runs: %s", len(sums), out.String())
 	}
 	return sums, recs, out.String()
+}
+
+// syncBuilder is a strings.Builder that a run writes to on one goroutine
+// while the test reads it on another.
+type syncBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuilder) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuilder) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // splitsAddUp checks that every TTFT split of a run and its levels adds
@@ -231,11 +258,14 @@ func TestAModelSwitchIsAWrongAnswerNamingBoth(t *testing.T) {
 profiles:
   - name: switch
     endpoints: [llamacpp]
-    load: {concurrency: 2, duration: 30s}
+    load: {concurrency: 2, duration: 10m}
     workload: {input_tokens: {mean: 32}, output_tokens: {mean: 8}}
-    failure: {abort: {unreachable_for: 20s}}
+    failure: {abort: {min_requests: 0, unreachable_for: 2m}}
 `, srv.URL)
-	sums, recs, out := runAcrossRestart(t, cfg, srv, func() { waitPredicted(t, srv, 40) }, "--alias", "switched-llama")
+	predicted := func() float64 {
+		return pageTotal(t, srv, "llamacpp:tokens_predicted_total", func(m *dto.Metric) float64 { return m.GetCounter().GetValue() })
+	}
+	sums, recs, out := runAcrossRestart(t, cfg, srv, "tokens", 40, predicted, "--alias", "switched-llama")
 	s := sums[0]
 	if s.Success == 0 || s.WrongAnswers == 0 {
 		t.Fatalf("%d right, %d wrong answers; want both:\n%s", s.Success, s.WrongAnswers, out)
@@ -256,15 +286,6 @@ profiles:
 			}
 		}
 	}
-}
-
-// waitPredicted waits until the server has generated at least n tokens
-// since it started (its llamacpp:tokens_predicted_total), at most a minute.
-func waitPredicted(t *testing.T, srv *realserver.Server, n float64) {
-	t.Helper()
-	waitUntil(t, time.Minute, fmt.Sprintf("llama-server to generate %g tokens", n), func() bool {
-		return pageTotal(t, srv, "llamacpp:tokens_predicted_total", func(m *dto.Metric) float64 { return m.GetCounter().GetValue() }) >= n
-	})
 }
 
 // pageTotal is of summed over the samples of one family on the server's
@@ -382,9 +403,10 @@ func TestLLMDSimSweepSplitsEveryLevel(t *testing.T) {
 // figures are withheld rather than given for the new process alone.
 func TestLLMDSimRestartCannotHide(t *testing.T) {
 	srv := llmdSim(t)
-	cfg := strings.Replace(llmdConfig(srv, "{concurrency: 4, duration: 60s}"), "interval: 500ms", "interval: 10s", 1) +
-		"    failure: {abort: {unreachable_for: 30s}}\n"
-	sums, _, out := runAcrossRestart(t, cfg, srv, func() { waitFinished(t, srv, 8) })
+	cfg := strings.Replace(llmdConfig(srv, "{concurrency: 4, duration: 10m}"), "interval: 500ms", "interval: 10s", 1) +
+		"    failure: {abort: {min_requests: 0, unreachable_for: 2m}}\n"
+	finished := func() float64 { return pageTotal(t, srv, "vllm:e2e_request_latency_seconds", histogramCount) }
+	sums, _, out := runAcrossRestart(t, cfg, srv, "requests", 8, finished)
 	if sums[0].Server == nil {
 		t.Fatalf("no server figures:\n%s", out)
 	}
@@ -424,8 +446,19 @@ func TestLLMDSimRestartAfterTwoAnswersCannotHide(t *testing.T) {
 	if _, err := d.RunNow("split", ""); err != nil {
 		t.Fatal(err)
 	}
+	var rec daemon.RunRecord
+	runEnded := func() bool {
+		recent, _ := d.History().Runs()
+		for _, r := range recent {
+			if r.Profile == "split" && r.Finished() {
+				rec = r
+				return true
+			}
+		}
+		return false
+	}
 	finished := func() float64 { return pageTotal(t, srv, "vllm:e2e_request_latency_seconds", histogramCount) }
-	waitUntilEvery(t, 50*time.Millisecond, "the server's second answer", func() bool { return finished() >= 2 })
+	waitUntilEvery(t, 50*time.Millisecond, "the server's second answer", func() bool { return finished() >= 2 }, runEnded)
 	old := finished()
 	srv.Stop()
 	refused := func() float64 {
@@ -445,19 +478,9 @@ func TestLLMDSimRestartAfterTwoAnswersCannotHide(t *testing.T) {
 		}
 		return n
 	}
-	waitUntil(t, time.Minute, "a request of the probe refused while the server is down", func() bool { return refused() > 0 })
+	timingtest.Until(t, func() string { return "a request of the probe refused while the server is down" }, func() bool { return refused() > 0 }, runEnded)
 	srv.Restart()
-	var rec daemon.RunRecord
-	waitUntil(t, 2*time.Minute, "the run to end", func() bool {
-		recent, _ := d.History().Runs()
-		for _, r := range recent {
-			if r.Profile == "split" && r.Finished() {
-				rec = r
-				return true
-			}
-		}
-		return false
-	})
+	timingtest.Until(t, func() string { return "the run to end" }, runEnded, nil)
 	sv := rec.Summary.Server
 	t.Logf("old process answered %g; the run: %d answers, %d errors; server: %+v", old, rec.Summary.Success, rec.Summary.Errors, sv)
 	if old > 2 {
@@ -505,23 +528,21 @@ profiles:
 	t.Logf("pooled: %s", sv.Breakdown.Verdict)
 }
 
-// waitUntilEvery waits for cond, asking every step, for at most a minute.
-func waitUntilEvery(t *testing.T, step time.Duration, what string, cond func() bool) {
+// waitUntilEvery waits for cond, polling every step (timingtest.Until's
+// polling grows to half a second), and fails once seen says it will not
+// hold (the run ended first), or after timingtest.HangGuard.
+func waitUntilEvery(t *testing.T, step time.Duration, what string, cond, seen func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(step) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	for deadline := time.Now().Add(timingtest.HangGuard); time.Now().Before(deadline); time.Sleep(step) {
+		done := seen()
+		if cond() {
+			return
+		}
+		if done {
+			t.Fatalf("%s: not seen before the run ended", what)
 		}
 	}
-}
-
-// waitFinished waits until the server counts n finished requests since it
-// started, at most a minute.
-func waitFinished(t *testing.T, srv *realserver.Server, n float64) {
-	t.Helper()
-	waitUntil(t, time.Minute, fmt.Sprintf("llm-d-inference-sim to finish %g requests", n), func() bool {
-		return pageTotal(t, srv, "vllm:e2e_request_latency_seconds", histogramCount) >= n
-	})
+	t.Fatalf("timed out after %v (hung?) waiting for %s", timingtest.HangGuard, what)
 }
 
 // A JSON Schema check through llama-server's own grammar: the

@@ -1,4 +1,11 @@
-package realservers
+// Package silentchanges runs the daemon against llama.cpp's llama-server
+// for as many runs as a silent change takes to show: the model behind an
+// endpoint's name swapped or served in another precision (model identity
+// learned over runs), and a prefix cache broken, paged through Debian's
+// Prometheus with the shipped rules. Its own package, apart from
+// e2e/realservers, so that each stays within go test's 10 minutes a
+// package on a busy host.
+package silentchanges
 
 import (
 	"context"
@@ -12,6 +19,7 @@ import (
 
 	"github.com/tokenprobe/tokenprobe/internal/daemon"
 	"github.com/tokenprobe/tokenprobe/internal/realserver"
+	"github.com/tokenprobe/tokenprobe/internal/timingtest"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 )
 
@@ -59,11 +67,11 @@ func identityRun(t *testing.T, d *daemon.Daemon) *stats.ModelIdentity {
 		t.Fatalf("run now: %v (%d started)", err, len(started))
 	}
 	var rec daemon.RunRecord
-	waitUntil(t, time.Minute, "the identity run's end", func() bool {
+	timingtest.Until(t, func() string { return "the identity run's end" }, func() bool {
 		r, ok := d.History().Get(started[0].ID)
 		rec = r
 		return ok && r.Finished()
-	})
+	}, nil)
 	if rec.Summary == nil || rec.Summary.ModelIdentity == nil {
 		t.Fatalf("run %d (%s, %s): no model-identity verdict", rec.ID, rec.Result, rec.Error)
 	}

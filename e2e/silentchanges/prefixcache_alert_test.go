@@ -1,4 +1,4 @@
-package realservers
+package silentchanges
 
 import (
 	"context"
@@ -19,6 +19,8 @@ import (
 	"github.com/tokenprobe/tokenprobe/alerts"
 	"github.com/tokenprobe/tokenprobe/dashboards"
 	"github.com/tokenprobe/tokenprobe/internal/daemon"
+	"github.com/tokenprobe/tokenprobe/internal/realserver"
+	"github.com/tokenprobe/tokenprobe/internal/timingtest"
 	"github.com/tokenprobe/tokenprobe/internal/web"
 )
 
@@ -35,7 +37,7 @@ func TestPrefixCacheBrokenAlertsInPrometheus(t *testing.T) {
 		}
 		t.Skip("prometheus not on PATH (apt-get install prometheus)")
 	}
-	srv, other := slowPrefill(t), slowPrefill(t)
+	srv, other := realserver.SlowPrefill(t), realserver.SlowPrefill(t)
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`endpoints:
   - {name: served, base_url: %[1]q, model: %[3]q, timeout: 60s}
@@ -101,8 +103,9 @@ profiles:
 		}
 		return n
 	}
-	waitUntil(t, 2*time.Minute, "TokenprobePrefixCacheBroken for the defeated endpoint, and six runs of each",
-		func() bool { return firing("defeated") && runs("served") >= 6 && runs("defeated") >= 6 })
+	timingtest.Until(t, func() string {
+		return fmt.Sprintf("TokenprobePrefixCacheBroken for the defeated endpoint (firing: %v), and six runs of each (served %d, defeated %d)", firing("defeated"), runs("served"), runs("defeated"))
+	}, func() bool { return firing("defeated") && runs("served") >= 6 && runs("defeated") >= 6 }, nil)
 	verdicts := map[string]int{}
 	recent, _ := d.History().Runs()
 	for _, r := range recent {

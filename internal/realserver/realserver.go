@@ -375,6 +375,10 @@ func (s *Server) Restart(args ...string) {
 	s.start(s.port)
 }
 
+// Name is the server's name (llama-server, llm-d-inference-sim), for a
+// test's messages.
+func (s *Server) Name() string { return s.name }
+
 // Logs is what the server printed so far.
 func (s *Server) Logs() string {
 	s.mu.Lock()
@@ -437,4 +441,16 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	return w.w.Write(p)
+}
+
+// SlowPrefill is llama-server with one slot of 4096 tokens prefilling in
+// batches of 32: a prefix of 1,024 words takes about 0.3 s cold (a tenth
+// of that in its default batches), so that a probe that is not starved
+// beside a busy host's other tests can tell it apart from a warm one (a
+// 20 ms TTFT starved the probe under the race detector: its own delay
+// p99 was over a tenth of it, and the verdicts were rightly withheld).
+// One slot: two endpoints on one server would take each other's cached
+// prompt.
+func SlowPrefill(t testing.TB) *Server {
+	return LlamaServer(t, "-np", "1", "-b", "32", "-ub", "32")
 }
