@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/tokenprobe/tokenprobe/internal/runonce"
 	"github.com/tokenprobe/tokenprobe/internal/servermetrics"
 	"github.com/tokenprobe/tokenprobe/internal/sink/records"
+	"github.com/tokenprobe/tokenprobe/internal/syncbuf"
 	"github.com/tokenprobe/tokenprobe/internal/timingtest"
 	"github.com/tokenprobe/tokenprobe/probe/stats"
 )
@@ -75,7 +75,7 @@ func runAcrossRestart(t *testing.T, cfg string, srv *realserver.Server, what str
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir := t.TempDir()
-	var out syncBuilder
+	var out syncbuf.Buffer
 	var code int
 	ended := make(chan struct{})
 	go func() { code = runIn(ctx, dir, cfg, &out); close(ended) }()
@@ -106,25 +106,6 @@ func runAcrossRestart(t *testing.T, cfg string, srv *realserver.Server, what str
 		t.Fatalf("%d runs: %s", len(sums), out.String())
 	}
 	return sums, recs, out.String()
-}
-
-// syncBuilder is a strings.Builder that a run writes to on one goroutine
-// while the test reads it on another.
-type syncBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuilder) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuilder) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // splitsAddUp checks that every TTFT split of a run and its levels adds
