@@ -61,10 +61,9 @@ func runIn(ctx context.Context, dir, yaml string, out io.Writer) int {
 // restarted (with args, when given): the restart comes once the server
 // has served n (what served reads, counted since it started), and the run
 // is ended once the new process has too. Bounded by what the server
-// counted and by the run itself: a run that ends first (aborted, say, by
-// a restart slower than its unreachable_for on a busy host) fails the
-// test with what the run printed, where a wait for the server alone hung
-// until go test's deadline. The configuration's run must outlast both
+// counted and by the run itself: a run that ends first fails the test
+// with what the run printed, where a wait for the server alone hung until
+// go test's deadline. The configuration's run must outlast both
 // waits (a long duration, ended here) and the restart's errors: streams
 // cut, and, through the relay into the namespace of llm-d-inference-sim,
 // connections reset until the new process listens, which on a busy host
