@@ -35,7 +35,7 @@ var layer = map[string]int{
 	"internal/sink":    5, "exporter/prom": 5, "exporter/otlp": 5, "internal/sink/records": 5,
 	"internal/runner": 6, "internal/setup": 6, "internal/rundir": 6,
 	"internal/daemon": 7, "internal/runonce": 7, "internal/compare": 7, "internal/merge": 7,
-	"internal/web": 8, "alerts": 8, "dashboards": 8, "dashboards/gen": 8, "e2e": 8, "e2e/realservers": 8,
+	"internal/web": 8, "alerts": 8, "dashboards": 8, "dashboards/gen": 8, "e2e": 8, "e2e/realservers": 8, "e2e/silentchanges": 8,
 	"cmd/tokenprobe": 9, "internal/hostile/cmd/hostile": 9, "internal/hostile/cmd/rss": 9,
 }
 
